@@ -1,0 +1,146 @@
+//! The command line of `loop-hook`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use lexopt::prelude::*;
+
+use crate::start::StartOptions;
+use crate::status::StatusOptions;
+
+pub const HELP: &str = "\
+loop-hook: the engine of for-loop, a verified agent loop.
+The user's verify command is the only judge of done.
+
+Usage:
+  loop-hook start [--session ID] [--cwd DIR] [--host NAME]   < loop text on stdin
+  loop-hook stop-hook                                        < the host's Stop event on stdin
+  loop-hook cancel [--session ID]
+  loop-hook status [--session ID] [--json] [--all]
+  loop-hook help | --help | --version
+
+Commands:
+  start      Arms a loop for a session. stdin is the raw text typed after /for-loop:
+             TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
+             (`echo --help | loop-hook start` explains it). Prints the parsed loop.
+  stop-hook  Judges a turn end: runs verify and prints the host's block or allow JSON.
+  cancel     Ends the session's loop now; its next stop is allowed.
+  status     Shows the session's loop, its last verify and recent stops; --all lists every loop.
+
+Options:
+  --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID)
+  --cwd DIR     where verify runs (default: the current directory)
+  --host NAME   the agent host (default: claude-code)
+  --json        machine-readable status
+
+Files:
+  Loops live in $FOR_LOOP_HOME, else $XDG_STATE_HOME/for-loop, else ~/.local/state/for-loop:
+  sessions/<session id>/state.md (settings and task), ledger.jsonl (one line per stop).
+
+Exit codes:
+  0  success. stop-hook always exits 0, even on its own errors: it then allows the stop and
+     says why in systemMessage, so a fault of for-loop never traps a session.
+  1  refused: the loop text is invalid, a loop is already running, or there is no session id.
+  2  usage: unknown command or option.";
+
+#[derive(Debug, Clone)]
+pub enum Cli {
+    Start(StartOptions),
+    StopHook,
+    Cancel { session_id: Option<String> },
+    Status(StatusOptions),
+    Help,
+    Version,
+}
+
+impl Cli {
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Error> {
+        let mut parser = lexopt::Parser::from_args(args);
+        let command = match parser.next()? {
+            None => return Ok(Cli::Help),
+            Some(Long("help") | Short('h')) => return Ok(Cli::Help),
+            Some(Long("version") | Short('V')) => return Ok(Cli::Version),
+            Some(Value(word)) => word.string()?,
+            Some(other) => return Err(other.unexpected()),
+        };
+        let mut start = StartOptions::default();
+        let mut status = StatusOptions::default();
+        let mut session_id = None;
+        while let Some(arg) = parser.next()? {
+            match (command.as_str(), arg) {
+                (_, Long("help") | Short('h')) => return Ok(Cli::Help),
+                ("start" | "cancel" | "status", Long("session")) => {
+                    session_id = Some(parser.value()?.string()?)
+                }
+                ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
+                ("start" | "stop-hook", Long("host")) => {
+                    let host = parser.value()?.string()?;
+                    if host != "claude-code" {
+                        return Err(lexopt::Error::Custom(
+                            format!("unknown host `{host}`: this build supports claude-code")
+                                .into(),
+                        ));
+                    }
+                    start.host = Some(host);
+                }
+                ("status", Long("json")) => status.json = true,
+                ("status", Long("all")) => status.all = true,
+                (_, arg) => return Err(arg.unexpected()),
+            }
+        }
+        Ok(match command.as_str() {
+            "start" => Cli::Start(StartOptions {
+                session_id,
+                ..start
+            }),
+            "stop-hook" | "stop" => Cli::StopHook,
+            "cancel" => Cli::Cancel { session_id },
+            "status" => Cli::Status(StatusOptions {
+                session_id,
+                ..status
+            }),
+            "help" => Cli::Help,
+            other => {
+                return Err(lexopt::Error::Custom(
+                    format!("unknown command `{other}`: use start, stop-hook, cancel or status")
+                        .into(),
+                ));
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, lexopt::Error> {
+        Cli::parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn parses_each_command() {
+        assert!(matches!(parse(&[]), Ok(Cli::Help)));
+        assert!(matches!(parse(&["--version"]), Ok(Cli::Version)));
+        assert!(matches!(parse(&["stop-hook"]), Ok(Cli::StopHook)));
+        match parse(&["start", "--session", "s", "--cwd", "/p"]).unwrap() {
+            Cli::Start(o) => {
+                assert_eq!(o.session_id.as_deref(), Some("s"));
+                assert_eq!(o.cwd, Some(PathBuf::from("/p")));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["status", "--json", "--all"]).unwrap() {
+            Cli::Status(o) => assert!(o.json && o.all),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_what_it_does_not_know() {
+        assert!(parse(&["frobnicate"]).is_err());
+        assert!(parse(&["cancel", "--json"]).is_err());
+        assert!(parse(&["start", "--session"]).is_err());
+        assert!(parse(&["stop-hook", "--host", "vim"]).is_err());
+    }
+}

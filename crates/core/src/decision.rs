@@ -1,0 +1,394 @@
+//! The verdict at a turn end: a pure function of the loop, the stop and the verify outcome.
+//!
+//! Everything with side effects (reading the event, running verify, writing files) happens
+//! around this function, so every branch is tested here without processes or files.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+
+use crate::message;
+use crate::promise;
+use crate::reason_code::ReasonCode;
+use crate::state::{LastVerify, LoopState, Status};
+use crate::verify::VerifyOutcome;
+
+/// Whether a loop judges a stop at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// The owner's stop of an active loop: run verify and decide.
+    Judge,
+    /// The loop is over: allow, write nothing.
+    Ended,
+    /// Another session's stop (or a loop with no owner): allow, leave the loop as it is.
+    Foreign,
+}
+
+pub fn gate(state: &LoopState, session_id: &str) -> Gate {
+    if state.meta.status != Status::Active {
+        Gate::Ended
+    } else if !state.is_owned_by(session_id) {
+        Gate::Foreign
+    } else {
+        Gate::Judge
+    }
+}
+
+/// What the stop brought, besides the loop itself.
+#[derive(Debug, Clone, Copy)]
+pub struct StopFacts<'a> {
+    pub last_message: Option<&'a str>,
+    /// The verify run; `None` when the loop has no verify command.
+    pub verify: Option<&'a VerifyOutcome>,
+    pub now: Timestamp,
+    /// Where the task can be read in full when it is too long to re-inject.
+    pub state_path: &'a Path,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let the agent stop.
+    Allow,
+    /// Keep the agent working, with this prompt.
+    Block { reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub code: ReasonCode,
+    /// One status line (block) or a short summary (allow) for the user.
+    pub system_message: String,
+    /// The loop after this stop.
+    pub next: LoopState,
+    /// Whether the promise was found, when one is required.
+    pub promise_kept: Option<bool>,
+}
+
+/// Judges the owner's stop of an active loop.
+pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
+    let settings = &state.meta.settings;
+    let verify_passed = facts.verify.map(VerifyOutcome::passed);
+    let promise_kept = settings
+        .completion_promise
+        .as_deref()
+        .map(|p| facts.last_message.is_some_and(|m| promise::is_kept(m, p)));
+    let complete = match (verify_passed, promise_kept) {
+        (None, None) => false,
+        (Some(v), None) => v,
+        (None, Some(p)) => p,
+        (Some(v), Some(p)) => v && p,
+    };
+
+    let mut next = state.clone();
+    next.meta.updated_at = facts.now;
+    if let Some(outcome) = facts.verify {
+        let ms = outcome.duration.as_millis() as u64;
+        next.meta.verify_total_ms += ms;
+        next.meta.last_verify = Some(LastVerify {
+            exit_code: outcome.exit_code,
+            duration_ms: ms,
+            timed_out: outcome.timed_out,
+        });
+    }
+
+    let code = if complete {
+        if facts.verify.is_some() {
+            ReasonCode::Verified
+        } else {
+            ReasonCode::Promise
+        }
+    } else if state.meta.iteration >= settings.max_iterations {
+        ReasonCode::CapReached
+    } else if let Some(outcome) = facts.verify.filter(|o| !o.passed()) {
+        if outcome.timed_out {
+            ReasonCode::VerifyTimedOut
+        } else {
+            ReasonCode::VerifyFailed
+        }
+    } else if promise_kept == Some(false) {
+        ReasonCode::PromiseMissing
+    } else {
+        ReasonCode::NoCriterion
+    };
+
+    let (verdict, system_message) = if complete || code == ReasonCode::CapReached {
+        next.meta.status = Status::Ended;
+        next.meta.outcome = Some(code);
+        (
+            Verdict::Allow,
+            message::summary(&next, code, facts.verify, facts.now),
+        )
+    } else {
+        next.meta.iteration += 1;
+        let reason = message::reinjection(&next, code, facts.verify, facts.state_path);
+        (
+            Verdict::Block { reason },
+            message::status_line(&next, code, facts.verify),
+        )
+    };
+    Decision {
+        verdict,
+        code,
+        system_message,
+        next,
+        promise_kept,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Captured;
+    use crate::state::tests::sample;
+    use std::time::Duration;
+
+    fn outcome(exit_code: Option<i32>, timed_out: bool, output: &str) -> VerifyOutcome {
+        let mut captured = Captured::default();
+        captured.push(output.as_bytes());
+        VerifyOutcome {
+            exit_code,
+            signal: None,
+            timed_out,
+            duration: Duration::from_millis(4_200),
+            output: captured,
+        }
+    }
+
+    fn facts<'a>(
+        verify: Option<&'a VerifyOutcome>,
+        last_message: Option<&'a str>,
+    ) -> StopFacts<'a> {
+        StopFacts {
+            last_message,
+            verify,
+            now: "2026-11-22T03:12:03Z".parse().unwrap(),
+            state_path: Path::new("/state/sessions/sess-1/state.md"),
+        }
+    }
+
+    fn with(verify: Option<&str>, promise: Option<&str>, iteration: u32, max: u32) -> LoopState {
+        let mut state = sample();
+        state.meta.settings.verify = verify.map(str::to_string);
+        state.meta.settings.completion_promise = promise.map(str::to_string);
+        state.meta.iteration = iteration;
+        state.meta.settings.max_iterations = max;
+        state
+    }
+
+    fn reason(decision: &Decision) -> &str {
+        match &decision.verdict {
+            Verdict::Block { reason } => reason,
+            Verdict::Allow => panic!("expected a block, got {decision:?}"),
+        }
+    }
+
+    #[test]
+    fn gate_judges_only_the_owners_active_loop() {
+        let mut state = sample();
+        assert_eq!(gate(&state, "sess-1"), Gate::Judge);
+        assert_eq!(gate(&state, "other"), Gate::Foreign);
+        state.meta.session_id.clear();
+        assert_eq!(gate(&state, ""), Gate::Foreign);
+        state.meta.status = Status::Ended;
+        assert_eq!(gate(&state, "sess-1"), Gate::Ended);
+    }
+
+    #[test]
+    fn failing_verify_blocks_with_the_task_and_the_failure() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let failed = outcome(Some(1), false, "test login ... FAILED\n");
+        let decision = decide(&state, facts(Some(&failed), Some("all done!")));
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        assert_eq!(decision.next.meta.iteration, 3);
+        assert_eq!(decision.next.meta.status, Status::Active);
+        assert_eq!(
+            decision.system_message,
+            "for-loop 3/30 · verify failed (exit 1, 4.2 s)"
+        );
+        let reason = reason(&decision);
+        assert!(reason.starts_with("fix the login\n"), "{reason}");
+        assert!(reason.contains("iteration 3 of 30"), "{reason}");
+        assert!(reason.contains("test login ... FAILED"), "{reason}");
+        assert!(reason.contains("exit 1"), "{reason}");
+        assert_eq!(decision.next.meta.verify_total_ms, 4_200);
+    }
+
+    #[test]
+    fn passing_verify_ends_the_loop_whatever_the_model_said() {
+        let state = with(Some("cargo test"), None, 4, 30);
+        let passed = outcome(Some(0), false, "ok\n");
+        let decision = decide(&state, facts(Some(&passed), None));
+        assert_eq!(decision.verdict, Verdict::Allow);
+        assert_eq!(decision.code, ReasonCode::Verified);
+        assert_eq!(decision.next.meta.status, Status::Ended);
+        assert_eq!(decision.next.meta.outcome, Some(ReasonCode::Verified));
+        assert!(
+            decision
+                .system_message
+                .contains("verified at iteration 4/30"),
+            "{}",
+            decision.system_message
+        );
+        assert!(
+            decision.system_message.contains("12m 03s"),
+            "{}",
+            decision.system_message
+        );
+    }
+
+    #[test]
+    fn a_claimed_promise_does_not_end_a_loop_whose_verify_fails() {
+        let state = with(Some("cargo test"), Some("DONE"), 1, 30);
+        let failed = outcome(Some(1), false, "");
+        let decision = decide(
+            &state,
+            facts(Some(&failed), Some("<promise>DONE</promise>")),
+        );
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        assert_eq!(decision.promise_kept, Some(true));
+    }
+
+    #[test]
+    fn with_both_criteria_both_must_hold() {
+        let state = with(Some("cargo test"), Some("DONE"), 1, 30);
+        let passed = outcome(Some(0), false, "");
+        let decision = decide(&state, facts(Some(&passed), Some("finished")));
+        assert_eq!(decision.code, ReasonCode::PromiseMissing);
+        assert!(reason(&decision).contains("<promise>DONE</promise>"));
+        assert_eq!(
+            decision.system_message,
+            "for-loop 2/30 · verify passed, promise not given"
+        );
+        let decision = decide(
+            &state,
+            facts(Some(&passed), Some("<promise>DONE</promise>")),
+        );
+        assert_eq!(decision.code, ReasonCode::Verified);
+    }
+
+    #[test]
+    fn promise_only_loops_end_on_the_tag_not_on_the_bare_word() {
+        let state = with(None, Some("DONE"), 1, 30);
+        let decision = decide(&state, facts(None, Some("DONE")));
+        assert_eq!(decision.code, ReasonCode::PromiseMissing);
+        assert_eq!(decision.system_message, "for-loop 2/30 · promise not given");
+        let decision = decide(&state, facts(None, None));
+        assert_eq!(decision.code, ReasonCode::PromiseMissing);
+        let decision = decide(&state, facts(None, Some("<promise> DONE </promise>")));
+        assert_eq!(decision.code, ReasonCode::Promise);
+        assert_eq!(decision.verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn without_criteria_the_loop_runs_to_its_cap() {
+        let state = with(None, None, 1, 2);
+        let decision = decide(&state, facts(None, Some("<promise>DONE</promise>")));
+        assert_eq!(decision.code, ReasonCode::NoCriterion);
+        let decision = decide(&decision.next, facts(None, None));
+        assert_eq!(decision.code, ReasonCode::CapReached);
+        assert_eq!(decision.verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn max_iterations_means_that_many_turns() {
+        let failed = outcome(Some(1), false, "");
+        let mut state = with(Some("false"), None, 1, 3);
+        let mut blocks = 0;
+        loop {
+            let decision = decide(&state, facts(Some(&failed), None));
+            match decision.verdict {
+                Verdict::Block { .. } => blocks += 1,
+                Verdict::Allow => {
+                    assert_eq!(decision.code, ReasonCode::CapReached);
+                    assert!(
+                        decision.system_message.contains("3/3"),
+                        "{}",
+                        decision.system_message
+                    );
+                    break;
+                }
+            }
+            state = decision.next;
+        }
+        assert_eq!(blocks, 2, "3 turns = the first + 2 re-injections");
+    }
+
+    #[test]
+    fn verify_passing_on_the_last_turn_is_verified_not_capped() {
+        let state = with(Some("true"), None, 3, 3);
+        let passed = outcome(Some(0), false, "");
+        assert_eq!(
+            decide(&state, facts(Some(&passed), None)).code,
+            ReasonCode::Verified
+        );
+    }
+
+    #[test]
+    fn max_iterations_of_one_never_blocks() {
+        let state = with(Some("false"), None, 1, 1);
+        let failed = outcome(Some(1), false, "");
+        assert_eq!(
+            decide(&state, facts(Some(&failed), None)).verdict,
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_its_own_reason() {
+        let state = with(Some("sleep 999"), None, 1, 30);
+        let timed_out = outcome(None, true, "partial");
+        let decision = decide(&state, facts(Some(&timed_out), None));
+        assert_eq!(decision.code, ReasonCode::VerifyTimedOut);
+        assert!(
+            reason(&decision).contains("did not finish within 300 s"),
+            "{}",
+            reason(&decision)
+        );
+        assert_eq!(
+            decision.system_message,
+            "for-loop 2/30 · verify timed out after 300 s"
+        );
+    }
+
+    #[test]
+    fn the_reason_stays_under_10000_characters_and_keeps_the_task() {
+        let mut state = with(Some("cargo test"), None, 1, 30);
+        state.task = "ü".repeat(5_000);
+        let mut huge = Captured::default();
+        for i in 0..100_000 {
+            huge.push(format!("line {i} `` ``` ````\n").as_bytes());
+        }
+        let failed = VerifyOutcome {
+            exit_code: Some(1),
+            signal: None,
+            timed_out: false,
+            duration: Duration::from_secs(1),
+            output: huge,
+        };
+        let decision = decide(&state, facts(Some(&failed), None));
+        let reason = reason(&decision);
+        assert!(
+            reason.chars().count() < 10_000,
+            "{}",
+            reason.chars().count()
+        );
+        assert!(reason.starts_with(&state.task));
+        assert!(reason.contains("line 99999"));
+    }
+
+    #[test]
+    fn a_task_too_long_to_reinject_is_referenced_by_its_file() {
+        let mut state = with(Some("cargo test"), None, 1, 30);
+        state.task = "x".repeat(20_000);
+        let failed = outcome(Some(1), false, "boom");
+        let decision = decide(&state, facts(Some(&failed), None));
+        let reason = reason(&decision);
+        assert!(reason.chars().count() < 10_000);
+        assert!(
+            reason.contains("/state/sessions/sess-1/state.md"),
+            "{reason}"
+        );
+        assert!(reason.contains("boom"));
+    }
+}

@@ -1,0 +1,197 @@
+//! The turn-end event a host sends the hook on stdin, read leniently and normalised.
+//!
+//! Every field is optional on some version of some host, so each one is read on its own and a
+//! wrong type is named in the error rather than failing the whole parse with a serde message.
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// More than this on stdin is not a turn-end event. The largest real field, the last message, is
+/// bounded by the model's output limit, far below this.
+pub const MAX_EVENT_BYTES: usize = 32 << 20;
+
+/// A turn end, whichever host sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StopEvent {
+    pub session_id: String,
+    pub cwd: Option<PathBuf>,
+    pub transcript_path: Option<PathBuf>,
+    /// The host is already continuing because a stop hook blocked (Claude Code's flag).
+    pub stop_hook_active: bool,
+    /// The agent's final message, when the host sends it.
+    pub last_assistant_message: Option<String>,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EventError {
+    #[error("the event on stdin was empty")]
+    Empty,
+    #[error("the event on stdin was over {} MiB", MAX_EVENT_BYTES >> 20)]
+    TooLarge,
+    #[error("the event on stdin is not JSON ({0})")]
+    NotJson(String),
+    #[error("the event on stdin is JSON but not an object")]
+    NotObject,
+    #[error("the event's `{field}` should be {expected}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("the event has no `{0}`")]
+    Missing(&'static str),
+    #[error("could not read stdin: {0}")]
+    Read(String),
+}
+
+/// Reads stdin up to [`MAX_EVENT_BYTES`].
+pub fn read_bounded(reader: impl Read) -> Result<Vec<u8>, EventError> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_EVENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e: io::Error| EventError::Read(e.to_string()))?;
+    if bytes.len() > MAX_EVENT_BYTES {
+        return Err(EventError::TooLarge);
+    }
+    Ok(bytes)
+}
+
+/// Parses bytes into a JSON object.
+pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, EventError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(EventError::Empty);
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(EventError::NotObject),
+        Err(e) => Err(EventError::NotJson(e.to_string())),
+    }
+}
+
+/// Typed access to optional fields of an event object.
+pub struct Fields<'a>(pub &'a Map<String, Value>);
+
+impl Fields<'_> {
+    pub fn string(&self, field: &'static str) -> Result<Option<String>, EventError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(EventError::WrongType {
+                field,
+                expected: "a string",
+            }),
+        }
+    }
+
+    pub fn required_string(&self, field: &'static str) -> Result<String, EventError> {
+        self.string(field)?
+            .filter(|s| !s.is_empty())
+            .ok_or(EventError::Missing(field))
+    }
+
+    pub fn boolean(&self, field: &'static str) -> Result<Option<bool>, EventError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(EventError::WrongType {
+                field,
+                expected: "true or false",
+            }),
+        }
+    }
+}
+
+impl StopEvent {
+    /// A Claude Code `Stop` event. `SubagentStop` and other events are not turn ends of the
+    /// session and are refused, so a misrouted hook never advances a loop.
+    pub fn from_claude(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+        let fields = Fields(object);
+        if let Some(name) = fields.string("hook_event_name")?
+            && name != "Stop"
+        {
+            return Err(EventError::WrongType {
+                field: "hook_event_name",
+                expected: "\"Stop\"",
+            });
+        }
+        Ok(StopEvent {
+            session_id: fields.required_string("session_id")?,
+            cwd: fields.string("cwd")?.map(PathBuf::from),
+            transcript_path: fields.string("transcript_path")?.map(PathBuf::from),
+            // Absent on old versions: absent means no hook is continuing the turn.
+            stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
+            last_assistant_message: fields.string("last_assistant_message")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude(text: &str) -> Result<StopEvent, EventError> {
+        StopEvent::from_claude(&parse_object(text.as_bytes())?)
+    }
+
+    #[test]
+    fn reads_the_2_1_328_payload() {
+        let event = claude(
+            r#"{"session_id":"s1","transcript_path":"/t.jsonl","cwd":"/p","prompt_id":"x","permission_mode":"default",
+               "effort":{"level":"high"},"hook_event_name":"Stop","stop_hook_active":true,
+               "last_assistant_message":"done","background_tasks":[],"session_crons":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(event.session_id, "s1");
+        assert!(event.stop_hook_active);
+        assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
+        assert_eq!(event.transcript_path, Some(PathBuf::from("/t.jsonl")));
+    }
+
+    #[test]
+    fn old_payloads_without_optional_fields() {
+        let event = claude(r#"{"session_id":"s1"}"#).unwrap();
+        assert!(!event.stop_hook_active);
+        assert_eq!(event.last_assistant_message, None);
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        assert_eq!(claude(""), Err(EventError::Empty));
+        assert_eq!(claude(" \n"), Err(EventError::Empty));
+        assert!(matches!(claude("not json"), Err(EventError::NotJson(_))));
+        assert_eq!(claude("[1]"), Err(EventError::NotObject));
+        assert_eq!(claude("{}"), Err(EventError::Missing("session_id")));
+        assert_eq!(
+            claude(r#"{"session_id":""}"#),
+            Err(EventError::Missing("session_id"))
+        );
+        assert_eq!(
+            claude(r#"{"session_id":7}"#),
+            Err(EventError::WrongType {
+                field: "session_id",
+                expected: "a string"
+            })
+        );
+        assert_eq!(
+            claude(r#"{"session_id":"s","stop_hook_active":"yes"}"#),
+            Err(EventError::WrongType {
+                field: "stop_hook_active",
+                expected: "true or false"
+            })
+        );
+        assert!(matches!(
+            claude(r#"{"session_id":"s","hook_event_name":"SubagentStop"}"#),
+            Err(EventError::WrongType { .. })
+        ));
+    }
+
+    #[test]
+    fn stdin_is_bounded() {
+        let huge = std::io::repeat(b' ').take(MAX_EVENT_BYTES as u64 + 10);
+        assert_eq!(read_bounded(huge), Err(EventError::TooLarge));
+        assert_eq!(read_bounded(&b"{}"[..]).unwrap(), b"{}");
+    }
+}

@@ -1,0 +1,134 @@
+//! The loop's ledger: one JSON line per judged stop, appended, never rewritten.
+//!
+//! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
+//! afterwards why a loop went on or ended.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::reason_code::ReasonCode;
+use crate::reverse_lines::ReverseLines;
+use crate::verify::VerifyOutcome;
+
+/// One line of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    pub time: Timestamp,
+    pub loop_id: String,
+    /// The turn that just ended.
+    pub iteration: u32,
+    pub max_iterations: u32,
+    /// `block`, `allow`, or `cancel` for a cancel outside a stop.
+    pub decision: String,
+    pub reason: ReasonCode,
+    pub stop_hook_active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub verify: Option<VerifyRecord>,
+    /// Whether the promise was found, when one is required.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub promise_kept: Option<bool>,
+    /// What went wrong, for `internal_error`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub detail: Option<String>,
+}
+
+/// What the ledger keeps of a verify run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyRecord {
+    pub exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    pub output_bytes: u64,
+    pub output_digest: String,
+    pub tail: String,
+}
+
+impl VerifyRecord {
+    pub fn of(outcome: &VerifyOutcome) -> VerifyRecord {
+        VerifyRecord {
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            timed_out: outcome.timed_out,
+            duration_ms: outcome.duration.as_millis() as u64,
+            output_bytes: outcome.output.total_bytes(),
+            output_digest: outcome.output.digest_hex(),
+            tail: outcome.output.last_lines(5, 400),
+        }
+    }
+}
+
+impl LedgerEntry {
+    /// Appends this entry as one line, written with a single call so that concurrent appends
+    /// never interleave within a line.
+    pub fn append_to(&self, path: &Path) -> io::Result<()> {
+        let mut line = serde_json::to_vec(self).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        file.write_all(&line)?;
+        file.flush()
+    }
+
+    /// The last `n` entries of a ledger, oldest first. Lines that do not parse are skipped.
+    pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<LedgerEntry>> {
+        let mut entries = Vec::new();
+        for line in ReverseLines::open(path, 4 << 20)? {
+            if entries.len() == n {
+                break;
+            }
+            if let Ok(entry) = serde_json::from_slice(&line?) {
+                entries.push(entry);
+            }
+        }
+        entries.reverse();
+        Ok(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(iteration: u32) -> LedgerEntry {
+        LedgerEntry {
+            time: "2026-11-22T03:00:00Z".parse().unwrap(),
+            loop_id: "l".into(),
+            iteration,
+            max_iterations: 30,
+            decision: "block".into(),
+            reason: ReasonCode::VerifyFailed,
+            stop_hook_active: Some(false),
+            verify: None,
+            promise_kept: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn appends_lines_and_reads_the_last_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        for i in 1..=5 {
+            entry(i).append_to(&path).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 5);
+        let last = LedgerEntry::read_last(&path, 2).unwrap();
+        assert_eq!(last.iter().map(|e| e.iteration).collect::<Vec<_>>(), [4, 5]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+        let err = entry(1).append_to(&path).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28), "{err}");
+    }
+}

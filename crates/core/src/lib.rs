@@ -1,0 +1,101 @@
+//! for-loop's engine: a loop that keeps a coding agent working until the user's verify command
+//! passes.
+//!
+//! `loop-hook` is a thin `main` over [`run`]. The decision at each turn end is the pure function
+//! [`decision::decide`]; everything around it (the event, the state files, the verify process,
+//! the ledger) lives in its own module.
+
+pub mod cancel;
+pub mod capture;
+pub mod cli;
+pub mod decision;
+pub mod duration;
+pub mod environment;
+pub mod event;
+pub mod frontmatter;
+pub mod hook_response;
+pub mod ledger;
+pub mod lock;
+pub mod message;
+pub mod outcome;
+pub mod promise;
+pub mod reason_code;
+pub mod request;
+pub mod reverse_lines;
+pub mod start;
+pub mod state;
+pub mod status;
+pub mod stop_hook;
+pub mod store;
+pub mod transcript;
+pub mod verify;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::panic::{self, AssertUnwindSafe};
+
+use cli::Cli;
+use environment::Environment;
+use hook_response::HookResponse;
+use outcome::{Code, Outcome};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Runs `loop-hook` with `args` (program name excluded) and returns the exit code.
+pub fn run(
+    args: impl IntoIterator<Item = OsString>,
+    env: &Environment,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> i32 {
+    let cli = match Cli::parse(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
+            return Code::Usage as i32;
+        }
+    };
+    let outcome = match cli {
+        Cli::Help => Outcome::ok(cli::HELP),
+        Cli::Version => Outcome::ok(format!("loop-hook {VERSION}")),
+        Cli::StopHook => Outcome::ok(stop_hook_never_failing(env, stdin)),
+        Cli::Start(options) => {
+            let mut raw = Vec::new();
+            match stdin.take(start_input_limit()).read_to_end(&mut raw) {
+                Ok(_) => start::run(env, &options, &String::from_utf8_lossy(&raw)),
+                Err(e) => Outcome::refused(format!(
+                    "for-loop: not started: could not read the loop text on stdin: {e}"
+                )),
+            }
+        }
+        Cli::Cancel { session_id } => cancel::run(env, session_id.as_deref()),
+        Cli::Status(options) => status::run(env, &options),
+    };
+    if !outcome.stdout.is_empty() {
+        let _ = writeln!(stdout, "{}", outcome.stdout);
+    }
+    let _ = stdout.flush();
+    outcome.code as i32
+}
+
+/// Lets the task-size check report an oversized task instead of reading without end.
+fn start_input_limit() -> u64 {
+    request::MAX_TASK_BYTES as u64 * 2
+}
+
+/// The Stop hook's output. A panic anywhere below is caught and turned into an allowed stop with
+/// a message, never a crash the host would show as a hook error or read as a block.
+fn stop_hook_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
+    let result = panic::catch_unwind(AssertUnwindSafe(|| stop_hook::run(env, stdin)));
+    let response = result.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        HookResponse::allow_with(format!(
+            "for-loop: internal error ({what}); this stop is allowed. Please report it with `loop-hook --version`."
+        ))
+    });
+    response.to_claude_json()
+}

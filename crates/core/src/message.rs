@@ -1,0 +1,229 @@
+//! The words for-loop says: the prompt re-injected into the agent, the one-line status the user
+//! sees at each stop, and the summary when a loop ends.
+//!
+//! The re-injected prompt is written as a plain task, not as a system notice (hosts warn that
+//! text framed as out-of-band commands can trip the model's prompt-injection defences), and it
+//! stays under the hosts' 10,000-character cap by trimming verify output, never the task.
+
+use std::path::Path;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::duration::{human, human_ms};
+use crate::reason_code::ReasonCode;
+use crate::state::LoopState;
+use crate::verify::VerifyOutcome;
+
+/// The whole re-injected prompt stays below this many characters.
+pub const REASON_BUDGET: usize = 9_500;
+/// Verify output always gets at least this much room; a task that leaves less is referenced.
+const MIN_OUTPUT_ROOM: usize = 1_500;
+
+/// The prompt that keeps the agent working. `state` is the loop after this stop.
+pub fn reinjection(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    state_path: &Path,
+) -> String {
+    let meta = &state.meta;
+    let settings = &meta.settings;
+    let mut status = format!(
+        "\n\n---\nfor-loop: this is iteration {} of {}. The loop goes on until {}.\n",
+        meta.iteration,
+        settings.max_iterations,
+        criterion(state)
+    );
+    let mut advice = String::new();
+    match (code, verify) {
+        (ReasonCode::VerifyTimedOut, Some(_)) => {
+            status.push_str(&format!(
+                "\nVerify `{}` did not finish within {} s and was stopped. The output it had printed:\n",
+                settings.verify.as_deref().unwrap_or_default(),
+                settings.verify_timeout_secs
+            ));
+            advice = format!(
+                "To finish: find why `{}` hangs or is slow (a test waiting for input, a server that \
+                 never exits, an endless loop) and fix it, then run it yourself to see it pass.",
+                settings.verify.as_deref().unwrap_or_default()
+            );
+        }
+        (ReasonCode::VerifyFailed, Some(outcome)) => {
+            status.push_str(&format!(
+                "\nVerify `{}` failed: {} after {}. Its output:\n",
+                settings.verify.as_deref().unwrap_or_default(),
+                outcome.describe(),
+                human(outcome.duration)
+            ));
+            advice = format!(
+                "To finish: find the cause of this failure and fix it, run `{}` yourself to see it \
+                 pass, then end your turn. Do not change the verify command or the files it runs.",
+                settings.verify.as_deref().unwrap_or_default()
+            );
+        }
+        (ReasonCode::PromiseMissing, _) => {
+            let promise = settings.completion_promise.as_deref().unwrap_or_default();
+            if settings.verify.is_some() {
+                status.push_str("\nVerify passed. ");
+            } else {
+                status.push('\n');
+            }
+            status.push_str(&format!(
+                "Your last message did not contain <promise>{promise}</promise>. When the task is \
+                 truly complete, end your turn with that exact line; write it only if it is true.\n"
+            ));
+        }
+        _ => {
+            status.push_str(&format!(
+                "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
+                 Review your work against the task and keep improving it.\n",
+                settings.max_iterations
+            ));
+        }
+    }
+    if !advice.is_empty() {
+        advice.insert_str(0, "\n");
+    }
+
+    let task_room = REASON_BUDGET
+        .saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
+    let task_chars = state.task.chars().count();
+    let task = if task_chars <= task_room {
+        state.task.clone()
+    } else {
+        format!(
+            "Your task is {task_chars} characters long, too long to repeat here. Read it in full, \
+             below the settings, in {}.",
+            state_path.display()
+        )
+    };
+
+    let mut reason = task;
+    reason.push_str(&status);
+    if let Some(outcome) =
+        verify.filter(|_| matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut))
+    {
+        let used = reason.chars().count() + advice.chars().count() + 40;
+        let excerpt = outcome.output.excerpt(REASON_BUDGET.saturating_sub(used));
+        let fence = fence_for(&excerpt);
+        if excerpt.trim().is_empty() {
+            reason.push_str("(no output)\n");
+        } else {
+            reason.push_str(&format!("\n{fence}text\n{}\n{fence}\n", excerpt.trim_end()));
+        }
+    }
+    reason.push_str(&advice);
+    reason
+}
+
+/// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
+pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
+    let head = format!(
+        "for-loop {}/{}",
+        state.meta.iteration, state.meta.settings.max_iterations
+    );
+    let what = match (code, verify) {
+        (ReasonCode::VerifyFailed, Some(o)) => {
+            format!("verify failed ({}, {})", o.describe(), human(o.duration))
+        }
+        (ReasonCode::VerifyTimedOut, _) => {
+            format!(
+                "verify timed out after {} s",
+                state.meta.settings.verify_timeout_secs
+            )
+        }
+        (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
+        (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
+        _ => "no verify command, running to the cap".to_string(),
+    };
+    format!("{head} · {what}")
+}
+
+/// The end-of-loop summary. `state` is the loop after this stop.
+pub fn summary(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    now: Timestamp,
+) -> String {
+    let meta = &state.meta;
+    let at = format!("{}/{}", meta.iteration, meta.settings.max_iterations);
+    let verify_cmd = meta.settings.verify.as_deref().unwrap_or_default();
+    let headline = match code {
+        ReasonCode::Verified => match verify {
+            Some(o) => format!(
+                "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
+                human(o.duration)
+            ),
+            None => format!("for-loop: done, verified at iteration {at}."),
+        },
+        ReasonCode::Promise => format!("for-loop: done, promise kept at iteration {at}."),
+        ReasonCode::CapReached => {
+            let still = match verify {
+                Some(o) if !o.passed() => {
+                    format!(" and `{verify_cmd}` still fails ({})", o.describe())
+                }
+                _ => String::new(),
+            };
+            format!(
+                "for-loop: stopped at the cap, {at} iterations used{still}. Start a new loop with \
+                 a higher --max-iterations to go on."
+            )
+        }
+        ReasonCode::Cancelled => format!("for-loop: cancelled at iteration {at}."),
+        other => format!("for-loop: ended ({other}) at iteration {at}."),
+    };
+    format!(
+        "{headline}\n  {} iteration{} · {} elapsed · {} in verify",
+        meta.iteration,
+        if meta.iteration == 1 { "" } else { "s" },
+        elapsed(state, now),
+        human_ms(meta.verify_total_ms)
+    )
+}
+
+/// What completes the loop, in words.
+pub fn criterion(state: &LoopState) -> String {
+    let settings = &state.meta.settings;
+    match (
+        settings.verify.as_deref(),
+        settings.completion_promise.as_deref(),
+    ) {
+        (Some(v), None) => format!("`{v}` exits 0"),
+        (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
+        (Some(v), Some(p)) => {
+            format!(
+                "`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop"
+            )
+        }
+        (None, None) => format!("all {} iterations are used", settings.max_iterations),
+    }
+}
+
+pub fn elapsed(state: &LoopState, now: Timestamp) -> String {
+    let span = now.duration_since(state.meta.started_at);
+    human(Duration::try_from(span).unwrap_or_default())
+}
+
+/// A code fence longer than any run of backticks inside `text`.
+fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_outlast_backticks_in_the_output() {
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(fence_for("a ```` b"), "`````");
+    }
+}

@@ -1,0 +1,81 @@
+//! Stable codes for why a stop was allowed or blocked. They are written to the ledger and the
+//! state file, so renaming one is a breaking change.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    // The loop ends (the stop is allowed).
+    /// Verify exited 0 (and the promise, when one was set, was given at the same stop).
+    Verified,
+    /// The promise was given and no verify command was set.
+    Promise,
+    /// The last of `max_iterations` turns ended without completion.
+    CapReached,
+    /// The user cancelled the loop.
+    Cancelled,
+
+    // The loop goes on (the stop is blocked).
+    /// Verify ran and failed.
+    VerifyFailed,
+    /// Verify ran past its timeout and was killed.
+    VerifyTimedOut,
+    /// Verify passed (or there is none) but the promise was not given.
+    PromiseMissing,
+    /// Neither verify nor a promise was set: the loop runs to its cap.
+    NoCriterion,
+
+    // The stop is allowed and the loop is left as it is.
+    /// The stop came from a session that does not own the loop.
+    ForeignSession,
+    /// A fault of for-loop's own (unreadable state, failed write, ...).
+    InternalError,
+}
+
+impl ReasonCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::Verified => "verified",
+            ReasonCode::Promise => "promise",
+            ReasonCode::CapReached => "cap_reached",
+            ReasonCode::Cancelled => "cancelled",
+            ReasonCode::VerifyFailed => "verify_failed",
+            ReasonCode::VerifyTimedOut => "verify_timed_out",
+            ReasonCode::PromiseMissing => "promise_missing",
+            ReasonCode::NoCriterion => "no_criterion",
+            ReasonCode::ForeignSession => "foreign_session",
+            ReasonCode::InternalError => "internal_error",
+        }
+    }
+}
+
+impl fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_matches_the_serialized_code() {
+        for code in [
+            ReasonCode::Verified,
+            ReasonCode::Promise,
+            ReasonCode::CapReached,
+            ReasonCode::Cancelled,
+            ReasonCode::VerifyFailed,
+            ReasonCode::VerifyTimedOut,
+            ReasonCode::PromiseMissing,
+            ReasonCode::NoCriterion,
+            ReasonCode::ForeignSession,
+            ReasonCode::InternalError,
+        ] {
+            assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! `loop-hook start`: arm a loop for a session from the raw `/for-loop` text.
+
+use std::path::{Path, PathBuf};
+
+use crate::decision::{Gate, gate};
+use crate::environment::Environment;
+use crate::lock::StateLock;
+use crate::message::criterion;
+use crate::outcome::Outcome;
+use crate::request::{LoopRequest, RequestError};
+use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
+use crate::stop_hook::LOCK_WAIT;
+use crate::store::Store;
+
+pub const USAGE: &str = "\
+Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
+
+  TASK                       what the agent should do; any text, quoted or not
+  --verify CMD               shell command that decides done: the loop ends when it exits 0
+  --completion-promise TEXT  the final message must also contain <promise>TEXT</promise>
+  --max-iterations N         turns the agent gets in all (default 30, at least 1)
+  --verify-timeout SECS      verify is killed after this long (default 300; 90s, 5m, 1h also work)
+
+Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" --max-iterations 20";
+
+/// Who is starting the loop, and where.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub session_id: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub host: Option<String>,
+}
+
+pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
+    let request = match LoopRequest::parse(raw) {
+        Ok(request) => request,
+        Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
+    };
+    let Some(session_id) = options
+        .session_id
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .or(env.session_id())
+    else {
+        return Outcome::refused(
+            "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
+             newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
+        );
+    };
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
+    };
+    let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+    let paths = store.paths(session_id);
+    if let Err(e) = std::fs::create_dir_all(&paths.dir) {
+        return Outcome::refused(format!(
+            "for-loop: not started: could not create {}: {e}",
+            paths.dir.display()
+        ));
+    }
+    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
+    };
+    match paths.load() {
+        Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => {
+            return Outcome::refused(format!(
+                "for-loop: not started: this session already has a loop at iteration {} of {}. \
+                 Run /cancel-loop first, or let it finish.",
+                existing.meta.iteration, existing.meta.settings.max_iterations
+            ));
+        }
+        Ok(Some(existing)) => {
+            if let Err(e) = paths.archive(&existing.meta.loop_id) {
+                return Outcome::refused(format!(
+                    "for-loop: not started: could not archive the last loop: {e}"
+                ));
+            }
+        }
+        Ok(None) => {}
+        // An unreadable old state is kept for inspection, out of the new loop's way.
+        Err(_) => {
+            let aside = paths
+                .state
+                .with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            if let Err(e) = std::fs::rename(&paths.state, &aside) {
+                return Outcome::refused(format!(
+                    "for-loop: not started: could not move the unreadable state aside: {e}"
+                ));
+            }
+        }
+    }
+
+    let state = LoopState {
+        meta: Meta {
+            schema: SCHEMA_VERSION,
+            loop_id: loop_id(env, session_id),
+            session_id: session_id.to_string(),
+            host: options.host.clone().unwrap_or_else(|| "claude-code".into()),
+            cwd: cwd.clone(),
+            settings: Settings {
+                verify: request.verify.clone(),
+                completion_promise: request.completion_promise.clone(),
+                max_iterations: request.max_iterations,
+                verify_timeout_secs: request.verify_timeout_secs,
+            },
+            iteration: 1,
+            status: Status::Active,
+            outcome: None,
+            started_at: env.now,
+            updated_at: env.now,
+            verify_total_ms: 0,
+            last_verify: None,
+        },
+        task: request.task.clone(),
+    };
+    if let Err(e) = paths.save(&state) {
+        return Outcome::refused(format!("for-loop: not started: {e}"));
+    }
+    Outcome::ok(banner(&state, &paths.state, &paths.ledger, env))
+}
+
+fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment) -> String {
+    let settings = &state.meta.settings;
+    let mut out = format!(
+        "for-loop: loop started, iteration 1 of {}.\n\nTask:\n{}\n\n",
+        settings.max_iterations,
+        state.task.trim_end()
+    );
+    let verify = match &settings.verify {
+        Some(cmd) => format!(
+            "{cmd}  (runs at every stop in {}, killed after {} s)",
+            state.meta.cwd.display(),
+            settings.verify_timeout_secs
+        ),
+        None => "none".into(),
+    };
+    out.push_str(&format!("Verify:      {verify}\n"));
+    out.push_str(&format!("Done when:   {}\n", criterion(state)));
+    out.push_str(&format!(
+        "Iterations:  at most {}\n",
+        settings.max_iterations
+    ));
+    out.push_str(&format!(
+        "State:       {}\nLedger:      {}\n",
+        state_path.display(),
+        ledger.display()
+    ));
+    if let Some(warning) = settings
+        .verify
+        .as_deref()
+        .and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
+    {
+        out.push_str(&format!("\nWarning: {warning}\n"));
+    }
+    if settings.verify.is_none() && settings.completion_promise.is_none() {
+        out.push_str(&format!(
+            "\nNo --verify and no --completion-promise: the loop runs all {} iterations. \
+             Give --verify CMD to end it when a check passes.\n",
+            settings.max_iterations
+        ));
+    }
+    out.push_str(
+        "\nWork on the task now. Each time you stop, for-loop judges the result and either ends \
+         the loop or gives you the task again with what is still missing.",
+    );
+    out
+}
+
+/// A warning when the program verify starts cannot be found: it would fail every time with
+/// exit 127, and the user would rather know now than after thirty iterations.
+fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<String> {
+    let words = shell_words::split(command).ok()?;
+    let program = words
+        .iter()
+        .find(|w| !w.contains('=') || w.starts_with('='))?;
+    const SHELL_WORDS: &[&str] = &[
+        "!", ".", ":", "[", "[[", "{", "(", "cd", "case", "command", "echo", "env", "eval", "exec",
+        "exit", "export", "false", "for", "if", "printf", "set", "source", "test", "time", "true",
+        "until", "while",
+    ];
+    if SHELL_WORDS.contains(&program.as_str())
+        || program.starts_with('(')
+        || program.starts_with('$')
+    {
+        return None;
+    }
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return (!path.exists()).then(|| {
+            format!(
+                "`{program}` does not exist in {}; verify will fail until it does.",
+                cwd.display()
+            )
+        });
+    }
+    let found = env
+        .var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|dir| !dir.is_empty() && Path::new(dir).join(program).is_file());
+    (!found).then(|| format!("`{program}` was not found on PATH; verify will fail with exit 127 until it is installed."))
+}
+
+/// `20261122-031900-1a2b3c`: sortable by start time, distinct across sessions.
+fn loop_id(env: &Environment, session_id: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let salt = format!(
+        "{session_id}{}{}",
+        env.now.as_nanosecond(),
+        std::process::id()
+    );
+    for byte in salt.bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let stamp = env.now.strftime("%Y%m%d-%H%M%S");
+    format!("{stamp}-{:06x}", hash & 0xff_ffff)
+}

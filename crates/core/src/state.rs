@@ -1,0 +1,243 @@
+//! The loop's state: settings and progress as YAML frontmatter, the task as the Markdown body.
+//!
+//! One parser reads and writes this file (peers froze their counters when a writer and a reader
+//! disagreed). The body is the task exactly as the user gave it.
+
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::frontmatter::{Frontmatter, FrontmatterError};
+use crate::reason_code::ReasonCode;
+
+/// The schema this build writes. A file with a larger number comes from a newer for-loop.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why a state file could not be read.
+#[derive(Debug, Error)]
+pub enum StateError {
+    #[error("the state file is not valid: {0}")]
+    Frontmatter(#[from] FrontmatterError),
+    #[error("the state file's settings are not valid YAML for this schema: {0}")]
+    Yaml(String),
+    #[error(
+        "the state file has schema {found}, but this loop-hook understands schema {SCHEMA_VERSION} \
+         at most: update loop-hook (`cargo install --locked --path <for-loop checkout>`)"
+    )]
+    NewerSchema { found: u32 },
+}
+
+/// Whether the loop still holds the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every stop of the owning session is judged.
+    Active,
+    /// Over: `outcome` says why. Stops are allowed without a word.
+    Ended,
+}
+
+/// The settings a loop was started with. They never change during the loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Shell command whose exit status 0 means done. `None`: no verify command.
+    pub verify: Option<String>,
+    /// Text that must appear as `<promise>TEXT</promise>` in the final message.
+    pub completion_promise: Option<String>,
+    /// Turns the agent gets in all: the first plus `max_iterations - 1` re-injections.
+    pub max_iterations: u32,
+    /// Seconds verify may run before its whole process group is killed.
+    pub verify_timeout_secs: u64,
+}
+
+/// The last verify run, kept for status and the end-of-loop summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LastVerify {
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+}
+
+/// Everything above the task in the state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub schema: u32,
+    pub loop_id: String,
+    /// The session that started the loop; only its stops are judged. Empty: nobody's.
+    pub session_id: String,
+    /// The agent host the loop runs in (`claude-code`, `gemini-cli`, ...).
+    pub host: String,
+    /// Where the loop was started; verify runs here.
+    pub cwd: PathBuf,
+    pub settings: Settings,
+    /// The turn in progress, from 1 to `max_iterations`.
+    pub iteration: u32,
+    pub status: Status,
+    /// Why the loop ended, once it has.
+    pub outcome: Option<ReasonCode>,
+    pub started_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Time spent in verify over the whole loop.
+    pub verify_total_ms: u64,
+    pub last_verify: Option<LastVerify>,
+}
+
+/// A loop: its settings and progress, and the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopState {
+    pub meta: Meta,
+    pub task: String,
+}
+
+/// Only the schema number, read before anything else so a newer file gets a clear refusal
+/// rather than an "unknown field" error.
+#[derive(Deserialize)]
+struct SchemaProbe {
+    schema: Option<u32>,
+}
+
+impl LoopState {
+    /// Parses a state file.
+    pub fn parse(text: &str) -> Result<Self, StateError> {
+        let parts = Frontmatter::split(text)?;
+        if let Ok(SchemaProbe {
+            schema: Some(found),
+        }) = serde_saphyr::from_str(parts.yaml)
+            && found > SCHEMA_VERSION
+        {
+            return Err(StateError::NewerSchema { found });
+        }
+        let meta: Meta =
+            serde_saphyr::from_str(parts.yaml).map_err(|e| StateError::Yaml(e.to_string()))?;
+        Ok(LoopState {
+            meta,
+            task: parts.body.to_string(),
+        })
+    }
+
+    /// Renders the state file.
+    pub fn render(&self) -> String {
+        // Serializing plain structs of strings, numbers and options cannot fail; if a future field
+        // made it fail, an empty frontmatter would be refused on the next read (fail open).
+        let yaml = serde_saphyr::to_string(&self.meta).unwrap_or_default();
+        Frontmatter::join(&yaml, &self.task)
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.meta.status == Status::Active
+    }
+
+    /// True when `session_id` owns this loop. A loop without an owner belongs to nobody.
+    pub fn is_owned_by(&self, session_id: &str) -> bool {
+        !self.meta.session_id.is_empty() && self.meta.session_id == session_id
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    pub(crate) fn sample() -> LoopState {
+        let at: Timestamp = "2026-11-22T03:00:00Z".parse().unwrap();
+        LoopState {
+            meta: Meta {
+                schema: SCHEMA_VERSION,
+                loop_id: "20261122-030000-abcdef".into(),
+                session_id: "sess-1".into(),
+                host: "claude-code".into(),
+                cwd: PathBuf::from("/project"),
+                settings: Settings {
+                    verify: Some("cargo test".into()),
+                    completion_promise: None,
+                    max_iterations: 30,
+                    verify_timeout_secs: 300,
+                },
+                iteration: 1,
+                status: Status::Active,
+                outcome: None,
+                started_at: at,
+                updated_at: at,
+                verify_total_ms: 0,
+                last_verify: None,
+            },
+            task: "fix the login\n".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_a_state() {
+        let state = sample();
+        assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+    }
+
+    #[test]
+    fn round_trips_hostile_settings() {
+        let mut state = sample();
+        state.meta.settings.verify = Some("a\n---\nb: 'c' \"d\" # e".into());
+        state.meta.settings.completion_promise = Some("ALL: GREEN".into());
+        state.meta.session_id = "no".into();
+        state.meta.outcome = Some(ReasonCode::Cancelled);
+        state.meta.last_verify = Some(LastVerify {
+            exit_code: Some(-1),
+            duration_ms: 5,
+            timed_out: true,
+        });
+        assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema_with_advice() {
+        let text = sample().render().replace("schema: 1", "schema: 7");
+        let err = LoopState::parse(&text).unwrap_err();
+        assert!(matches!(err, StateError::NewerSchema { found: 7 }), "{err}");
+        assert!(err.to_string().contains("update loop-hook"));
+    }
+
+    #[test]
+    fn reports_wrong_types_and_unknown_fields() {
+        let text = sample()
+            .render()
+            .replace("iteration: 1", "iteration: three");
+        assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
+        let text = sample()
+            .render()
+            .replace("iteration: 1", "iteration: 1\nactive: false");
+        assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
+        assert!(matches!(
+            LoopState::parse("garbage"),
+            Err(StateError::Frontmatter(_))
+        ));
+    }
+
+    #[test]
+    fn a_loop_without_an_owner_belongs_to_nobody() {
+        let mut state = sample();
+        assert!(state.is_owned_by("sess-1"));
+        assert!(!state.is_owned_by("sess-2"));
+        state.meta.session_id.clear();
+        assert!(!state.is_owned_by(""));
+    }
+
+    proptest! {
+        #[test]
+        fn any_task_survives_a_write_and_read(task in any::<String>()) {
+            let mut state = sample();
+            state.task = task;
+            prop_assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+        }
+
+        #[test]
+        fn any_verify_command_survives_a_write_and_read(verify in any::<String>(), promise in any::<String>()) {
+            let mut state = sample();
+            state.meta.settings.verify = Some(verify);
+            state.meta.settings.completion_promise = Some(promise);
+            prop_assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+        }
+    }
+}

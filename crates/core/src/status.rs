@@ -1,0 +1,217 @@
+//! `loop-hook status`: what this session's loop is doing, for people and (`--json`) programs.
+
+use serde_json::{Value, json};
+
+use crate::duration::human_ms;
+use crate::environment::Environment;
+use crate::ledger::LedgerEntry;
+use crate::message::{criterion, elapsed};
+use crate::outcome::Outcome;
+use crate::state::{LoopState, Status};
+use crate::store::{LoopPaths, Store, StoreError};
+
+const RECENT: usize = 5;
+
+#[derive(Debug, Clone, Default)]
+pub struct StatusOptions {
+    pub session_id: Option<String>,
+    pub json: bool,
+    pub all: bool,
+}
+
+pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+    };
+    if options.all {
+        return all(&store, options.json);
+    }
+    let Some(session_id) = options
+        .session_id
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .or(env.session_id())
+    else {
+        return Outcome::refused(
+            "for-loop: no session id: pass --session ID, or --all to list every loop.",
+        );
+    };
+    let paths = store.paths(session_id);
+    let loaded = paths.load();
+    if options.json {
+        let value = match &loaded {
+            Ok(state) => json!({
+                "session_id": session_id,
+                "store": store.root(),
+                "loop": state.as_ref().map(|s| loop_json(s, &paths)),
+            }),
+            Err(e) => {
+                json!({ "session_id": session_id, "store": store.root(), "loop": null, "error": e.to_string() })
+            }
+        };
+        return Outcome::ok(serde_json::to_string_pretty(&value).unwrap_or_default());
+    }
+    match loaded {
+        Ok(Some(state)) => Outcome::ok(human(&state, &paths, env)),
+        Ok(None) => Outcome::ok(format!(
+            "for-loop: no loop in this session. Loops are kept in {}.",
+            store.root().display()
+        )),
+        Err(e @ StoreError::Invalid { .. }) | Err(e @ StoreError::Read { .. }) => {
+            Outcome::ok(format!(
+                "for-loop: this session's loop state is unreadable: {e}\nStops are allowed while it is; \
+             /cancel-loop moves it aside."
+            ))
+        }
+        Err(e) => Outcome::refused(format!("for-loop: {e}")),
+    }
+}
+
+fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
+    let meta = &state.meta;
+    let settings = &meta.settings;
+    let headline = match (meta.status, meta.outcome) {
+        (Status::Active, _) => format!(
+            "active, iteration {} of {}",
+            meta.iteration, settings.max_iterations
+        ),
+        (Status::Ended, Some(outcome)) => {
+            format!(
+                "ended ({outcome}) at iteration {} of {}",
+                meta.iteration, settings.max_iterations
+            )
+        }
+        (Status::Ended, None) => format!(
+            "ended at iteration {} of {}",
+            meta.iteration, settings.max_iterations
+        ),
+    };
+    let first_line = state
+        .task
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let task = if first_line.chars().count() > 70 || state.task.trim().lines().count() > 1 {
+        format!("{}…", first_line.chars().take(70).collect::<String>())
+    } else {
+        first_line.to_string()
+    };
+    let last = match &meta.last_verify {
+        Some(v) if v.timed_out => format!("timed out after {}", human_ms(v.duration_ms)),
+        Some(v) => format!(
+            "{} in {}",
+            v.exit_code
+                .map_or("no exit code".to_string(), |c| format!("exit {c}")),
+            human_ms(v.duration_ms)
+        ),
+        None => "not run yet".into(),
+    };
+    let mut out = format!("for-loop: loop {} is {headline}\n", meta.loop_id);
+    out.push_str(&format!("  task:       {task}\n"));
+    out.push_str(&format!(
+        "  verify:     {}\n",
+        settings.verify.as_deref().unwrap_or("none")
+    ));
+    out.push_str(&format!("  last run:   {last}\n"));
+    out.push_str(&format!("  done when:  {}\n", criterion(state)));
+    out.push_str(&format!(
+        "  elapsed:    {} ({} in verify)\n",
+        elapsed(state, env.now),
+        human_ms(meta.verify_total_ms)
+    ));
+    out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
+    out.push_str(&format!(
+        "  state:      {}\n  ledger:     {}\n",
+        paths.state.display(),
+        paths.ledger.display()
+    ));
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    if !recent.is_empty() {
+        out.push_str("  recent stops:\n");
+        for entry in recent {
+            let verify = entry.verify.as_ref().map_or(String::new(), |v| {
+                if v.timed_out {
+                    format!(" · timed out after {}", human_ms(v.duration_ms))
+                } else {
+                    format!(
+                        " · exit {} in {}",
+                        v.exit_code.map_or("-".into(), |c| c.to_string()),
+                        human_ms(v.duration_ms)
+                    )
+                }
+            });
+            out.push_str(&format!(
+                "    {}  #{:<3} {:<6} {}{verify}\n",
+                entry.time.strftime("%H:%M:%S"),
+                entry.iteration,
+                entry.decision,
+                entry.reason
+            ));
+        }
+    }
+    out.trim_end().to_string()
+}
+
+fn loop_json(state: &LoopState, paths: &LoopPaths) -> Value {
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    json!({
+        "meta": state.meta,
+        "task": state.task,
+        "paths": { "state": paths.state, "ledger": paths.ledger },
+        "recent": recent,
+    })
+}
+
+fn all(store: &Store, as_json: bool) -> Outcome {
+    let loops = match store.all() {
+        Ok(loops) => loops,
+        Err(e) => {
+            return Outcome::refused(format!(
+                "for-loop: could not list {}: {e}",
+                store.root().display()
+            ));
+        }
+    };
+    let rows: Vec<(LoopPaths, Result<Option<LoopState>, StoreError>)> = loops
+        .into_iter()
+        .map(|paths| {
+            let state = paths.load();
+            (paths, state)
+        })
+        .collect();
+    if as_json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(paths, state)| match state {
+                Ok(Some(state)) => loop_json(state, paths),
+                Ok(None) => json!(null),
+                Err(e) => json!({ "paths": { "state": paths.state }, "error": e.to_string() }),
+            })
+            .collect();
+        return Outcome::ok(
+            serde_json::to_string_pretty(&json!({ "store": store.root(), "loops": list }))
+                .unwrap_or_default(),
+        );
+    }
+    if rows.is_empty() {
+        return Outcome::ok(format!("for-loop: no loops in {}.", store.root().display()));
+    }
+    let mut out = format!("for-loop: loops in {}\n", store.root().display());
+    for (_, state) in rows {
+        match state {
+            Ok(Some(s)) => out.push_str(&format!(
+                "  {}  {:<7} {}/{}  session {}  {}\n",
+                s.meta.loop_id,
+                if s.is_active() { "active" } else { "ended" },
+                s.meta.iteration,
+                s.meta.settings.max_iterations,
+                s.meta.session_id,
+                s.meta.cwd.display()
+            )),
+            Ok(None) => {}
+            Err(e) => out.push_str(&format!("  unreadable: {e}\n")),
+        }
+    }
+    Outcome::ok(out.trim_end())
+}
