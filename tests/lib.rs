@@ -1,1 +1,11 @@
+//! The one integration-test binary. Each module holds one area:
+//!
+//! - `cli`: `loop-hook` commands as a user or a slash command runs them (start, cancel, status).
+//! - `stop_hook`: Stop events piped into the binary, and the JSON it answers.
+//! - `faults`: bad input and broken surroundings; every one must allow the stop with a message.
 
+mod util;
+
+mod cli;
+mod faults;
+mod stop_hook;

@@ -1,0 +1,147 @@
+//! Bad input and broken surroundings. Each must allow the stop (exit 0, never a block), and when
+//! a loop is affected, say in one line what happened and what to do.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use crate::util::{SESSION, TestEnv, run_command};
+
+fn stop_raw(env: &TestEnv, stdin: &[u8], session_env: bool) -> crate::util::Run {
+    let mut cmd = env.command(&["stop-hook"]);
+    if session_env {
+        cmd.env("CLAUDE_CODE_SESSION_ID", SESSION);
+    }
+    run_command(cmd, stdin)
+}
+
+#[test]
+fn unreadable_events_allow_the_stop_and_name_the_problem_when_a_loop_is_on() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    for (stdin, expected) in [
+        (&b""[..], "the event on stdin was empty"),
+        (b"not json at all", "is not JSON"),
+        (b"[1,2,3]", "JSON but not an object"),
+        (br#"{"session_id": 42}"#, "`session_id` should be a string"),
+        (br#"{"hook_event_name":"Stop"}"#, "has no `session_id`"),
+        (br#"{"session_id":"x","stop_hook_active":"yes"}"#, "`stop_hook_active` should be true or false"),
+        (b"\xff\xfe\x00garbage", "is not JSON"),
+    ] {
+        let run = stop_raw(&env, stdin, true);
+        assert_eq!(run.code, 0, "{stdin:?}");
+        assert!(!run.blocked(), "{stdin:?}");
+        assert!(run.system_message().contains(expected), "{stdin:?}: {}", run.stdout);
+    }
+}
+
+#[test]
+fn unreadable_events_in_a_plain_session_are_silent() {
+    let env = TestEnv::new();
+    for stdin in [&b""[..], b"nonsense", b"{}"] {
+        let run = stop_raw(&env, stdin, true);
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{stdin:?}");
+    }
+}
+
+#[test]
+fn a_hundred_megabytes_of_stdin_is_refused_quickly_without_blocking() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let huge = vec![b' '; 100 << 20];
+    let started = Instant::now();
+    let run = stop_raw(&env, &huge, true);
+    assert_eq!(run.code, 0);
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("over 32 MiB"), "{}", run.stdout);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_missing_transcript_without_a_last_message_counts_as_no_promise() {
+    let env = TestEnv::new();
+    env.start("t --completion-promise DONE --max-iterations 2");
+    let mut event = crate::util::stop_event(SESSION, &env.project, "", false);
+    event["transcript_path"] = serde_json::json!("/no/such/transcript.jsonl");
+    event.as_object_mut().unwrap().remove("last_assistant_message");
+    let run = env.run(&["stop-hook"], event.to_string());
+    assert!(run.blocked());
+    assert!(run.reason().contains("did not contain <promise>DONE</promise>"));
+}
+
+#[test]
+fn a_corrupt_state_allows_the_stop_and_is_kept() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let garbage = "---\niteration: [[[\n---\nthe task";
+    fs::write(env.state_path(), garbage).unwrap();
+    let run = env.stop("done");
+    assert_eq!(run.code, 0);
+    assert!(!run.blocked());
+    let message = env.redact(&run.system_message());
+    assert!(message.contains(&format!("[HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")), "{message}");
+    assert!(message.contains("kept for inspection"), "{message}");
+    assert_eq!(fs::read_to_string(env.state_path()).unwrap(), garbage);
+}
+
+#[test]
+fn a_state_from_a_newer_for_loop_is_refused_with_advice() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let text = fs::read_to_string(env.state_path()).unwrap().replace("schema: 1", "schema: 99");
+    fs::write(env.state_path(), text).unwrap();
+    let run = env.stop("done");
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("update loop-hook"), "{}", run.stdout);
+}
+
+#[test]
+fn a_lock_held_by_a_stuck_process_is_waited_for_a_bounded_time() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let lock = fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
+    lock.lock().unwrap();
+    let started = Instant::now();
+    let run = env.stop("done");
+    let waited = started.elapsed();
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("held the loop's lock"), "{}", run.stdout);
+    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(8), "{waited:?}");
+    drop(lock);
+    assert!(env.stop("done").blocked(), "the loop did not resume once the lock was free");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_allows_the_stop_with_advice() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    std::os::unix::fs::symlink("/dev/full", env.ledger_path()).unwrap();
+    let run = env.stop("done");
+    assert_eq!(run.code, 0);
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("could not write the ledger"), "{}", run.stdout);
+    assert!(run.system_message().contains("Free some disk space"), "{}", run.stdout);
+}
+
+#[test]
+fn a_deleted_loop_directory_allows_the_stop_with_advice() {
+    let env = TestEnv::new();
+    let dir = env.project.join("sub");
+    fs::create_dir_all(&dir).unwrap();
+    let run = env.run(&["start", "--session", SESSION, "--cwd", dir.to_str().unwrap()], "t --verify true");
+    assert_eq!(run.code, 0);
+    fs::remove_dir_all(&dir).unwrap();
+    let run = env.stop("done");
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("no longer exists"), "{}", run.stdout);
+    assert_eq!(env.ledger().last().unwrap()["reason"], "internal_error");
+}
+
+#[test]
+fn hostile_session_ids_stay_inside_the_store() {
+    let env = TestEnv::new();
+    let run = env.run(&["start", "--session", "../../escape"], "t --verify false");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!env.home.join(".local/escape").exists());
+    assert!(env.stop_as("../../escape", "x", false).blocked());
+}

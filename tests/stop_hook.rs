@@ -1,0 +1,196 @@
+//! Stop events piped into `loop-hook stop-hook`, and the verdict it prints.
+
+use serde_json::{Value, json};
+
+use crate::util::{SESSION, TestEnv};
+
+#[test]
+fn a_plain_session_is_allowed_silently() {
+    let env = TestEnv::new();
+    let run = env.stop("done");
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, "");
+}
+
+#[test]
+fn a_failing_verify_blocks_with_the_task_and_the_failure() {
+    let env = TestEnv::new();
+    env.write("check.sh", "echo 'test login ... FAILED'; exit 1\n");
+    env.start("fix the login --verify \"sh check.sh\" --max-iterations 5");
+    let run = env.stop("All done, the tests pass!");
+    assert_eq!(run.code, 0);
+    let json = run.json();
+    assert_eq!(json.as_object().unwrap().len(), 3, "{json}");
+    assert_eq!(json["decision"], "block");
+    let message = run.system_message();
+    assert!(message.starts_with("for-loop 2/5 · verify failed (exit 1, "), "{message}");
+    let reason = env.redact(&run.reason()).replace(&duration_in(&run.reason()), "[DURATION]");
+    insta::assert_snapshot!(reason, @r#"
+    fix the login
+
+    ---
+    for-loop: this is iteration 2 of 5. The loop goes on until `sh check.sh` exits 0.
+
+    Verify `sh check.sh` failed: exit 1 after [DURATION]. Its output:
+
+    ```text
+    test login ... FAILED
+    ```
+
+    To finish: find the cause of this failure and fix it, run `sh check.sh` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+    "#);
+    let ledger = env.ledger();
+    assert_eq!(ledger.len(), 1);
+    assert_eq!(ledger[0]["decision"], "block");
+    assert_eq!(ledger[0]["reason"], "verify_failed");
+    assert_eq!(ledger[0]["iteration"], 1);
+    assert_eq!(ledger[0]["verify"]["exit_code"], 1);
+    assert_eq!(ledger[0]["verify"]["tail"], "test login ... FAILED");
+    assert_eq!(ledger[0]["stop_hook_active"], false);
+}
+
+/// The duration in a reason varies from run to run; the snapshot takes it from the text.
+fn duration_in(reason: &str) -> String {
+    let start = reason.find("exit 1 after ").unwrap() + "exit 1 after ".len();
+    let end = start + reason[start..].find(". Its output").unwrap();
+    reason[start..end].to_string()
+}
+
+#[test]
+fn the_loop_ends_when_verify_passes_and_not_before() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed\n");
+    env.start("make it pass --verify \"sh check.sh\"");
+    assert!(env.stop("<promise>DONE</promise> it is fixed").blocked());
+    assert!(env.stop_as(SESSION, "really fixed", true).blocked());
+    env.write("fixed", "");
+    let run = env.stop_as(SESSION, "now", true);
+    assert!(!run.blocked());
+    let message = env.redact(&run.system_message());
+    assert!(message.starts_with("for-loop: done, verified at iteration 3/30: `sh check.sh` passed"), "{message}");
+    assert!(message.contains("3 iterations ·"), "{message}");
+    assert!(message.contains(&format!("ledger: [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")), "{message}");
+    // Over: later stops of the session pass silently.
+    assert_eq!(env.stop("hello").stdout, "");
+    let reasons: Vec<Value> = env.ledger().iter().map(|e| e["reason"].clone()).collect();
+    assert_eq!(reasons, [json!("verify_failed"), json!("verify_failed"), json!("verified")]);
+    assert_eq!(env.ledger()[1]["stop_hook_active"], true);
+}
+
+#[test]
+fn max_iterations_three_gives_exactly_three_turns() {
+    let env = TestEnv::new();
+    env.start("never passes --verify false --max-iterations 3");
+    assert!(env.stop("1").blocked());
+    assert!(env.stop("2").blocked());
+    let last = env.stop("3");
+    assert!(!last.blocked());
+    assert!(last.system_message().contains("stopped at the cap, 3/3 iterations used and `false` still fails (exit 1)"), "{}", last.system_message());
+    assert_eq!(env.stop("next prompt").stdout, "", "the next prompt was blocked");
+    assert_eq!(env.ledger().last().unwrap()["reason"], "cap_reached");
+}
+
+#[test]
+fn another_sessions_stop_is_never_blocked() {
+    let env = TestEnv::new();
+    env.start("mine --verify false");
+    let run = env.stop_as("a-different-session", "done", false);
+    assert_eq!(run.stdout, "");
+    let state = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("iteration: 1\n"), "{state}");
+}
+
+#[test]
+fn a_state_without_an_owner_blocks_nobody() {
+    let env = TestEnv::new();
+    env.start("x --verify false");
+    let path = env.state_path();
+    let text = std::fs::read_to_string(&path).unwrap().replace(&format!("session_id: {SESSION}"), "session_id: ''");
+    std::fs::write(&path, text).unwrap();
+    assert_eq!(env.stop("done").stdout, "");
+    assert_eq!(env.ledger().last().unwrap()["reason"], "foreign_session");
+}
+
+#[test]
+fn promise_only_loop_needs_the_tag() {
+    let env = TestEnv::new();
+    env.start("write the docs --completion-promise \"DOCS DONE\"");
+    let run = env.stop("DOCS DONE");
+    assert!(run.blocked());
+    assert!(run.reason().contains("did not contain <promise>DOCS DONE</promise>"), "{}", run.reason());
+    let run = env.stop("finished.\n<promise>DOCS  DONE</promise>");
+    assert!(!run.blocked());
+    assert!(run.system_message().contains("promise kept at iteration 2/30"), "{}", run.system_message());
+}
+
+#[test]
+fn promise_is_read_from_the_transcript_end_when_the_event_lacks_it() {
+    let env = TestEnv::new();
+    env.start("t --completion-promise DONE");
+    let transcript = env.project.join("transcript.jsonl");
+    let mut lines = String::new();
+    for i in 0..2_000 {
+        lines.push_str(&json!({"type": "assistant", "message": {"content": [{"type": "text", "text": format!("old {i}")}]}}).to_string());
+        lines.push('\n');
+    }
+    lines.push_str(&json!({"type": "user", "message": {"content": "go"}}).to_string());
+    lines.push('\n');
+    lines.push_str(&json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "<promise>DONE</promise>"}]}}).to_string());
+    lines.push('\n');
+    std::fs::write(&transcript, lines).unwrap();
+    let mut event = crate::util::stop_event(SESSION, &env.project, "", false);
+    event.as_object_mut().unwrap().remove("last_assistant_message");
+    let run = env.run(&["stop-hook"], event.to_string());
+    assert!(!run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains("promise kept"), "{}", run.stdout);
+}
+
+#[test]
+fn verify_runs_in_the_loops_directory_with_stdin_closed() {
+    let env = TestEnv::new();
+    env.write("check.sh", "read line && exit 1; test -f here\n");
+    env.write("here", "");
+    env.start("t --verify \"sh check.sh\"");
+    let mut event = crate::util::stop_event(SESSION, std::path::Path::new("/"), "", false);
+    event["cwd"] = json!("/");
+    let mut cmd = env.command(&["stop-hook"]);
+    cmd.current_dir("/");
+    let run = crate::util::run_command(cmd, event.to_string().as_bytes());
+    assert!(!run.blocked(), "{}", run.stdout);
+}
+
+#[test]
+fn a_hanging_verify_is_killed_and_reported_as_timed_out() {
+    let env = TestEnv::new();
+    env.write("hang.sh", "sleep 60 & sleep 60\n");
+    env.start("t --verify \"sh hang.sh\" --verify-timeout 1");
+    let started = std::time::Instant::now();
+    let run = env.stop("done");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(run.blocked());
+    assert_eq!(run.system_message(), "for-loop 2/30 · verify timed out after 1 s");
+    let entry = env.ledger().pop().unwrap();
+    assert_eq!(entry["reason"], "verify_timed_out");
+    assert_eq!(entry["verify"]["timed_out"], true);
+}
+
+#[test]
+fn huge_verify_output_keeps_the_reason_under_the_cap() {
+    let env = TestEnv::new();
+    env.start("t --verify \"yes 'a line of output' | head -c 50000000; echo THE END; exit 1\"");
+    let run = env.stop("done");
+    let reason = run.reason();
+    assert!(reason.chars().count() < 10_000, "{}", reason.chars().count());
+    assert!(reason.contains("THE END"));
+    assert!(reason.contains("bytes of output left out"));
+    assert_eq!(env.ledger()[0]["verify"]["output_bytes"], 50_000_008);
+}
+
+#[test]
+fn the_ledger_and_state_live_outside_the_project() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    std::fs::remove_dir_all(&env.project).unwrap();
+    std::fs::create_dir_all(&env.project).unwrap();
+    assert!(env.stop("deleted everything, done").blocked());
+}

@@ -1,0 +1,158 @@
+//! A throwaway world per test: a project directory, a private loop store, and the `loop-hook`
+//! binary run with a clean environment.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+pub const SESSION: &str = "11111111-2222-3333-4444-555555555555";
+
+pub struct TestEnv {
+    _root: TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+}
+
+/// What one run of `loop-hook` gave.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as the hook's JSON; `Value::Null` for an empty stdout (a silent allow).
+    pub fn json(&self) -> Value {
+        if self.stdout.trim().is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+
+    /// `true` when the hook blocked the stop.
+    pub fn blocked(&self) -> bool {
+        self.json().get("decision").and_then(Value::as_str) == Some("block")
+    }
+
+    pub fn reason(&self) -> String {
+        self.json()["reason"].as_str().unwrap_or_default().to_string()
+    }
+
+    pub fn system_message(&self) -> String {
+        self.json()["systemMessage"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let root = tempfile::Builder::new().prefix("for-loop-test-").tempdir().unwrap();
+        let home = root.path().join("home");
+        let project = root.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        TestEnv { _root: root, home, project }
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.home.join(".local/state/for-loop")
+    }
+
+    pub fn session_dir(&self, session: &str) -> PathBuf {
+        self.store().join("sessions").join(session)
+    }
+
+    pub fn state_path(&self) -> PathBuf {
+        self.session_dir(SESSION).join("state.md")
+    }
+
+    pub fn ledger_path(&self) -> PathBuf {
+        self.session_dir(SESSION).join("ledger.jsonl")
+    }
+
+    pub fn ledger(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.ledger_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loop-hook"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .current_dir(&self.project);
+        cmd
+    }
+
+    /// Runs `loop-hook ARGS` with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
+        run_command(self.command(args), stdin.as_ref())
+    }
+
+    /// `/for-loop TEXT` in the test session, which must succeed.
+    pub fn start(&self, text: &str) -> Run {
+        let run = self.run(&["start", "--session", SESSION], text);
+        assert_eq!(run.code, 0, "start failed: {}{}", run.stdout, run.stderr);
+        run
+    }
+
+    /// One Stop event of `session`, as Claude Code 2.1.328 sends it.
+    pub fn stop_as(&self, session: &str, last_message: &str, stop_hook_active: bool) -> Run {
+        self.run(&["stop-hook"], stop_event(session, &self.project, last_message, stop_hook_active).to_string())
+    }
+
+    pub fn stop(&self, last_message: &str) -> Run {
+        self.stop_as(SESSION, last_message, false)
+    }
+
+    pub fn write(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.project.join(name);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Replaces home-directory paths in `text` so outputs can be compared as snapshots.
+    pub fn redact(&self, text: &str) -> String {
+        text.replace(&self.home.display().to_string(), "[HOME]")
+            .replace(&self.project.display().to_string(), "[PROJECT]")
+    }
+}
+
+pub fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_active: bool) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": cwd.join("transcript.jsonl"),
+        "cwd": cwd,
+        "prompt_id": "p-1",
+        "permission_mode": "default",
+        "effort": {"level": "high"},
+        "hook_event_name": "Stop",
+        "stop_hook_active": stop_hook_active,
+        "last_assistant_message": last_message,
+        "background_tasks": [],
+        "session_crons": [],
+    })
+}
+
+pub fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    // The hook may stop reading early (bounded input); a broken pipe here is expected then.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
