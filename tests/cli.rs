@@ -10,8 +10,16 @@ fn start_prints_the_parsed_loop_and_writes_the_state() {
     let out = env.redact(&run.stdout);
     assert!(out.contains("loop started, iteration 1 of 5"), "{out}");
     assert!(out.contains("Task:\nfix the login\n"), "{out}");
-    assert!(out.contains("Verify:      cargo test -p core  (runs at every stop in [PROJECT], killed after 300 s)"), "{out}");
-    assert!(out.contains(&format!("State:       [HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")), "{out}");
+    assert!(
+        out.contains(
+            "Verify:      cargo test -p core  (runs at every stop in [PROJECT], killed after 300 s)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("State:       [HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")),
+        "{out}"
+    );
     let state = std::fs::read_to_string(env.state_path()).unwrap();
     assert!(state.ends_with("---\nfix the login"), "{state}");
     assert!(state.contains("max_iterations: 5"), "{state}");
@@ -35,7 +43,10 @@ fn hostile_task_text_is_stored_byte_for_byte_and_nothing_runs() {
 fn start_refuses_bad_text_with_the_reason_and_usage() {
     let env = TestEnv::new();
     for (text, expected) in [
-        ("fix it --max-iteration 3", "`--max-iteration` is not a for-loop flag: did you mean --max-iterations?"),
+        (
+            "fix it --max-iteration 3",
+            "`--max-iteration` is not a for-loop flag: did you mean --max-iterations?",
+        ),
         ("fix it --max-iterations abc", "--max-iterations `abc` is not valid"),
         ("fix it --verify", "--verify needs a value"),
         ("", "no task given"),
@@ -141,10 +152,14 @@ fn status_shows_progress_paths_and_recent_stops() {
     let out = env.redact(&run.stdout);
     assert!(out.contains("is active, iteration 2 of 9"), "{out}");
     assert!(out.contains("last run:   exit 3"), "{out}");
-    assert!(out.contains(&format!("ledger:     [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")), "{out}");
+    assert!(
+        out.contains(&format!("ledger:     [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")),
+        "{out}"
+    );
     assert!(out.contains("#1   block  verify_failed · exit 3"), "{out}");
 
-    let json: serde_json::Value = serde_json::from_str(&env.run(&["status", "--session", SESSION, "--json"], "").stdout).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&env.run(&["status", "--session", SESSION, "--json"], "").stdout).unwrap();
     assert_eq!(json["loop"]["meta"]["iteration"], 2);
     assert_eq!(json["loop"]["task"], "fix it");
     assert_eq!(json["loop"]["recent"][0]["reason"], "verify_failed");

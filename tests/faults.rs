@@ -78,7 +78,10 @@ fn a_corrupt_state_allows_the_stop_and_is_kept() {
     assert_eq!(run.code, 0);
     assert!(!run.blocked());
     let message = env.redact(&run.system_message());
-    assert!(message.contains(&format!("[HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")), "{message}");
+    assert!(
+        message.contains(&format!("[HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")),
+        "{message}"
+    );
     assert!(message.contains("kept for inspection"), "{message}");
     assert_eq!(fs::read_to_string(env.state_path()).unwrap(), garbage);
 }
@@ -98,7 +101,8 @@ fn a_state_from_a_newer_for_loop_is_refused_with_advice() {
 fn a_lock_held_by_a_stuck_process_is_waited_for_a_bounded_time() {
     let env = TestEnv::new();
     env.start("t --verify false");
-    let lock = fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
+    let lock =
+        fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
     lock.lock().unwrap();
     let started = Instant::now();
     let run = env.stop("done");

@@ -67,9 +67,15 @@ fn the_loop_ends_when_verify_passes_and_not_before() {
     let run = env.stop_as(SESSION, "now", true);
     assert!(!run.blocked());
     let message = env.redact(&run.system_message());
-    assert!(message.starts_with("for-loop: done, verified at iteration 3/30: `sh check.sh` passed"), "{message}");
+    assert!(
+        message.starts_with("for-loop: done, verified at iteration 3/30: `sh check.sh` passed"),
+        "{message}"
+    );
     assert!(message.contains("3 iterations ·"), "{message}");
-    assert!(message.contains(&format!("ledger: [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")), "{message}");
+    assert!(
+        message.contains(&format!("ledger: [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")),
+        "{message}"
+    );
     // Over: later stops of the session pass silently.
     assert_eq!(env.stop("hello").stdout, "");
     let reasons: Vec<Value> = env.ledger().iter().map(|e| e["reason"].clone()).collect();
@@ -85,7 +91,12 @@ fn max_iterations_three_gives_exactly_three_turns() {
     assert!(env.stop("2").blocked());
     let last = env.stop("3");
     assert!(!last.blocked());
-    assert!(last.system_message().contains("stopped at the cap, 3/3 iterations used and `false` still fails (exit 1)"), "{}", last.system_message());
+    assert!(
+        last.system_message()
+            .contains("stopped at the cap, 3/3 iterations used and `false` still fails (exit 1)"),
+        "{}",
+        last.system_message()
+    );
     assert_eq!(env.stop("next prompt").stdout, "", "the next prompt was blocked");
     assert_eq!(env.ledger().last().unwrap()["reason"], "cap_reached");
 }
@@ -105,7 +116,8 @@ fn a_state_without_an_owner_blocks_nobody() {
     let env = TestEnv::new();
     env.start("x --verify false");
     let path = env.state_path();
-    let text = std::fs::read_to_string(&path).unwrap().replace(&format!("session_id: {SESSION}"), "session_id: ''");
+    let text =
+        std::fs::read_to_string(&path).unwrap().replace(&format!("session_id: {SESSION}"), "session_id: ''");
     std::fs::write(&path, text).unwrap();
     assert_eq!(env.stop("done").stdout, "");
     assert_eq!(env.ledger().last().unwrap()["reason"], "foreign_session");

@@ -29,7 +29,8 @@ impl Run {
         if self.stdout.trim().is_empty() {
             return Value::Null;
         }
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
     }
 
     /// `true` when the hook blocked the stop.
@@ -104,7 +105,10 @@ impl TestEnv {
 
     /// One Stop event of `session`, as Claude Code 2.1.328 sends it.
     pub fn stop_as(&self, session: &str, last_message: &str, stop_hook_active: bool) -> Run {
-        self.run(&["stop-hook"], stop_event(session, &self.project, last_message, stop_hook_active).to_string())
+        self.run(
+            &["stop-hook"],
+            stop_event(session, &self.project, last_message, stop_hook_active).to_string(),
+        )
     }
 
     pub fn stop(&self, last_message: &str) -> Run {

@@ -15,9 +15,7 @@ use crate::store::Store;
 
 pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
     let Some(session_id) = session_id.filter(|s| !s.is_empty()).or(env.session_id()) else {
-        return Outcome::refused(
-            "for-loop: no session id: pass --session ID (the host's session id).",
-        );
+        return Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).");
     };
     let store = match Store::locate(env) {
         Ok(store) => store,
@@ -36,24 +34,18 @@ pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         // A state we cannot read cannot block either; moving it aside makes that plain.
         Err(e) => {
-            let aside = paths
-                .state
-                .with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
             return match std::fs::rename(&paths.state, &aside) {
                 Ok(()) => Outcome::ok(format!(
                     "for-loop: the loop's state was unreadable ({e}); it is moved to {} and the loop is over.",
                     aside.display()
                 )),
-                Err(move_error) => {
-                    Outcome::refused(format!("for-loop: could not cancel: {e}; {move_error}"))
-                }
+                Err(move_error) => Outcome::refused(format!("for-loop: could not cancel: {e}; {move_error}")),
             };
         }
     };
     if state.meta.status != Status::Active {
-        return Outcome::ok(
-            "for-loop: the loop in this session has already ended; nothing to cancel.",
-        );
+        return Outcome::ok("for-loop: the loop in this session has already ended; nothing to cancel.");
     }
     state.meta.status = Status::Ended;
     state.meta.outcome = Some(ReasonCode::Cancelled);

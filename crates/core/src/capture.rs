@@ -79,10 +79,7 @@ impl Captured {
         let head_room = (room / 4).min(head_chars);
         let tail_room = room - head_room;
         let head_part: String = head.chars().take(head_room).collect();
-        let tail_part: String = tail
-            .chars()
-            .skip(tail_chars.saturating_sub(tail_room))
-            .collect();
+        let tail_part: String = tail.chars().skip(tail_chars.saturating_sub(tail_room)).collect();
         let shown = (head_part.len() + tail_part.len()) as u64;
         let left_out = self.total.saturating_sub(shown);
         format!("{head_part}\n[... {left_out} bytes of output left out ...]\n{tail_part}")
@@ -90,18 +87,11 @@ impl Captured {
 
     /// The last `n` lines, at most `max_chars` characters, for the ledger.
     pub fn last_lines(&self, n: usize, max_chars: usize) -> String {
-        let text = String::from_utf8_lossy(if self.tail.is_empty() {
-            &self.head
-        } else {
-            self.kept_tail()
-        });
+        let text = String::from_utf8_lossy(if self.tail.is_empty() { &self.head } else { self.kept_tail() });
         let lines: Vec<&str> = text.trim_end().lines().collect();
         let joined = lines[lines.len().saturating_sub(n)..].join("\n");
         let count = joined.chars().count();
-        joined
-            .chars()
-            .skip(count.saturating_sub(max_chars))
-            .collect()
+        joined.chars().skip(count.saturating_sub(max_chars)).collect()
     }
 
     /// The tail, starting at a character boundary when the cut fell inside one.
@@ -109,11 +99,7 @@ impl Captured {
         let start = self.tail.len().saturating_sub(TAIL_BYTES);
         let mut tail = &self.tail[start..];
         if start > 0 || self.total > (self.head.len() + self.tail.len()) as u64 {
-            let skip = tail
-                .iter()
-                .take(4)
-                .take_while(|b| (**b & 0xC0) == 0x80)
-                .count();
+            let skip = tail.iter().take(4).take_while(|b| (**b & 0xC0) == 0x80).count();
             tail = &tail[skip..];
         }
         tail
@@ -122,12 +108,7 @@ impl Captured {
 
 impl Default for Captured {
     fn default() -> Self {
-        Captured {
-            head: Vec::new(),
-            tail: Vec::new(),
-            total: 0,
-            digest: FNV_OFFSET,
-        }
+        Captured { head: Vec::new(), tail: Vec::new(), total: 0, digest: FNV_OFFSET }
     }
 }
 
@@ -174,13 +155,7 @@ mod tests {
         let a = Captured::read_from(&b"one"[..]).unwrap();
         let b = Captured::read_from(&b"two"[..]).unwrap();
         assert_ne!(a.digest_hex(), b.digest_hex());
-        assert_eq!(
-            a.digest_hex(),
-            Captured::read_from(&b"one"[..]).unwrap().digest_hex()
-        );
-        assert_eq!(
-            Captured::read_from(&b""[..]).unwrap().digest_hex(),
-            "cbf29ce484222325"
-        );
+        assert_eq!(a.digest_hex(), Captured::read_from(&b"one"[..]).unwrap().digest_hex());
+        assert_eq!(Captured::read_from(&b""[..]).unwrap().digest_hex(), "cbf29ce484222325");
     }
 }

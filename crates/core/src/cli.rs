@@ -13,10 +13,10 @@ loop-hook: the engine of for-loop, a verified agent loop.
 The user's verify command is the only judge of done.
 
 Usage:
-  loop-hook start [--session ID] [--cwd DIR] [--host NAME]   < loop text on stdin
-  loop-hook stop-hook                                        < the host's Stop event on stdin
-  loop-hook cancel [--session ID]
-  loop-hook status [--session ID] [--json] [--all]
+  loop-hook start [--session ID] [--cwd DIR] [--host NAME] [--exit-zero]  < loop text on stdin
+  loop-hook stop-hook                                    < the host's Stop event on stdin
+  loop-hook cancel [--session ID] [--exit-zero]
+  loop-hook status [--session ID] [--json] [--all] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -32,6 +32,7 @@ Options:
   --cwd DIR     where verify runs (default: the current directory)
   --host NAME   the agent host (default: claude-code)
   --json        machine-readable status
+  --exit-zero   exit 0 even when refused (for slash commands whose host aborts on failure)
 
 Files:
   Loops live in $FOR_LOOP_HOME, else $XDG_STATE_HOME/for-loop, else ~/.local/state/for-loop:
@@ -42,6 +43,15 @@ Exit codes:
      says why in systemMessage, so a fault of for-loop never traps a session.
   1  refused: the loop text is invalid, a loop is already running, or there is no session id.
   2  usage: unknown command or option.";
+
+/// A parsed command line: what to do, and whether refusals still exit 0.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub cli: Cli,
+    /// Refusals exit 0 too. Hosts that abort a slash command on a non-zero exit then still show
+    /// the message to the user and the model.
+    pub exit_zero: bool,
+}
 
 #[derive(Debug, Clone)]
 pub enum Cli {
@@ -55,20 +65,29 @@ pub enum Cli {
 
 impl Cli {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Error> {
+        Invocation::parse(args).map(|invocation| invocation.cli)
+    }
+}
+
+impl Invocation {
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, lexopt::Error> {
         let mut parser = lexopt::Parser::from_args(args);
+        let plain = |cli| Ok(Invocation { cli, exit_zero: false });
         let command = match parser.next()? {
-            None => return Ok(Cli::Help),
-            Some(Long("help") | Short('h')) => return Ok(Cli::Help),
-            Some(Long("version") | Short('V')) => return Ok(Cli::Version),
+            None => return plain(Cli::Help),
+            Some(Long("help") | Short('h')) => return plain(Cli::Help),
+            Some(Long("version") | Short('V')) => return plain(Cli::Version),
             Some(Value(word)) => word.string()?,
             Some(other) => return Err(other.unexpected()),
         };
+        let mut exit_zero = false;
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
         let mut session_id = None;
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
-                (_, Long("help") | Short('h')) => return Ok(Cli::Help),
+                (_, Long("help") | Short('h')) => return plain(Cli::Help),
+                ("start" | "cancel" | "status", Long("exit-zero")) => exit_zero = true,
                 ("start" | "cancel" | "status", Long("session")) => {
                     session_id = Some(parser.value()?.string()?)
                 }
@@ -77,8 +96,7 @@ impl Cli {
                     let host = parser.value()?.string()?;
                     if host != "claude-code" {
                         return Err(lexopt::Error::Custom(
-                            format!("unknown host `{host}`: this build supports claude-code")
-                                .into(),
+                            format!("unknown host `{host}`: this build supports claude-code").into(),
                         ));
                     }
                     start.host = Some(host);
@@ -88,25 +106,19 @@ impl Cli {
                 (_, arg) => return Err(arg.unexpected()),
             }
         }
-        Ok(match command.as_str() {
-            "start" => Cli::Start(StartOptions {
-                session_id,
-                ..start
-            }),
+        let cli = match command.as_str() {
+            "start" => Cli::Start(StartOptions { session_id, ..start }),
             "stop-hook" | "stop" => Cli::StopHook,
             "cancel" => Cli::Cancel { session_id },
-            "status" => Cli::Status(StatusOptions {
-                session_id,
-                ..status
-            }),
+            "status" => Cli::Status(StatusOptions { session_id, ..status }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, cancel or status")
-                        .into(),
+                    format!("unknown command `{other}`: use start, stop-hook, cancel or status").into(),
                 ));
             }
-        })
+        };
+        Ok(Invocation { cli, exit_zero })
     }
 }
 
@@ -142,5 +154,8 @@ mod tests {
         assert!(parse(&["cancel", "--json"]).is_err());
         assert!(parse(&["start", "--session"]).is_err());
         assert!(parse(&["stop-hook", "--host", "vim"]).is_err());
+        assert!(parse(&["stop-hook", "--exit-zero"]).is_err());
+        let invocation = Invocation::parse(["start", "--exit-zero"].map(OsString::from)).unwrap();
+        assert!(invocation.exit_zero);
     }
 }

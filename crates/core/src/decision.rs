@@ -85,27 +85,16 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     if let Some(outcome) = facts.verify {
         let ms = outcome.duration.as_millis() as u64;
         next.meta.verify_total_ms += ms;
-        next.meta.last_verify = Some(LastVerify {
-            exit_code: outcome.exit_code,
-            duration_ms: ms,
-            timed_out: outcome.timed_out,
-        });
+        next.meta.last_verify =
+            Some(LastVerify { exit_code: outcome.exit_code, duration_ms: ms, timed_out: outcome.timed_out });
     }
 
     let code = if complete {
-        if facts.verify.is_some() {
-            ReasonCode::Verified
-        } else {
-            ReasonCode::Promise
-        }
+        if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
     } else if let Some(outcome) = facts.verify.filter(|o| !o.passed()) {
-        if outcome.timed_out {
-            ReasonCode::VerifyTimedOut
-        } else {
-            ReasonCode::VerifyFailed
-        }
+        if outcome.timed_out { ReasonCode::VerifyTimedOut } else { ReasonCode::VerifyFailed }
     } else if promise_kept == Some(false) {
         ReasonCode::PromiseMissing
     } else {
@@ -115,25 +104,13 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let (verdict, system_message) = if complete || code == ReasonCode::CapReached {
         next.meta.status = Status::Ended;
         next.meta.outcome = Some(code);
-        (
-            Verdict::Allow,
-            message::summary(&next, code, facts.verify, facts.now),
-        )
+        (Verdict::Allow, message::summary(&next, code, facts.verify, facts.now))
     } else {
         next.meta.iteration += 1;
         let reason = message::reinjection(&next, code, facts.verify, facts.state_path);
-        (
-            Verdict::Block { reason },
-            message::status_line(&next, code, facts.verify),
-        )
+        (Verdict::Block { reason }, message::status_line(&next, code, facts.verify))
     };
-    Decision {
-        verdict,
-        code,
-        system_message,
-        next,
-        promise_kept,
-    }
+    Decision { verdict, code, system_message, next, promise_kept }
 }
 
 #[cfg(test)]
@@ -155,10 +132,7 @@ mod tests {
         }
     }
 
-    fn facts<'a>(
-        verify: Option<&'a VerifyOutcome>,
-        last_message: Option<&'a str>,
-    ) -> StopFacts<'a> {
+    fn facts<'a>(verify: Option<&'a VerifyOutcome>, last_message: Option<&'a str>) -> StopFacts<'a> {
         StopFacts {
             last_message,
             verify,
@@ -202,10 +176,7 @@ mod tests {
         assert_eq!(decision.code, ReasonCode::VerifyFailed);
         assert_eq!(decision.next.meta.iteration, 3);
         assert_eq!(decision.next.meta.status, Status::Active);
-        assert_eq!(
-            decision.system_message,
-            "for-loop 3/30 · verify failed (exit 1, 4.2 s)"
-        );
+        assert_eq!(decision.system_message, "for-loop 3/30 · verify failed (exit 1, 4.2 s)");
         let reason = reason(&decision);
         assert!(reason.starts_with("fix the login\n"), "{reason}");
         assert!(reason.contains("iteration 3 of 30"), "{reason}");
@@ -224,27 +195,18 @@ mod tests {
         assert_eq!(decision.next.meta.status, Status::Ended);
         assert_eq!(decision.next.meta.outcome, Some(ReasonCode::Verified));
         assert!(
-            decision
-                .system_message
-                .contains("verified at iteration 4/30"),
+            decision.system_message.contains("verified at iteration 4/30"),
             "{}",
             decision.system_message
         );
-        assert!(
-            decision.system_message.contains("12m 03s"),
-            "{}",
-            decision.system_message
-        );
+        assert!(decision.system_message.contains("12m 03s"), "{}", decision.system_message);
     }
 
     #[test]
     fn a_claimed_promise_does_not_end_a_loop_whose_verify_fails() {
         let state = with(Some("cargo test"), Some("DONE"), 1, 30);
         let failed = outcome(Some(1), false, "");
-        let decision = decide(
-            &state,
-            facts(Some(&failed), Some("<promise>DONE</promise>")),
-        );
+        let decision = decide(&state, facts(Some(&failed), Some("<promise>DONE</promise>")));
         assert_eq!(decision.code, ReasonCode::VerifyFailed);
         assert_eq!(decision.promise_kept, Some(true));
     }
@@ -256,14 +218,8 @@ mod tests {
         let decision = decide(&state, facts(Some(&passed), Some("finished")));
         assert_eq!(decision.code, ReasonCode::PromiseMissing);
         assert!(reason(&decision).contains("<promise>DONE</promise>"));
-        assert_eq!(
-            decision.system_message,
-            "for-loop 2/30 · verify passed, promise not given"
-        );
-        let decision = decide(
-            &state,
-            facts(Some(&passed), Some("<promise>DONE</promise>")),
-        );
+        assert_eq!(decision.system_message, "for-loop 2/30 · verify passed, promise not given");
+        let decision = decide(&state, facts(Some(&passed), Some("<promise>DONE</promise>")));
         assert_eq!(decision.code, ReasonCode::Verified);
     }
 
@@ -301,11 +257,7 @@ mod tests {
                 Verdict::Block { .. } => blocks += 1,
                 Verdict::Allow => {
                     assert_eq!(decision.code, ReasonCode::CapReached);
-                    assert!(
-                        decision.system_message.contains("3/3"),
-                        "{}",
-                        decision.system_message
-                    );
+                    assert!(decision.system_message.contains("3/3"), "{}", decision.system_message);
                     break;
                 }
             }
@@ -318,20 +270,14 @@ mod tests {
     fn verify_passing_on_the_last_turn_is_verified_not_capped() {
         let state = with(Some("true"), None, 3, 3);
         let passed = outcome(Some(0), false, "");
-        assert_eq!(
-            decide(&state, facts(Some(&passed), None)).code,
-            ReasonCode::Verified
-        );
+        assert_eq!(decide(&state, facts(Some(&passed), None)).code, ReasonCode::Verified);
     }
 
     #[test]
     fn max_iterations_of_one_never_blocks() {
         let state = with(Some("false"), None, 1, 1);
         let failed = outcome(Some(1), false, "");
-        assert_eq!(
-            decide(&state, facts(Some(&failed), None)).verdict,
-            Verdict::Allow
-        );
+        assert_eq!(decide(&state, facts(Some(&failed), None)).verdict, Verdict::Allow);
     }
 
     #[test]
@@ -340,15 +286,8 @@ mod tests {
         let timed_out = outcome(None, true, "partial");
         let decision = decide(&state, facts(Some(&timed_out), None));
         assert_eq!(decision.code, ReasonCode::VerifyTimedOut);
-        assert!(
-            reason(&decision).contains("did not finish within 300 s"),
-            "{}",
-            reason(&decision)
-        );
-        assert_eq!(
-            decision.system_message,
-            "for-loop 2/30 · verify timed out after 300 s"
-        );
+        assert!(reason(&decision).contains("did not finish within 300 s"), "{}", reason(&decision));
+        assert_eq!(decision.system_message, "for-loop 2/30 · verify timed out after 300 s");
     }
 
     #[test]
@@ -368,11 +307,7 @@ mod tests {
         };
         let decision = decide(&state, facts(Some(&failed), None));
         let reason = reason(&decision);
-        assert!(
-            reason.chars().count() < 10_000,
-            "{}",
-            reason.chars().count()
-        );
+        assert!(reason.chars().count() < 10_000, "{}", reason.chars().count());
         assert!(reason.starts_with(&state.task));
         assert!(reason.contains("line 99999"));
     }
@@ -385,10 +320,7 @@ mod tests {
         let decision = decide(&state, facts(Some(&failed), None));
         let reason = reason(&decision);
         assert!(reason.chars().count() < 10_000);
-        assert!(
-            reason.contains("/state/sessions/sess-1/state.md"),
-            "{reason}"
-        );
+        assert!(reason.contains("/state/sessions/sess-1/state.md"), "{reason}");
         assert!(reason.contains("boom"));
     }
 }

@@ -14,16 +14,13 @@ pub fn parse_seconds(text: &str) -> Result<u64, String> {
         "m" | "min" | "mins" => 60,
         "h" | "hr" | "hrs" => 3_600,
         _ => {
-            return Err(
-                "give whole seconds, or a number with s, m or h (e.g. 300, 90s, 5m, 1h)".into(),
-            );
+            return Err("give whole seconds, or a number with s, m or h (e.g. 300, 90s, 5m, 1h)".into());
         }
     };
-    let n: u64 = digits.parse().map_err(|_| {
-        "give whole seconds, or a number with s, m or h (e.g. 300, 90s, 5m, 1h)".to_string()
-    })?;
-    n.checked_mul(scale)
-        .ok_or_else(|| "that is far too long".to_string())
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| "give whole seconds, or a number with s, m or h (e.g. 300, 90s, 5m, 1h)".to_string())?;
+    n.checked_mul(scale).ok_or_else(|| "that is far too long".to_string())
 }
 
 /// A short duration for status lines: `850 ms`, `4.2 s`, `3m 07s`, `2h 05m`.

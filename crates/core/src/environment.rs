@@ -30,25 +30,16 @@ impl Environment {
         cwd: PathBuf,
         now: Timestamp,
     ) -> Environment {
-        Environment {
-            vars: vars.into_iter().collect(),
-            cwd,
-            now,
-        }
+        Environment { vars: vars.into_iter().collect(), cwd, now }
     }
 
     /// A variable's value, if set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
-        self.vars
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
+        self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
     /// The session id the host exports to hooks and commands, when it does.
     pub fn session_id(&self) -> Option<&str> {
-        ["CLAUDE_CODE_SESSION_ID", "FOR_LOOP_SESSION_ID"]
-            .into_iter()
-            .find_map(|name| self.var(name))
+        ["CLAUDE_CODE_SESSION_ID", "FOR_LOOP_SESSION_ID"].into_iter().find_map(|name| self.var(name))
     }
 }

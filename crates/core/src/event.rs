@@ -36,10 +36,7 @@ pub enum EventError {
     #[error("the event on stdin is JSON but not an object")]
     NotObject,
     #[error("the event's `{field}` should be {expected}")]
-    WrongType {
-        field: &'static str,
-        expected: &'static str,
-    },
+    WrongType { field: &'static str, expected: &'static str },
     #[error("the event has no `{0}`")]
     Missing(&'static str),
     #[error("could not read stdin: {0}")]
@@ -79,27 +76,19 @@ impl Fields<'_> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(EventError::WrongType {
-                field,
-                expected: "a string",
-            }),
+            Some(_) => Err(EventError::WrongType { field, expected: "a string" }),
         }
     }
 
     pub fn required_string(&self, field: &'static str) -> Result<String, EventError> {
-        self.string(field)?
-            .filter(|s| !s.is_empty())
-            .ok_or(EventError::Missing(field))
+        self.string(field)?.filter(|s| !s.is_empty()).ok_or(EventError::Missing(field))
     }
 
     pub fn boolean(&self, field: &'static str) -> Result<Option<bool>, EventError> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(EventError::WrongType {
-                field,
-                expected: "true or false",
-            }),
+            Some(_) => Err(EventError::WrongType { field, expected: "true or false" }),
         }
     }
 }
@@ -112,10 +101,7 @@ impl StopEvent {
         if let Some(name) = fields.string("hook_event_name")?
             && name != "Stop"
         {
-            return Err(EventError::WrongType {
-                field: "hook_event_name",
-                expected: "\"Stop\"",
-            });
+            return Err(EventError::WrongType { field: "hook_event_name", expected: "\"Stop\"" });
         }
         Ok(StopEvent {
             session_id: fields.required_string("session_id")?,
@@ -164,23 +150,14 @@ mod tests {
         assert!(matches!(claude("not json"), Err(EventError::NotJson(_))));
         assert_eq!(claude("[1]"), Err(EventError::NotObject));
         assert_eq!(claude("{}"), Err(EventError::Missing("session_id")));
-        assert_eq!(
-            claude(r#"{"session_id":""}"#),
-            Err(EventError::Missing("session_id"))
-        );
+        assert_eq!(claude(r#"{"session_id":""}"#), Err(EventError::Missing("session_id")));
         assert_eq!(
             claude(r#"{"session_id":7}"#),
-            Err(EventError::WrongType {
-                field: "session_id",
-                expected: "a string"
-            })
+            Err(EventError::WrongType { field: "session_id", expected: "a string" })
         );
         assert_eq!(
             claude(r#"{"session_id":"s","stop_hook_active":"yes"}"#),
-            Err(EventError::WrongType {
-                field: "stop_hook_active",
-                expected: "true or false"
-            })
+            Err(EventError::WrongType { field: "stop_hook_active", expected: "true or false" })
         );
         assert!(matches!(
             claude(r#"{"session_id":"s","hook_event_name":"SubagentStop"}"#),

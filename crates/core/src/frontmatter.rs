@@ -33,10 +33,7 @@ impl<'a> Frontmatter<'a> {
         while offset <= after_open.len() {
             let rest = &after_open[offset..];
             if let Some(body) = strip_fence_line(rest) {
-                return Ok(Frontmatter {
-                    yaml: &after_open[..offset],
-                    body,
-                });
+                return Ok(Frontmatter { yaml: &after_open[..offset], body });
             }
             match rest.find('\n') {
                 Some(newline) => offset += newline + 1,
@@ -67,8 +64,7 @@ fn strip_fence_line(text: &str) -> Option<&str> {
     if rest.is_empty() {
         return Some(rest);
     }
-    rest.strip_prefix("\r\n")
-        .or_else(|| rest.strip_prefix('\n'))
+    rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))
 }
 
 #[cfg(test)]
@@ -79,13 +75,7 @@ mod tests {
     #[test]
     fn splits_yaml_and_body() {
         let parts = Frontmatter::split("---\na: 1\n---\nthe task\n").unwrap();
-        assert_eq!(
-            parts,
-            Frontmatter {
-                yaml: "a: 1\n",
-                body: "the task\n"
-            }
-        );
+        assert_eq!(parts, Frontmatter { yaml: "a: 1\n", body: "the task\n" });
     }
 
     #[test]
@@ -112,27 +102,15 @@ mod tests {
 
     #[test]
     fn a_dash_line_with_trailing_text_is_not_a_fence() {
-        assert_eq!(
-            Frontmatter::split("---\na: 1\n----\n--- x\n"),
-            Err(FrontmatterError::Unclosed)
-        );
+        assert_eq!(Frontmatter::split("---\na: 1\n----\n--- x\n"), Err(FrontmatterError::Unclosed));
     }
 
     #[test]
     fn missing_and_unclosed_fences_are_errors() {
         assert_eq!(Frontmatter::split(""), Err(FrontmatterError::Missing));
-        assert_eq!(
-            Frontmatter::split("task only"),
-            Err(FrontmatterError::Missing)
-        );
-        assert_eq!(
-            Frontmatter::split("---x\n---\n"),
-            Err(FrontmatterError::Missing)
-        );
-        assert_eq!(
-            Frontmatter::split("---\na: 1\n"),
-            Err(FrontmatterError::Unclosed)
-        );
+        assert_eq!(Frontmatter::split("task only"), Err(FrontmatterError::Missing));
+        assert_eq!(Frontmatter::split("---x\n---\n"), Err(FrontmatterError::Missing));
+        assert_eq!(Frontmatter::split("---\na: 1\n"), Err(FrontmatterError::Unclosed));
     }
 
     proptest! {

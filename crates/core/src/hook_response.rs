@@ -18,17 +18,11 @@ impl HookResponse {
     }
 
     pub fn allow_with(message: impl Into<String>) -> HookResponse {
-        HookResponse {
-            block: None,
-            system_message: Some(message.into()),
-        }
+        HookResponse { block: None, system_message: Some(message.into()) }
     }
 
     pub fn block(reason: String, message: String) -> HookResponse {
-        HookResponse {
-            block: Some(reason),
-            system_message: Some(message),
-        }
+        HookResponse { block: Some(reason), system_message: Some(message) }
     }
 
     /// Claude Code's Stop output: `{"decision":"block","reason":…,"systemMessage":…}`, or
@@ -43,11 +37,7 @@ impl HookResponse {
         if let Some(message) = &self.system_message {
             object.insert("systemMessage".into(), json!(message));
         }
-        if object.is_empty() {
-            String::new()
-        } else {
-            Value::Object(object).to_string()
-        }
+        if object.is_empty() { String::new() } else { Value::Object(object).to_string() }
     }
 }
 
@@ -58,10 +48,7 @@ mod tests {
     #[test]
     fn claude_shapes() {
         assert_eq!(HookResponse::allow().to_claude_json(), "");
-        assert_eq!(
-            HookResponse::allow_with("hi").to_claude_json(),
-            r#"{"systemMessage":"hi"}"#
-        );
+        assert_eq!(HookResponse::allow_with("hi").to_claude_json(), r#"{"systemMessage":"hi"}"#);
         assert_eq!(
             HookResponse::block("go on".into(), "1/3".into()).to_claude_json(),
             r#"{"decision":"block","reason":"go on","systemMessage":"1/3"}"#

@@ -48,8 +48,8 @@ pub fn run(
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
 ) -> i32 {
-    let cli = match Cli::parse(args) {
-        Ok(cli) => cli,
+    let (cli, exit_zero) = match cli::Invocation::parse(args) {
+        Ok(invocation) => (invocation.cli, invocation.exit_zero),
         Err(e) => {
             let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
             return Code::Usage as i32;
@@ -75,7 +75,7 @@ pub fn run(
         let _ = writeln!(stdout, "{}", outcome.stdout);
     }
     let _ = stdout.flush();
-    outcome.code as i32
+    if exit_zero { 0 } else { outcome.code as i32 }
 }
 
 /// Lets the task-size check report an oversized task instead of reading without end.

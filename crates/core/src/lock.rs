@@ -31,10 +31,7 @@ pub struct StateLock {
 impl StateLock {
     /// Waits up to `wait` for the lock. Hooks must not hang, so there is no unbounded wait.
     pub fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
-        let io_error = |source| LockError::Io {
-            path: path.display().to_string(),
-            source,
-        };
+        let io_error = |source| LockError::Io { path: path.display().to_string(), source };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -50,10 +47,7 @@ impl StateLock {
                     thread::sleep(Duration::from_millis(10));
                 }
                 Err(TryLockError::WouldBlock) => {
-                    return Err(LockError::Timeout {
-                        path: path.display().to_string(),
-                        waited: wait,
-                    });
+                    return Err(LockError::Timeout { path: path.display().to_string(), waited: wait });
                 }
                 Err(TryLockError::Error(e)) => return Err(io_error(e)),
             }

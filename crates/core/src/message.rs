@@ -83,11 +83,11 @@ pub fn reinjection(
         }
     }
     if !advice.is_empty() {
-        advice.insert_str(0, "\n");
+        advice.insert(0, '\n');
     }
 
-    let task_room = REASON_BUDGET
-        .saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
+    let task_room =
+        REASON_BUDGET.saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
     let task_chars = state.task.chars().count();
     let task = if task_chars <= task_room {
         state.task.clone()
@@ -119,19 +119,13 @@ pub fn reinjection(
 
 /// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
 pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
-    let head = format!(
-        "for-loop {}/{}",
-        state.meta.iteration, state.meta.settings.max_iterations
-    );
+    let head = format!("for-loop {}/{}", state.meta.iteration, state.meta.settings.max_iterations);
     let what = match (code, verify) {
         (ReasonCode::VerifyFailed, Some(o)) => {
             format!("verify failed ({}, {})", o.describe(), human(o.duration))
         }
         (ReasonCode::VerifyTimedOut, _) => {
-            format!(
-                "verify timed out after {} s",
-                state.meta.settings.verify_timeout_secs
-            )
+            format!("verify timed out after {} s", state.meta.settings.verify_timeout_secs)
         }
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
@@ -186,16 +180,11 @@ pub fn summary(
 /// What completes the loop, in words.
 pub fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
-    match (
-        settings.verify.as_deref(),
-        settings.completion_promise.as_deref(),
-    ) {
+    match (settings.verify.as_deref(), settings.completion_promise.as_deref()) {
         (Some(v), None) => format!("`{v}` exits 0"),
         (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
         (Some(v), Some(p)) => {
-            format!(
-                "`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop"
-            )
+            format!("`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop")
         }
         (None, None) => format!("all {} iterations are used", settings.max_iterations),
     }

@@ -20,16 +20,10 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn ok(stdout: impl Into<String>) -> Outcome {
-        Outcome {
-            code: Code::Success,
-            stdout: stdout.into(),
-        }
+        Outcome { code: Code::Success, stdout: stdout.into() }
     }
 
     pub fn refused(stdout: impl Into<String>) -> Outcome {
-        Outcome {
-            code: Code::Refused,
-            stdout: stdout.into(),
-        }
+        Outcome { code: Code::Refused, stdout: stdout.into() }
     }
 }

@@ -33,24 +33,15 @@ mod tests {
     #[test]
     fn tag_with_the_exact_text_counts() {
         assert!(is_kept("done.\n<promise>ALL GREEN</promise>", "ALL GREEN"));
-        assert!(is_kept(
-            "<promise>\n  ALL\n GREEN \n</promise>",
-            "ALL GREEN"
-        ));
-        assert!(is_kept(
-            "<promise>no</promise> then <promise>ALL GREEN</promise>",
-            "ALL GREEN"
-        ));
+        assert!(is_kept("<promise>\n  ALL\n GREEN \n</promise>", "ALL GREEN"));
+        assert!(is_kept("<promise>no</promise> then <promise>ALL GREEN</promise>", "ALL GREEN"));
     }
 
     #[test]
     fn bare_text_other_text_and_broken_tags_do_not_count() {
         assert!(!is_kept("ALL GREEN", "ALL GREEN"));
         assert!(!is_kept("<promise>all green</promise>", "ALL GREEN"));
-        assert!(!is_kept(
-            "<promise>ALL GREEN, almost</promise>",
-            "ALL GREEN"
-        ));
+        assert!(!is_kept("<promise>ALL GREEN, almost</promise>", "ALL GREEN"));
         assert!(!is_kept("<promise>ALL GREEN", "ALL GREEN"));
         assert!(!is_kept("ALL GREEN</promise>", "ALL GREEN"));
         assert!(!is_kept("", "ALL GREEN"));

@@ -32,12 +32,7 @@ pub enum Flag {
 }
 
 impl Flag {
-    const ALL: [Flag; 4] = [
-        Flag::Verify,
-        Flag::CompletionPromise,
-        Flag::MaxIterations,
-        Flag::VerifyTimeout,
-    ];
+    const ALL: [Flag; 4] = [Flag::Verify, Flag::CompletionPromise, Flag::MaxIterations, Flag::VerifyTimeout];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -93,14 +88,8 @@ pub enum RequestError {
     #[error("{flag} needs a value: {hint}", hint = flag.value_hint())]
     MissingValue { flag: Flag },
     #[error("{flag} `{value}` is not valid: {why}")]
-    BadValue {
-        flag: Flag,
-        value: String,
-        why: String,
-    },
-    #[error(
-        "the value of {flag} opens a quote that is never closed: close it, e.g. {flag} \"cargo test\""
-    )]
+    BadValue { flag: Flag, value: String, why: String },
+    #[error("the value of {flag} opens a quote that is never closed: close it, e.g. {flag} \"cargo test\"")]
     UnclosedQuote { flag: Flag },
     #[error("{flag} is given twice: keep one")]
     Duplicate { flag: Flag },
@@ -120,14 +109,9 @@ impl LoopRequest {
             let Some(flag_word) = FlagWord::classify(text)? else {
                 continue;
             };
-            let slot = &mut values[Flag::ALL
-                .iter()
-                .position(|f| *f == flag_word.flag)
-                .unwrap_or(0)];
+            let slot = &mut values[Flag::ALL.iter().position(|f| *f == flag_word.flag).unwrap_or(0)];
             if slot.is_some() {
-                return Err(RequestError::Duplicate {
-                    flag: flag_word.flag,
-                });
+                return Err(RequestError::Duplicate { flag: flag_word.flag });
             }
             let (value, end) = match flag_word.inline_value {
                 Some(offset) => scanner.value_at(word.start + offset, flag_word.flag, true)?,
@@ -177,16 +161,10 @@ impl FlagWord {
             None => (word, None),
         };
         if let Some(flag) = Flag::ALL.iter().find(|f| f.name() == name) {
-            return Ok(Some(FlagWord {
-                flag: *flag,
-                inline_value,
-            }));
+            return Ok(Some(FlagWord { flag: *flag, inline_value }));
         }
         if let Some(nearest) = near_miss(name) {
-            return Err(RequestError::UnknownFlag {
-                given: word.to_string(),
-                nearest,
-            });
+            return Err(RequestError::UnknownFlag { given: word.to_string(), nearest });
         }
         Ok(None)
     }
@@ -261,32 +239,17 @@ impl Scanner<'_> {
     }
 
     /// Reads a flag's value starting at `at`; returns it unquoted with the offset where it ends.
-    fn value_at(
-        &self,
-        at: usize,
-        flag: Flag,
-        inline: bool,
-    ) -> Result<(String, usize), RequestError> {
+    fn value_at(&self, at: usize, flag: Flag, inline: bool) -> Result<(String, usize), RequestError> {
         let rest = &self.text[at..];
-        let start = if inline {
-            at
-        } else {
-            at + (rest.len() - rest.trim_start().len())
-        };
+        let start = if inline { at } else { at + (rest.len() - rest.trim_start().len()) };
         if start >= self.text.len() || (inline && word_end(self.text, start) == start) {
             return Err(RequestError::MissingValue { flag });
         }
         let value_text = &self.text[start..];
-        if let Some(open) = value_text
-            .chars()
-            .next()
-            .filter(|c| closing_quote(*c).is_some())
-        {
+        if let Some(open) = value_text.chars().next().filter(|c| closing_quote(*c).is_some()) {
             return match quoted_span(value_text) {
                 Some(len) => Ok((unquote(&value_text[..len]), start + len)),
-                None if value_text[open.len_utf8()..]
-                    .contains(closing_quote(open).unwrap_or(open)) =>
-                {
+                None if value_text[open.len_utf8()..].contains(closing_quote(open).unwrap_or(open)) => {
                     // Closed, but glued to more text (`"a"b`): take the word as it is.
                     let end = word_end(self.text, start);
                     Ok((self.text[start..end].to_string(), end))
@@ -304,9 +267,7 @@ impl Scanner<'_> {
 }
 
 fn word_end(text: &str, start: usize) -> usize {
-    text[start..]
-        .find(char::is_whitespace)
-        .map_or(text.len(), |i| start + i)
+    text[start..].find(char::is_whitespace).map_or(text.len(), |i| start + i)
 }
 
 fn closing_quote(open: char) -> Option<char> {
@@ -398,9 +359,7 @@ fn check_verify(value: &str) -> Result<String, RequestError> {
 fn check_promise(value: &str) -> Result<String, RequestError> {
     let normal = crate::promise::normalize(value);
     if normal.is_empty() {
-        return Err(RequestError::MissingValue {
-            flag: Flag::CompletionPromise,
-        });
+        return Err(RequestError::MissingValue { flag: Flag::CompletionPromise });
     }
     if normal.contains("<promise>") || normal.contains("</promise>") {
         return Err(RequestError::BadValue {
@@ -418,9 +377,7 @@ fn check_max_iterations(value: &str) -> Result<u32, RequestError> {
         value: value.to_string(),
         why: why.to_string(),
     };
-    let n: u64 = value
-        .parse()
-        .map_err(|_| bad("give a whole number from 1 to 10000"))?;
+    let n: u64 = value.parse().map_err(|_| bad("give a whole number from 1 to 10000"))?;
     match n {
         0 => Err(bad("it must be at least 1 (there is no unlimited mode)")),
         n if n > u64::from(MAX_MAX_ITERATIONS) => Err(bad("the most is 10000")),
@@ -429,17 +386,14 @@ fn check_max_iterations(value: &str) -> Result<u32, RequestError> {
 }
 
 fn check_verify_timeout(value: &str) -> Result<u64, RequestError> {
-    let bad = |why: String| RequestError::BadValue {
-        flag: Flag::VerifyTimeout,
-        value: value.to_string(),
-        why,
-    };
+    let bad =
+        |why: String| RequestError::BadValue { flag: Flag::VerifyTimeout, value: value.to_string(), why };
     match parse_seconds(value) {
         Err(why) => Err(bad(why)),
         Ok(0) => Err(bad("it must be at least 1 second".into())),
-        Ok(secs) if secs > MAX_VERIFY_TIMEOUT_SECS => Err(bad(format!(
-            "the most is {MAX_VERIFY_TIMEOUT_SECS} seconds (1h)"
-        ))),
+        Ok(secs) if secs > MAX_VERIFY_TIMEOUT_SECS => {
+            Err(bad(format!("the most is {MAX_VERIFY_TIMEOUT_SECS} seconds (1h)")))
+        }
         Ok(secs) => Ok(secs),
     }
 }
@@ -504,12 +458,9 @@ mod tests {
 
     #[test]
     fn other_dashes_in_prose_are_task_text() {
-        for raw in [
-            "don't use rm -rf here",
-            "add the --verbose option",
-            "support --max-old-space-size",
-            "a -- b",
-        ] {
+        for raw in
+            ["don't use rm -rf here", "add the --verbose option", "support --max-old-space-size", "a -- b"]
+        {
             assert_eq!(parse(raw).task, raw);
         }
     }
@@ -523,10 +474,7 @@ mod tests {
 
     #[test]
     fn whole_task_quotes_are_removed_once_with_shell_escapes() {
-        assert_eq!(
-            parse(r#""say \"hi\" to C:\\temp""#).task,
-            r#"say "hi" to C:\temp"#
-        );
+        assert_eq!(parse(r#""say \"hi\" to C:\\temp""#).task, r#"say "hi" to C:\temp"#);
         assert_eq!(parse("'fix the user's login'").task, "fix the user's login");
         assert_eq!(parse("\u{201c}smart quotes\u{201d}").task, "smart quotes");
         assert_eq!(parse(r#""a" and "b""#).task, r#""a" and "b""#);
@@ -552,42 +500,20 @@ mod tests {
             }
         }
         let message = err("t --verfy x").to_string();
-        assert_eq!(
-            message,
-            "`--verfy` is not a for-loop flag: did you mean --verify?"
-        );
+        assert_eq!(message, "`--verfy` is not a for-loop flag: did you mean --verify?");
     }
 
     #[test]
     fn bad_values_say_what_is_wrong() {
         assert!(matches!(
             err("t --max-iterations abc"),
-            RequestError::BadValue {
-                flag: Flag::MaxIterations,
-                ..
-            }
+            RequestError::BadValue { flag: Flag::MaxIterations, .. }
         ));
-        assert!(
-            err("t --max-iterations 0")
-                .to_string()
-                .contains("no unlimited mode")
-        );
-        assert!(matches!(
-            err("t --max-iterations -1"),
-            RequestError::BadValue { .. }
-        ));
-        assert!(matches!(
-            err("t --max-iterations 99999999999999999999"),
-            RequestError::BadValue { .. }
-        ));
-        assert!(matches!(
-            err("t --verify-timeout 0"),
-            RequestError::BadValue { .. }
-        ));
-        assert!(matches!(
-            err("t --verify-timeout 2h"),
-            RequestError::BadValue { .. }
-        ));
+        assert!(err("t --max-iterations 0").to_string().contains("no unlimited mode"));
+        assert!(matches!(err("t --max-iterations -1"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --max-iterations 99999999999999999999"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --verify-timeout 0"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --verify-timeout 2h"), RequestError::BadValue { .. }));
         assert!(matches!(
             err("t --completion-promise '<promise>x</promise>'"),
             RequestError::BadValue { .. }
@@ -596,52 +522,26 @@ mod tests {
 
     #[test]
     fn missing_values_and_unclosed_quotes() {
-        assert_eq!(
-            err("t --verify"),
-            RequestError::MissingValue { flag: Flag::Verify }
-        );
-        assert_eq!(
-            err("t --verify   "),
-            RequestError::MissingValue { flag: Flag::Verify }
-        );
-        assert_eq!(
-            err("t --verify= x"),
-            RequestError::MissingValue { flag: Flag::Verify }
-        );
-        assert_eq!(
-            err("t --verify --max-iterations 3"),
-            RequestError::MissingValue { flag: Flag::Verify }
-        );
-        assert_eq!(
-            err("t --verify ''"),
-            RequestError::MissingValue { flag: Flag::Verify }
-        );
+        assert_eq!(err("t --verify"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify   "), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify= x"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify --max-iterations 3"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify ''"), RequestError::MissingValue { flag: Flag::Verify });
         assert_eq!(
             err("t --completion-promise '  '"),
-            RequestError::MissingValue {
-                flag: Flag::CompletionPromise
-            }
+            RequestError::MissingValue { flag: Flag::CompletionPromise }
         );
-        assert_eq!(
-            err("t --verify \"cargo test"),
-            RequestError::UnclosedQuote { flag: Flag::Verify }
-        );
+        assert_eq!(err("t --verify \"cargo test"), RequestError::UnclosedQuote { flag: Flag::Verify });
     }
 
     #[test]
     fn duplicates_empty_huge_and_help() {
-        assert_eq!(
-            err("t --verify a --verify b"),
-            RequestError::Duplicate { flag: Flag::Verify }
-        );
+        assert_eq!(err("t --verify a --verify b"), RequestError::Duplicate { flag: Flag::Verify });
         assert_eq!(err(""), RequestError::EmptyTask);
         assert_eq!(err("  \n\t "), RequestError::EmptyTask);
         assert_eq!(err("--verify true"), RequestError::EmptyTask);
         assert_eq!(err("\"\""), RequestError::EmptyTask);
-        assert!(matches!(
-            err(&"x".repeat(MAX_TASK_BYTES + 1)),
-            RequestError::TaskTooLong(_)
-        ));
+        assert!(matches!(err(&"x".repeat(MAX_TASK_BYTES + 1)), RequestError::TaskTooLong(_)));
         assert_eq!(err(" --help\n"), RequestError::HelpWanted);
         assert_eq!(parse("add a --help flag").task, "add a --help flag");
     }

@@ -26,13 +26,7 @@ impl ReverseLines {
     pub fn open(path: &Path, max_bytes: u64) -> io::Result<ReverseLines> {
         let file = File::open(path)?;
         let pos = file.metadata()?.len();
-        Ok(ReverseLines {
-            file,
-            pos,
-            pending: Vec::new(),
-            ready: Vec::new(),
-            budget: max_bytes,
-        })
+        Ok(ReverseLines { file, pos, pending: Vec::new(), ready: Vec::new(), budget: max_bytes })
     }
 
     fn fill(&mut self) -> io::Result<bool> {
@@ -63,12 +57,7 @@ impl ReverseLines {
                 }
             };
             // Empty pieces are blank lines or the end of a file that ends with a newline.
-            self.ready.extend(
-                whole
-                    .split(|b| *b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(<[u8]>::to_vec),
-            );
+            self.ready.extend(whole.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
         }
         Ok(true)
     }
@@ -112,10 +101,7 @@ mod tests {
     fn lines_across_chunk_boundaries() {
         let long = "x".repeat(CHUNK + 10);
         let content = format!("first\n{long}\nlast\n");
-        assert_eq!(
-            lines(content.as_bytes(), 1 << 20),
-            ["last", long.as_str(), "first"]
-        );
+        assert_eq!(lines(content.as_bytes(), 1 << 20), ["last", long.as_str(), "first"]);
     }
 
     #[test]

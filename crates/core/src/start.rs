@@ -37,11 +37,7 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
         Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
     };
-    let Some(session_id) = options
-        .session_id
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .or(env.session_id())
+    let Some(session_id) = options.session_id.as_deref().filter(|s| !s.is_empty()).or(env.session_id())
     else {
         return Outcome::refused(
             "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
@@ -82,9 +78,7 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
         Ok(None) => {}
         // An unreadable old state is kept for inspection, out of the new loop's way.
         Err(_) => {
-            let aside = paths
-                .state
-                .with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
             if let Err(e) = std::fs::rename(&paths.state, &aside) {
                 return Outcome::refused(format!(
                     "for-loop: not started: could not move the unreadable state aside: {e}"
@@ -139,19 +133,10 @@ fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment
     };
     out.push_str(&format!("Verify:      {verify}\n"));
     out.push_str(&format!("Done when:   {}\n", criterion(state)));
-    out.push_str(&format!(
-        "Iterations:  at most {}\n",
-        settings.max_iterations
-    ));
-    out.push_str(&format!(
-        "State:       {}\nLedger:      {}\n",
-        state_path.display(),
-        ledger.display()
-    ));
-    if let Some(warning) = settings
-        .verify
-        .as_deref()
-        .and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
+    out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
+    out.push_str(&format!("State:       {}\nLedger:      {}\n", state_path.display(), ledger.display()));
+    if let Some(warning) =
+        settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
     {
         out.push_str(&format!("\nWarning: {warning}\n"));
     }
@@ -173,27 +158,18 @@ fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment
 /// exit 127, and the user would rather know now than after thirty iterations.
 fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<String> {
     let words = shell_words::split(command).ok()?;
-    let program = words
-        .iter()
-        .find(|w| !w.contains('=') || w.starts_with('='))?;
+    let program = words.iter().find(|w| !w.contains('=') || w.starts_with('='))?;
     const SHELL_WORDS: &[&str] = &[
-        "!", ".", ":", "[", "[[", "{", "(", "cd", "case", "command", "echo", "env", "eval", "exec",
-        "exit", "export", "false", "for", "if", "printf", "set", "source", "test", "time", "true",
-        "until", "while",
+        "!", ".", ":", "[", "[[", "{", "(", "cd", "case", "command", "echo", "env", "eval", "exec", "exit",
+        "export", "false", "for", "if", "printf", "set", "source", "test", "time", "true", "until", "while",
     ];
-    if SHELL_WORDS.contains(&program.as_str())
-        || program.starts_with('(')
-        || program.starts_with('$')
-    {
+    if SHELL_WORDS.contains(&program.as_str()) || program.starts_with('(') || program.starts_with('$') {
         return None;
     }
     if program.contains('/') {
         let path = cwd.join(program);
         return (!path.exists()).then(|| {
-            format!(
-                "`{program}` does not exist in {}; verify will fail until it does.",
-                cwd.display()
-            )
+            format!("`{program}` does not exist in {}; verify will fail until it does.", cwd.display())
         });
     }
     let found = env
@@ -201,17 +177,15 @@ fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<Strin
         .unwrap_or_default()
         .split(':')
         .any(|dir| !dir.is_empty() && Path::new(dir).join(program).is_file());
-    (!found).then(|| format!("`{program}` was not found on PATH; verify will fail with exit 127 until it is installed."))
+    (!found).then(|| {
+        format!("`{program}` was not found on PATH; verify will fail with exit 127 until it is installed.")
+    })
 }
 
 /// `20261122-031900-1a2b3c`: sortable by start time, distinct across sessions.
 fn loop_id(env: &Environment, session_id: &str) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let salt = format!(
-        "{session_id}{}{}",
-        env.now.as_nanosecond(),
-        std::process::id()
-    );
+    let salt = format!("{session_id}{}{}", env.now.as_nanosecond(), std::process::id());
     for byte in salt.bytes() {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
     }

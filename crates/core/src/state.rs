@@ -105,19 +105,13 @@ impl LoopState {
     /// Parses a state file.
     pub fn parse(text: &str) -> Result<Self, StateError> {
         let parts = Frontmatter::split(text)?;
-        if let Ok(SchemaProbe {
-            schema: Some(found),
-        }) = serde_saphyr::from_str(parts.yaml)
+        if let Ok(SchemaProbe { schema: Some(found) }) = serde_saphyr::from_str(parts.yaml)
             && found > SCHEMA_VERSION
         {
             return Err(StateError::NewerSchema { found });
         }
-        let meta: Meta =
-            serde_saphyr::from_str(parts.yaml).map_err(|e| StateError::Yaml(e.to_string()))?;
-        Ok(LoopState {
-            meta,
-            task: parts.body.to_string(),
-        })
+        let meta: Meta = serde_saphyr::from_str(parts.yaml).map_err(|e| StateError::Yaml(e.to_string()))?;
+        Ok(LoopState { meta, task: parts.body.to_string() })
     }
 
     /// Renders the state file.
@@ -183,11 +177,7 @@ pub(crate) mod tests {
         state.meta.settings.completion_promise = Some("ALL: GREEN".into());
         state.meta.session_id = "no".into();
         state.meta.outcome = Some(ReasonCode::Cancelled);
-        state.meta.last_verify = Some(LastVerify {
-            exit_code: Some(-1),
-            duration_ms: 5,
-            timed_out: true,
-        });
+        state.meta.last_verify = Some(LastVerify { exit_code: Some(-1), duration_ms: 5, timed_out: true });
         assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
     }
 
@@ -201,18 +191,11 @@ pub(crate) mod tests {
 
     #[test]
     fn reports_wrong_types_and_unknown_fields() {
-        let text = sample()
-            .render()
-            .replace("iteration: 1", "iteration: three");
+        let text = sample().render().replace("iteration: 1", "iteration: three");
         assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
-        let text = sample()
-            .render()
-            .replace("iteration: 1", "iteration: 1\nactive: false");
+        let text = sample().render().replace("iteration: 1", "iteration: 1\nactive: false");
         assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
-        assert!(matches!(
-            LoopState::parse("garbage"),
-            Err(StateError::Frontmatter(_))
-        ));
+        assert!(matches!(LoopState::parse("garbage"), Err(StateError::Frontmatter(_))));
     }
 
     #[test]

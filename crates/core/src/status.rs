@@ -27,15 +27,9 @@ pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
     if options.all {
         return all(&store, options.json);
     }
-    let Some(session_id) = options
-        .session_id
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .or(env.session_id())
+    let Some(session_id) = options.session_id.as_deref().filter(|s| !s.is_empty()).or(env.session_id())
     else {
-        return Outcome::refused(
-            "for-loop: no session id: pass --session ID, or --all to list every loop.",
-        );
+        return Outcome::refused("for-loop: no session id: pass --session ID, or --all to list every loop.");
     };
     let paths = store.paths(session_id);
     let loaded = paths.load();
@@ -58,12 +52,10 @@ pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
             "for-loop: no loop in this session. Loops are kept in {}.",
             store.root().display()
         )),
-        Err(e @ StoreError::Invalid { .. }) | Err(e @ StoreError::Read { .. }) => {
-            Outcome::ok(format!(
-                "for-loop: this session's loop state is unreadable: {e}\nStops are allowed while it is; \
+        Err(e @ StoreError::Invalid { .. }) | Err(e @ StoreError::Read { .. }) => Outcome::ok(format!(
+            "for-loop: this session's loop state is unreadable: {e}\nStops are allowed while it is; \
              /cancel-loop moves it aside."
-            ))
-        }
+        )),
         Err(e) => Outcome::refused(format!("for-loop: {e}")),
     }
 }
@@ -72,26 +64,15 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     let meta = &state.meta;
     let settings = &meta.settings;
     let headline = match (meta.status, meta.outcome) {
-        (Status::Active, _) => format!(
-            "active, iteration {} of {}",
-            meta.iteration, settings.max_iterations
-        ),
+        (Status::Active, _) => format!("active, iteration {} of {}", meta.iteration, settings.max_iterations),
         (Status::Ended, Some(outcome)) => {
-            format!(
-                "ended ({outcome}) at iteration {} of {}",
-                meta.iteration, settings.max_iterations
-            )
+            format!("ended ({outcome}) at iteration {} of {}", meta.iteration, settings.max_iterations)
         }
-        (Status::Ended, None) => format!(
-            "ended at iteration {} of {}",
-            meta.iteration, settings.max_iterations
-        ),
+        (Status::Ended, None) => {
+            format!("ended at iteration {} of {}", meta.iteration, settings.max_iterations)
+        }
     };
-    let first_line = state
-        .task
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default();
+    let first_line = state.task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let task = if first_line.chars().count() > 70 || state.task.trim().lines().count() > 1 {
         format!("{}…", first_line.chars().take(70).collect::<String>())
     } else {
@@ -101,18 +82,14 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         Some(v) if v.timed_out => format!("timed out after {}", human_ms(v.duration_ms)),
         Some(v) => format!(
             "{} in {}",
-            v.exit_code
-                .map_or("no exit code".to_string(), |c| format!("exit {c}")),
+            v.exit_code.map_or("no exit code".to_string(), |c| format!("exit {c}")),
             human_ms(v.duration_ms)
         ),
         None => "not run yet".into(),
     };
     let mut out = format!("for-loop: loop {} is {headline}\n", meta.loop_id);
     out.push_str(&format!("  task:       {task}\n"));
-    out.push_str(&format!(
-        "  verify:     {}\n",
-        settings.verify.as_deref().unwrap_or("none")
-    ));
+    out.push_str(&format!("  verify:     {}\n", settings.verify.as_deref().unwrap_or("none")));
     out.push_str(&format!("  last run:   {last}\n"));
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
     out.push_str(&format!(
@@ -167,10 +144,7 @@ fn all(store: &Store, as_json: bool) -> Outcome {
     let loops = match store.all() {
         Ok(loops) => loops,
         Err(e) => {
-            return Outcome::refused(format!(
-                "for-loop: could not list {}: {e}",
-                store.root().display()
-            ));
+            return Outcome::refused(format!("for-loop: could not list {}: {e}", store.root().display()));
         }
     };
     let rows: Vec<(LoopPaths, Result<Option<LoopState>, StoreError>)> = loops

@@ -112,13 +112,7 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
     let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
         Ok(lock) => lock,
         Err(e) => {
-            return fault(
-                &paths,
-                Some(&state),
-                event,
-                env,
-                &format!("{e}. This stop is allowed."),
-            );
+            return fault(&paths, Some(&state), event, env, &format!("{e}. This stop is allowed."));
         }
     };
     // The loop may have been cancelled, or replaced, while verify ran.
@@ -147,11 +141,7 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
             &format!("{e}. This stop is allowed; free some disk space."),
         );
     }
-    let verdict = if matches!(decision.verdict, Verdict::Block { .. }) {
-        "block"
-    } else {
-        "allow"
-    };
+    let verdict = if matches!(decision.verdict, Verdict::Block { .. }) { "block" } else { "allow" };
     if let Err(e) = (LedgerEntry {
         time: env.now,
         loop_id: state.meta.loop_id.clone(),
@@ -185,11 +175,7 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
 /// when a promise is needed, since the transcript can be large and lag behind.
 fn last_message(state: &LoopState, event: &StopEvent) -> Option<String> {
     state.meta.settings.completion_promise.as_ref()?;
-    if let Some(message) = event
-        .last_assistant_message
-        .as_ref()
-        .filter(|m| !m.is_empty())
-    {
+    if let Some(message) = event.last_assistant_message.as_ref().filter(|m| !m.is_empty()) {
         return Some(message.clone());
     }
     let path = event.transcript_path.as_ref()?;
@@ -231,14 +217,7 @@ fn fault(
     what: &str,
 ) -> HookResponse {
     if let Some(state) = state {
-        record(
-            paths,
-            state,
-            event,
-            env,
-            ReasonCode::InternalError,
-            Some(what),
-        );
+        record(paths, state, event, env, ReasonCode::InternalError, Some(what));
     }
     HookResponse::allow_with(format!("for-loop: {what}"))
 }

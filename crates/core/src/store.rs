@@ -111,10 +111,7 @@ impl LoopPaths {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {
-                return Err(StoreError::Read {
-                    path: self.state.clone(),
-                    source,
-                });
+                return Err(StoreError::Read { path: self.state.clone(), source });
             }
         };
         let text = String::from_utf8(text).map_err(|e| StoreError::Invalid {
@@ -123,29 +120,19 @@ impl LoopPaths {
         })?;
         LoopState::parse(&text)
             .map(Some)
-            .map_err(|source| StoreError::Invalid {
-                path: self.state.clone(),
-                source,
-            })
+            .map_err(|source| StoreError::Invalid { path: self.state.clone(), source })
     }
 
     /// Replaces the state file atomically: a reader sees the old file or the new one, never a
     /// half-written one, even if the disk fills up or the process dies mid-write.
     pub fn save(&self, state: &LoopState) -> Result<(), StoreError> {
-        let write_error = |source| StoreError::Write {
-            path: self.state.clone(),
-            source,
-        };
+        let write_error = |source| StoreError::Write { path: self.state.clone(), source };
         fs::create_dir_all(&self.dir).map_err(write_error)?;
-        let mut temp = tempfile::Builder::new()
-            .prefix(".state.md.")
-            .tempfile_in(&self.dir)
-            .map_err(write_error)?;
-        temp.write_all(state.render().as_bytes())
-            .map_err(write_error)?;
+        let mut temp =
+            tempfile::Builder::new().prefix(".state.md.").tempfile_in(&self.dir).map_err(write_error)?;
+        temp.write_all(state.render().as_bytes()).map_err(write_error)?;
         temp.as_file().sync_data().map_err(write_error)?;
-        temp.persist(&self.state)
-            .map_err(|e| write_error(e.error))?;
+        temp.persist(&self.state).map_err(|e| write_error(e.error))?;
         Ok(())
     }
 
@@ -167,9 +154,7 @@ fn session_key(session_id: &str) -> String {
     let plain = !session_id.is_empty()
         && session_id.len() <= 128
         && !session_id.starts_with('.')
-        && session_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+        && session_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
     if plain {
         return session_id.to_string();
     }
@@ -196,42 +181,18 @@ mod tests {
     #[test]
     fn locates_the_store_by_precedence() {
         let root = |vars: &[(&str, &str)]| Store::locate(&env(vars)).unwrap().root;
-        assert_eq!(
-            root(&[("FOR_LOOP_HOME", "/a"), ("HOME", "/h")]),
-            PathBuf::from("/a")
-        );
-        assert_eq!(
-            root(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]),
-            PathBuf::from("/x/for-loop")
-        );
-        assert_eq!(
-            root(&[("HOME", "/h")]),
-            PathBuf::from("/h/.local/state/for-loop")
-        );
-        assert!(matches!(
-            Store::locate(&env(&[("HOME", "")])),
-            Err(StoreError::NoHome)
-        ));
+        assert_eq!(root(&[("FOR_LOOP_HOME", "/a"), ("HOME", "/h")]), PathBuf::from("/a"));
+        assert_eq!(root(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]), PathBuf::from("/x/for-loop"));
+        assert_eq!(root(&[("HOME", "/h")]), PathBuf::from("/h/.local/state/for-loop"));
+        assert!(matches!(Store::locate(&env(&[("HOME", "")])), Err(StoreError::NoHome)));
     }
 
     #[test]
     fn session_ids_cannot_escape_the_store() {
         assert_eq!(session_key("0b8c3a2e-1f"), "0b8c3a2e-1f");
-        for hostile in [
-            "../../etc",
-            "..",
-            ".",
-            "",
-            "a/b",
-            "a\\b",
-            "x\0y",
-            &"a".repeat(200),
-        ] {
+        for hostile in ["../../etc", "..", ".", "", "a/b", "a\\b", "x\0y", &"a".repeat(200)] {
             let key = session_key(hostile);
-            assert!(
-                key.starts_with("id-") && key.len() == 19,
-                "{hostile:?} -> {key}"
-            );
+            assert!(key.starts_with("id-") && key.len() == 19, "{hostile:?} -> {key}");
         }
         assert_ne!(session_key("a/b"), session_key("a\\b"));
     }

@@ -56,15 +56,10 @@ fn is_synthetic(record: &Value) -> bool {
 
 /// Tool results come back in user records inside a turn; they do not start a new one.
 fn carries_tool_results(record: &Value) -> bool {
-    record
-        .pointer("/message/content")
-        .and_then(Value::as_array)
-        .is_some_and(|blocks| {
-            !blocks.is_empty()
-                && blocks
-                    .iter()
-                    .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-        })
+    record.pointer("/message/content").and_then(Value::as_array).is_some_and(|blocks| {
+        !blocks.is_empty()
+            && blocks.iter().all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+    })
 }
 
 #[cfg(test)]
@@ -105,22 +100,14 @@ mod tests {
             ],
             "",
         );
-        assert_eq!(
-            last_assistant_text(file.path()).unwrap().as_deref(),
-            Some("first\nsecond")
-        );
+        assert_eq!(last_assistant_text(file.path()).unwrap().as_deref(), Some("first\nsecond"));
     }
 
     #[test]
     fn our_reinjected_prompt_starts_a_turn() {
         let meta = json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\n<promise>X</promise>"}});
-        let file = transcript(
-            &[
-                assistant(json!([{"type": "text", "text": "<promise>X</promise>"}])),
-                meta,
-            ],
-            "",
-        );
+        let file =
+            transcript(&[assistant(json!([{"type": "text", "text": "<promise>X</promise>"}])), meta], "");
         assert_eq!(last_assistant_text(file.path()).unwrap(), None);
     }
 
@@ -131,27 +118,16 @@ mod tests {
         let mut synthetic = assistant(json!([{"type": "text", "text": "API Error: 529"}]));
         synthetic["message"]["model"] = json!("<synthetic>");
         let file = transcript(
-            &[
-                user("go"),
-                assistant(json!([{"type": "text", "text": "real"}])),
-                sidechain,
-                synthetic,
-            ],
+            &[user("go"), assistant(json!([{"type": "text", "text": "real"}])), sidechain, synthetic],
             "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"raw\nnewline\"}]}}\nnot json\n",
         );
-        assert_eq!(
-            last_assistant_text(file.path()).unwrap().as_deref(),
-            Some("real")
-        );
+        assert_eq!(last_assistant_text(file.path()).unwrap().as_deref(), Some("real"));
     }
 
     #[test]
     fn a_turn_without_text_gives_none() {
         let file = transcript(
-            &[
-                user("go"),
-                assistant(json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}])),
-            ],
+            &[user("go"), assistant(json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]))],
             "",
         );
         assert_eq!(last_assistant_text(file.path()).unwrap(), None);

@@ -122,11 +122,7 @@ impl VerifySpec {
             }
         };
         Ok(VerifyOutcome {
-            exit_code: if timed_out {
-                None
-            } else {
-                status.and_then(|s| s.code())
-            },
+            exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
             signal: status.and_then(platform::signal_of),
             timed_out,
             duration,
@@ -150,10 +146,7 @@ fn shell_command(command: &str) -> Command {
 fn shell_command(command: &str) -> Command {
     use std::os::windows::process::CommandExt;
     let mut cmd = Command::new("cmd.exe");
-    cmd.arg("/D")
-        .arg("/S")
-        .arg("/C")
-        .raw_arg(format!("\"{command}\""));
+    cmd.arg("/D").arg("/S").arg("/C").raw_arg(format!("\"{command}\""));
     cmd
 }
 
@@ -193,9 +186,7 @@ mod platform {
     }
 
     pub fn kill_group(pid: u32) {
-        let _ = Command::new("taskkill")
-            .args(["/T", "/F", "/PID", &pid.to_string()])
-            .output();
+        let _ = Command::new("taskkill").args(["/T", "/F", "/PID", &pid.to_string()]).output();
     }
 
     pub fn signal_of(_status: ExitStatus) -> Option<i32> {
@@ -237,13 +228,10 @@ mod tests {
     #[test]
     fn runs_in_the_given_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let outcome = VerifySpec {
-            command: "pwd".into(),
-            cwd: dir.path().into(),
-            timeout: Duration::from_secs(10),
-        }
-        .run()
-        .unwrap();
+        let outcome =
+            VerifySpec { command: "pwd".into(), cwd: dir.path().into(), timeout: Duration::from_secs(10) }
+                .run()
+                .unwrap();
         let printed = std::fs::canonicalize(outcome.output.excerpt(1_000).trim()).unwrap();
         assert_eq!(printed, std::fs::canonicalize(dir.path()).unwrap());
     }
@@ -258,11 +246,7 @@ mod tests {
         assert!(outcome.timed_out);
         assert_eq!(outcome.exit_code, None);
         assert_eq!(outcome.describe(), "timed out");
-        assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
         thread::sleep(Duration::from_millis(3_500));
         assert!(!marker.exists(), "a grandchild outlived the timeout");
     }
