@@ -1,0 +1,457 @@
+//! End to end with the real Claude Code CLI (pinned in tests/clients), driven offline by the
+//! scripted model in `mock-model`, with this repository loaded as the plugin.
+//!
+//! Each test asserts on what the model was sent (re-injected prompts arrive as a user message
+//! `Stop hook feedback:\n<reason>`), on the hook events in the CLI's stream-json output, and on the
+//! workspace and loop files afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mock_model::{MockModel, Script};
+use serde_json::Value;
+
+use crate::util::TestEnv;
+
+const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
+const SESSION_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
+/// The longest one CLI run may take before the test fails instead of hanging CI.
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// The pinned CLI. Missing is a failure with instructions; `FOR_LOOP_SKIP_E2E=1` is the only
+/// way to run the rest of the suite without it, and it must be asked for explicitly.
+fn claude_bin() -> Option<PathBuf> {
+    let path = std::env::var_os("FOR_LOOP_CLAUDE").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/claude")
+    });
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var_os("FOR_LOOP_SKIP_E2E").is_some_and(|v| v == "1") {
+        eprintln!("FOR_LOOP_SKIP_E2E=1: not running the Claude Code end-to-end test");
+        return None;
+    }
+    panic!(
+        "the Claude Code CLI is not installed at {}: run scripts/install-test-clients (scripts/test does), \
+         or set FOR_LOOP_SKIP_E2E=1 to leave the end-to-end tests out on purpose",
+        path.display()
+    );
+}
+
+/// A world for one end-to-end test: the CLI, a private config dir and loop store, a project.
+struct World {
+    claude: PathBuf,
+    env: TestEnv,
+    config: PathBuf,
+    plugin: PathBuf,
+    loop_hook: Option<PathBuf>,
+    /// Extra environment for the CLI (and so for its hooks).
+    vars: Vec<(&'static str, String)>,
+}
+
+/// What one `claude -p` run printed, as parsed stream-json events.
+struct ClaudeRun {
+    events: Vec<Value>,
+    stderr: String,
+}
+
+impl World {
+    fn new() -> Option<World> {
+        let claude = claude_bin()?;
+        let env = TestEnv::new();
+        let config = env.home.join("claude-config");
+        std::fs::create_dir_all(&config).unwrap();
+        Some(World {
+            claude,
+            config,
+            plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            loop_hook: Some(PathBuf::from(env!("CARGO_BIN_EXE_loop-hook"))),
+            vars: Vec::new(),
+            env,
+        })
+    }
+
+    fn command(&self, model: &MockModel, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.claude);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", path_without_loop_hook())
+            .env("HOME", &self.env.home)
+            .env("CLAUDE_CONFIG_DIR", &self.config)
+            .env("ANTHROPIC_BASE_URL", model.base_url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .env("CLAUDE_CODE_SYNC_PLUGIN_INSTALL", "1")
+            .current_dir(&self.env.project)
+            .stdin(Stdio::null());
+        if let Some(bin) = &self.loop_hook {
+            cmd.env("FOR_LOOP_BIN", bin);
+        }
+        cmd.envs(self.vars.iter().map(|(k, v)| (*k, v.as_str())));
+        cmd
+    }
+
+    /// `claude -p PROMPT` in session `session`, with the plugin loaded and the given extra args.
+    fn run(&self, model: &MockModel, session: &str, prompt: &str, extra: &[&str]) -> ClaudeRun {
+        let plugin = self.plugin.display().to_string();
+        let mut args = vec![
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--plugin-dir",
+            &plugin,
+        ];
+        let resume = extra.contains(&"--resume");
+        if !resume {
+            args.extend(["--session-id", session]);
+        }
+        args.extend(extra);
+        self.run_args(model, &args)
+    }
+
+    fn run_args(&self, model: &MockModel, args: &[&str]) -> ClaudeRun {
+        let mut cmd = self.command(model, args);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = cmd.spawn().expect("could not start the claude CLI");
+        let pid = child.id();
+        let started = Instant::now();
+        let waiter = std::thread::spawn(move || child.wait_with_output());
+        while !waiter.is_finished() {
+            if started.elapsed() > RUN_LIMIT {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!("claude {args:?} ran past {RUN_LIMIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let output = waiter.join().unwrap().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let events = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        ClaudeRun { events, stderr: String::from_utf8_lossy(&output.stderr).into_owned() }
+    }
+
+    fn state(&self, session: &str) -> String {
+        std::fs::read_to_string(self.env.session_dir(session).join("state.md")).unwrap_or_default()
+    }
+
+    fn ledger_reasons(&self, session: &str) -> Vec<String> {
+        std::fs::read_to_string(self.env.session_dir(session).join("ledger.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+impl ClaudeRun {
+    fn of_type<'a>(&'a self, kind: &'a str, subtype: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.events.iter().filter(move |e| e["type"] == kind && e["subtype"] == subtype)
+    }
+
+    /// The plugin is loaded and nothing is reported against it.
+    fn assert_plugin_loaded(&self) {
+        let init =
+            self.of_type("system", "init").next().unwrap_or_else(|| panic!("no init event: {}", self.dump()));
+        let plugins = init["plugins"].as_array().cloned().unwrap_or_default();
+        assert!(plugins.iter().any(|p| p["name"] == "for-loop"), "plugin not loaded: {init}");
+        let errors = init["plugin_errors"].as_array().cloned().unwrap_or_default();
+        assert!(errors.is_empty(), "plugin errors: {errors:?}");
+    }
+
+    /// The Stop hook's responses, in order.
+    fn stop_responses(&self) -> Vec<&Value> {
+        self.of_type("system", "hook_response").filter(|e| e["hook_event"] == "Stop").collect()
+    }
+
+    fn dump(&self) -> String {
+        let events: Vec<String> = self.events.iter().map(Value::to_string).collect();
+        format!("{}\n--- stderr:\n{}", events.join("\n"), self.stderr)
+    }
+}
+
+/// PATH without any directory holding a `loop-hook`, so a binary installed on the machine cannot
+/// stand in for the one a test provides (or withholds).
+fn path_without_loop_hook() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
+}
+
+/// The text of the user message that opened each main request after the first.
+fn reinjections(model: &MockModel) -> Vec<String> {
+    model
+        .main_requests()
+        .iter()
+        .filter_map(|r| r.last_user_text())
+        .filter(|t| t.contains("Stop hook feedback:"))
+        .collect()
+}
+
+#[test]
+fn a_loop_reinjects_the_task_and_ends_when_verify_passes() {
+    let Some(world) = World::new() else { return };
+    world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let model = MockModel::start(
+        Script::new().text("I have finished the task.").bash("touch fixed").text("Fixed it."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop create the file named fixed --verify \"sh check.sh\" --max-iterations 5",
+        &["--allowedTools", "Bash(touch fixed)"],
+    );
+    run.assert_plugin_loaded();
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 3, "{}", run.dump());
+    let first = requests[0].last_user_text().unwrap_or_default();
+    assert!(first.contains("for-loop: loop started, iteration 1 of 5"), "{first}");
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{fed:?}");
+    assert!(fed[0].starts_with("Stop hook feedback:\ncreate the file named fixed\n"), "{}", fed[0]);
+    assert!(fed[0].contains("FAIL: fixed is missing"), "{}", fed[0]);
+    let stops = run.stop_responses();
+    assert_eq!(stops.len(), 2, "{}", run.dump());
+    assert!(
+        stops[0]["stdout"].as_str().unwrap_or_default().contains("\"decision\":\"block\""),
+        "{}",
+        stops[0]
+    );
+    assert!(
+        stops[1]["stdout"].as_str().unwrap_or_default().contains("verified at iteration 2/5"),
+        "{}",
+        stops[1]
+    );
+    assert!(world.env.project.join("fixed").exists());
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
+    assert_eq!(model.exhausted_requests(), 0);
+}
+
+#[test]
+fn a_model_claiming_done_while_verify_fails_is_held_until_it_really_passes() {
+    let Some(world) = World::new() else { return };
+    world.env.write("check.sh", "grep -q correct answer.txt\n");
+    let answer = world.env.project.join("answer.txt");
+    let model = MockModel::start(
+        Script::new()
+            .text("All tests pass. <promise>DONE</promise>")
+            .text("Definitely done now. <promise>DONE</promise>")
+            .write(answer.to_str().unwrap(), "correct\n")
+            .text("<promise>DONE</promise>"),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop:for-loop \"write the correct answer\" --verify \"sh check.sh\" --completion-promise DONE",
+        &["--allowedTools", "Write"],
+    );
+    run.assert_plugin_loaded();
+    assert_eq!(model.main_requests().len(), 4, "{}", run.dump());
+    assert_eq!(reinjections(&model).len(), 2);
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "verified"]);
+    assert!(world.state(SESSION_A).contains("status: ended"));
+}
+
+#[test]
+fn max_iterations_three_gives_exactly_three_turns_and_the_next_prompt_is_free() {
+    let Some(world) = World::new() else { return };
+    let model =
+        MockModel::start(Script::new().text("one").text("two").text("three").text("a fresh answer")).unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop keep trying --verify false --max-iterations 3", &[]);
+    assert_eq!(model.main_requests().len(), 3, "{}", run.dump());
+    assert_eq!(reinjections(&model).len(), 2);
+    let last = run.stop_responses().last().map(|e| e["stdout"].to_string()).unwrap_or_default();
+    assert!(last.contains("stopped at the cap, 3/3 iterations used"), "{last}");
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "cap_reached"]);
+
+    let next = world.run(&model, SESSION_A, "something else", &["--resume", SESSION_A]);
+    assert_eq!(model.main_requests().len(), 4, "{}", next.dump());
+    assert_eq!(reinjections(&model).len(), 2, "the next prompt was blocked");
+    assert_eq!(world.ledger_reasons(SESSION_A).len(), 3);
+}
+
+#[test]
+fn a_hostile_task_arrives_verbatim_and_nothing_in_it_runs() {
+    let Some(world) = World::new() else { return };
+    let pwned = world.env.project.join("pwned");
+    let task = format!(
+        "fix the user's \"login\" & don't $(touch {p}) or `touch {p}`; echo ';'\n---\nüñí 100% [x] * ?",
+        p = pwned.display()
+    );
+    let model = MockModel::start(Script::new().text("ok")).unwrap();
+    let run = world.run(&model, SESSION_A, &format!("/for-loop {task} --max-iterations 1"), &[]);
+    run.assert_plugin_loaded();
+    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    assert!(first.contains(&format!("Task:\n{task}\n")), "{first}");
+    assert!(world.state(SESSION_A).ends_with(&format!("---\n{task}")), "{}", world.state(SESSION_A));
+    assert!(!pwned.exists(), "text from the task was executed");
+}
+
+#[test]
+fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
+    let Some(mut world) = World::new() else { return };
+    // One honoured block, then Claude Code overrides the hook: session A's run ends, its loop on.
+    world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
+    let model = MockModel::start(Script::new().text("working").text("still working")).unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop a long task --verify false", &[]);
+    assert_eq!(reinjections(&model).len(), 1, "{}", run.dump());
+    assert!(world.state(SESSION_A).contains("status: active"));
+
+    let other = MockModel::start(Script::new().text("plain answer")).unwrap();
+    let run_b = world.run(&other, SESSION_B, "just answer", &[]);
+    assert_eq!(other.main_requests().len(), 1, "{}", run_b.dump());
+    let stops = run_b.stop_responses();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0]["stdout"].as_str().unwrap_or_default().trim(), "", "{}", stops[0]);
+    assert!(world.state(SESSION_A).contains("status: active"));
+    assert!(!world.env.session_dir(SESSION_B).exists());
+}
+
+#[test]
+fn cancel_releases_the_loop_at_once_and_status_reports_it() {
+    let Some(mut world) = World::new() else { return };
+    world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
+    let model = MockModel::start(
+        Script::new()
+            .text("working")
+            .text("still working")
+            .text("status shown")
+            .text("again")
+            .text("cancelled"),
+    )
+    .unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop endless --verify false", &[]);
+    assert_eq!(model.main_requests().len(), 2, "{}", run.dump());
+    assert!(world.state(SESSION_A).contains("status: active"));
+
+    let status = world.run(&model, SESSION_A, "/loop-status", &["--resume", SESSION_A]);
+    let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
+    assert!(shown.contains("is active, iteration"), "{shown}\n{}", status.dump());
+    assert!(shown.contains("recent stops:"), "{shown}");
+    assert_eq!(model.main_requests().len(), 4, "{}", status.dump());
+
+    let cancel = world.run(&model, SESSION_A, "/cancel-loop", &["--resume", SESSION_A]);
+    let requests = model.main_requests();
+    let said = requests[4].last_user_text().unwrap_or_default();
+    assert!(said.contains("cancelled at iteration"), "{said}\n{}", cancel.dump());
+    assert_eq!(requests.len(), 5, "the stop after /cancel-loop was blocked: {}", cancel.dump());
+    assert!(world.state(SESSION_A).contains("outcome: cancelled"));
+    assert_eq!(world.ledger_reasons(SESSION_A).last().map(String::as_str), Some("cancelled"));
+}
+
+#[test]
+fn a_verify_that_hangs_is_killed_with_its_children() {
+    let Some(world) = World::new() else { return };
+    world.env.write("hang.sh", "sleep 300 & echo $! > child.pid; sleep 300\n");
+    let model = MockModel::start(Script::new().text("done").text("done again")).unwrap();
+    let started = Instant::now();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop t --verify \"sh hang.sh\" --verify-timeout 2 --max-iterations 2",
+        &[],
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(fed[0].contains("did not finish within 2 s"), "{}", fed[0]);
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_timed_out", "cap_reached"]);
+    let pid = std::fs::read_to_string(world.env.project.join("child.pid")).unwrap();
+    assert!(!is_running(pid.trim()), "verify's background child {pid} outlived the timeout");
+}
+
+/// A process that exists and is not a zombie (killed, waiting for its new parent to reap it).
+fn is_running(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+    matches!(state, Some(s) if s != "Z" && s != "X")
+}
+
+#[test]
+fn without_a_binary_a_plain_session_is_unaffected_and_for_loop_says_how_to_install() {
+    let Some(mut world) = World::new() else { return };
+    world.plugin = copy_plugin(&world.env.home.join("plugin-copy"));
+    world.loop_hook = None;
+    let model = MockModel::start(Script::new().text("plain answer").text("relayed")).unwrap();
+    let run = world.run(&model, SESSION_A, "hello", &[]);
+    run.assert_plugin_loaded();
+    assert_eq!(model.main_requests().len(), 1);
+    let stops = run.stop_responses();
+    assert_eq!(stops.len(), 1, "{}", run.dump());
+    assert_eq!(stops[0]["exit_code"], 0, "{}", stops[0]);
+    assert_eq!(stops[0]["stdout"].as_str().unwrap_or_default().trim(), "", "{}", stops[0]);
+
+    world.run(&model, SESSION_B, "/for-loop fix it --verify true", &[]);
+    let said = model.main_requests()[1].last_user_text().unwrap_or_default();
+    assert!(said.contains("the loop-hook binary is not installed"), "{said}");
+    assert!(said.contains(&format!("cargo install --locked --path \"{}", world.plugin.display())), "{said}");
+}
+
+#[test]
+fn the_quickstart_marketplace_install_works_without_plugin_dir() {
+    let Some(mut world) = World::new() else { return };
+    let copy = copy_plugin(&world.env.home.join("for-loop"));
+    // What `cargo install --locked --path .` leaves behind: the binary in ~/.cargo/bin.
+    let cargo_bin = world.env.home.join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_loop-hook"), cargo_bin.join("loop-hook")).unwrap();
+    world.loop_hook = None;
+    let model = MockModel::start(Script::new().text("done?").bash("touch fixed").text("done")).unwrap();
+    let copy_arg = copy.display().to_string();
+    for args in
+        [["plugin", "marketplace", "add", copy_arg.as_str()], ["plugin", "install", "for-loop@for-loop", ""]]
+    {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
+        let output = world.command(&model, &args).output().unwrap();
+        assert!(output.status.success(), "claude {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    world.env.write("check.sh", "test -f fixed\n");
+    let run = world.run_args(
+        &model,
+        &[
+            "-p",
+            "/for-loop make fixed --verify \"sh check.sh\"",
+            "--session-id",
+            SESSION_A,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--allowedTools",
+            "Bash(touch fixed)",
+        ],
+    );
+    run.assert_plugin_loaded();
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"], "{}", run.dump());
+}
+
+/// The plugin's files as a marketplace copy has them: no target/, no build.
+fn copy_plugin(to: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in [".claude-plugin", "hooks", "skills", "scripts"] {
+        copy_dir(&root.join(dir), &to.join(dir));
+    }
+    for file in ["README.md", "LICENSE"] {
+        std::fs::copy(root.join(file), to.join(file)).unwrap();
+    }
+    to.to_path_buf()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
