@@ -1,1 +1,399 @@
-pub fn placeholder() {}
+//! A scripted, offline stand-in for the Anthropic Messages API, to drive the real Claude Code CLI
+//! in tests and the demo.
+//!
+//! Point the CLI at [`MockModel::base_url`] with `ANTHROPIC_BASE_URL`. Each request of the agent's
+//! own loop (a `POST /v1/messages` whose body has a non-empty `tools` array) gets the next
+//! [`Step`] of the [`Script`]: a final text, or one tool call whose result comes back in the next
+//! request. Side requests (session titles, summaries) get a short filler text and consume
+//! nothing, so a script is exactly the conversation under test. Every request is recorded for
+//! assertions, including the main requests that came after the script ran out.
+//!
+//! ```no_run
+//! use mock_model::{MockModel, Script};
+//!
+//! let model = MockModel::start(Script::new().bash("echo hello > out.txt").text("done"))?;
+//! // ... run `claude -p` with ANTHROPIC_BASE_URL=model.base_url() ...
+//! let main = model.main_requests();
+//! // Claude Code reports a silent command as "(Bash completed with no output)".
+//! assert_eq!(main[1].tool_results().len(), 1);
+//! assert_eq!(model.exhausted_requests(), 0);
+//! # anyhow::Ok(())
+//! ```
+//!
+//! The server is plain blocking std networking, a thread per connection, bound to the loopback
+//! on a free port; it stops when the [`MockModel`] is dropped.
+
+mod http;
+mod record;
+mod reply;
+mod script;
+
+use std::collections::HashMap;
+use std::io::{BufReader, ErrorKind};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+pub use record::{Recorded, Served, ToolResult};
+pub use script::{Script, Step};
+
+use http::{Request, Response};
+use reply::{Content, Reply};
+
+/// The answer to a main request after the last step, so a run that outlives its script ends its
+/// turn instead of hanging, and says why in its transcript.
+pub const EXHAUSTED_TEXT: &str = "(mock script exhausted)";
+
+/// The answer to side requests. Titles and summaries only need to be some text.
+pub const FILLER_TEXT: &str = "ok";
+
+/// How to start the server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The loopback port; 0 picks a free one.
+    pub port: u16,
+    /// Print one line per main request to stderr.
+    pub log_main_requests: bool,
+}
+
+/// A running mock. Dropping it stops the server and closes its connections.
+pub struct MockModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    connections: Mutex<Connections>,
+    stopping: AtomicBool,
+    log_main_requests: bool,
+}
+
+struct State {
+    steps: Vec<Step>,
+    next_step: usize,
+    /// Counts every reply, for unique message, request and tool-use ids.
+    replies: u64,
+    requests: Vec<Recorded>,
+}
+
+/// Open connections, so shutdown can close them: a keep-alive connection otherwise blocks its
+/// thread in a read until the client goes away.
+#[derive(Default)]
+struct Connections {
+    next_id: u64,
+    open: HashMap<u64, TcpStream>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl MockModel {
+    /// Serves `script` on a free loopback port.
+    pub fn start(script: Script) -> anyhow::Result<MockModel> {
+        MockModel::start_with(script, Options::default())
+    }
+
+    pub fn start_with(script: Script, options: Options) -> anyhow::Result<MockModel> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, options.port))
+            .with_context(|| format!("cannot bind 127.0.0.1:{}", options.port))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                steps: script.into_steps(),
+                next_step: 0,
+                replies: 0,
+                requests: Vec::new(),
+            }),
+            connections: Mutex::default(),
+            stopping: AtomicBool::new(false),
+            log_main_requests: options.log_main_requests,
+        });
+        let acceptor = thread::Builder::new()
+            .name("mock-model-accept".into())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || accept_loop(&listener, &shared)
+            })
+            .context("cannot spawn the accept thread")?;
+        Ok(MockModel { addr, shared, acceptor: Some(acceptor) })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every request so far, in the order they were answered.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.state().requests.clone()
+    }
+
+    /// The requests of the agent's own loop, including any that found the script exhausted.
+    pub fn main_requests(&self) -> Vec<Recorded> {
+        self.shared.state().requests.iter().filter(|r| r.is_main).cloned().collect()
+    }
+
+    /// How many script steps have been served.
+    pub fn steps_served(&self) -> usize {
+        self.shared.state().next_step
+    }
+
+    /// How many main requests came after the last step. A test whose script matches the run
+    /// expects 0.
+    pub fn exhausted_requests(&self) -> usize {
+        self.shared.state().requests.iter().filter(|r| r.served == Served::Exhausted).count()
+    }
+
+    /// Stops the server and waits for its threads; dropping does the same.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(acceptor) = self.acceptor.take() else { return };
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // `accept` has no timeout; a connection of our own wakes it to see the flag.
+        let woken = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5)).is_ok();
+        if woken {
+            let _ = acceptor.join();
+        }
+        let threads = {
+            let mut connections = self.shared.connections();
+            for stream in connections.open.values() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+            std::mem::take(&mut connections.threads)
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Shared {
+    // A panicking test thread must not hide the requests from the test's own assertions.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn connections(&self) -> MutexGuard<'_, Connections> {
+        self.connections.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let stream = match stream {
+            Ok(stream) => stream,
+            // Out of descriptors, or a client that reset before we accepted: try again shortly.
+            Err(_) => {
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let Ok(registered) = stream.try_clone() else { continue };
+        let mut connections = shared.connections();
+        connections.threads.retain(|thread| !thread.is_finished());
+        let id = connections.next_id;
+        connections.next_id += 1;
+        connections.open.insert(id, registered);
+        let spawned = thread::Builder::new().name(format!("mock-model-conn-{id}")).spawn({
+            let shared = Arc::clone(shared);
+            move || {
+                serve_connection(&shared, stream);
+                shared.connections().open.remove(&id);
+            }
+        });
+        match spawned {
+            Ok(thread) => connections.threads.push(thread),
+            Err(_) => {
+                connections.open.remove(&id);
+            }
+        }
+    }
+}
+
+fn serve_connection(shared: &Shared, stream: TcpStream) {
+    // Small writes of whole responses: don't let Nagle hold an event stream back.
+    let _ = stream.set_nodelay(true);
+    let Ok(read_half) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    loop {
+        match http::read_request(&mut reader, &mut writer) {
+            Ok(None) => return,
+            Ok(Some(request)) => {
+                let close = request.wants_close();
+                let response = shared.respond(&request);
+                if response.write_to(&mut writer, close, request.method == "HEAD").is_err() || close {
+                    return;
+                }
+            }
+            Err(err) if err.kind() == ErrorKind::InvalidData => {
+                let response = Response::error(400, "invalid_request_error", &err.to_string());
+                let _ = response.write_to(&mut writer, true, false);
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+impl Shared {
+    /// Answers one request and records it. The record is written before the reply is sent, so
+    /// once the client has its answer the test sees the request.
+    fn respond(&self, request: &Request) -> Response {
+        let body = decode_body(request);
+        let mut state = self.state();
+        state.replies += 1;
+        let serial = state.replies;
+        let (served, is_main, mut response) = match (request.method.as_str(), request.path()) {
+            ("POST", "/v1/messages") => match &body {
+                Ok(body) => {
+                    let is_main = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
+                    let (served, content) = if is_main {
+                        state.next_main_content(serial)
+                    } else {
+                        (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
+                    };
+                    let reply = Reply {
+                        id: format!("msg_mock_{serial}"),
+                        // Echoed, so the CLI's model bookkeeping sees the model it asked for.
+                        model: body["model"].as_str().unwrap_or("mock-model").to_owned(),
+                        content,
+                    };
+                    let response = if body["stream"] == true {
+                        Response {
+                            status: 200,
+                            content_type: "text/event-stream",
+                            headers: vec![("cache-control", "no-cache".to_owned())],
+                            body: reply.sse(),
+                        }
+                    } else {
+                        Response::json(200, &reply.message())
+                    };
+                    (served, is_main, response)
+                }
+                Err(message) => {
+                    (Served::BadRequest, false, Response::error(400, "invalid_request_error", message))
+                }
+            },
+            ("POST", "/v1/messages/count_tokens") => match &body {
+                Ok(_) => (Served::CountTokens, false, Response::json(200, &json!({"input_tokens": 1}))),
+                Err(message) => {
+                    (Served::BadRequest, false, Response::error(400, "invalid_request_error", message))
+                }
+            },
+            (method, path) => (
+                Served::NotFound,
+                false,
+                Response::error(
+                    404,
+                    "not_found_error",
+                    &format!("mock-model does not serve {method} {path}"),
+                ),
+            ),
+        };
+        response.headers.push(("request-id", format!("req_mock_{serial}")));
+        let recorded = Recorded {
+            method: request.method.clone(),
+            path: request.path().to_owned(),
+            query: request.query().map(str::to_owned),
+            headers: request.headers.clone(),
+            body: body.unwrap_or(Value::Null),
+            is_main,
+            served,
+        };
+        if self.log_main_requests && is_main {
+            eprintln!("{}", log_line(&state, &recorded));
+        }
+        state.requests.push(recorded);
+        response
+    }
+}
+
+impl State {
+    fn next_main_content(&mut self, serial: u64) -> (Served, Content) {
+        let Some(step) = self.steps.get(self.next_step) else {
+            return (Served::Exhausted, Content::Text(EXHAUSTED_TEXT.to_owned()));
+        };
+        let served = Served::Step(self.next_step);
+        let content = match step.tool_call() {
+            None => Content::Text(match step {
+                Step::Text(text) => text.clone(),
+                _ => unreachable!("only text steps have no tool call"),
+            }),
+            Some((name, input)) => Content::ToolUse { id: format!("toolu_mock_{serial}"), name, input },
+        };
+        self.next_step += 1;
+        (served, content)
+    }
+}
+
+/// The JSON body, or why there is none to use. An empty body is `Null`, which routes as a side
+/// request.
+fn decode_body(request: &Request) -> Result<Value, String> {
+    if request.body.is_empty() {
+        return Ok(Value::Null);
+    }
+    // std has no inflate; the CLI sends plain JSON, so an encoded body is a surprise to report.
+    if let Some(encoding) = request.header("content-encoding").filter(|e| !e.eq_ignore_ascii_case("identity"))
+    {
+        return Err(format!("mock-model cannot decode content-encoding {encoding:?}"));
+    }
+    serde_json::from_slice(&request.body).map_err(|err| format!("body is not JSON: {err}"))
+}
+
+/// `mock-model: main #2 -> step 2/2 text "done" | last user: "Stop hook feedback:\nrun the tests"`
+fn log_line(state: &State, recorded: &Recorded) -> String {
+    let number = state.requests.iter().filter(|r| r.is_main).count() + 1;
+    let served = match recorded.served {
+        Served::Step(index) => format!("step {}/{} {}", index + 1, state.steps.len(), state.steps[index]),
+        _ => "script exhausted".to_owned(),
+    };
+    let text = without_reminders(&recorded.last_user_text().unwrap_or_default());
+    let mut shown: String = text.trim().chars().take(100).collect();
+    if shown.len() < text.trim().len() {
+        shown.push('…');
+    }
+    format!("mock-model: main #{number} -> {served} | last user: {shown:?}")
+}
+
+/// The text without the `<system-reminder>` blocks the CLI adds to user messages, which would
+/// otherwise fill every log line.
+fn without_reminders(text: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        match rest[start..].find(CLOSE) {
+            Some(end) => rest = &rest[start + end + CLOSE.len()..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests;

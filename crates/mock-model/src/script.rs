@@ -1,0 +1,250 @@
+//! What the scripted model says, one step per main-loop request.
+//!
+//! A step is either a final text (the turn ends) or one tool call (the agent runs the tool and
+//! comes back with its result, which is the next request). The JSON form is an array of one-key
+//! objects so a script file reads like the conversation it drives:
+//!
+//! ```json
+//! [{"bash": "cargo test"},
+//!  {"write": {"file_path": "/abs/x", "content": "y"}},
+//!  {"edit": {"file_path": "/abs/x", "old_string": "y", "new_string": "z"}},
+//!  {"text": "done"}]
+//! ```
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The description sent with every Bash call. Claude Code shows it in its UI and transcript, so
+/// it says where the command came from.
+const BASH_DESCRIPTION: &str = "Run the command scripted by mock-model";
+
+/// One scripted model turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StepRepr", into = "StepRepr")]
+pub enum Step {
+    /// Say this and end the turn (`stop_reason: end_turn`).
+    Text(String),
+    /// Call the `Bash` tool.
+    Bash { command: String },
+    /// Call the `Write` tool. Claude Code wants an absolute path.
+    Write { file_path: String, content: String },
+    /// Call the `Edit` tool. Claude Code 2.1.328 edits a file it has not read in the session.
+    Edit { file_path: String, old_string: String, new_string: String },
+}
+
+impl Step {
+    /// The tool name and input this step calls, or `None` for a text step.
+    pub fn tool_call(&self) -> Option<(&'static str, Value)> {
+        match self {
+            Step::Text(_) => None,
+            Step::Bash { command } => {
+                Some(("Bash", json!({"command": command, "description": BASH_DESCRIPTION})))
+            }
+            Step::Write { file_path, content } => {
+                Some(("Write", json!({"file_path": file_path, "content": content})))
+            }
+            Step::Edit { file_path, old_string, new_string } => Some((
+                "Edit",
+                json!({"file_path": file_path, "old_string": old_string, "new_string": new_string}),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Text(text) => write!(f, "text {text:?}"),
+            Step::Bash { command } => write!(f, "bash {command:?}"),
+            Step::Write { file_path, .. } => write!(f, "write {file_path}"),
+            Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
+        }
+    }
+}
+
+/// The wire form of a step. `bash` takes a bare string, the short form people write, or an
+/// object, the form the other tools use.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum StepRepr {
+    Text(String),
+    Bash(BashRepr),
+    Write { file_path: String, content: String },
+    Edit { file_path: String, old_string: String, new_string: String },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum BashRepr {
+    Short(String),
+    Long(BashCommand),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BashCommand {
+    command: String,
+}
+
+impl From<StepRepr> for Step {
+    fn from(repr: StepRepr) -> Step {
+        match repr {
+            StepRepr::Text(text) => Step::Text(text),
+            StepRepr::Bash(BashRepr::Short(command) | BashRepr::Long(BashCommand { command })) => {
+                Step::Bash { command }
+            }
+            StepRepr::Write { file_path, content } => Step::Write { file_path, content },
+            StepRepr::Edit { file_path, old_string, new_string } => {
+                Step::Edit { file_path, old_string, new_string }
+            }
+        }
+    }
+}
+
+impl From<Step> for StepRepr {
+    fn from(step: Step) -> StepRepr {
+        match step {
+            Step::Text(text) => StepRepr::Text(text),
+            Step::Bash { command } => StepRepr::Bash(BashRepr::Short(command)),
+            Step::Write { file_path, content } => StepRepr::Write { file_path, content },
+            Step::Edit { file_path, old_string, new_string } => {
+                StepRepr::Edit { file_path, old_string, new_string }
+            }
+        }
+    }
+}
+
+/// The steps served, in order, to the main-loop requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Script {
+    steps: Vec<Step>,
+}
+
+impl Script {
+    /// An empty script: every main request gets the exhausted reply.
+    pub fn new() -> Script {
+        Script::default()
+    }
+
+    /// Appends a final text.
+    pub fn text(mut self, text: impl Into<String>) -> Script {
+        self.steps.push(Step::Text(text.into()));
+        self
+    }
+
+    /// Appends a Bash call.
+    pub fn bash(mut self, command: impl Into<String>) -> Script {
+        self.steps.push(Step::Bash { command: command.into() });
+        self
+    }
+
+    /// Appends a Write call.
+    pub fn write(mut self, file_path: impl Into<String>, content: impl Into<String>) -> Script {
+        self.steps.push(Step::Write { file_path: file_path.into(), content: content.into() });
+        self
+    }
+
+    /// Appends an Edit call.
+    pub fn edit(
+        mut self,
+        file_path: impl Into<String>,
+        old_string: impl Into<String>,
+        new_string: impl Into<String>,
+    ) -> Script {
+        self.steps.push(Step::Edit {
+            file_path: file_path.into(),
+            old_string: old_string.into(),
+            new_string: new_string.into(),
+        });
+        self
+    }
+
+    /// Parses the JSON form (an array of steps).
+    pub fn from_json(text: &str) -> anyhow::Result<Script> {
+        serde_json::from_str(text).context("invalid script")
+    }
+
+    /// Reads the JSON form from a file.
+    pub fn from_file(path: &Path) -> anyhow::Result<Script> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Script::from_json(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    pub(crate) fn into_steps(self) -> Vec<Step> {
+        self.steps
+    }
+}
+
+impl From<Vec<Step>> for Script {
+    fn from(steps: Vec<Step>) -> Script {
+        Script { steps }
+    }
+}
+
+impl FromIterator<Step> for Script {
+    fn from_iter<I: IntoIterator<Item = Step>>(iter: I) -> Script {
+        Script { steps: iter.into_iter().collect() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_form_round_trips() {
+        let text = r#"[{"text":"done"},{"bash":"cargo test"},{"write":{"file_path":"/abs/x","content":"y"}},
+            {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}}]"#;
+        let script = Script::from_json(text).unwrap();
+        let expected =
+            Script::new().text("done").bash("cargo test").write("/abs/x", "y").edit("/abs/x", "y", "z");
+        assert_eq!(script, expected);
+        let back = serde_json::to_string(&script).unwrap();
+        assert_eq!(Script::from_json(&back).unwrap(), expected);
+        assert!(back.starts_with(r#"[{"text":"done"},{"bash":"cargo test"},"#), "{back}");
+    }
+
+    #[test]
+    fn bash_accepts_the_object_form() {
+        let script = Script::from_json(r#"[{"bash":{"command":"ls"}}]"#).unwrap();
+        assert_eq!(script, Script::new().bash("ls"));
+    }
+
+    #[test]
+    fn unknown_steps_and_fields_are_errors() {
+        assert!(Script::from_json(r#"[{"read":"/x"}]"#).is_err());
+        assert!(Script::from_json(r#"[{"write":{"file_path":"/x","content":"y","mode":1}}]"#).is_err());
+        assert!(Script::from_json(r#"[{"bash":{"command":"ls","cwd":"/"}}]"#).is_err());
+        assert!(Script::from_json(r#"{"text":"not an array"}"#).is_err());
+    }
+
+    #[test]
+    fn tool_inputs_match_claude_code_schemas() {
+        let (name, input) = Step::Bash { command: "ls".into() }.tool_call().unwrap();
+        assert_eq!(name, "Bash");
+        assert_eq!(input["command"], "ls");
+        assert!(input["description"].is_string());
+        let (name, input) = Script::new().edit("/a", "b", "c").steps()[0].tool_call().unwrap();
+        assert_eq!(name, "Edit");
+        assert_eq!(input, json!({"file_path": "/a", "old_string": "b", "new_string": "c"}));
+        assert!(Step::Text("x".into()).tool_call().is_none());
+    }
+}
