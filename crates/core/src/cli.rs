@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 
+use crate::host::Host;
 use crate::start::StartOptions;
 use crate::status::StatusOptions;
 
@@ -14,7 +15,7 @@ The user's verify command is the only judge of done.
 
 Usage:
   loop-hook start [--session ID] [--cwd DIR] [--host NAME] [--exit-zero]  < loop text on stdin
-  loop-hook stop-hook                                    < the host's Stop event on stdin
+  loop-hook stop-hook [--host NAME]                      < the host's Stop event on stdin
   loop-hook cancel [--session ID] [--exit-zero]
   loop-hook status [--session ID] [--json] [--all] [--exit-zero]
   loop-hook help | --help | --version
@@ -56,7 +57,7 @@ pub struct Invocation {
 #[derive(Debug, Clone)]
 pub enum Cli {
     Start(StartOptions),
-    StopHook,
+    StopHook { host: Host },
     Cancel { session_id: Option<String> },
     Status(StatusOptions),
     Help,
@@ -84,6 +85,7 @@ impl Invocation {
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
         let mut session_id = None;
+        let mut host = None;
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
@@ -93,13 +95,12 @@ impl Invocation {
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 ("start" | "stop-hook", Long("host")) => {
-                    let host = parser.value()?.string()?;
-                    if host != "claude-code" {
-                        return Err(lexopt::Error::Custom(
-                            format!("unknown host `{host}`: this build supports claude-code").into(),
-                        ));
-                    }
-                    start.host = Some(host);
+                    let name = parser.value()?.string()?;
+                    host = Some(Host::from_name(&name).ok_or_else(|| {
+                        lexopt::Error::Custom(
+                            format!("unknown host `{name}`: use one of {}", Host::names()).into(),
+                        )
+                    })?);
                 }
                 ("status", Long("json")) => status.json = true,
                 ("status", Long("all")) => status.all = true,
@@ -107,8 +108,8 @@ impl Invocation {
             }
         }
         let cli = match command.as_str() {
-            "start" => Cli::Start(StartOptions { session_id, ..start }),
-            "stop-hook" | "stop" => Cli::StopHook,
+            "start" => Cli::Start(StartOptions { session_id, host, ..start }),
+            "stop-hook" | "stop" => Cli::StopHook { host: host.unwrap_or_default() },
             "cancel" => Cli::Cancel { session_id },
             "status" => Cli::Status(StatusOptions { session_id, ..status }),
             "help" => Cli::Help,
@@ -134,7 +135,8 @@ mod tests {
     fn parses_each_command() {
         assert!(matches!(parse(&[]), Ok(Cli::Help)));
         assert!(matches!(parse(&["--version"]), Ok(Cli::Version)));
-        assert!(matches!(parse(&["stop-hook"]), Ok(Cli::StopHook)));
+        assert!(matches!(parse(&["stop-hook"]), Ok(Cli::StopHook { host: Host::ClaudeCode })));
+        assert!(matches!(parse(&["stop-hook", "--host", "claude-code"]), Ok(Cli::StopHook { .. })));
         match parse(&["start", "--session", "s", "--cwd", "/p"]).unwrap() {
             Cli::Start(o) => {
                 assert_eq!(o.session_id.as_deref(), Some("s"));

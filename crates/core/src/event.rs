@@ -41,6 +41,9 @@ pub enum EventError {
     Missing(&'static str),
     #[error("could not read stdin: {0}")]
     Read(String),
+    /// Another host's payload, or another event: not ours to judge, and not an error to report.
+    #[error("the event is not this host's turn end ({0})")]
+    Foreign(&'static str),
 }
 
 /// Reads stdin up to [`MAX_EVENT_BYTES`].
@@ -101,7 +104,7 @@ impl StopEvent {
         if let Some(name) = fields.string("hook_event_name")?
             && name != "Stop"
         {
-            return Err(EventError::WrongType { field: "hook_event_name", expected: "\"Stop\"" });
+            return Err(EventError::Foreign("not a Stop event"));
         }
         Ok(StopEvent {
             session_id: fields.required_string("session_id")?,

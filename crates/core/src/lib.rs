@@ -14,6 +14,7 @@ pub mod environment;
 pub mod event;
 pub mod frontmatter;
 pub mod hook_response;
+pub mod host;
 pub mod ledger;
 pub mod lock;
 pub mod message;
@@ -58,7 +59,7 @@ pub fn run(
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
         Cli::Version => Outcome::ok(format!("loop-hook {VERSION}")),
-        Cli::StopHook => Outcome::ok(stop_hook_never_failing(env, stdin)),
+        Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
         Cli::Start(options) => {
             let mut raw = Vec::new();
             match stdin.take(start_input_limit()).read_to_end(&mut raw) {
@@ -85,8 +86,8 @@ fn start_input_limit() -> u64 {
 
 /// The Stop hook's output. A panic anywhere below is caught and turned into an allowed stop with
 /// a message, never a crash the host would show as a hook error or read as a block.
-fn stop_hook_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
-    let result = panic::catch_unwind(AssertUnwindSafe(|| stop_hook::run(env, stdin)));
+fn stop_hook_never_failing(env: &Environment, host: host::Host, stdin: &mut dyn Read) -> String {
+    let result = panic::catch_unwind(AssertUnwindSafe(|| stop_hook::run(env, host, stdin)));
     let response = result.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -97,5 +98,5 @@ fn stop_hook_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
             "for-loop: internal error ({what}); this stop is allowed. Please report it with `loop-hook --version`."
         ))
     });
-    response.to_claude_json()
+    host.render(&response)
 }

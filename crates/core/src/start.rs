@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::decision::{Gate, gate};
 use crate::environment::Environment;
+use crate::host::Host;
 use crate::lock::StateLock;
 use crate::message::criterion;
 use crate::outcome::Outcome;
@@ -28,7 +29,7 @@ Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" -
 pub struct StartOptions {
     pub session_id: Option<String>,
     pub cwd: Option<PathBuf>,
-    pub host: Option<String>,
+    pub host: Option<Host>,
 }
 
 pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -92,7 +93,7 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
             schema: SCHEMA_VERSION,
             loop_id: loop_id(env, session_id),
             session_id: session_id.to_string(),
-            host: options.host.clone().unwrap_or_else(|| "claude-code".into()),
+            host: options.host.unwrap_or_default().name().to_string(),
             cwd: cwd.clone(),
             settings: Settings {
                 verify: request.verify.clone(),

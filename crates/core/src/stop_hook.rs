@@ -12,6 +12,7 @@ use crate::decision::{self, Gate, StopFacts, Verdict};
 use crate::environment::Environment;
 use crate::event::{self, EventError, StopEvent};
 use crate::hook_response::HookResponse;
+use crate::host::Host;
 use crate::ledger::{LedgerEntry, VerifyRecord};
 use crate::lock::StateLock;
 use crate::reason_code::ReasonCode;
@@ -25,13 +26,17 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(3);
 /// Hosts may write the transcript's last lines after the hook starts; one retry after this.
 const TRANSCRIPT_RETRY: Duration = Duration::from_millis(1_500);
 
-/// Handles one Claude Code `Stop` event.
-pub fn run(env: &Environment, stdin: impl Read) -> HookResponse {
+/// Handles one turn-end event of `host`.
+pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
     let event = event::read_bounded(stdin)
         .and_then(|bytes| event::parse_object(&bytes))
-        .and_then(|object| StopEvent::from_claude(&object));
+        .and_then(|object| host.parse_stop(&object));
     match event {
         Ok(event) => judge(env, &event),
+        Err(EventError::Foreign(why)) => {
+            eprintln!("for-loop: {why}; nothing to do");
+            HookResponse::allow()
+        }
         Err(error) => unreadable_event(env, &error),
     }
 }
