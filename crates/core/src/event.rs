@@ -162,10 +162,10 @@ mod tests {
             claude(r#"{"session_id":"s","stop_hook_active":"yes"}"#),
             Err(EventError::WrongType { field: "stop_hook_active", expected: "true or false" })
         );
-        assert!(matches!(
+        assert_eq!(
             claude(r#"{"session_id":"s","hook_event_name":"SubagentStop"}"#),
-            Err(EventError::WrongType { .. })
-        ));
+            Err(EventError::Foreign("not a Stop event"))
+        );
     }
 
     #[test]
