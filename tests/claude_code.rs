@@ -455,3 +455,136 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn a_model_that_replaces_the_verify_script_is_held_until_it_is_restored_and_the_fix_passes() {
+    let Some(world) = World::new() else { return };
+    world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let saved = world.env.session_dir(SESSION_A).join("oracle/check.sh");
+    let model = MockModel::start(
+        Script::new()
+            // Around the guard (no redirection, no file tool): the fingerprint must catch it.
+            .bash("python3 -c \"open('check.sh', 'w').write('exit 0')\"")
+            .text("All checks pass now.")
+            // Restored from the original the loop saved (read through python: Claude Code asks
+            // before a `cp` from outside the project).
+            .bash(format!("python3 -c \"open('check.sh', 'w').write(open('{}').read())\"", saved.display()))
+            .text("Restored the check.")
+            .bash("touch fixed")
+            .text("Fixed for real."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make the check pass --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash(python3:*) Bash(touch fixed)"],
+    );
+    run.assert_plugin_loaded();
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 2, "{}", run.dump());
+    assert!(fed[0].contains("check.sh (modified)"), "{}", fed[0]);
+    assert!(fed[0].contains("a passing verify does not count"), "{}", fed[0]);
+    assert!(fed[1].contains("FAIL: fixed is missing"), "{}", fed[1]);
+    assert_eq!(world.ledger_reasons(SESSION_A), ["oracle_changed", "verify_failed", "verified"]);
+}
+
+#[test]
+fn deleting_the_projects_claude_directory_does_not_end_the_loop() {
+    let Some(world) = World::new() else { return };
+    std::fs::create_dir_all(world.env.project.join(".claude")).unwrap();
+    world.env.write(".claude/settings.local.json", "{}");
+    world.env.write("check.sh", "test -f fixed\n");
+    // Claude Code asks before writes under .claude/ itself, so the deletion goes through python.
+    let model = MockModel::start(
+        Script::new()
+            .bash("python3 -c \"import shutil; shutil.rmtree('.claude')\"")
+            .text("Done.")
+            .bash("touch fixed")
+            .text("Done now."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make fixed --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash(python3:*) Bash(touch fixed)"],
+    );
+    assert!(!world.env.project.join(".claude").exists(), "{}", run.dump());
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(fed[0].contains("this is iteration 2 of 30. The loop goes on"), "{}", fed[0]);
+    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
+}
+
+#[test]
+fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues_it() {
+    let Some(world) = World::new() else { return };
+    world
+        .env
+        .write("check.sh", "test -f fixed || { echo \"FAIL at $(date +%s%N) in /tmp/run$$\"; exit 1; }\n");
+    let model = MockModel::start(
+        Script::new().text("try 1").text("try 2").text("try 3").bash("touch fixed").text("fixed"),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make fixed --verify \"sh check.sh\" --max-same-failures 3",
+        &["--allowedTools", "Bash(touch fixed)"],
+    );
+    assert_eq!(model.main_requests().len(), 3, "{}", run.dump());
+    let parked = run.stop_responses().last().map(|e| e["stdout"].to_string()).unwrap_or_default();
+    assert!(parked.contains("parked at iteration 3/30: the same failure 3 times in a row"), "{parked}");
+    assert!(parked.contains("receipt: same_failures"), "{parked}");
+    assert!(parked.contains("/for-loop:resume"), "{parked}");
+    assert!(world.state(SESSION_A).contains("status: parked"));
+    let fed = reinjections(&model);
+    assert!(fed[1].contains("Note: the same failure as last time (2 in a row)"), "{}", fed[1]);
+
+    let resumed = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop:resume",
+        &["--resume", SESSION_A, "--allowedTools", "Bash(touch fixed)"],
+    );
+    let said = model.main_requests().get(3).and_then(|r| r.last_user_text()).unwrap_or_default();
+    assert!(
+        said.contains("resumed after same_failures, now at iteration 4 of 30"),
+        "{said}\n{}",
+        resumed.dump()
+    );
+    assert_eq!(
+        world.ledger_reasons(SESSION_A),
+        ["verify_failed", "verify_failed", "same_failures", "resumed", "verified"]
+    );
+}
+
+#[test]
+fn the_guard_denies_an_edit_of_a_protected_file() {
+    let Some(world) = World::new() else { return };
+    std::fs::create_dir_all(world.env.project.join("tests")).unwrap();
+    world.env.write("tests/login.test", "expect login\n");
+    let target = world.env.project.join("tests/login.test");
+    let model = MockModel::start(
+        Script::new().write(target.to_str().unwrap(), "expect nothing\n").text("I could not edit the test."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make login work --verify true --protect \"tests/**\"",
+        &["--allowedTools", "Write"],
+    );
+    let requests = model.main_requests();
+    assert!(requests.len() >= 2, "{}", run.dump());
+    let results = requests[1].tool_results();
+    assert_eq!(results.len(), 1, "{}", run.dump());
+    assert!(results[0].is_error, "{:?}", results[0]);
+    assert!(
+        results[0].text.contains("`tests/login.test` is part of this loop's verify check"),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "expect login\n");
+}

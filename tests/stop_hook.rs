@@ -71,7 +71,7 @@ fn the_loop_ends_when_verify_passes_and_not_before() {
         message.starts_with("for-loop: done, verified at iteration 3/30: `sh check.sh` passed"),
         "{message}"
     );
-    assert!(message.contains("3 iterations ·"), "{message}");
+    assert!(message.contains("receipt: verified · 3/30 iterations ·"), "{message}");
     assert!(
         message.contains(&format!("ledger: [HOME]/.local/state/for-loop/sessions/{SESSION}/ledger.jsonl")),
         "{message}"

@@ -6,9 +6,10 @@
 use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
 use crate::lock::StateLock;
-use crate::message::summary;
+use crate::message::headline;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
+use crate::receipt::Receipt;
 use crate::state::Status;
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::Store;
@@ -50,25 +51,20 @@ pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
     state.meta.status = Status::Ended;
     state.meta.outcome = Some(ReasonCode::Cancelled);
     state.meta.updated_at = env.now;
+    state.meta.last_blocked = false;
+    let receipt = Receipt::of(&state, ReasonCode::Cancelled, env.now, None);
+    state.meta.receipt = Some(receipt.clone());
     if let Err(e) = paths.save(&state) {
         return Outcome::refused(format!("for-loop: could not cancel: {e}"));
     }
     let _ = LedgerEntry {
-        time: env.now,
-        loop_id: state.meta.loop_id.clone(),
-        iteration: state.meta.iteration,
-        max_iterations: state.meta.settings.max_iterations,
-        decision: "cancel".into(),
-        reason: ReasonCode::Cancelled,
-        stop_hook_active: None,
-        verify: None,
-        promise_kept: None,
-        detail: None,
+        receipt: Some(receipt.clone()),
+        ..LedgerEntry::new(&state, env.now, "cancel", ReasonCode::Cancelled)
     }
     .append_to(&paths.ledger);
     Outcome::ok(format!(
         "{}\nThe loop is over; the next stop is allowed. Ledger: {}",
-        summary(&state, ReasonCode::Cancelled, None, env.now),
+        receipt.render(&headline(&state, ReasonCode::Cancelled, None)),
         paths.ledger.display()
     ))
 }

@@ -16,7 +16,10 @@ The user's verify command is the only judge of done.
 Usage:
   loop-hook start [--session ID] [--cwd DIR] [--host NAME] [--exit-zero]  < loop text on stdin
   loop-hook stop-hook [--host NAME]                      < the host's Stop event on stdin
+  loop-hook guard                                        < the host's PreToolUse event on stdin
   loop-hook cancel [--session ID] [--exit-zero]
+  loop-hook resume [--session ID] [--exit-zero]          < [--more N] [--more-time DURATION] on stdin
+  loop-hook rollback [--session ID] [--exit-zero]        < N [--yes] on stdin
   loop-hook status [--session ID] [--json] [--all] [--exit-zero]
   loop-hook help | --help | --version
 
@@ -25,7 +28,12 @@ Commands:
              TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
              (`echo --help | loop-hook start` explains it). Prints the parsed loop.
   stop-hook  Judges a turn end: runs verify and prints the host's block or allow JSON.
+  guard      Denies file edits and shell commands that would change the loop's verify check or
+             its files while the loop runs (prints the host's deny JSON, or nothing).
   cancel     Ends the session's loop now; its next stop is allowed.
+  resume     Continues a parked, capped or cancelled loop (--more adds iterations, --more-time time).
+  rollback   Lists a --checkpoint loop's snapshots, or restores snapshot N (with --yes) without
+             touching the git index, HEAD, branches or stash.
   status     Shows the session's loop, its last verify and recent stops; --all lists every loop.
 
 Options:
@@ -57,8 +65,21 @@ pub struct Invocation {
 #[derive(Debug, Clone)]
 pub enum Cli {
     Start(StartOptions),
-    StopHook { host: Host },
-    Cancel { session_id: Option<String> },
+    StopHook {
+        host: Host,
+    },
+    Cancel {
+        session_id: Option<String>,
+    },
+    Guard,
+    /// Options come as text on stdin, as typed after `/for-loop:resume`.
+    Resume {
+        session_id: Option<String>,
+    },
+    /// Options come as text on stdin, as typed after `/for-loop:rollback`.
+    Rollback {
+        session_id: Option<String>,
+    },
     Status(StatusOptions),
     Help,
     Version,
@@ -89,8 +110,10 @@ impl Invocation {
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
-                ("start" | "cancel" | "status", Long("exit-zero")) => exit_zero = true,
-                ("start" | "cancel" | "status", Long("session")) => {
+                ("start" | "cancel" | "status" | "resume" | "rollback", Long("exit-zero")) => {
+                    exit_zero = true
+                }
+                ("start" | "cancel" | "status" | "resume" | "rollback", Long("session")) => {
                     session_id = Some(parser.value()?.string()?)
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
@@ -111,11 +134,14 @@ impl Invocation {
             "start" => Cli::Start(StartOptions { session_id, host, ..start }),
             "stop-hook" | "stop" => Cli::StopHook { host: host.unwrap_or_default() },
             "cancel" => Cli::Cancel { session_id },
+            "guard" => Cli::Guard,
+            "resume" => Cli::Resume { session_id },
+            "rollback" => Cli::Rollback { session_id },
             "status" => Cli::Status(StatusOptions { session_id, ..status }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, cancel or status").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, guard, cancel, status, resume or rollback").into(),
                 ));
             }
         };

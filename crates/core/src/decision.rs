@@ -8,8 +8,10 @@ use std::path::Path;
 use jiff::Timestamp;
 
 use crate::message;
+use crate::oracle::OracleChange;
 use crate::promise;
 use crate::reason_code::ReasonCode;
+use crate::receipt::Receipt;
 use crate::state::{LastVerify, LoopState, Status};
 use crate::verify::VerifyOutcome;
 
@@ -26,6 +28,7 @@ pub enum Gate {
 
 pub fn gate(state: &LoopState, session_id: &str) -> Gate {
     if state.meta.status != Status::Active {
+        // Parked loops wait for `resume`; they judge nothing meanwhile.
         Gate::Ended
     } else if !state.is_owned_by(session_id) {
         Gate::Foreign
@@ -43,6 +46,14 @@ pub struct StopFacts<'a> {
     pub now: Timestamp,
     /// Where the task can be read in full when it is too long to re-inject.
     pub state_path: &'a Path,
+    /// Oracle files that differ from the start.
+    pub oracle_changes: &'a [OracleChange],
+    /// The working tree's fingerprint now, when known.
+    pub tree: Option<&'a str>,
+    /// Tool calls in the turn that just ended, when known.
+    pub tool_uses: Option<usize>,
+    /// The host's "already continuing because of a stop hook" flag, for hosts that send one.
+    pub stop_hook_active: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +74,10 @@ pub struct Decision {
     pub next: LoopState,
     /// Whether the promise was found, when one is required.
     pub promise_kept: Option<bool>,
+    /// The host did not honour the previous block (it ended the turn anyway).
+    pub harness_override: bool,
+    /// Set when the loop ends or parks.
+    pub receipt: Option<Receipt>,
 }
 
 /// Judges the owner's stop of an active loop.
@@ -73,12 +88,13 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         .completion_promise
         .as_deref()
         .map(|p| facts.last_message.is_some_and(|m| promise::is_kept(m, p)));
-    let complete = match (verify_passed, promise_kept) {
+    let criteria_met = match (verify_passed, promise_kept) {
         (None, None) => false,
         (Some(v), None) => v,
         (None, Some(p)) => p,
         (Some(v), Some(p)) => v && p,
     };
+    let oracle_intact = facts.oracle_changes.is_empty();
 
     let mut next = state.clone();
     next.meta.updated_at = facts.now;
@@ -88,11 +104,26 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.last_verify =
             Some(LastVerify { exit_code: outcome.exit_code, duration_ms: ms, timed_out: outcome.timed_out });
     }
+    next.meta.streaks = state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses);
+    let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
+    if harness_override {
+        next.meta.harness_overrides += 1;
+    }
+    let streaks = &next.meta.streaks;
+    let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
 
-    let code = if complete {
+    let code = if criteria_met && oracle_intact {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
+    } else if settings.max_time_secs.is_some_and(|budget| elapsed_secs >= budget as i64) {
+        ReasonCode::TimeBudget
+    } else if streaks.same_failure >= settings.max_same_failures {
+        ReasonCode::SameFailures
+    } else if streaks.no_change >= settings.max_same_failures {
+        ReasonCode::NoProgress
+    } else if !oracle_intact {
+        ReasonCode::OracleChanged
     } else if let Some(outcome) = facts.verify.filter(|o| !o.passed()) {
         if outcome.timed_out { ReasonCode::VerifyTimedOut } else { ReasonCode::VerifyFailed }
     } else if promise_kept == Some(false) {
@@ -101,16 +132,35 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         ReasonCode::NoCriterion
     };
 
-    let (verdict, system_message) = if complete || code == ReasonCode::CapReached {
-        next.meta.status = Status::Ended;
-        next.meta.outcome = Some(code);
-        (Verdict::Allow, message::summary(&next, code, facts.verify, facts.now))
-    } else {
-        next.meta.iteration += 1;
-        let reason = message::reinjection(&next, code, facts.verify, facts.state_path);
-        (Verdict::Block { reason }, message::status_line(&next, code, facts.verify))
+    let (verdict, system_message) = match code {
+        ReasonCode::Verified | ReasonCode::Promise | ReasonCode::CapReached => {
+            next.meta.status = Status::Ended;
+            next.meta.outcome = Some(code);
+            next.meta.last_blocked = false;
+            (Verdict::Allow, message::headline(&next, code, facts.verify))
+        }
+        ReasonCode::TimeBudget | ReasonCode::SameFailures | ReasonCode::NoProgress => {
+            next.meta.status = Status::Parked;
+            next.meta.outcome = Some(code);
+            next.meta.last_blocked = false;
+            (Verdict::Allow, message::headline(&next, code, facts.verify))
+        }
+        _ => {
+            next.meta.iteration += 1;
+            next.meta.last_blocked = true;
+            let reason =
+                message::reinjection(&next, code, facts.verify, facts.state_path, facts.oracle_changes);
+            (Verdict::Block { reason }, message::status_line(&next, code, facts.verify))
+        }
     };
-    Decision { verdict, code, system_message, next, promise_kept }
+    // A loop that ends or parks leaves a receipt; the caller adds the changed files it knows.
+    let receipt = (verdict == Verdict::Allow).then(|| Receipt::of(&next, code, facts.now, None));
+    let system_message = match &receipt {
+        Some(receipt) => receipt.render(&system_message),
+        None => system_message,
+    };
+    next.meta.receipt = receipt.clone();
+    Decision { verdict, code, system_message, next, promise_kept, harness_override, receipt }
 }
 
 #[cfg(test)]
@@ -138,6 +188,10 @@ mod tests {
             verify,
             now: "2026-11-22T03:12:03Z".parse().unwrap(),
             state_path: Path::new("/state/sessions/sess-1/state.md"),
+            oracle_changes: &[],
+            tree: None,
+            tool_uses: None,
+            stop_hook_active: None,
         }
     }
 

@@ -11,7 +11,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::reason_code::ReasonCode;
+use crate::receipt::Receipt;
 use crate::reverse_lines::ReverseLines;
+use crate::state::LoopState;
 use crate::verify::VerifyOutcome;
 
 /// One line of the ledger.
@@ -34,6 +36,12 @@ pub struct LedgerEntry {
     /// What went wrong, for `internal_error`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub detail: Option<String>,
+    /// Oracle files that differed from the start at this stop.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub oracle_changed: Vec<String>,
+    /// The loop's receipt, when it ended or parked at this stop.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub receipt: Option<Receipt>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -64,6 +72,24 @@ impl VerifyRecord {
 }
 
 impl LedgerEntry {
+    /// An entry for `state` at the turn it is in, with nothing else recorded yet.
+    pub fn new(state: &LoopState, time: Timestamp, decision: &str, reason: ReasonCode) -> LedgerEntry {
+        LedgerEntry {
+            time,
+            loop_id: state.meta.loop_id.clone(),
+            iteration: state.meta.iteration,
+            max_iterations: state.meta.settings.max_iterations,
+            decision: decision.to_string(),
+            reason,
+            stop_hook_active: None,
+            verify: None,
+            promise_kept: None,
+            detail: None,
+            oracle_changed: Vec::new(),
+            receipt: None,
+        }
+    }
+
     /// Appends this entry as one line, written with a single call so that concurrent appends
     /// never interleave within a line.
     pub fn append_to(&self, path: &Path) -> io::Result<()> {
@@ -106,6 +132,8 @@ mod tests {
             verify: None,
             promise_kept: None,
             detail: None,
+            oracle_changed: Vec::new(),
+            receipt: None,
         }
     }
 

@@ -13,16 +13,22 @@ pub mod duration;
 pub mod environment;
 pub mod event;
 pub mod frontmatter;
+pub mod guard;
 pub mod hook_response;
 pub mod host;
 pub mod ledger;
 pub mod lock;
 pub mod message;
+pub mod oracle;
 pub mod outcome;
 pub mod promise;
 pub mod reason_code;
+pub mod receipt;
 pub mod request;
+pub mod resume;
 pub mod reverse_lines;
+pub mod rollback;
+pub mod stall;
 pub mod start;
 pub mod state;
 pub mod status;
@@ -30,6 +36,7 @@ pub mod stop_hook;
 pub mod store;
 pub mod transcript;
 pub mod verify;
+pub mod worktree;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -70,6 +77,18 @@ pub fn run(
             }
         }
         Cli::Cancel { session_id } => cancel::run(env, session_id.as_deref()),
+        Cli::Guard => Outcome::ok(guard_never_failing(env, stdin)),
+        Cli::Resume { session_id } => {
+            match read_text(stdin).map(|text| resume::ResumeOptions::parse(&text)) {
+                Ok(Ok(options)) => resume::run(env, session_id.as_deref(), &options),
+                Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
+                Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
+            }
+        }
+        Cli::Rollback { session_id } => match read_text(stdin) {
+            Ok(text) => rollback::run(env, session_id.as_deref(), &text),
+            Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
+        },
         Cli::Status(options) => status::run(env, &options),
     };
     if !outcome.stdout.is_empty() {
@@ -77,6 +96,18 @@ pub fn run(
     }
     let _ = stdout.flush();
     if exit_zero { 0 } else { outcome.code as i32 }
+}
+
+/// Reads a short option text from stdin (a slash command's arguments).
+fn read_text(stdin: &mut dyn Read) -> std::io::Result<String> {
+    let mut raw = Vec::new();
+    stdin.take(64 * 1024).read_to_end(&mut raw)?;
+    Ok(String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// The PreToolUse guard's output. Like the Stop hook it never fails: a panic lets the tool run.
+fn guard_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
+    panic::catch_unwind(AssertUnwindSafe(|| guard::run(env, stdin))).unwrap_or_default()
 }
 
 /// Lets the task-size check report an oversized task instead of reading without end.

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::duration::{human, human_ms};
+use crate::duration::human;
+use crate::oracle::{ChangeKind, OracleChange};
 use crate::reason_code::ReasonCode;
 use crate::state::LoopState;
 use crate::verify::VerifyOutcome;
@@ -26,6 +27,7 @@ pub fn reinjection(
     code: ReasonCode,
     verify: Option<&VerifyOutcome>,
     state_path: &Path,
+    oracle_changes: &[OracleChange],
 ) -> String {
     let meta = &state.meta;
     let settings = &meta.settings;
@@ -49,7 +51,7 @@ pub fn reinjection(
                 settings.verify.as_deref().unwrap_or_default()
             );
         }
-        (ReasonCode::VerifyFailed, Some(outcome)) => {
+        (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
             status.push_str(&format!(
                 "\nVerify `{}` failed: {} after {}. Its output:\n",
                 settings.verify.as_deref().unwrap_or_default(),
@@ -74,6 +76,13 @@ pub fn reinjection(
                  truly complete, end your turn with that exact line; write it only if it is true.\n"
             ));
         }
+        (ReasonCode::OracleChanged, _) => {
+            if settings.verify.is_some() {
+                status.push_str(
+                    "\nVerify passed, but that does not count while the check itself is changed.\n",
+                );
+            }
+        }
         _ => {
             status.push_str(&format!(
                 "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
@@ -81,6 +90,13 @@ pub fn reinjection(
                 settings.max_iterations
             ));
         }
+    }
+    if !oracle_changes.is_empty() {
+        status.push_str(&oracle_notice(oracle_changes, state_path));
+    }
+    let streak_advice = meta.streaks.advice(&settings.escalation);
+    if !streak_advice.is_empty() {
+        advice = format!("{streak_advice}\n{advice}");
     }
     if !advice.is_empty() {
         advice.insert(0, '\n');
@@ -127,6 +143,7 @@ pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOu
         (ReasonCode::VerifyTimedOut, _) => {
             format!("verify timed out after {} s", state.meta.settings.verify_timeout_secs)
         }
+        (ReasonCode::OracleChanged, _) => "the verify files were changed; passes do not count".to_string(),
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
         _ => "no verify command, running to the cap".to_string(),
@@ -134,17 +151,16 @@ pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOu
     format!("{head} · {what}")
 }
 
-/// The end-of-loop summary. `state` is the loop after this stop.
-pub fn summary(
-    state: &LoopState,
-    code: ReasonCode,
-    verify: Option<&VerifyOutcome>,
-    now: Timestamp,
-) -> String {
+/// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop.
+pub fn headline(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
     let meta = &state.meta;
     let at = format!("{}/{}", meta.iteration, meta.settings.max_iterations);
     let verify_cmd = meta.settings.verify.as_deref().unwrap_or_default();
-    let headline = match code {
+    let still_fails = match verify {
+        Some(o) if !o.passed() => format!(" and `{verify_cmd}` still fails ({})", o.describe()),
+        _ => String::new(),
+    };
+    match code {
         ReasonCode::Verified => match verify {
             Some(o) => format!(
                 "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
@@ -153,28 +169,47 @@ pub fn summary(
             None => format!("for-loop: done, verified at iteration {at}."),
         },
         ReasonCode::Promise => format!("for-loop: done, promise kept at iteration {at}."),
-        ReasonCode::CapReached => {
-            let still = match verify {
-                Some(o) if !o.passed() => {
-                    format!(" and `{verify_cmd}` still fails ({})", o.describe())
-                }
-                _ => String::new(),
-            };
-            format!(
-                "for-loop: stopped at the cap, {at} iterations used{still}. Start a new loop with \
-                 a higher --max-iterations to go on."
-            )
-        }
+        ReasonCode::CapReached => format!("for-loop: stopped at the cap, {at} iterations used{still_fails}."),
         ReasonCode::Cancelled => format!("for-loop: cancelled at iteration {at}."),
+        ReasonCode::SameFailures => format!(
+            "for-loop: parked at iteration {at}: the same failure {} times in a row{still_fails}. The loop is kept.",
+            meta.streaks.same_failure
+        ),
+        ReasonCode::NoProgress => format!(
+            "for-loop: parked at iteration {at}: the working tree did not change for {} stops. The loop is kept.",
+            meta.streaks.no_change
+        ),
+        ReasonCode::TimeBudget => format!(
+            "for-loop: parked at iteration {at}: the time budget of {} is spent{still_fails}. The loop is kept.",
+            human(Duration::from_secs(meta.settings.max_time_secs.unwrap_or_default()))
+        ),
         other => format!("for-loop: ended ({other}) at iteration {at}."),
-    };
-    format!(
-        "{headline}\n  {} iteration{} · {} elapsed · {} in verify",
-        meta.iteration,
-        if meta.iteration == 1 { "" } else { "s" },
-        elapsed(state, now),
-        human_ms(meta.verify_total_ms)
-    )
+    }
+}
+
+/// What the re-injection says about changed oracle files.
+fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
+    let mut out = String::from(
+        "\nThe verify command's own files changed since the loop started, so a passing verify does not count:\n",
+    );
+    for change in changes.iter().take(20) {
+        let kind = match change.kind {
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Added => "added",
+        };
+        out.push_str(&format!("  - {} ({kind})\n", change.path));
+    }
+    if changes.len() > 20 {
+        out.push_str(&format!("  - and {} more\n", changes.len() - 20));
+    }
+    let originals = state_path.with_file_name("oracle");
+    out.push_str(&format!(
+        "Restore them exactly as they were (`git checkout -- <path>`, or copy the originals saved in {}; \
+         delete the added ones). Fix the code under test instead of the check.\n",
+        originals.display()
+    ));
+    out
 }
 
 /// What completes the loop, in words.

@@ -26,6 +26,23 @@ pub enum ReasonCode {
     PromiseMissing,
     /// Neither verify nor a promise was set: the loop runs to its cap.
     NoCriterion,
+    /// A file the verify command runs, or a protected path, differs from the start: a passing
+    /// verify does not count until it is restored.
+    OracleChanged,
+
+    // The loop is parked (the stop is allowed, the loop kept for `resume`).
+    /// The same failure `max_same_failures` times in a row.
+    SameFailures,
+    /// `max_same_failures` stops in a row without any change in the working tree.
+    NoProgress,
+    /// The `--max-time` budget is spent.
+    TimeBudget,
+
+    // Events recorded in the ledger.
+    /// The host ended a turn although the hook blocked it (Claude Code's block cap).
+    HarnessOverride,
+    /// The user resumed a parked or finished loop.
+    Resumed,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -45,6 +62,12 @@ impl ReasonCode {
             ReasonCode::VerifyTimedOut => "verify_timed_out",
             ReasonCode::PromiseMissing => "promise_missing",
             ReasonCode::NoCriterion => "no_criterion",
+            ReasonCode::OracleChanged => "oracle_changed",
+            ReasonCode::SameFailures => "same_failures",
+            ReasonCode::NoProgress => "no_progress",
+            ReasonCode::TimeBudget => "time_budget",
+            ReasonCode::HarnessOverride => "harness_override",
+            ReasonCode::Resumed => "resumed",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
         }
@@ -72,6 +95,12 @@ mod tests {
             ReasonCode::VerifyTimedOut,
             ReasonCode::PromiseMissing,
             ReasonCode::NoCriterion,
+            ReasonCode::OracleChanged,
+            ReasonCode::SameFailures,
+            ReasonCode::NoProgress,
+            ReasonCode::TimeBudget,
+            ReasonCode::HarnessOverride,
+            ReasonCode::Resumed,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
         ] {

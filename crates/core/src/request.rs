@@ -29,10 +29,35 @@ pub enum Flag {
     CompletionPromise,
     MaxIterations,
     VerifyTimeout,
+    Protect,
+    MaxSameFailures,
+    MaxTime,
+    Escalate,
+    Checkpoint,
 }
 
 impl Flag {
-    const ALL: [Flag; 4] = [Flag::Verify, Flag::CompletionPromise, Flag::MaxIterations, Flag::VerifyTimeout];
+    const ALL: [Flag; 9] = [
+        Flag::Verify,
+        Flag::CompletionPromise,
+        Flag::MaxIterations,
+        Flag::VerifyTimeout,
+        Flag::Protect,
+        Flag::MaxSameFailures,
+        Flag::MaxTime,
+        Flag::Escalate,
+        Flag::Checkpoint,
+    ];
+
+    /// Flags that may be given more than once, each adding a value.
+    fn repeatable(self) -> bool {
+        self == Flag::Protect
+    }
+
+    /// Flags that take no value.
+    fn is_switch(self) -> bool {
+        self == Flag::Checkpoint
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -40,6 +65,11 @@ impl Flag {
             Flag::CompletionPromise => "--completion-promise",
             Flag::MaxIterations => "--max-iterations",
             Flag::VerifyTimeout => "--verify-timeout",
+            Flag::Protect => "--protect",
+            Flag::MaxSameFailures => "--max-same-failures",
+            Flag::MaxTime => "--max-time",
+            Flag::Escalate => "--escalate",
+            Flag::Checkpoint => "--checkpoint",
         }
     }
 
@@ -49,6 +79,11 @@ impl Flag {
             Flag::CompletionPromise => "a phrase, e.g. --completion-promise \"ALL DONE\"",
             Flag::MaxIterations => "a whole number from 1 to 10000, e.g. --max-iterations 30",
             Flag::VerifyTimeout => "seconds from 1 to 3600, e.g. --verify-timeout 300 (or 5m)",
+            Flag::Protect => "a path or glob, e.g. --protect \"tests/**\"",
+            Flag::MaxSameFailures => "a whole number from 1 to 1000, e.g. --max-same-failures 8",
+            Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
+            Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
+            Flag::Checkpoint => "nothing: it is a switch",
         }
     }
 }
@@ -67,6 +102,12 @@ pub struct LoopRequest {
     pub completion_promise: Option<String>,
     pub max_iterations: u32,
     pub verify_timeout_secs: u64,
+    /// Paths and globs that belong to the oracle besides the files verify runs.
+    pub protect: Vec<String>,
+    pub max_same_failures: u32,
+    pub max_time_secs: Option<u64>,
+    pub escalation: Vec<u32>,
+    pub checkpoint: bool,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -98,7 +139,8 @@ pub enum RequestError {
 impl LoopRequest {
     /// Parses the raw argument text of `/for-loop`.
     pub fn parse(raw: &str) -> Result<LoopRequest, RequestError> {
-        let mut values: [Option<String>; 4] = Default::default();
+        let mut values: [Option<String>; Flag::ALL.len()] = Default::default();
+        let mut protect: Vec<String> = Vec::new();
         let mut cuts: Vec<Range<usize>> = Vec::new();
         if matches!(raw.trim(), "--help" | "-h" | "help") {
             return Err(RequestError::HelpWanted);
@@ -109,19 +151,41 @@ impl LoopRequest {
             let Some(flag_word) = FlagWord::classify(text)? else {
                 continue;
             };
-            let slot = &mut values[Flag::ALL.iter().position(|f| *f == flag_word.flag).unwrap_or(0)];
-            if slot.is_some() {
-                return Err(RequestError::Duplicate { flag: flag_word.flag });
+            let flag = flag_word.flag;
+            let slot = &mut values[Flag::ALL.iter().position(|f| *f == flag).unwrap_or(0)];
+            if slot.is_some() && !flag.repeatable() {
+                return Err(RequestError::Duplicate { flag });
             }
-            let (value, end) = match flag_word.inline_value {
-                Some(offset) => scanner.value_at(word.start + offset, flag_word.flag, true)?,
-                None => scanner.value_at(word.end, flag_word.flag, false)?,
+            let (value, end) = match (flag.is_switch(), flag_word.inline_value) {
+                (true, Some(_)) => {
+                    return Err(RequestError::BadValue {
+                        flag,
+                        value: text.to_string(),
+                        why: "it takes no value: write just --checkpoint".into(),
+                    });
+                }
+                (true, None) => (String::new(), word.end),
+                (false, Some(offset)) => scanner.value_at(word.start + offset, flag, true)?,
+                (false, None) => scanner.value_at(word.end, flag, false)?,
             };
+            if flag.repeatable() {
+                protect.push(value.clone());
+            }
             *slot = Some(value);
             cuts.push(word.start..end);
             scanner.pos = end;
         }
-        let [verify, completion_promise, max_iterations, verify_timeout] = values;
+        let [
+            verify,
+            completion_promise,
+            max_iterations,
+            verify_timeout,
+            _,
+            max_same_failures,
+            max_time,
+            escalate,
+            checkpoint,
+        ] = values;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
         if task.is_empty() {
@@ -142,6 +206,17 @@ impl LoopRequest {
                 .map(|v| check_verify_timeout(&v))
                 .transpose()?
                 .unwrap_or(DEFAULT_VERIFY_TIMEOUT_SECS),
+            protect: protect.into_iter().map(|p| check_protect(&p)).collect::<Result<_, _>>()?,
+            max_same_failures: max_same_failures
+                .map(|v| check_count(Flag::MaxSameFailures, &v, 1_000))
+                .transpose()?
+                .unwrap_or(crate::stall::DEFAULT_MAX_SAME_FAILURES),
+            max_time_secs: max_time.map(|v| check_max_time(&v)).transpose()?,
+            escalation: escalate
+                .map(|v| check_escalation(&v))
+                .transpose()?
+                .unwrap_or(crate::stall::DEFAULT_ESCALATION.to_vec()),
+            checkpoint: checkpoint.is_some(),
         })
     }
 }
@@ -385,6 +460,53 @@ fn check_max_iterations(value: &str) -> Result<u32, RequestError> {
     }
 }
 
+fn check_protect(value: &str) -> Result<String, RequestError> {
+    let bad =
+        |why: &str| RequestError::BadValue { flag: Flag::Protect, value: value.to_string(), why: why.into() };
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Err(RequestError::MissingValue { flag: Flag::Protect });
+    }
+    if trimmed.starts_with('/') || trimmed.split('/').any(|part| part == "..") {
+        return Err(bad("give a path inside the project, relative to where the loop starts"));
+    }
+    Ok(trimmed.to_string())
+}
+
+fn check_count(flag: Flag, value: &str, most: u32) -> Result<u32, RequestError> {
+    let bad = |why: String| RequestError::BadValue { flag, value: value.to_string(), why };
+    match value.parse::<u64>() {
+        Ok(0) => Err(bad("it must be at least 1".into())),
+        Ok(n) if n <= u64::from(most) => Ok(n as u32),
+        Ok(_) => Err(bad(format!("the most is {most}"))),
+        Err(_) => Err(bad(format!("give a whole number from 1 to {most}"))),
+    }
+}
+
+fn check_max_time(value: &str) -> Result<u64, RequestError> {
+    let bad = |why: String| RequestError::BadValue { flag: Flag::MaxTime, value: value.to_string(), why };
+    match parse_seconds(value) {
+        Err(why) => Err(bad(why)),
+        Ok(0) => Err(bad("it must be at least 1 second".into())),
+        Ok(secs) if secs > 7 * 24 * 3_600 => Err(bad("the most is a week (168h)".into())),
+        Ok(secs) => Ok(secs),
+    }
+}
+
+fn check_escalation(value: &str) -> Result<Vec<u32>, RequestError> {
+    let bad = || RequestError::BadValue {
+        flag: Flag::Escalate,
+        value: value.to_string(),
+        why: "give three rising counts of repeated failures, e.g. 2,4,6".into(),
+    };
+    let counts: Vec<u32> =
+        value.split(',').map(|n| n.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    if counts.len() != 3 || counts[0] == 0 || counts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad());
+    }
+    Ok(counts)
+}
+
 fn check_verify_timeout(value: &str) -> Result<u64, RequestError> {
     let bad =
         |why: String| RequestError::BadValue { flag: Flag::VerifyTimeout, value: value.to_string(), why };
@@ -491,7 +613,8 @@ mod tests {
             ("t -verify x", Flag::Verify),
             ("t \u{2014}verify x", Flag::Verify),
             ("t --VERIFY x", Flag::Verify),
-            ("t --max 3", Flag::MaxIterations),
+            ("t --max-iter 3", Flag::MaxIterations),
+            ("t --max-tim 3", Flag::MaxTime),
         ];
         for (raw, nearest) in cases {
             match err(raw) {
@@ -551,6 +674,32 @@ mod tests {
         let req = parse("fix \"the quote --verify \"cargo test\"");
         assert_eq!(req.task, "fix \"the quote");
         assert_eq!(req.verify.as_deref(), Some("cargo test"));
+    }
+
+    #[test]
+    fn integrity_and_budget_flags() {
+        let req = parse(
+            "t --protect \"tests/**\" --protect check.sh --max-same-failures 5 --max-time 45m --escalate 1,3,5 --checkpoint",
+        );
+        assert_eq!(req.task, "t");
+        assert_eq!(req.protect, ["tests/**", "check.sh"]);
+        assert_eq!(req.max_same_failures, 5);
+        assert_eq!(req.max_time_secs, Some(2_700));
+        assert_eq!(req.escalation, [1, 3, 5]);
+        assert!(req.checkpoint);
+        let defaults = parse("t");
+        assert_eq!(
+            (defaults.max_same_failures, defaults.max_time_secs, defaults.checkpoint),
+            (8, None, false)
+        );
+        assert_eq!(defaults.escalation, [2, 4, 6]);
+        assert!(matches!(err("t --protect /etc/passwd"), RequestError::BadValue { flag: Flag::Protect, .. }));
+        assert!(matches!(err("t --protect ../x"), RequestError::BadValue { flag: Flag::Protect, .. }));
+        assert!(matches!(err("t --escalate 4,2,6"), RequestError::BadValue { flag: Flag::Escalate, .. }));
+        assert!(matches!(err("t --max-time soon"), RequestError::BadValue { flag: Flag::MaxTime, .. }));
+        assert!(matches!(err("t --checkpoint=yes"), RequestError::BadValue { flag: Flag::Checkpoint, .. }));
+        assert!(matches!(err("t --max-same-failures 0"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --protec x"), RequestError::UnknownFlag { nearest: Flag::Protect, .. }));
     }
 
     #[test]

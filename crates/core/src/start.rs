@@ -7,11 +7,14 @@ use crate::environment::Environment;
 use crate::host::Host;
 use crate::lock::StateLock;
 use crate::message::criterion;
+use crate::oracle::Oracle;
 use crate::outcome::Outcome;
 use crate::request::{LoopRequest, RequestError};
+use crate::stall::Streaks;
 use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::Store;
+use crate::worktree::WorkTree;
 
 pub const USAGE: &str = "\
 Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
@@ -100,6 +103,10 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
                 completion_promise: request.completion_promise.clone(),
                 max_iterations: request.max_iterations,
                 verify_timeout_secs: request.verify_timeout_secs,
+                max_same_failures: request.max_same_failures,
+                escalation: request.escalation.clone(),
+                max_time_secs: request.max_time_secs,
+                checkpoint: request.checkpoint,
             },
             iteration: 1,
             status: Status::Active,
@@ -108,9 +115,17 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
             updated_at: env.now,
             verify_total_ms: 0,
             last_verify: None,
+            oracle: Oracle::capture(&cwd, request.verify.as_deref(), &request.protect),
+            streaks: Streaks::default(),
+            baseline_tree: WorkTree::open(&cwd).fingerprint().ok(),
+            last_blocked: false,
+            harness_overrides: 0,
+            receipt: None,
         },
         task: request.task.clone(),
     };
+    // Originals of the oracle files, so a changed one can be restored outside git too.
+    let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
     if let Err(e) = paths.save(&state) {
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
@@ -135,6 +150,25 @@ fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment
     out.push_str(&format!("Verify:      {verify}\n"));
     out.push_str(&format!("Done when:   {}\n", criterion(state)));
     out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
+    let oracle = &state.meta.oracle;
+    if !oracle.files.is_empty() {
+        let mut names: Vec<&str> = oracle.files.keys().take(6).map(String::as_str).collect();
+        if oracle.files.len() > 6 {
+            names.push("…");
+        }
+        out.push_str(&format!(
+            "Protected:   {} ({} file{} fingerprinted; while they are changed, a pass does not count)\n",
+            names.join(", "),
+            oracle.files.len(),
+            if oracle.files.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(budget) = settings.max_time_secs {
+        out.push_str(&format!("Time budget: {}\n", crate::duration::human_ms(budget * 1_000)));
+    }
+    if settings.checkpoint {
+        out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
+    }
     out.push_str(&format!("State:       {}\nLedger:      {}\n", state_path.display(), ledger.display()));
     if let Some(warning) =
         settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))

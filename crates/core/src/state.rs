@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::frontmatter::{Frontmatter, FrontmatterError};
+use crate::oracle::Oracle;
 use crate::reason_code::ReasonCode;
+use crate::receipt::Receipt;
+use crate::stall::Streaks;
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -35,6 +38,8 @@ pub enum StateError {
 pub enum Status {
     /// Every stop of the owning session is judged.
     Active,
+    /// Stopped by a breaker or budget (`outcome` says which) and kept for `resume`.
+    Parked,
     /// Over: `outcome` says why. Stops are allowed without a word.
     Ended,
 }
@@ -51,6 +56,26 @@ pub struct Settings {
     pub max_iterations: u32,
     /// Seconds verify may run before its whole process group is killed.
     pub verify_timeout_secs: u64,
+    /// Identical failures, or stops without a change, in a row before the loop is parked.
+    #[serde(default = "default_max_same_failures")]
+    pub max_same_failures: u32,
+    /// Same-failure counts at which the re-injection gets firmer.
+    #[serde(default = "default_escalation")]
+    pub escalation: Vec<u32>,
+    /// Wall-clock budget in seconds; the loop is parked when it is spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_secs: Option<u64>,
+    /// Snapshot the working tree to `refs/for-loop/<loop id>/<n>` after each iteration.
+    #[serde(default)]
+    pub checkpoint: bool,
+}
+
+fn default_max_same_failures() -> u32 {
+    crate::stall::DEFAULT_MAX_SAME_FAILURES
+}
+
+fn default_escalation() -> Vec<u32> {
+    crate::stall::DEFAULT_ESCALATION.to_vec()
 }
 
 /// The last verify run, kept for status and the end-of-loop summary.
@@ -85,6 +110,24 @@ pub struct Meta {
     /// Time spent in verify over the whole loop.
     pub verify_total_ms: u64,
     pub last_verify: Option<LastVerify>,
+    /// The oracle as it was at start.
+    #[serde(default)]
+    pub oracle: Oracle,
+    #[serde(default)]
+    pub streaks: Streaks,
+    /// The working tree's fingerprint at start, to list the files the loop changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_tree: Option<String>,
+    /// Whether the last judged stop was blocked: if the next stop says the host is not
+    /// continuing because of it, the host overrode the block.
+    #[serde(default)]
+    pub last_blocked: bool,
+    /// How often the host overrode a block (Claude Code's block cap).
+    #[serde(default)]
+    pub harness_overrides: u32,
+    /// The end-of-loop receipt, once the loop has ended or parked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Receipt>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -151,6 +194,10 @@ pub(crate) mod tests {
                     completion_promise: None,
                     max_iterations: 30,
                     verify_timeout_secs: 300,
+                    max_same_failures: 8,
+                    escalation: vec![2, 4, 6],
+                    max_time_secs: None,
+                    checkpoint: false,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -159,6 +206,12 @@ pub(crate) mod tests {
                 updated_at: at,
                 verify_total_ms: 0,
                 last_verify: None,
+                oracle: Oracle::default(),
+                streaks: Streaks::default(),
+                baseline_tree: None,
+                last_blocked: false,
+                harness_overrides: 0,
+                receipt: None,
             },
             task: "fix the login\n".into(),
         }

@@ -71,6 +71,12 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         (Status::Ended, None) => {
             format!("ended at iteration {} of {}", meta.iteration, settings.max_iterations)
         }
+        (Status::Parked, outcome) => format!(
+            "parked ({}) at iteration {} of {}; /for-loop:resume continues it",
+            outcome.map_or("unknown".into(), |o| o.to_string()),
+            meta.iteration,
+            settings.max_iterations
+        ),
     };
     let first_line = state.task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let task = if first_line.chars().count() > 70 || state.task.trim().lines().count() > 1 {
@@ -103,6 +109,26 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         paths.state.display(),
         paths.ledger.display()
     ));
+    if !meta.oracle.files.is_empty() {
+        let changed = meta.oracle.changes(&meta.cwd);
+        out.push_str(&format!(
+            "  oracle:     {} file(s) fingerprinted, {}\n",
+            meta.oracle.files.len(),
+            if changed.is_empty() { "all intact".to_string() } else { format!("{} changed", changed.len()) }
+        ));
+    }
+    if meta.streaks.same_failure > 1 || meta.streaks.no_change > 0 {
+        out.push_str(&format!(
+            "  streaks:    same failure ×{} · unchanged tree ×{}\n",
+            meta.streaks.same_failure, meta.streaks.no_change
+        ));
+    }
+    if meta.harness_overrides > 0 {
+        out.push_str(&format!(
+            "  overrides:  the host ended {} turn(s) despite a block (its block cap); the loop goes on at the next prompt\n",
+            meta.harness_overrides
+        ));
+    }
     let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
     if !recent.is_empty() {
         out.push_str("  recent stops:\n");
@@ -126,6 +152,9 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
                 entry.reason
             ));
         }
+    }
+    if let Some(receipt) = &meta.receipt {
+        out.push_str(&receipt.render("  last receipt:").replace("\n  ", "\n    "));
     }
     out.trim_end().to_string()
 }

@@ -15,11 +15,13 @@ use crate::hook_response::HookResponse;
 use crate::host::Host;
 use crate::ledger::{LedgerEntry, VerifyRecord};
 use crate::lock::StateLock;
+use crate::message;
 use crate::reason_code::ReasonCode;
 use crate::state::LoopState;
 use crate::store::{LoopPaths, Store};
-use crate::transcript;
+use crate::transcript::{self, Turn};
 use crate::verify::VerifySpec;
+use crate::worktree::WorkTree;
 
 /// The longest the hook waits for a loop's lock before giving up on this stop.
 pub const LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -90,7 +92,7 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
         Gate::Judge => {}
     }
 
-    let last_message = last_message(&state, event);
+    let (last_message, tool_uses) = current_turn(&state, event);
     let outcome = match &state.meta.settings.verify {
         None => None,
         Some(command) => {
@@ -113,6 +115,9 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
             }
         }
     };
+    let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
+    let worktree = WorkTree::open(&state.meta.cwd);
+    let tree = worktree.fingerprint().ok();
 
     let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
         Ok(lock) => lock,
@@ -128,15 +133,30 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
                 && now.is_active() => {}
         _ => return HookResponse::allow(),
     }
-    let decision = decision::decide(
+    // Only Claude Code's flag is known to mean "continuing because a hook blocked".
+    let stop_hook_active = (state.meta.host == Host::ClaudeCode.name()).then_some(event.stop_hook_active);
+    let mut decision = decision::decide(
         &state,
         StopFacts {
             last_message: last_message.as_deref(),
             verify: outcome.as_ref(),
             now: env.now,
             state_path: &paths.state,
+            oracle_changes: &oracle_changes,
+            tree: tree.as_deref(),
+            tool_uses,
+            stop_hook_active,
         },
     );
+    if let Some(receipt) = decision.receipt.as_mut() {
+        receipt.files_changed = match (&state.meta.baseline_tree, &tree) {
+            (Some(from), Some(to)) => worktree.changed_files(from, to).ok(),
+            _ => None,
+        };
+        let headline = message::headline(&decision.next, decision.code, outcome.as_ref());
+        decision.system_message = receipt.render(&headline);
+        decision.next.meta.receipt = Some(receipt.clone());
+    }
     if let Err(e) = paths.save(&decision.next) {
         return fault(
             &paths,
@@ -146,21 +166,31 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
             &format!("{e}. This stop is allowed; free some disk space."),
         );
     }
+    if decision.harness_override {
+        let note = LedgerEntry {
+            stop_hook_active: Some(event.stop_hook_active),
+            detail: Some("the host ended the turn although the last stop was blocked".into()),
+            ..LedgerEntry::new(&state, env.now, "note", ReasonCode::HarnessOverride)
+        };
+        let _ = note.append_to(&paths.ledger);
+    }
+    let mut checkpoint_error = None;
+    if state.meta.settings.checkpoint
+        && let Err(e) = worktree.checkpoint(&state.meta.loop_id, state.meta.iteration)
+    {
+        checkpoint_error = Some(format!("checkpoint failed: {e}"));
+    }
     let verdict = if matches!(decision.verdict, Verdict::Block { .. }) { "block" } else { "allow" };
-    if let Err(e) = (LedgerEntry {
-        time: env.now,
-        loop_id: state.meta.loop_id.clone(),
-        iteration: state.meta.iteration,
-        max_iterations: state.meta.settings.max_iterations,
-        decision: verdict.into(),
-        reason: decision.code,
+    let entry = LedgerEntry {
         stop_hook_active: Some(event.stop_hook_active),
         verify: outcome.as_ref().map(VerifyRecord::of),
         promise_kept: decision.promise_kept,
-        detail: None,
-    })
-    .append_to(&paths.ledger)
-    {
+        detail: checkpoint_error,
+        oracle_changed: oracle_changes.iter().map(|c| c.path.clone()).collect(),
+        receipt: decision.receipt.clone(),
+        ..LedgerEntry::new(&state, env.now, verdict, decision.code)
+    };
+    if let Err(e) = entry.append_to(&paths.ledger) {
         return HookResponse::allow_with(format!(
             "for-loop: could not write the ledger {} ({e}); this stop is allowed. Free some disk space.",
             paths.ledger.display()
@@ -176,23 +206,26 @@ pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
     }
 }
 
-/// The agent's final message: from the event, else from the end of the transcript. Only read
-/// when a promise is needed, since the transcript can be large and lag behind.
-fn last_message(state: &LoopState, event: &StopEvent) -> Option<String> {
-    state.meta.settings.completion_promise.as_ref()?;
-    if let Some(message) = event.last_assistant_message.as_ref().filter(|m| !m.is_empty()) {
-        return Some(message.clone());
-    }
-    let path = event.transcript_path.as_ref()?;
-    for attempt in 0..2 {
-        if attempt > 0 {
-            thread::sleep(TRANSCRIPT_RETRY);
+/// The current turn from the transcript, when the host keeps one: its text (unless the event
+/// carries the final message) and its tool calls. The text is retried once when a promise needs
+/// it, since hosts may write the transcript's last lines after the hook starts.
+fn current_turn(state: &LoopState, event: &StopEvent) -> (Option<String>, Option<usize>) {
+    let from_event = event.last_assistant_message.clone().filter(|m| !m.is_empty());
+    let needs_text = state.meta.settings.completion_promise.is_some() && from_event.is_none();
+    let mut read: Option<Turn> = None;
+    if let Some(path) = event.transcript_path.as_ref() {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                thread::sleep(TRANSCRIPT_RETRY);
+            }
+            read = transcript::current_turn(path).ok().or(read);
+            if !needs_text || read.as_ref().is_some_and(|turn| turn.text.is_some()) {
+                break;
+            }
         }
-        if let Ok(Some(text)) = transcript::last_assistant_text(path) {
-            return Some(text);
-        }
     }
-    None
+    let tool_uses = read.as_ref().map(|turn| turn.tool_uses);
+    (from_event.or(read.and_then(|turn| turn.text)), tool_uses)
 }
 
 /// The event could not be read. If the session (known from the environment) has an active
@@ -237,16 +270,9 @@ fn record(
     detail: Option<&str>,
 ) {
     let entry = LedgerEntry {
-        time: env.now,
-        loop_id: state.meta.loop_id.clone(),
-        iteration: state.meta.iteration,
-        max_iterations: state.meta.settings.max_iterations,
-        decision: "allow".into(),
-        reason,
         stop_hook_active: Some(event.stop_hook_active),
-        verify: None,
-        promise_kept: None,
         detail: detail.map(str::to_string),
+        ..LedgerEntry::new(state, env.now, "allow", reason)
     };
     // Best effort: the ledger failing must not turn a fault into a trap.
     let _ = entry.append_to(&paths.ledger);

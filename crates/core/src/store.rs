@@ -144,6 +144,10 @@ impl LoopPaths {
         if self.ledger.exists() {
             fs::rename(&self.ledger, archive.join("ledger.jsonl"))?;
         }
+        let originals = self.dir.join("oracle");
+        if originals.exists() {
+            fs::rename(&originals, archive.join("oracle"))?;
+        }
         Ok(archive)
     }
 }

@@ -16,9 +16,25 @@ use crate::reverse_lines::ReverseLines;
 /// The most of a transcript read to find one turn.
 pub const MAX_TRANSCRIPT_BYTES: u64 = 8 << 20;
 
+/// What the current turn holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Turn {
+    /// The text blocks of the turn's assistant records, oldest first, joined by newlines; `None`
+    /// when there is none (yet: the host may not have flushed it).
+    pub text: Option<String>,
+    /// Tool calls the agent made in the turn.
+    pub tool_uses: usize,
+}
+
 /// The text blocks of the current turn's assistant records, oldest first, joined by newlines.
 /// `None` when the turn has no assistant text (yet: the host may not have flushed it).
 pub fn last_assistant_text(path: &Path) -> io::Result<Option<String>> {
+    current_turn(path).map(|turn| turn.text)
+}
+
+/// Reads the current turn from the end of the transcript.
+pub fn current_turn(path: &Path) -> io::Result<Turn> {
+    let mut tool_uses = 0;
     let mut texts: Vec<String> = Vec::new();
     for line in ReverseLines::open(path, MAX_TRANSCRIPT_BYTES)? {
         let Ok(record) = serde_json::from_slice::<Value>(&line?) else {
@@ -34,6 +50,9 @@ pub fn last_assistant_text(path: &Path) -> io::Result<Option<String>> {
                 }
                 let blocks = record.pointer("/message/content").and_then(Value::as_array);
                 for block in blocks.into_iter().flatten().rev() {
+                    if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                        tool_uses += 1;
+                    }
                     if block.get("type").and_then(Value::as_str) == Some("text")
                         && let Some(text) = block.get("text").and_then(Value::as_str)
                     {
@@ -46,7 +65,7 @@ pub fn last_assistant_text(path: &Path) -> io::Result<Option<String>> {
         }
     }
     texts.reverse();
-    Ok((!texts.is_empty()).then(|| texts.join("\n")))
+    Ok(Turn { text: (!texts.is_empty()).then(|| texts.join("\n")), tool_uses })
 }
 
 fn is_synthetic(record: &Value) -> bool {
@@ -101,6 +120,7 @@ mod tests {
             "",
         );
         assert_eq!(last_assistant_text(file.path()).unwrap().as_deref(), Some("first\nsecond"));
+        assert_eq!(current_turn(file.path()).unwrap().tool_uses, 1);
     }
 
     #[test]

@@ -1,0 +1,135 @@
+//! The receipt a loop leaves when it ends or parks: what happened, what it cost, what changed,
+//! and how to go on. It is shown at that stop, kept in the state for `status`, and written to the
+//! ledger.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::duration::human_ms;
+use crate::reason_code::ReasonCode;
+use crate::state::{LoopState, Status};
+
+/// How many changed files a receipt names before it only counts them.
+const NAMED_FILES: usize = 8;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub outcome: ReasonCode,
+    /// `ended` or `parked`.
+    pub status: Status,
+    pub iterations: u32,
+    pub max_iterations: u32,
+    pub elapsed_ms: u64,
+    pub verify_ms: u64,
+    pub same_failure_streak: u32,
+    pub no_change_streak: u32,
+    pub harness_overrides: u32,
+    /// Files whose content changed since the loop started; `None` when unknown (not a git
+    /// repository, or git failed).
+    pub files_changed: Option<Vec<String>>,
+    pub at: Timestamp,
+}
+
+impl Receipt {
+    /// The receipt of `state` (the loop after its last stop).
+    pub fn of(
+        state: &LoopState,
+        outcome: ReasonCode,
+        now: Timestamp,
+        files_changed: Option<Vec<String>>,
+    ) -> Receipt {
+        let meta = &state.meta;
+        let elapsed = now.duration_since(meta.started_at);
+        Receipt {
+            outcome,
+            status: meta.status,
+            iterations: meta.iteration,
+            max_iterations: meta.settings.max_iterations,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(0),
+            verify_ms: meta.verify_total_ms,
+            same_failure_streak: meta.streaks.same_failure,
+            no_change_streak: meta.streaks.no_change,
+            harness_overrides: meta.harness_overrides,
+            files_changed,
+            at: now,
+        }
+    }
+
+    /// The receipt's lines, under a headline.
+    pub fn render(&self, headline: &str) -> String {
+        let mut out = format!(
+            "{headline}\n  receipt: {} · {}/{} iterations · {} elapsed · {} in verify",
+            self.outcome,
+            self.iterations,
+            self.max_iterations,
+            human_ms(self.elapsed_ms),
+            human_ms(self.verify_ms)
+        );
+        if self.same_failure_streak > 1 || self.no_change_streak > 0 {
+            out.push_str(&format!(
+                "\n  streaks: same failure ×{} · unchanged tree ×{}",
+                self.same_failure_streak, self.no_change_streak
+            ));
+        }
+        if self.harness_overrides > 0 {
+            out.push_str(&format!("\n  the host overrode {} block(s)", self.harness_overrides));
+        }
+        match &self.files_changed {
+            Some(files) if files.is_empty() => out.push_str("\n  changed: no files"),
+            Some(files) => {
+                let named: Vec<&str> = files.iter().take(NAMED_FILES).map(String::as_str).collect();
+                let more = files.len().saturating_sub(NAMED_FILES);
+                out.push_str(&format!(
+                    "\n  changed: {} file{}: {}{}",
+                    files.len(),
+                    if files.len() == 1 { "" } else { "s" },
+                    named.join(", "),
+                    if more > 0 { format!(", and {more} more") } else { String::new() }
+                ));
+            }
+            None => {}
+        }
+        if self.status == Status::Parked || self.outcome == ReasonCode::CapReached {
+            out.push_str("\n  go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::sample;
+
+    #[test]
+    fn renders_costs_streaks_files_and_how_to_go_on() {
+        let mut state = sample();
+        state.meta.iteration = 8;
+        state.meta.status = Status::Parked;
+        state.meta.verify_total_ms = 12_300;
+        state.meta.streaks.same_failure = 8;
+        let files = (0..10).map(|i| format!("src/f{i}.rs")).collect();
+        let now: Timestamp = "2026-11-22T03:12:03Z".parse().unwrap();
+        let text =
+            Receipt::of(&state, ReasonCode::SameFailures, now, Some(files)).render("for-loop: parked.");
+        assert!(
+            text.contains("receipt: same_failures · 8/30 iterations · 12m 03s elapsed · 12.3 s in verify"),
+            "{text}"
+        );
+        assert!(text.contains("same failure ×8"), "{text}");
+        assert!(text.contains("changed: 10 files: src/f0.rs, "), "{text}");
+        assert!(text.contains("and 2 more"), "{text}");
+        assert!(text.contains("/for-loop:resume"), "{text}");
+    }
+
+    #[test]
+    fn a_verified_loop_has_no_resume_line() {
+        let mut state = sample();
+        state.meta.status = Status::Ended;
+        let text =
+            Receipt::of(&state, ReasonCode::Verified, state.meta.started_at, Some(vec![])).render("done");
+        assert!(text.contains("changed: no files"), "{text}");
+        assert!(!text.contains("resume"), "{text}");
+    }
+}

@@ -1,0 +1,152 @@
+//! `loop-hook resume`: continue a parked loop, one that hit its cap, or one that was cancelled,
+//! with more iterations or time when it needs them.
+
+use crate::duration::parse_seconds;
+use crate::environment::Environment;
+use crate::ledger::LedgerEntry;
+use crate::lock::StateLock;
+use crate::outcome::Outcome;
+use crate::reason_code::ReasonCode;
+use crate::stall::Streaks;
+use crate::state::Status;
+use crate::stop_hook::LOCK_WAIT;
+use crate::store::Store;
+
+/// Iterations added when a loop at its cap is resumed without `--more`.
+const DEFAULT_MORE: u32 = 10;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeOptions {
+    pub more_iterations: Option<u32>,
+    pub more_time_secs: Option<u64>,
+}
+
+impl ResumeOptions {
+    /// Parses `[--more N] [--more-time DURATION]`, as typed after `/for-loop:resume`.
+    pub fn parse(text: &str) -> Result<ResumeOptions, String> {
+        let mut options = ResumeOptions::default();
+        let mut words = text.split_whitespace();
+        while let Some(word) = words.next() {
+            let (flag, inline) = match word.split_once('=') {
+                Some((flag, value)) => (flag, Some(value)),
+                None => (word, None),
+            };
+            let mut value = || inline.map(str::to_string).or_else(|| words.next().map(str::to_string));
+            match flag {
+                "--more" => {
+                    let n = value().ok_or("--more needs a number of iterations, e.g. --more 10")?;
+                    let n: u32 = n.parse().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
+                        format!("--more `{n}` is not valid: give a whole number from 1 to 10000")
+                    })?;
+                    options.more_iterations = Some(n);
+                }
+                "--more-time" => {
+                    let text = value().ok_or("--more-time needs a duration, e.g. --more-time 30m")?;
+                    let secs = parse_seconds(&text)
+                        .map_err(|why| format!("--more-time `{text}` is not valid: {why}"))?;
+                    options.more_time_secs = Some(secs);
+                }
+                other => {
+                    return Err(format!(
+                        "`{other}` is not a resume option: use --more N and --more-time DURATION"
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+pub fn run(env: &Environment, session_id: Option<&str>, options: &ResumeOptions) -> Outcome {
+    let Some(session_id) = session_id.filter(|s| !s.is_empty()).or(env.session_id()) else {
+        return Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).");
+    };
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+    };
+    let paths = store.paths(session_id);
+    if !paths.state.exists() {
+        return Outcome::refused("for-loop: no loop in this session to resume; start one with /for-loop.");
+    }
+    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
+    };
+    let mut state = match paths.load() {
+        Ok(Some(state)) => state,
+        Ok(None) => return Outcome::refused("for-loop: no loop in this session to resume."),
+        Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
+    };
+    let meta = &mut state.meta;
+    match (meta.status, meta.outcome) {
+        (Status::Active, _) => {
+            return Outcome::ok(format!(
+                "for-loop: the loop is already running (iteration {} of {}); it judges your next stop.",
+                meta.iteration, meta.settings.max_iterations
+            ));
+        }
+        (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
+            return Outcome::refused(
+                "for-loop: this loop ended because it was done. Start a new one with /for-loop.",
+            );
+        }
+        _ => {}
+    }
+    let was = meta.outcome.map_or("unknown".to_string(), |o| o.to_string());
+    // The stop that parked or ended the loop closed a turn; this resume opens the next one.
+    meta.iteration += 1;
+    let needed = meta.iteration.saturating_sub(meta.settings.max_iterations);
+    let more = options.more_iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
+    meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
+    if let Some(budget) = meta.settings.max_time_secs {
+        let spent = env.now.duration_since(meta.started_at).as_secs().max(0) as u64;
+        let extra = options.more_time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
+        meta.settings.max_time_secs = Some(budget.max(spent) + extra);
+    } else if let Some(extra) = options.more_time_secs {
+        let spent = env.now.duration_since(meta.started_at).as_secs().max(0) as u64;
+        meta.settings.max_time_secs = Some(spent + extra);
+    }
+    meta.status = Status::Active;
+    meta.outcome = None;
+    meta.receipt = None;
+    meta.last_blocked = false;
+    meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
+    meta.updated_at = env.now;
+    if let Err(e) = paths.save(&state) {
+        return Outcome::refused(format!("for-loop: could not resume: {e}"));
+    }
+    let entry = LedgerEntry {
+        detail: Some(format!("resumed after {was}")),
+        ..LedgerEntry::new(&state, env.now, "resume", ReasonCode::Resumed)
+    };
+    let _ = entry.append_to(&paths.ledger);
+    let meta = &state.meta;
+    Outcome::ok(format!(
+        "for-loop: resumed after {was}, now at iteration {} of {}{}.\n\nTask:\n{}\n\nWork on the task now; the \
+         loop judges your next stop as before.",
+        meta.iteration,
+        meta.settings.max_iterations,
+        meta.settings
+            .max_time_secs
+            .map_or(String::new(), |s| format!(", time budget {}", crate::duration::human_ms(s * 1_000))),
+        state.task.trim_end()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_resume_options() {
+        assert_eq!(ResumeOptions::parse("").unwrap(), ResumeOptions::default());
+        let o = ResumeOptions::parse("--more 5 --more-time=30m").unwrap();
+        assert_eq!((o.more_iterations, o.more_time_secs), (Some(5), Some(1_800)));
+        assert!(ResumeOptions::parse("--more").is_err());
+        assert!(ResumeOptions::parse("--more zero").is_err());
+        assert!(ResumeOptions::parse("--more 0").is_err());
+        assert!(ResumeOptions::parse("--more-time soon").is_err());
+        assert!(ResumeOptions::parse("please").unwrap_err().contains("not a resume option"));
+    }
+}
