@@ -1,5 +1,5 @@
-//! `loop-hook start`, `cancel`, `status`, `--help` and `--version`, run as the slash commands run
-//! them.
+//! `loop-hook start`, `cancel`, `status`, `resume`, `rollback`, `--help` and `--version`, run as
+//! the slash commands run them.
 
 use crate::util::{SESSION, TestEnv};
 
@@ -179,4 +179,83 @@ fn help_version_and_usage_errors() {
     let bad = env.run(&["frobnicate"], "");
     assert_eq!(bad.code, 2);
     assert!(bad.stdout.contains("unknown command `frobnicate`"), "{}", bad.stdout);
+}
+
+#[test]
+fn resume_continues_a_parked_loop_with_fresh_streaks() {
+    let env = TestEnv::new();
+    env.start("t --verify false --max-same-failures 2");
+    env.stop("a");
+    let parked = env.stop("b");
+    assert!(parked.system_message().contains("parked at iteration 2/30"), "{}", parked.stdout);
+    assert!(!env.stop("c").blocked(), "a parked loop judges nothing");
+    let run = env.run(&["resume", "--session", SESSION], "--more 5");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("resumed after same_failures, now at iteration 3 of 35"), "{}", run.stdout);
+    assert!(run.stdout.contains("Task:\nt\n"), "{}", run.stdout);
+    let next = env.stop("d");
+    assert!(next.blocked(), "{}", next.stdout);
+    assert!(next.system_message().starts_with("for-loop 4/35 · verify failed (exit 1, "), "{}", next.stdout);
+    let again = env.run(&["resume", "--session", SESSION], "");
+    assert!(again.stdout.contains("already running"), "{}", again.stdout);
+}
+
+#[test]
+fn resume_refuses_bad_options_and_finished_loops() {
+    let env = TestEnv::new();
+    let none = env.run(&["resume", "--session", SESSION], "");
+    assert_eq!(none.code, 1);
+    assert!(none.stdout.contains("no loop in this session"), "{}", none.stdout);
+    env.start("t --verify true");
+    env.stop("done");
+    let done = env.run(&["resume", "--session", SESSION], "");
+    assert!(done.stdout.contains("ended because it was done"), "{}", done.stdout);
+    let bad = env.run(&["resume", "--session", SESSION, "--exit-zero"], "--more lots");
+    assert_eq!(bad.code, 0, "--exit-zero");
+    assert!(bad.stdout.contains("--more `lots` is not valid"), "{}", bad.stdout);
+}
+
+#[test]
+fn resume_adds_iterations_to_a_loop_that_hit_its_cap() {
+    let env = TestEnv::new();
+    env.start("t --verify false --max-iterations 1");
+    assert!(!env.stop("x").blocked());
+    let run = env.run(&["resume", "--session", SESSION], "");
+    assert!(run.stdout.contains("resumed after cap_reached, now at iteration 2 of 11"), "{}", run.stdout);
+    assert!(env.stop("y").blocked());
+}
+
+#[test]
+fn checkpoints_are_taken_each_iteration_and_rollback_restores_one_after_confirming() {
+    let env = TestEnv::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").args(args).current_dir(&env.project).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    env.write("code.txt", "v1\n");
+    env.start("t --verify false --checkpoint");
+    assert!(env.stop("1").blocked());
+    env.write("code.txt", "v2\n");
+    env.write("extra.txt", "new\n");
+    assert!(env.stop("2").blocked());
+    let status_before = git(&["status", "--porcelain"]);
+
+    let list = env.run(&["rollback", "--session", SESSION], "");
+    assert!(list.stdout.contains("refs/for-loop/"), "{}", list.stdout);
+    let plan = env.run(&["rollback", "--session", SESSION], "1");
+    assert!(plan.stdout.contains("would restore:\n    code.txt"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("would delete:\n    extra.txt"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("Nothing was changed"), "{}", plan.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("code.txt")).unwrap(), "v2\n");
+
+    let done = env.run(&["rollback", "--session", SESSION], "1 --yes");
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("code.txt")).unwrap(), "v1\n");
+    assert!(!env.project.join("extra.txt").exists());
+    assert_ne!(git(&["status", "--porcelain"]), status_before);
+    assert_eq!(git(&["stash", "list"]), "", "the stash is untouched");
+    let unknown = env.run(&["rollback", "--session", SESSION], "99");
+    assert_eq!(unknown.code, 1);
 }

@@ -2,6 +2,7 @@
 //!
 //! - `cli`: `loop-hook` commands as a user or a slash command runs them (start, cancel, status).
 //! - `stop_hook`: Stop events piped into the binary, and the JSON it answers.
+//! - `guard`: PreToolUse events and the guard's deny JSON.
 //! - `faults`: bad input and broken surroundings; every one must allow the stop with a message.
 //! - `claude_code`: the real Claude Code CLI with this plugin, driven by a scripted model.
 
@@ -10,4 +11,5 @@ mod util;
 mod claude_code;
 mod cli;
 mod faults;
+mod guard;
 mod stop_hook;

@@ -377,4 +377,116 @@ mod tests {
         assert!(reason.contains("/state/sessions/sess-1/state.md"), "{reason}");
         assert!(reason.contains("boom"));
     }
+
+    #[test]
+    fn a_pass_does_not_count_while_the_oracle_is_changed() {
+        let state = with(Some("sh check.sh"), None, 1, 30);
+        let passed = outcome(Some(0), false, "");
+        let changes = [OracleChange { path: "check.sh".into(), kind: crate::oracle::ChangeKind::Modified }];
+        let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::OracleChanged);
+        let reason = reason(&decision);
+        assert!(reason.contains("check.sh (modified)"), "{reason}");
+        assert!(reason.contains("Verify passed, but that does not count"), "{reason}");
+        assert_eq!(
+            decision.system_message,
+            "for-loop 2/30 · the verify files were changed; passes do not count"
+        );
+        // Restored: the next pass counts.
+        let decision = decide(&decision.next, facts(Some(&passed), None));
+        assert_eq!(decision.code, ReasonCode::Verified);
+    }
+
+    #[test]
+    fn a_changed_oracle_with_a_failing_verify_shows_both() {
+        let state = with(Some("sh check.sh"), None, 1, 30);
+        let failed = outcome(Some(1), false, "boom");
+        let changes = [OracleChange { path: "tests/a.rs".into(), kind: crate::oracle::ChangeKind::Deleted }];
+        let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&failed), None) });
+        assert_eq!(decision.code, ReasonCode::OracleChanged);
+        assert!(reason(&decision).contains("boom"));
+        assert!(reason(&decision).contains("tests/a.rs (deleted)"));
+    }
+
+    #[test]
+    fn identical_failures_park_the_loop_with_a_receipt() {
+        let mut state = with(Some("false"), None, 1, 30);
+        state.meta.settings.max_same_failures = 3;
+        let failed = outcome(Some(1), false, "FAILED at 12:00:01");
+        let again = outcome(Some(1), false, "FAILED at 12:07:44");
+        let d1 = decide(&state, facts(Some(&failed), None));
+        let d2 = decide(&d1.next, facts(Some(&again), None));
+        assert!(reason(&d2).contains("Note: the same failure as last time (2 in a row)"), "{}", reason(&d2));
+        let d3 = decide(&d2.next, facts(Some(&failed), None));
+        assert_eq!(d3.code, ReasonCode::SameFailures);
+        assert_eq!(d3.verdict, Verdict::Allow);
+        assert_eq!(d3.next.meta.status, Status::Parked);
+        assert!(d3.system_message.contains("parked at iteration 3/30: the same failure 3 times in a row"));
+        assert!(d3.system_message.contains("/for-loop:resume"), "{}", d3.system_message);
+        assert_eq!(d3.receipt.as_ref().map(|r| r.outcome), Some(ReasonCode::SameFailures));
+        assert_eq!(d3.next.meta.receipt, d3.receipt);
+    }
+
+    #[test]
+    fn an_unchanged_working_tree_parks_the_loop() {
+        let mut state = with(Some("false"), None, 1, 30);
+        state.meta.settings.max_same_failures = 2;
+        let mut decision =
+            decide(&state, StopFacts { tree: Some("t"), ..facts(Some(&outcome(Some(1), false, "a")), None) });
+        for output in ["b", "c"] {
+            decision = decide(
+                &decision.next,
+                StopFacts { tree: Some("t"), ..facts(Some(&outcome(Some(1), false, output)), None) },
+            );
+        }
+        assert_eq!(decision.code, ReasonCode::NoProgress);
+        assert_eq!(decision.next.meta.status, Status::Parked);
+    }
+
+    #[test]
+    fn a_spent_time_budget_parks_the_loop() {
+        let mut state = with(Some("false"), None, 1, 30);
+        state.meta.settings.max_time_secs = Some(600);
+        let failed = outcome(Some(1), false, "");
+        // The facts' clock is 12m 03s after the start.
+        let decision = decide(&state, facts(Some(&failed), None));
+        assert_eq!(decision.code, ReasonCode::TimeBudget);
+        assert!(
+            decision.system_message.contains("the time budget of 10m 00s is spent"),
+            "{}",
+            decision.system_message
+        );
+        state.meta.settings.max_time_secs = Some(3_600);
+        assert_eq!(decide(&state, facts(Some(&failed), None)).code, ReasonCode::VerifyFailed);
+    }
+
+    #[test]
+    fn a_stop_that_ignored_our_block_is_a_harness_override() {
+        let state = with(Some("false"), None, 1, 30);
+        let failed = outcome(Some(1), false, "");
+        let blocked =
+            decide(&state, StopFacts { stop_hook_active: Some(false), ..facts(Some(&failed), None) });
+        assert!(!blocked.harness_override, "the first stop follows no block");
+        let honoured =
+            decide(&blocked.next, StopFacts { stop_hook_active: Some(true), ..facts(Some(&failed), None) });
+        assert!(!honoured.harness_override);
+        let overridden =
+            decide(&honoured.next, StopFacts { stop_hook_active: Some(false), ..facts(Some(&failed), None) });
+        assert!(overridden.harness_override);
+        assert_eq!(overridden.next.meta.harness_overrides, 1);
+        let unknown =
+            decide(&honoured.next, StopFacts { stop_hook_active: None, ..facts(Some(&failed), None) });
+        assert!(!unknown.harness_override, "hosts without the flag never report an override");
+    }
+
+    #[test]
+    fn toolless_turns_are_named_in_the_reinjection() {
+        let state = with(Some("false"), None, 1, 30);
+        let failed = outcome(Some(1), false, "x");
+        let mut decision = decide(&state, StopFacts { tool_uses: Some(0), ..facts(Some(&failed), None) });
+        for _ in 0..2 {
+            decision = decide(&decision.next, StopFacts { tool_uses: Some(0), ..facts(Some(&failed), None) });
+        }
+        assert!(reason(&decision).contains("Your last 3 turns used no tools"), "{}", reason(&decision));
+    }
 }

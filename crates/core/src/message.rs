@@ -37,6 +37,10 @@ pub fn reinjection(
         settings.max_iterations,
         criterion(state)
     );
+    // The changed check comes first: it is why this stop is blocked whatever verify said.
+    if !oracle_changes.is_empty() {
+        status.push_str(&oracle_notice(oracle_changes, state_path));
+    }
     let mut advice = String::new();
     match (code, verify) {
         (ReasonCode::VerifyTimedOut, Some(_)) => {
@@ -91,9 +95,6 @@ pub fn reinjection(
             ));
         }
     }
-    if !oracle_changes.is_empty() {
-        status.push_str(&oracle_notice(oracle_changes, state_path));
-    }
     let streak_advice = meta.streaks.advice(&settings.escalation);
     if !streak_advice.is_empty() {
         advice = format!("{streak_advice}\n{advice}");
@@ -117,9 +118,9 @@ pub fn reinjection(
 
     let mut reason = task;
     reason.push_str(&status);
-    if let Some(outcome) =
-        verify.filter(|_| matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut))
-    {
+    let show_output =
+        matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
+    if let Some(outcome) = verify.filter(|o| show_output && !o.passed()) {
         let used = reason.chars().count() + advice.chars().count() + 40;
         let excerpt = outcome.output.excerpt(REASON_BUDGET.saturating_sub(used));
         let fence = fence_for(&excerpt);

@@ -171,11 +171,13 @@ impl WorkTree {
             Err(e) => Err(e),
         };
         // `--show-toplevel` fails in a bare repository and inside `.git`: no work tree there.
-        match (ask("--show-toplevel"), ask("--absolute-git-dir")) {
-            (Ok(Some(root)), Ok(Some(git_dir))) => {
-                WorkTree { root, repo: Some(Repo { git_dir }), git_missing: false }
-            }
-            (Err(WorkTreeError::GitNotFound), _) => plain(true),
+        let root = match ask("--show-toplevel") {
+            Ok(Some(root)) => root,
+            Ok(None) => return plain(false),
+            Err(e) => return plain(matches!(e, WorkTreeError::GitNotFound)),
+        };
+        match ask("--absolute-git-dir") {
+            Ok(Some(git_dir)) => WorkTree { root, repo: Some(Repo { git_dir }), git_missing: false },
             _ => plain(false),
         }
     }
@@ -420,8 +422,8 @@ impl TempIndex {
             .map_err(io_error("could not locate the temporary git index"))?;
         if seeded {
             let real = repo.git_dir.join("index");
-            match fs::copy(&real, &path) {
-                Ok(_) => {}
+            match copy_keeping_mtime(&real, &path) {
+                Ok(()) => {}
                 // A repository nothing was ever staged in has no index yet.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_error(format!("could not copy {}", real.display()))(e)),
@@ -429,6 +431,16 @@ impl TempIndex {
         }
         Ok(TempIndex { path, _dir: dir })
     }
+}
+
+/// Copies an index with its modification time. Git trusts an entry's stat data only when the
+/// file was modified before the index was written (by mtime); for the others, "racily clean", it
+/// compares content. A copy dated now would make an edit of the same size in the same second as
+/// the user's last `git add` look unchanged.
+fn copy_keeping_mtime(from: &Path, to: &Path) -> io::Result<()> {
+    fs::copy(from, to)?;
+    let modified = fs::metadata(from)?.modified()?;
+    fs::File::options().write(true).open(to)?.set_modified(modified)
 }
 
 /// Runs `git -C <dir> <args>` with the repository-pointing variables cleared, stdin closed (or
@@ -709,6 +721,28 @@ mod tests {
         assert!(tree.changed_files(&added, &added).unwrap().is_empty());
         assert!(!is_approximate(&added));
         assert!(no_temp_index_left(dir.path()));
+    }
+
+    #[test]
+    fn an_edit_git_has_to_compare_by_content_is_seen() {
+        let dir = repo(&[("a.txt", "v1")]);
+        let path = dir.path();
+        let set_mtime = |file: &str, time| {
+            fs::File::options().write(true).open(path.join(file)).unwrap().set_modified(time).unwrap();
+        };
+        // The racy case, shifted into the past so that it does not depend on the clock: the
+        // index was written no later than the file's last change, and the edit keeps the size
+        // and mtime it had when staged. Only a comparison of content can see it.
+        git(path, &["config", "core.trustctime", "false"]);
+        let staged = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+        set_mtime("a.txt", staged);
+        git(path, &["add", "a.txt"]);
+        set_mtime(".git/index", staged - std::time::Duration::from_secs(10));
+        let start = WorkTree::open(path).fingerprint().unwrap();
+
+        write(path, "a.txt", "v2");
+        set_mtime("a.txt", staged);
+        assert_ne!(WorkTree::open(path).fingerprint().unwrap(), start);
     }
 
     #[test]

@@ -1,0 +1,79 @@
+//! `loop-hook guard`: PreToolUse events piped into the binary, and its deny JSON.
+
+use serde_json::{Value, json};
+
+use crate::util::{SESSION, TestEnv};
+
+fn pre_tool_use(env: &TestEnv, session: &str, tool: &str, input: Value) -> String {
+    let event = json!({
+        "session_id": session,
+        "transcript_path": env.project.join("t.jsonl"),
+        "cwd": env.project,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "toolu_1",
+    });
+    let run = env.run(&["guard"], event.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
+}
+
+fn denied(stdout: &str) -> Option<String> {
+    let json: Value = serde_json::from_str(stdout).ok()?;
+    assert_eq!(json["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(json["hookSpecificOutput"]["permissionDecision"], "deny");
+    json["hookSpecificOutput"]["permissionDecisionReason"].as_str().map(str::to_string)
+}
+
+#[test]
+fn without_a_loop_every_tool_call_passes_silently() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1");
+    assert_eq!(pre_tool_use(&env, SESSION, "Bash", json!({"command": "rm check.sh"})), "");
+    assert_eq!(env.run(&["guard"], "not json").stdout, "");
+    assert_eq!(env.run(&["guard"], "").stdout, "");
+}
+
+#[test]
+fn edits_of_the_verify_script_and_protected_paths_are_denied_while_the_loop_runs() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    std::fs::create_dir_all(env.project.join("tests")).unwrap();
+    env.write("tests/a.test", "a");
+    env.start("t --verify \"sh check.sh\" --protect tests");
+    let check = env.project.join("check.sh").display().to_string();
+    let reason =
+        denied(&pre_tool_use(&env, SESSION, "Write", json!({"file_path": check, "content": "exit 0"})))
+            .unwrap();
+    assert!(reason.contains("`check.sh` is part of this loop's verify check"), "{reason}");
+    assert!(
+        denied(&pre_tool_use(
+            &env,
+            SESSION,
+            "Edit",
+            json!({"file_path": "tests/a.test", "old_string": "a", "new_string": "b"})
+        ))
+        .is_some()
+    );
+    assert!(
+        denied(&pre_tool_use(&env, SESSION, "Bash", json!({"command": "echo 'exit 0' > check.sh"})))
+            .is_some()
+    );
+    assert!(denied(&pre_tool_use(&env, SESSION, "Bash", json!({"command": "loop-hook cancel"}))).is_some());
+    assert_eq!(pre_tool_use(&env, SESSION, "Write", json!({"file_path": "src.sh", "content": "x"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Bash", json!({"command": "sh check.sh"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Read", json!({"file_path": check})), "");
+    assert_eq!(
+        pre_tool_use(&env, "another-session", "Bash", json!({"command": "rm check.sh"})),
+        "",
+        "other sessions are not guarded"
+    );
+    env.run(&["cancel", "--session", SESSION], "");
+    assert_eq!(
+        pre_tool_use(&env, SESSION, "Bash", json!({"command": "rm check.sh"})),
+        "",
+        "an ended loop guards nothing"
+    );
+}
