@@ -5,30 +5,22 @@
 
 use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
-use crate::lock::StateLock;
 use crate::message::headline;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
+use crate::session;
 use crate::state::Status;
-use crate::stop_hook::LOCK_WAIT;
-use crate::store::Store;
 
 pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
-    let Some(session_id) = session_id.filter(|s| !s.is_empty()).or(env.session_id()) else {
-        return Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).");
+    let paths = match session::loop_paths(env, session_id) {
+        Ok(Some(paths)) => paths,
+        Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
+        Err(refusal) => return refusal,
     };
-    let store = match Store::locate(env) {
-        Ok(store) => store,
-        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
-    };
-    let paths = store.paths(session_id);
-    if !paths.state.exists() {
-        return Outcome::ok("for-loop: no loop in this session; nothing to cancel.");
-    }
-    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+    let _lock = match session::locked(&paths, "cancel") {
         Ok(lock) => lock,
-        Err(e) => return Outcome::refused(format!("for-loop: could not cancel: {e}")),
+        Err(refusal) => return refusal,
     };
     let mut state = match paths.load() {
         Ok(Some(state)) => state,

@@ -28,6 +28,7 @@ pub mod request;
 pub mod resume;
 pub mod reverse_lines;
 pub mod rollback;
+pub mod session;
 pub mod stall;
 pub mod start;
 pub mod state;

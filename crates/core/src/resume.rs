@@ -4,13 +4,11 @@
 use crate::duration::parse_seconds;
 use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
-use crate::lock::StateLock;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
+use crate::session;
 use crate::stall::Streaks;
 use crate::state::Status;
-use crate::stop_hook::LOCK_WAIT;
-use crate::store::Store;
 
 /// Iterations added when a loop at its cap is resumed without `--more`.
 const DEFAULT_MORE: u32 = 10;
@@ -58,20 +56,16 @@ impl ResumeOptions {
 }
 
 pub fn run(env: &Environment, session_id: Option<&str>, options: &ResumeOptions) -> Outcome {
-    let Some(session_id) = session_id.filter(|s| !s.is_empty()).or(env.session_id()) else {
-        return Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).");
+    let paths = match session::loop_paths(env, session_id) {
+        Ok(Some(paths)) => paths,
+        Ok(None) => {
+            return Outcome::refused("for-loop: no loop in this session to resume; start one with /for-loop.");
+        }
+        Err(refusal) => return refusal,
     };
-    let store = match Store::locate(env) {
-        Ok(store) => store,
-        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
-    };
-    let paths = store.paths(session_id);
-    if !paths.state.exists() {
-        return Outcome::refused("for-loop: no loop in this session to resume; start one with /for-loop.");
-    }
-    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+    let _lock = match session::locked(&paths, "resume") {
         Ok(lock) => lock,
-        Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
+        Err(refusal) => return refusal,
     };
     let mut state = match paths.load() {
         Ok(Some(state)) => state,

@@ -3,7 +3,7 @@
 
 use crate::environment::Environment;
 use crate::outcome::Outcome;
-use crate::store::Store;
+use crate::session;
 use crate::worktree::WorkTree;
 
 /// Files a plan names before it only counts them.
@@ -27,14 +27,11 @@ pub fn run(env: &Environment, session_id: Option<&str>, text: &str) -> Outcome {
             },
         }
     }
-    let Some(session_id) = session_id.filter(|s| !s.is_empty()).or(env.session_id()) else {
-        return Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).");
-    };
-    let state = match Store::locate(env).map(|store| store.paths(session_id).load()) {
-        Ok(Ok(Some(state))) => state,
-        Ok(Ok(None)) => return Outcome::refused("for-loop: no loop in this session."),
-        Ok(Err(e)) => return Outcome::refused(format!("for-loop: {e}")),
-        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+    let state = match session::loop_paths(env, session_id).map(|paths| paths.map(|p| p.load())) {
+        Ok(Some(Ok(Some(state)))) => state,
+        Ok(None | Some(Ok(None))) => return Outcome::refused("for-loop: no loop in this session."),
+        Ok(Some(Err(e))) => return Outcome::refused(format!("for-loop: {e}")),
+        Err(refusal) => return refusal,
     };
     let tree = WorkTree::open(&state.meta.cwd);
     let loop_id = &state.meta.loop_id;
