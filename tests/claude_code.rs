@@ -334,6 +334,8 @@ fn cancel_releases_the_loop_at_once_and_status_reports_it() {
     let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
     assert!(shown.contains("is active, iteration"), "{shown}\n{}", status.dump());
     assert!(shown.contains("recent stops:"), "{shown}");
+    // The block cap of 1 ended the first run against our block: seen at the next prompt's stop.
+    assert!(world.ledger_reasons(SESSION_A).contains(&"harness_override".to_string()), "{}", status.dump());
     assert_eq!(model.main_requests().len(), 4, "{}", status.dump());
 
     let cancel = world.run(&model, SESSION_A, "/cancel-loop", &["--resume", SESSION_A]);
