@@ -59,7 +59,9 @@ pub fn run(env: &Environment, session_id: Option<&str>, options: &ResumeOptions)
     let paths = match session::loop_paths(env, session_id) {
         Ok(Some(paths)) => paths,
         Ok(None) => {
-            return Outcome::refused("for-loop: no loop in this session to resume; start one with /for-loop.");
+            return Outcome::refused(
+                "for-loop: no loop in this session to resume; start one with /for-loop.",
+            );
         }
         Err(refusal) => return refusal,
     };

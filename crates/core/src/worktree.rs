@@ -6,8 +6,9 @@
 //! which rewrites files and nothing else. A fingerprint is then the id of the tree `git add -A`
 //! would stage, so ignored files (build output, dependencies) do not count as changes, and two
 //! fingerprints can be compared file by file. Checkpoints are commits under
-//! `refs/for-loop/<loop-id>/<n>`: outside `refs/heads`, so no branch, log or push of a branch sees
-//! them, yet they keep their objects from `git gc`.
+//! `refs/for-loop/<loop-id>/<n>`: outside `refs/heads`, so no branch moves and neither a clone nor
+//! a push of branches carries them (`git log --all` and `push --mirror` do see them), yet they keep
+//! their objects from `git gc`.
 //!
 //! Outside git there are no ignore rules to go by, so the fingerprint is a walk hashing each
 //! file's path, length, modification time (and mode, on Unix). It skips hidden directories
