@@ -6,6 +6,10 @@ use std::path::PathBuf;
 
 use jiff::Timestamp;
 
+/// Where hosts put the session id, first found wins.
+const SESSION_VARS: [&str; 4] =
+    ["CLAUDE_CODE_SESSION_ID", "FOR_LOOP_SESSION_ID", "GEMINI_SESSION_ID", "CODEX_THREAD_ID"];
+
 /// Variables, working directory and time as the process sees them.
 #[derive(Debug, Clone)]
 pub struct Environment {
@@ -38,8 +42,34 @@ impl Environment {
         self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
-    /// The session id the host exports to hooks and commands, when it does.
+    /// The session id the host exports to hooks and commands, when it does: Claude Code to both,
+    /// Gemini CLI to hooks only (`GEMINI_SESSION_ID`), Codex to the shell commands the agent runs
+    /// (`CODEX_THREAD_ID`, the `session_id` of its hook events). Antigravity, Cursor and Copilot
+    /// CLI export none; their start commands pass `--session` or `FOR_LOOP_SESSION_ID`.
     pub fn session_id(&self) -> Option<&str> {
-        ["CLAUDE_CODE_SESSION_ID", "FOR_LOOP_SESSION_ID"].into_iter().find_map(|name| self.var(name))
+        SESSION_VARS.into_iter().find_map(|name| self.var(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Environment {
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Environment::new(vars, PathBuf::from("/"), Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn session_id_from_each_host() {
+        assert_eq!(with(&[]).session_id(), None);
+        assert_eq!(with(&[("CODEX_THREAD_ID", "c")]).session_id(), Some("c"));
+        assert_eq!(with(&[("GEMINI_SESSION_ID", "g"), ("CODEX_THREAD_ID", "c")]).session_id(), Some("g"));
+        assert_eq!(with(&[("FOR_LOOP_SESSION_ID", "f"), ("GEMINI_SESSION_ID", "g")]).session_id(), Some("f"));
+        assert_eq!(
+            with(&[("CLAUDE_CODE_SESSION_ID", "a"), ("FOR_LOOP_SESSION_ID", "f")]).session_id(),
+            Some("a")
+        );
+        assert_eq!(with(&[("CLAUDE_CODE_SESSION_ID", ""), ("CODEX_THREAD_ID", "c")]).session_id(), Some("c"));
     }
 }

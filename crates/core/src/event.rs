@@ -59,8 +59,10 @@ pub fn read_bounded(reader: impl Read) -> Result<Vec<u8>, EventError> {
     Ok(bytes)
 }
 
-/// Parses bytes into a JSON object.
+/// Parses bytes into a JSON object. A leading UTF-8 byte order mark is skipped: Cursor has been
+/// measured sending one, and serde would otherwise reject the whole event.
 pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, EventError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(EventError::Empty);
     }
@@ -93,6 +95,44 @@ impl Fields<'_> {
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(_) => Err(EventError::WrongType { field, expected: "true or false" }),
         }
+    }
+
+    /// A non-negative integer (counters such as Cursor's `loop_count`).
+    pub fn count(&self, field: &'static str) -> Result<Option<u64>, EventError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => {
+                value.as_u64().map(Some).ok_or(EventError::WrongType { field, expected: "a count" })
+            }
+        }
+    }
+
+    /// The first entry of an array of strings (`workspace_roots`, `workspacePaths`).
+    pub fn first_of_strings(&self, field: &'static str) -> Result<Option<String>, EventError> {
+        let wrong = EventError::WrongType { field, expected: "an array of strings" };
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => match items.first() {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.is_empty())),
+                Some(_) => Err(wrong),
+            },
+            Some(_) => Err(wrong),
+        }
+    }
+
+    /// A nested object, for hosts whose events group fields (Antigravity's snake_case dialect).
+    pub fn object(&self, field: &'static str) -> Result<Option<Fields<'_>>, EventError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(map)) => Ok(Some(Fields(map))),
+            Some(_) => Err(EventError::WrongType { field, expected: "an object" }),
+        }
+    }
+
+    /// Whether any of `fields` is present (even as `null`): how a payload shows which host sent it.
+    pub fn has_any(&self, fields: &[&str]) -> bool {
+        fields.iter().any(|field| self.0.contains_key(*field))
     }
 }
 
@@ -166,6 +206,32 @@ mod tests {
             claude(r#"{"session_id":"s","hook_event_name":"SubagentStop"}"#),
             Err(EventError::Foreign("not a Stop event"))
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let object = parse_object(b"\xEF\xBB\xBF{\"a\":1}").unwrap();
+        assert_eq!(object["a"], 1);
+        assert_eq!(parse_object(b"\xEF\xBB\xBF"), Err(EventError::Empty));
+    }
+
+    #[test]
+    fn typed_accessors() {
+        let object =
+            parse_object(br#"{"n":3,"neg":-1,"roots":["/a","/b"],"empty":[],"bad":[1],"o":{"k":"v"}}"#)
+                .unwrap();
+        let fields = Fields(&object);
+        assert_eq!(fields.count("n"), Ok(Some(3)));
+        assert_eq!(fields.count("missing"), Ok(None));
+        assert!(fields.count("neg").is_err());
+        assert_eq!(fields.first_of_strings("roots"), Ok(Some("/a".into())));
+        assert_eq!(fields.first_of_strings("empty"), Ok(None));
+        assert!(fields.first_of_strings("bad").is_err());
+        assert!(fields.first_of_strings("n").is_err());
+        assert_eq!(fields.object("o").unwrap().unwrap().string("k"), Ok(Some("v".into())));
+        assert!(fields.object("n").is_err());
+        assert!(fields.has_any(&["x", "n"]));
+        assert!(!fields.has_any(&["x"]));
     }
 
     #[test]

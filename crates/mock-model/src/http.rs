@@ -183,6 +183,16 @@ impl Response {
         }
     }
 
+    /// A complete `text/event-stream` body.
+    pub fn sse(body: Vec<u8>) -> Response {
+        Response {
+            status: 200,
+            content_type: "text/event-stream",
+            headers: vec![("cache-control", "no-cache".to_owned())],
+            body,
+        }
+    }
+
     /// An error in the shape the Anthropic SDKs parse.
     pub fn error(status: u16, kind: &str, message: &str) -> Response {
         Response::json(

@@ -1,7 +1,9 @@
-//! A scripted, offline stand-in for the Anthropic Messages API, to drive the real Claude Code CLI
-//! in tests and the demo.
+//! A scripted, offline stand-in for model APIs, to drive real agent CLIs in tests and the demo:
+//! the Anthropic Messages API (Claude Code), the Gemini API (Gemini CLI) and the OpenAI Responses
+//! API (Codex). One server answers all three; the path picks the dialect ([`Api`]).
 //!
-//! Point the CLI at [`MockModel::base_url`] with `ANTHROPIC_BASE_URL`. Each request of the agent's
+//! Point the CLI at [`MockModel::base_url`]: `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, or a
+//! Codex model provider whose `base_url` is `<base_url>/v1`. Each request of the agent's
 //! own loop (a `POST /v1/messages` whose body has a non-empty `tools` array) gets the next
 //! [`Step`] of the [`Script`]: a final text, or one tool call whose result comes back in the next
 //! request. Side requests (session titles, summaries) get a short filler text and consume
@@ -23,9 +25,11 @@
 //! The server is plain blocking std networking, a thread per connection, bound to the loopback
 //! on a free port; it stops when the [`MockModel`] is dropped.
 
+mod gemini;
 mod http;
 mod record;
 mod reply;
+mod responses;
 mod script;
 
 use std::collections::HashMap;
@@ -39,7 +43,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
-pub use record::{Recorded, Served, ToolResult};
+pub use record::{Api, Recorded, Served, ToolResult};
 pub use script::{Script, Step};
 
 use http::{Request, Response};
@@ -265,7 +269,8 @@ impl Shared {
         let mut state = self.state();
         state.replies += 1;
         let serial = state.replies;
-        let (served, is_main, mut response) = match (request.method.as_str(), request.path()) {
+        let path = request.path();
+        let (api, served, is_main, mut response) = match (request.method.as_str(), path) {
             ("POST", "/v1/messages") => match &body {
                 Ok(body) => {
                     let is_main = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
@@ -281,28 +286,79 @@ impl Shared {
                         content,
                     };
                     let response = if body["stream"] == true {
-                        Response {
-                            status: 200,
-                            content_type: "text/event-stream",
-                            headers: vec![("cache-control", "no-cache".to_owned())],
-                            body: reply.sse(),
-                        }
+                        Response::sse(reply.sse())
                     } else {
                         Response::json(200, &reply.message())
                     };
-                    (served, is_main, response)
+                    (Api::Messages, served, is_main, response)
                 }
-                Err(message) => {
-                    (Served::BadRequest, false, Response::error(400, "invalid_request_error", message))
-                }
+                Err(message) => (
+                    Api::Messages,
+                    Served::BadRequest,
+                    false,
+                    Response::error(400, "invalid_request_error", message),
+                ),
             },
             ("POST", "/v1/messages/count_tokens") => match &body {
-                Ok(_) => (Served::CountTokens, false, Response::json(200, &json!({"input_tokens": 1}))),
-                Err(message) => {
-                    (Served::BadRequest, false, Response::error(400, "invalid_request_error", message))
+                Ok(_) => (
+                    Api::Messages,
+                    Served::CountTokens,
+                    false,
+                    Response::json(200, &json!({"input_tokens": 1})),
+                ),
+                Err(message) => (
+                    Api::Messages,
+                    Served::BadRequest,
+                    false,
+                    Response::error(400, "invalid_request_error", message),
+                ),
+            },
+            ("POST", "/v1/responses") => match &body {
+                Ok(body) => {
+                    let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
+                    let is_main = !tools.is_empty();
+                    let (served, step) = if is_main {
+                        state.next_step()
+                    } else {
+                        (Served::Filler, Some(Step::Text(FILLER_TEXT.into())))
+                    };
+                    let item = responses::item(step.as_ref(), EXHAUSTED_TEXT, tools, serial);
+                    let model = body["model"].as_str().unwrap_or("mock-model");
+                    (Api::Responses, served, is_main, Response::sse(responses::sse(item, model, serial)))
                 }
+                Err(message) => (
+                    Api::Responses,
+                    Served::BadRequest,
+                    false,
+                    Response::error(400, "invalid_request_error", message),
+                ),
+            },
+            ("POST", path) if path.starts_with("/v1beta/models/") && path.contains(':') => match &body {
+                Ok(body) => {
+                    let streaming = path.ends_with(":streamGenerateContent");
+                    let is_main = streaming && gemini::is_main(body);
+                    let (served, step) = if is_main {
+                        state.next_step()
+                    } else {
+                        (Served::Filler, Some(Step::Text(gemini::filler(body, FILLER_TEXT).into())))
+                    };
+                    let part = gemini::part(step.as_ref(), EXHAUSTED_TEXT);
+                    let response = if streaming {
+                        Response::sse(gemini::sse(part))
+                    } else {
+                        Response::json(200, &gemini::response(part))
+                    };
+                    (Api::Gemini, served, is_main, response)
+                }
+                Err(message) => (
+                    Api::Gemini,
+                    Served::BadRequest,
+                    false,
+                    Response::error(400, "INVALID_ARGUMENT", message),
+                ),
             },
             (method, path) => (
+                Api::Messages,
                 Served::NotFound,
                 false,
                 Response::error(
@@ -314,6 +370,7 @@ impl Shared {
         };
         response.headers.push(("request-id", format!("req_mock_{serial}")));
         let recorded = Recorded {
+            api,
             method: request.method.clone(),
             path: request.path().to_owned(),
             query: request.query().map(str::to_owned),
@@ -331,6 +388,17 @@ impl Shared {
 }
 
 impl State {
+    /// The next step for a main request of any dialect; `None` once the script has run out.
+    fn next_step(&mut self) -> (Served, Option<Step>) {
+        match self.steps.get(self.next_step).cloned() {
+            None => (Served::Exhausted, None),
+            Some(step) => {
+                self.next_step += 1;
+                (Served::Step(self.next_step - 1), Some(step))
+            }
+        }
+    }
+
     fn next_main_content(&mut self, serial: u64) -> (Served, Content) {
         let Some(step) = self.steps.get(self.next_step) else {
             return (Served::Exhausted, Content::Text(EXHAUSTED_TEXT.to_owned()));

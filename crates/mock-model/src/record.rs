@@ -19,9 +19,21 @@ pub enum Served {
     BadRequest,
 }
 
+/// Which API a request spoke, by its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// Anthropic Messages, `/v1/messages` (Claude Code). Unknown paths are recorded as this.
+    Messages,
+    /// Gemini, `/v1beta/models/<model>:…` (Gemini CLI).
+    Gemini,
+    /// OpenAI Responses, `/v1/responses` (Codex).
+    Responses,
+}
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    pub api: Api,
     pub method: String,
     /// The path without its query string.
     pub path: String,
@@ -60,10 +72,14 @@ impl Recorded {
     ///
     /// The CLI may fold reminders into the same message, so assert with `contains`.
     pub fn last_user_text(&self) -> Option<String> {
-        self.last_user_message().map(|message| content_text(&message["content"]))
+        match self.api {
+            Api::Messages => self.last_user_message().map(|message| content_text(&message["content"])),
+            Api::Gemini => crate::gemini::last_user_text(&self.body),
+            Api::Responses => crate::responses::last_user_text(&self.body),
+        }
     }
 
-    /// The tool results in the last user message.
+    /// The tool results in the last user message (Messages API requests only).
     pub fn tool_results(&self) -> Vec<ToolResult> {
         let Some(blocks) = self.last_user_message().and_then(|m| m["content"].as_array()) else {
             return Vec::new();
@@ -111,6 +127,7 @@ mod tests {
 
     fn recorded(body: Value) -> Recorded {
         Recorded {
+            api: Api::Messages,
             method: "POST".into(),
             path: "/v1/messages".into(),
             query: None,

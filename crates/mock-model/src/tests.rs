@@ -329,3 +329,70 @@ fn log_lines_skip_reminders() {
     assert_eq!(without_reminders("a<system-reminder>b"), "a");
     assert_eq!(without_reminders("plain"), "plain");
 }
+
+/// The `data:` payloads of an event stream whose events may have no `event:` line (Gemini).
+fn data_events(reply: &Reply) -> Vec<Value> {
+    let text = std::str::from_utf8(&reply.body).unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn gemini_main_requests_take_steps_and_side_requests_do_not() {
+    let model = MockModel::start(Script::new().bash("touch x").text("done")).unwrap();
+    let mut client = Client::connect(model.addr());
+    let main = json!({
+        "contents": [{"role": "user", "parts": [{"text": "task"}]}],
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command"}]}],
+    });
+    let path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    let reply = client.post(path, &main);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let events = data_events(&reply);
+    assert_eq!(events.len(), 1);
+    let part = &events[0]["candidates"][0]["content"]["parts"][0];
+    assert_eq!(part["functionCall"]["name"], "run_shell_command");
+    assert_eq!(part["functionCall"]["args"]["command"], "touch x");
+
+    let router = json!({"contents": [], "generationConfig": {"responseMimeType": "application/json"}});
+    let side = client.post("/v1beta/models/gemini-2.5-flash-lite:generateContent", &router).json();
+    assert_eq!(side["candidates"][0]["content"]["parts"][0]["text"], "{}");
+
+    let reply = client.post(path, &main);
+    assert_eq!(data_events(&reply)[0]["candidates"][0]["content"]["parts"][0]["text"], "done");
+    let recorded = model.main_requests();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[0].api, Api::Gemini);
+    assert_eq!(recorded[0].last_user_text().unwrap(), "task");
+    assert_eq!(model.steps_served(), 2);
+}
+
+#[test]
+fn responses_requests_stream_items_for_the_declared_shell_tool() {
+    let model = MockModel::start(Script::new().bash("touch x").text("done")).unwrap();
+    let mut client = Client::connect(model.addr());
+    let body = json!({
+        "model": "gpt-5",
+        "stream": true,
+        "tools": [{"type": "function", "name": "exec_command"}],
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "task"}]}],
+    });
+    let reply = client.post("/v1/responses", &body);
+    let events = reply.events();
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["response.created", "response.output_item.done", "response.completed"]);
+    let item = &events[1].1["item"];
+    assert_eq!(item["type"], "function_call");
+    assert_eq!(item["name"], "exec_command");
+    assert_eq!(item["arguments"], r#"{"cmd":"touch x"}"#);
+    let text = client.post("/v1/responses", &body).events()[1].1["item"].clone();
+    assert_eq!(text["content"][0]["text"], "done");
+    let exhausted = client.post("/v1/responses", &body).events()[1].1["item"].clone();
+    assert_eq!(exhausted["content"][0]["text"], EXHAUSTED_TEXT);
+    let recorded = model.main_requests();
+    assert_eq!(recorded[0].api, Api::Responses);
+    assert_eq!(recorded[0].last_user_text().unwrap(), "task");
+    assert_eq!(model.exhausted_requests(), 1);
+}

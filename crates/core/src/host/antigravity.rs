@@ -1,0 +1,184 @@
+//! Google Antigravity 2.x (`agy` CLI, IDE, desktop app), `Stop` event.
+//!
+//! Input is camelCase with no event name: `conversationId`, `workspacePaths[]`, `transcriptPath`,
+//! and for `Stop` only `executionNum`, `terminationReason`, `error`, `fullyIdle`. A snake_case
+//! nested dialect (`common.conversation_id`, `stop_hook_args.fully_idle`, `termination_reason`)
+//! has been seen too; both are read.
+//!
+//! Output: `{"decision":"continue","reason":P}` keeps the agent working (P arrives as a system
+//! message); `{"decision":"stop"}` lets it stop. A decision is required, so even a refused or
+//! unreadable event gets `{"decision":"stop"}`. There is no field shown to the user, so an
+//! allow's message is not printed.
+//!
+//! Antigravity has no `stop_hook_active` and no cap of its own, and its `Stop` also fires when a
+//! run ends on an error, a cancel or with background tasks still running. Only a normal, fully
+//! idle turn end is judged; any other is refused, so it neither continues nor uses an iteration.
+//! The hook's working directory is the hooks.json folder, never the project: the project is
+//! `workspacePaths[0]`.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::{Host, foreign_marker, object_line};
+use crate::event::{EventError, Fields, StopEvent};
+use crate::hook_response::HookResponse;
+
+/// Fields only Antigravity sends.
+pub(super) const MARKERS: &[&str] =
+    &["conversationId", "workspacePaths", "executionNum", "terminationReason", "fullyIdle", "stop_hook_args"];
+
+/// Termination reasons of a turn the model ended itself: the docs' `model_stop`, and the
+/// `NO_TOOL_CALL` live runs report.
+const NORMAL_ENDS: &[&str] = &["model_stop", "no_tool_call"];
+
+pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let top = Fields(object);
+    if top.has_any(&["hook_event_name"]) {
+        return Err(EventError::Foreign("an event with a hook_event_name, which Antigravity never sends"));
+    }
+    if let Some(what) = foreign_marker(Host::Antigravity, &top) {
+        return Err(EventError::Foreign(what));
+    }
+    let common = top.object("common")?;
+    let stop_args = top.object("stop_hook_args")?;
+    let is_stop = top.has_any(&["executionNum", "terminationReason", "fullyIdle", "termination_reason"])
+        || stop_args.is_some();
+    if !is_stop {
+        return Err(EventError::Foreign("not a Stop event"));
+    }
+
+    let fully_idle = match top.boolean("fullyIdle")? {
+        Some(idle) => Some(idle),
+        None => match &stop_args {
+            Some(args) => args.boolean("fully_idle")?,
+            None => None,
+        },
+    };
+    let reason = match top.string("terminationReason")? {
+        Some(reason) => Some(reason),
+        None => match &stop_args {
+            Some(args) => args.string("termination_reason")?.or(top.string("termination_reason")?),
+            None => top.string("termination_reason")?,
+        },
+    };
+    let error = match object.get("error").or_else(|| stop_args.as_ref().and_then(|a| a.0.get("error"))) {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(_) => true,
+    };
+    if error {
+        return Err(EventError::Foreign("the turn ended on an error"));
+    }
+    if fully_idle != Some(true) {
+        return Err(EventError::Foreign("the turn is not fully idle (background tasks may still run)"));
+    }
+    if !reason.as_deref().is_some_and(|r| NORMAL_ENDS.iter().any(|n| r.eq_ignore_ascii_case(n))) {
+        return Err(EventError::Foreign("the turn did not end normally"));
+    }
+
+    let conversation = match top.string("conversationId")? {
+        Some(id) => Some(id),
+        None => match &common {
+            Some(common) => common.string("conversation_id")?,
+            None => None,
+        },
+    };
+    let workspace = match top.first_of_strings("workspacePaths")? {
+        Some(path) => Some(path),
+        None => match &common {
+            Some(common) => common.first_of_strings("workspace_paths")?,
+            None => None,
+        },
+    };
+    Ok(StopEvent {
+        session_id: conversation.filter(|id| !id.is_empty()).ok_or(EventError::Missing("conversationId"))?,
+        cwd: workspace.map(PathBuf::from),
+        // Antigravity's transcript is not in Claude Code's format, and there is no last message.
+        transcript_path: None,
+        stop_hook_active: false,
+        last_assistant_message: None,
+    })
+}
+
+pub(super) fn render(response: &HookResponse) -> String {
+    match &response.block {
+        Some(reason) => object_line([("decision", json!("continue")), ("reason", json!(reason))]),
+        None => object_line([("decision", json!("stop"))]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    const DOCS: &str = r#"{"conversationId":"c-1","workspacePaths":["/w","/x"],"transcriptPath":"/t.jsonl",
+        "artifactDirectoryPath":"/a","modelName":"m","executionNum":2,"terminationReason":"model_stop","fullyIdle":true}"#;
+
+    #[test]
+    fn reads_the_camel_case_stop() {
+        let event = parse_text(DOCS).unwrap();
+        assert_eq!(event.session_id, "c-1");
+        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
+        assert_eq!(event.transcript_path, None);
+        assert!(parse_text(&DOCS.replace("model_stop", "NO_TOOL_CALL")).is_ok());
+    }
+
+    #[test]
+    fn reads_the_snake_case_dialect() {
+        let event = parse_text(
+            r#"{"common":{"conversation_id":"c-2","workspace_paths":["/w"]},
+                "stop_hook_args":{"fully_idle":true,"termination_reason":"NO_TOOL_CALL"}}"#,
+        )
+        .unwrap();
+        assert_eq!(event.session_id, "c-2");
+        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
+    }
+
+    #[test]
+    fn only_a_normal_fully_idle_end_is_judged() {
+        for (from, to) in [
+            (r#""fullyIdle":true"#, r#""fullyIdle":false"#),
+            (r#","fullyIdle":true"#, ""),
+            ("model_stop", "cancelled"),
+            ("model_stop", "ERROR"),
+            (r#""executionNum":2"#, r#""executionNum":2,"error":"quota exceeded (429)""#),
+        ] {
+            let text = DOCS.replace(from, to);
+            assert!(matches!(parse_text(&text), Err(EventError::Foreign(_))), "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_other_events_and_hosts() {
+        assert_eq!(
+            parse_text(r#"{"conversationId":"c","workspacePaths":["/w"],"modelName":"m"}"#),
+            Err(EventError::Foreign("not a Stop event"))
+        );
+        assert!(matches!(
+            parse_text(r#"{"session_id":"s","hook_event_name":"Stop"}"#),
+            Err(EventError::Foreign(_))
+        ));
+        assert_eq!(
+            parse_text(r#"{"fullyIdle":true,"terminationReason":"model_stop"}"#),
+            Err(EventError::Missing("conversationId"))
+        );
+        assert!(matches!(parse_text(r#"{"fullyIdle":"yes"}"#), Err(EventError::WrongType { .. })));
+    }
+
+    #[test]
+    fn output_contract() {
+        assert_eq!(render(&HookResponse::allow()), r#"{"decision":"stop"}"#);
+        assert_eq!(render(&HookResponse::allow_with("verified")), r#"{"decision":"stop"}"#);
+        assert_eq!(
+            render(&HookResponse::block("go on".into(), "1/3".into())),
+            r#"{"decision":"continue","reason":"go on"}"#
+        );
+    }
+}

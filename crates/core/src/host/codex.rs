@@ -1,0 +1,91 @@
+//! OpenAI Codex CLI's `Stop`: snake_case input like Claude Code's plus `turn_id` and `model`
+//! (`session_id`, `cwd`, `stop_hook_active`, `last_assistant_message`).
+//!
+//! Output: `{"decision":"block","reason":P}` makes P the continuation prompt. Codex parses the
+//! output into a struct that denies unknown fields, so a block carries exactly those two keys: a
+//! third makes the hook count as failed instead of blocking. An allow with a message is
+//! `{"systemMessage":…}` (an allowed key), a plain allow prints nothing.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::{Host, foreign_marker, object_line};
+use crate::event::{EventError, Fields, StopEvent};
+use crate::hook_response::HookResponse;
+
+/// Codex refuses an empty block reason; ours always has the task, but never send an empty one.
+const FALLBACK_REASON: &str = "Continue working on the task.";
+
+pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let fields = Fields(object);
+    if let Some(name) = fields.string("hook_event_name")?
+        && name != "Stop"
+    {
+        return Err(EventError::Foreign("not a Stop event"));
+    }
+    if let Some(what) = foreign_marker(Host::Codex, &fields) {
+        return Err(EventError::Foreign(what));
+    }
+    Ok(StopEvent {
+        session_id: fields.required_string("session_id")?,
+        cwd: fields.string("cwd")?.map(PathBuf::from),
+        // Codex's rollout file is not in Claude Code's format; the last message comes with the
+        // event.
+        transcript_path: None,
+        stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
+        last_assistant_message: fields.string("last_assistant_message")?,
+    })
+}
+
+pub(super) fn render(response: &HookResponse) -> String {
+    match (&response.block, &response.system_message) {
+        (Some(reason), _) => {
+            let reason = if reason.trim().is_empty() { FALLBACK_REASON } else { reason.as_str() };
+            object_line([("decision", json!("block")), ("reason", json!(reason))])
+        }
+        (None, Some(message)) => object_line([("systemMessage", json!(message))]),
+        (None, None) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn reads_the_0_169_0_payload() {
+        let event = parse_text(
+            r#"{"session_id":"019a-1","turn_id":"t-1","transcript_path":null,"cwd":"/p","hook_event_name":"Stop",
+                "model":"gpt-5","permission_mode":"default","stop_hook_active":false,"last_assistant_message":"done"}"#,
+        )
+        .unwrap();
+        assert_eq!(event.session_id, "019a-1");
+        assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
+        assert!(!event.stop_hook_active);
+    }
+
+    #[test]
+    fn refuses_other_events() {
+        assert!(matches!(
+            parse_text(r#"{"session_id":"s","hook_event_name":"UserPromptSubmit"}"#),
+            Err(EventError::Foreign(_))
+        ));
+        assert_eq!(parse_text(r#"{"hook_event_name":"Stop"}"#), Err(EventError::Missing("session_id")));
+    }
+
+    #[test]
+    fn a_block_has_exactly_two_keys() {
+        let out = render(&HookResponse::block("go on".into(), "iteration 1/3".into()));
+        assert_eq!(out, r#"{"decision":"block","reason":"go on"}"#);
+        let out = render(&HookResponse::block(" ".into(), "m".into()));
+        assert_eq!(out, r#"{"decision":"block","reason":"Continue working on the task."}"#);
+        assert_eq!(render(&HookResponse::allow_with("verified")), r#"{"systemMessage":"verified"}"#);
+        assert_eq!(render(&HookResponse::allow()), "");
+    }
+}

@@ -1,0 +1,110 @@
+//! Cursor's `stop` (IDE and `cursor-agent`): snake_case input with `hook_event_name:"stop"`,
+//! `status` (`completed`, `aborted`, `error`), `loop_count`, `conversation_id`,
+//! `workspace_roots[]`. No last message is sent.
+//!
+//! Output: `{"followup_message":P}` submits P as the next user message; `{}` lets it stop. There
+//! is no field shown to the user, so an allow's message is not printed. Cursor stops following
+//! up after `loop_limit` follow-ups per hook (default 5), whatever the hook says; our hook config
+//! raises it.
+//!
+//! Only a `completed` turn is judged: an aborted or failed turn is the user's or the model's
+//! business, not a claim of done.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::{Host, foreign_marker, object_line};
+use crate::event::{EventError, Fields, StopEvent};
+use crate::hook_response::HookResponse;
+
+pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let fields = Fields(object);
+    if let Some(name) = fields.string("hook_event_name")?
+        && name != "stop"
+    {
+        return Err(EventError::Foreign("not a stop event"));
+    }
+    if let Some(what) = foreign_marker(Host::Cursor, &fields) {
+        return Err(EventError::Foreign(what));
+    }
+    if !fields.has_any(&["conversation_id", "loop_count", "cursor_version"]) {
+        return Err(EventError::Foreign("not a Cursor event (no conversation_id)"));
+    }
+    match fields.string("status")?.as_deref() {
+        Some("completed") | None => {}
+        Some(_) => return Err(EventError::Foreign("the turn did not complete")),
+    }
+    let cwd = match fields.string("cwd")? {
+        Some(cwd) => Some(cwd),
+        None => fields.first_of_strings("workspace_roots")?,
+    };
+    Ok(StopEvent {
+        session_id: fields.required_string("conversation_id")?,
+        cwd: cwd.map(PathBuf::from),
+        // Cursor's transcript is not in Claude Code's format, and there is no last message.
+        transcript_path: None,
+        // A follow-up of a stop hook is what `loop_count` counts.
+        stop_hook_active: fields.count("loop_count")?.unwrap_or(0) > 0,
+        last_assistant_message: None,
+    })
+}
+
+pub(super) fn render(response: &HookResponse) -> String {
+    match &response.block {
+        Some(reason) => object_line([("followup_message", json!(reason))]),
+        None => "{}".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    const STOP: &str = r#"{"conversation_id":"cv-1","generation_id":"g","model":"m","hook_event_name":"stop",
+        "cursor_version":"3.17.19","workspace_roots":["/w"],"user_email":"u@example.com","transcript_path":"/t",
+        "status":"completed","loop_count":2}"#;
+
+    #[test]
+    fn reads_the_stop() {
+        let event = parse_text(STOP).unwrap();
+        assert_eq!(event.session_id, "cv-1");
+        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
+        assert!(event.stop_hook_active);
+        assert!(
+            !parse_text(&STOP.replace(r#""loop_count":2"#, r#""loop_count":0"#)).unwrap().stop_hook_active
+        );
+    }
+
+    #[test]
+    fn only_a_completed_turn_is_judged() {
+        for status in ["aborted", "error"] {
+            let text = STOP.replace("completed", status);
+            assert_eq!(parse_text(&text), Err(EventError::Foreign("the turn did not complete")));
+        }
+    }
+
+    #[test]
+    fn refuses_other_hosts() {
+        assert!(matches!(
+            parse_text(r#"{"session_id":"s","hook_event_name":"Stop","stop_hook_active":false}"#),
+            Err(EventError::Foreign(_))
+        ));
+        assert!(matches!(parse_text(r#"{"session_id":"s"}"#), Err(EventError::Foreign(_))));
+    }
+
+    #[test]
+    fn output_contract() {
+        assert_eq!(render(&HookResponse::allow()), "{}");
+        assert_eq!(render(&HookResponse::allow_with("verified")), "{}");
+        assert_eq!(
+            render(&HookResponse::block("go on".into(), "1/3".into())),
+            r#"{"followup_message":"go on"}"#
+        );
+    }
+}

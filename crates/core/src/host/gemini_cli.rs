@@ -1,0 +1,98 @@
+//! Gemini CLI's `AfterAgent`: snake_case input (`session_id`, `cwd`, `prompt`, `prompt_response`,
+//! `stop_hook_active`, `hook_event_name:"AfterAgent"`). It fires only at the outermost turn end
+//! with no tool call pending.
+//!
+//! Output: `{"decision":"block","reason":P}` sends P back as the next user prompt, and the next
+//! event has `stop_hook_active:true`. `systemMessage` is shown to the user. An allow is
+//! `{"decision":"allow"}` rather than nothing: with an empty stdout the CLI parses stderr instead
+//! and shows it, and our stderr carries diagnostics.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::{Host, foreign_marker, object_line};
+use crate::event::{EventError, Fields, StopEvent};
+use crate::hook_response::HookResponse;
+
+pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let fields = Fields(object);
+    if fields.string("hook_event_name")?.as_deref() != Some("AfterAgent") {
+        return Err(EventError::Foreign("not an AfterAgent event"));
+    }
+    if let Some(what) = foreign_marker(Host::GeminiCli, &fields) {
+        return Err(EventError::Foreign(what));
+    }
+    Ok(StopEvent {
+        session_id: fields.required_string("session_id")?,
+        cwd: fields.string("cwd")?.map(PathBuf::from),
+        // Gemini CLI's transcript is not in Claude Code's format; `prompt_response` has the text.
+        transcript_path: None,
+        stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
+        last_assistant_message: fields.string("prompt_response")?,
+    })
+}
+
+pub(super) fn render(response: &HookResponse) -> String {
+    let mut pairs = Vec::new();
+    match &response.block {
+        Some(reason) => {
+            pairs.push(("decision", json!("block")));
+            pairs.push(("reason", json!(reason)));
+        }
+        None => pairs.push(("decision", json!("allow"))),
+    }
+    if let Some(message) = &response.system_message {
+        pairs.push(("systemMessage", json!(message)));
+    }
+    object_line(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn reads_the_0_61_0_payload() {
+        let event = parse_text(
+            r#"{"session_id":"g-1","transcript_path":"/t.json","cwd":"/p","hook_event_name":"AfterAgent",
+                "timestamp":"2026-11-22T00:00:00.000Z","prompt":"task","prompt_response":"done","stop_hook_active":true}"#,
+        )
+        .unwrap();
+        assert_eq!(event.session_id, "g-1");
+        assert_eq!(event.cwd, Some(PathBuf::from("/p")));
+        assert!(event.stop_hook_active);
+        assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
+        assert_eq!(event.transcript_path, None);
+    }
+
+    #[test]
+    fn refuses_other_events() {
+        for text in [
+            r#"{"session_id":"s","hook_event_name":"BeforeAgent"}"#,
+            r#"{"session_id":"s","hook_event_name":"Stop"}"#,
+            r#"{"session_id":"s"}"#,
+        ] {
+            assert!(matches!(parse_text(text), Err(EventError::Foreign(_))), "{text}");
+        }
+        assert_eq!(parse_text(r#"{"hook_event_name":"AfterAgent"}"#), Err(EventError::Missing("session_id")));
+    }
+
+    #[test]
+    fn output_contract() {
+        assert_eq!(render(&HookResponse::allow()), r#"{"decision":"allow"}"#);
+        assert_eq!(
+            render(&HookResponse::allow_with("verified")),
+            r#"{"decision":"allow","systemMessage":"verified"}"#
+        );
+        assert_eq!(
+            render(&HookResponse::block("go on".into(), "1/3".into())),
+            r#"{"decision":"block","reason":"go on","systemMessage":"1/3"}"#
+        );
+    }
+}

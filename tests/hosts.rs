@@ -1,0 +1,506 @@
+//! Every host but Claude Code: recorded payloads per documented host version, foreign and
+//! malformed payloads for every adapter, and the real Gemini CLI and Codex CLIs (pinned in
+//! tests/clients) driven offline by `mock-model` with this repository's packaging under
+//! `plugin/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use mock_model::{MockModel, Script};
+use serde_json::Value;
+
+use crate::util::{Run, TestEnv, client_bin, repo, run_bounded};
+
+/// Each adapter's "let it stop" answer: what a refused, malformed or loop-less event gets.
+const PLAIN_ALLOW: &[(&str, &str)] = &[
+    ("claude-code", ""),
+    ("antigravity", r#"{"decision":"stop"}"#),
+    ("gemini-cli", r#"{"decision":"allow"}"#),
+    ("codex", ""),
+    ("cursor", "{}"),
+    ("copilot-cli", "{}"),
+];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hosts")
+}
+
+/// A fixture payload with its placeholders filled in.
+fn payload(env: &TestEnv, session: &str, path: &Path) -> Vec<u8> {
+    let text = std::fs::read(path).unwrap();
+    let project = serde_json::to_string(&env.project).unwrap();
+    String::from_utf8(text)
+        .unwrap()
+        .replace("\"{{PROJECT}}\"", &project)
+        .replace("{{SESSION}}", session)
+        .into_bytes()
+}
+
+/// `stop-hook --host HOST` with `stdin`.
+fn stop(env: &TestEnv, host: &str, stdin: &[u8]) -> Run {
+    env.run(&["stop-hook", "--host", host], stdin)
+}
+
+#[test]
+fn recorded_payloads_give_the_exact_output_of_each_host() {
+    let mut checked = 0;
+    for host_dir in std::fs::read_dir(fixtures()).unwrap() {
+        let host_dir = host_dir.unwrap().path();
+        if !host_dir.is_dir() {
+            continue;
+        }
+        let host = host_dir.file_name().unwrap().to_str().unwrap().to_string();
+        for file in std::fs::read_dir(&host_dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            for with_loop in [false, true] {
+                let env = TestEnv::new();
+                let session = "fixture-session-0001";
+                let task = "make the fixture pass";
+                if with_loop {
+                    let started = env.run(
+                        &["start", "--session", session, "--host", &host],
+                        format!("{task} --verify false --max-iterations 5"),
+                    );
+                    assert_eq!(started.code, 0, "{}", started.stdout);
+                }
+                let run = stop(&env, &host, &payload(&env, session, &path));
+                let name = path.display().to_string();
+                assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+                let expected_path = format!("{name}.{}.out", if with_loop { "loop" } else { "none" });
+                let expected = std::fs::read_to_string(&expected_path)
+                    .unwrap_or_else(|e| panic!("{expected_path}: {e}"));
+                let actual = run.stdout.trim_end();
+                let mut expected = expected.trim_end().to_string();
+                if expected.contains("{{REINJECTED}}") {
+                    let json: Value = serde_json::from_str(actual)
+                        .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {actual}"));
+                    let reason = json
+                        .get("reason")
+                        .or_else(|| json.get("followup_message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_else(|| panic!("{name}: no prompt in {actual}"));
+                    assert!(reason.starts_with(task), "{name}: the task is not re-injected: {reason}");
+                    expected = expected.replace("{{REINJECTED}}", &Value::from(reason).to_string());
+                    if let Some(message) = json.get("systemMessage") {
+                        expected = expected.replace("{{MESSAGE}}", &message.to_string());
+                    }
+                }
+                assert_eq!(actual, expected, "{name} ({})", if with_loop { "loop" } else { "no loop" });
+                // A refused event neither uses an iteration nor writes the ledger.
+                let judged = expected.contains("reason") || expected.contains("followup_message");
+                let ledger = std::fs::read_to_string(env.session_dir(session).join("ledger.jsonl"))
+                    .unwrap_or_default();
+                assert_eq!(ledger.lines().count(), usize::from(with_loop && judged), "{name}: {ledger}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 28, "only {checked} fixture runs: are the fixtures missing?");
+}
+
+#[test]
+fn malformed_payloads_allow_with_each_hosts_plain_answer() {
+    let env = TestEnv::new();
+    for (host, allow) in PLAIN_ALLOW {
+        for bad in ["", "   \n", "not json", "[1,2]", "{}", "{\"session_id\":7}", "\u{feff}", "null"] {
+            let run = stop(&env, host, bad.as_bytes());
+            assert_eq!(run.code, 0, "{host} {bad:?}: {}", run.stderr);
+            assert_eq!(run.stdout.trim_end(), *allow, "{host} {bad:?}");
+        }
+    }
+}
+
+/// Cursor also runs Claude Code's hooks, Copilot CLI too, VS Code reads Copilot's: a loop in the
+/// session must not be judged by a hook meant for another host.
+#[test]
+fn a_hook_for_one_host_never_judges_another_hosts_payload() {
+    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex"];
+    for (host, allow) in PLAIN_ALLOW {
+        for dir in dirs {
+            if *host == dir || (*host == "claude-code" && dir == "codex") {
+                // Codex's Stop is Claude Code's shape; the Claude hook never runs under Codex.
+                continue;
+            }
+            for file in std::fs::read_dir(fixtures().join(dir)).unwrap() {
+                let path = file.unwrap().path();
+                if path.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let env = TestEnv::new();
+                let session = "fixture-session-0001";
+                env.run(&["start", "--session", session], "task --verify false");
+                let run = stop(&env, host, &payload(&env, session, &path));
+                assert_eq!(run.code, 0);
+                assert_eq!(run.stdout.trim_end(), *allow, "{host} given {}", path.display());
+                assert!(
+                    !env.session_dir(session).join("ledger.jsonl").exists(),
+                    "{host} judged {}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn packaging_files_are_exactly_valid() {
+    let plugin = repo().join("plugin");
+    let json = |path: &str| -> Value {
+        let text = std::fs::read_to_string(plugin.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(!text.starts_with('\u{feff}'), "{path} has a byte order mark");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    // Antigravity drops a whole hooks.json on any error, a float timeout included.
+    let agy = json("antigravity/hooks.json");
+    let handler = &agy["for-loop"]["Stop"][0];
+    assert!(handler["timeout"].is_u64(), "{handler}");
+    assert_eq!(agy["for-loop"]["enabled"], true);
+    let manifest = json("antigravity/plugin.json");
+    let keys: Vec<&String> = manifest.as_object().unwrap().keys().collect();
+    assert!(
+        keys.iter().all(|k| ["name", "description", "disabled", "logo"].contains(&k.as_str())),
+        "{keys:?}"
+    );
+    // Gemini counts milliseconds.
+    let gemini = json("gemini-cli/hooks/hooks.json");
+    let after = &gemini["hooks"]["AfterAgent"][0]["hooks"][0];
+    assert!(after["timeout"].as_u64().unwrap() >= 600_000, "{after}");
+    assert!(after["command"].as_str().unwrap().contains("stop-hook --host gemini-cli"));
+    assert_eq!(json("gemini-cli/gemini-extension.json")["name"], "for-loop");
+    let codex = json("codex/hooks/hooks.json");
+    let stop = &codex["hooks"]["Stop"][0]["hooks"][0];
+    assert!(stop["timeout"].is_u64() && stop["command"].as_str().unwrap().contains("--host codex"));
+    assert_eq!(json("codex/.codex-plugin/plugin.json")["name"], "for-loop");
+    let cursor = json("cursor/hooks/hooks.json");
+    assert_eq!(cursor["version"], 1);
+    assert!(cursor["hooks"]["stop"][0]["loop_limit"].is_null());
+    assert_eq!(json("cursor/.cursor-plugin/plugin.json")["hooks"], "./hooks/hooks.json");
+    let copilot = json("copilot-cli/for-loop.json");
+    assert!(copilot["hooks"]["agentStop"][0]["timeoutSec"].is_u64());
+    // Antigravity runs its hook as a program: it must be executable.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(plugin.join("antigravity/hooks/stop-hook")).unwrap().permissions(),
+    );
+    assert!(mode & 0o111 != 0, "antigravity/hooks/stop-hook is not executable");
+}
+
+/// The hook commands as each host's config holds them find the binary, pass their host on, and
+/// with no binary installed still answer the host's plain allow.
+#[test]
+fn hook_commands_run_the_hook_for_their_host() {
+    let plugin = repo().join("plugin");
+    let config = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(plugin.join(path)).unwrap()).unwrap()
+    };
+    let command = |value: &Value| value.as_str().unwrap().to_string();
+    let gemini =
+        command(&config("gemini-cli/hooks/hooks.json")["hooks"]["AfterAgent"][0]["hooks"][0]["command"])
+            // Gemini CLI substitutes these before the shell runs the command.
+            .replace("${extensionPath}", plugin.join("gemini-cli").to_str().unwrap())
+            .replace("${/}", "/");
+    let cases: [(&str, Command, &str); 5] = [
+        (
+            "antigravity",
+            Command::new(plugin.join("antigravity/hooks/stop-hook")),
+            "antigravity/2.0-docs-stop.json",
+        ),
+        ("gemini-cli", shell("sh", &gemini), "gemini-cli/0.61.0-after-agent.json"),
+        (
+            "codex",
+            shell(
+                "sh",
+                &command(&config("codex/hooks/hooks.json")["hooks"]["Stop"][0]["hooks"][0]["command"]),
+            ),
+            "codex/0.169.0-stop.json",
+        ),
+        (
+            "cursor",
+            shell("sh", &command(&config("cursor/hooks/hooks.json")["hooks"]["stop"][0]["command"])),
+            "cursor/3.17.19-stop-completed.json",
+        ),
+        (
+            "copilot-cli",
+            shell("bash", &command(&config("copilot-cli/for-loop.json")["hooks"]["agentStop"][0]["bash"])),
+            "copilot-cli/1.0.41-agent-stop.json",
+        ),
+    ];
+    for (host, cmd, payload_file) in cases {
+        let env = TestEnv::new();
+        let session = "fixture-session-0001";
+        env.run(&["start", "--session", session, "--host", host], "wrapped task --verify false");
+        let stdin = payload(&env, session, &fixtures().join(payload_file));
+        let with_bin = |mut cmd: Command, bin: Option<&str>| {
+            cmd.env_clear().env("HOME", &env.home).current_dir(plugin.join(host));
+            match bin {
+                Some(bin) => cmd.env("PATH", path_without_loop_hook()).env("FOR_LOOP_BIN", bin),
+                None => cmd.env("PATH", "/usr/bin:/bin"),
+            };
+            crate::util::run_command(cmd, &stdin)
+        };
+        let rebuild = |cmd: &Command| {
+            let mut copy = Command::new(cmd.get_program());
+            copy.args(cmd.get_args());
+            copy
+        };
+        let run = with_bin(rebuild(&cmd), Some(env!("CARGO_BIN_EXE_loop-hook")));
+        assert_eq!(run.code, 0, "{host}: {}", run.stderr);
+        assert!(run.stdout.contains("wrapped task"), "{host}: {}", run.stdout);
+        // Without any binary: the host's plain allow, never an error.
+        let run = with_bin(rebuild(&cmd), None);
+        assert_eq!(run.code, 0, "{host}: {}", run.stderr);
+        let allow = PLAIN_ALLOW.iter().find(|(h, _)| *h == host).unwrap().1;
+        assert_eq!(run.stdout.trim_end(), allow, "{host} without a binary");
+    }
+}
+
+fn shell(shell: &str, command: &str) -> Command {
+    let mut cmd = Command::new(shell);
+    cmd.args(["-c", command]);
+    cmd
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real CLIs.
+
+/// PATH without any directory holding a `loop-hook`, so only the binary under test can run.
+fn path_without_loop_hook() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
+}
+
+/// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
+fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
+    let output = run_bounded(cmd, what, stdin);
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn ledger_reasons(env: &TestEnv, session: &str) -> Vec<String> {
+    std::fs::read_to_string(env.session_dir(session).join("ledger.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn only_session(env: &TestEnv) -> String {
+    let sessions: Vec<String> = std::fs::read_dir(env.store().join("sessions"))
+        .map(|dir| dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert_eq!(sessions.len(), 1, "expected one loop session, found {sessions:?}");
+    sessions[0].clone()
+}
+
+/// A Gemini CLI home with `plugin/gemini-cli` installed the way users install it (the CLI asks to
+/// trust the source folder), and API-key auth pointed at the mock.
+fn gemini_world() -> Option<(PathBuf, TestEnv)> {
+    let gemini = client_bin("gemini", "FOR_LOOP_GEMINI")?;
+    let env = TestEnv::new();
+    let config = env.home.join(".gemini");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false}}"#,
+    )
+    .unwrap();
+    let mut install = Command::new(&gemini);
+    install
+        .args(["extensions", "install", repo().join("plugin/gemini-cli").to_str().unwrap(), "--consent"])
+        .env_clear()
+        .env("PATH", path_without_loop_hook())
+        .env("HOME", &env.home)
+        .current_dir(&env.project);
+    let (stdout, stderr) = run_text(install, "gemini extensions install", b"y\n");
+    assert!(format!("{stdout}{stderr}").contains("installed successfully"), "{stdout}\n{stderr}");
+    Some((gemini, env))
+}
+
+/// `gemini -p PROMPT` (plus `extra`) against `model`; returns stdout and stderr.
+fn run_gemini(
+    gemini: &Path,
+    env: &TestEnv,
+    model: &MockModel,
+    prompt: &str,
+    extra: &[&str],
+) -> (String, String) {
+    let mut cmd = Command::new(gemini);
+    cmd.args(["-p", prompt, "--output-format", "stream-json", "--yolo"])
+        // An explicit model: `auto` would first ask a router model, a side call we need not script.
+        .args(["--model", "gemini-2.5-flash"])
+        .args(extra)
+        .env_clear()
+        .env("PATH", path_without_loop_hook())
+        .env("HOME", &env.home)
+        .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
+        .env("GEMINI_API_KEY", "test-key")
+        .env("GOOGLE_GEMINI_BASE_URL", model.base_url())
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .current_dir(&env.project);
+    run_text(cmd, "gemini", b"")
+}
+
+/// Gemini CLI with `plugin/gemini-cli` installed as an extension (`gemini extensions install`):
+/// `/for-loop` starts the loop (the typed text reaches loop-hook unchanged, nothing in it runs),
+/// the model claims done and is held with the task re-injected as its next prompt, fixes it,
+/// verify passes, the loop ends.
+#[test]
+fn gemini_cli_holds_the_loop_until_verify_passes() {
+    let Some((gemini, env)) = gemini_world() else { return };
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let pwned = env.project.join("pwned");
+    let task = format!(
+        "create the file named fixed, don't $(touch {p}) or `touch {p}`; it's 100%",
+        p = pwned.display()
+    );
+    let model = MockModel::start(
+        Script::new().text("I have finished the task.").bash("touch fixed").text("Fixed it."),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let prompt = format!("/for-loop {task} --verify \"sh check.sh\" --max-iterations 5");
+    let (stdout, stderr) = run_gemini(&gemini, &env, &model, &prompt, &[]);
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 3, "{dump}");
+    let fed = requests[1].last_user_text().unwrap_or_default();
+    assert!(fed.starts_with(&format!("{task}\n")), "the task was not re-injected verbatim: {fed}\n{dump}");
+    assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
+    assert!(stdout.contains("Agent execution blocked"), "{dump}");
+    let session = only_session(&env);
+    assert!(
+        stdout.contains(&format!("\"session_id\":\"{session}\"")),
+        "the loop is not this session's: {dump}"
+    );
+    assert_eq!(ledger_reasons(&env, &session), ["verify_failed", "verified"], "{dump}");
+    assert!(env.project.join("fixed").exists());
+    assert!(!pwned.exists(), "text from the task was executed");
+    assert_eq!(model.exhausted_requests(), 0);
+    eprintln!("gemini loop took {:?}", started.elapsed());
+}
+
+/// A plain Gemini session is unaffected; a loop started for it from a terminal is seen by
+/// `/cancel-loop` and `/loop-status` in the resumed session, and cancelling lets the stop through.
+#[test]
+fn gemini_cli_cancel_and_status_act_on_this_session() {
+    let Some((gemini, env)) = gemini_world() else { return };
+    let model =
+        MockModel::start(Script::new().text("plain answer").text("cancel seen").text("status seen")).unwrap();
+    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "just answer", &[]);
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert_eq!(model.main_requests().len(), 1, "a plain session was held: {dump}");
+    assert!(!stdout.contains("Agent execution blocked"), "{dump}");
+    let init: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|e: &Value| e["type"] == "init")
+        .unwrap();
+    let session = init["session_id"].as_str().unwrap().to_string();
+
+    let started =
+        env.run(&["start", "--session", &session, "--host", "gemini-cli"], "endless --verify false");
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "/cancel-loop", &["--resume", "latest"]);
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 2, "the stop after /cancel-loop was held: {stdout}\n{stderr}");
+    let said = requests[1].last_user_text().unwrap_or_default();
+    assert!(said.contains("cancelled at iteration"), "{said}\n{stdout}\n{stderr}");
+    assert_eq!(ledger_reasons(&env, &session).last().map(String::as_str), Some("cancelled"));
+
+    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "/loop-status", &["--resume", "latest"]);
+    let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
+    assert!(shown.contains("cancelled"), "{shown}\n{stdout}\n{stderr}");
+    assert_eq!(model.exhausted_requests(), 0);
+}
+
+/// Codex with `plugin/codex` installed from the `plugin/` marketplace, and the start command its
+/// skill tells the agent to run:
+/// the session id comes from `CODEX_THREAD_ID`, the task through a quoted heredoc. The model
+/// claims done, is held with the task as the continuation prompt, fixes it, verify passes.
+#[test]
+fn codex_holds_the_loop_until_verify_passes() {
+    let Some(codex) = client_bin("codex", "FOR_LOOP_CODEX") else { return };
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let task = "create the file named fixed; \"quotes\" $(stay) `as typed`";
+    let start = format!(
+        "\"${{FOR_LOOP_BIN:-loop-hook}}\" start --host codex --exit-zero <<'FOR_LOOP_TASK_TEXT_END'\n\
+         {task} --verify \"sh check.sh\" --max-iterations 5\nFOR_LOOP_TASK_TEXT_END"
+    );
+    let model = MockModel::start(
+        Script::new().bash(start).text("I have finished the task.").bash("touch fixed").text("Fixed it."),
+    )
+    .unwrap();
+    let codex_home = env.home.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
+             base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    // Installed the way users install it: plugin/ is a Codex marketplace holding plugin/codex.
+    let codex_env = |cmd: &mut Command| {
+        cmd.env_clear()
+            .env("PATH", path_without_loop_hook())
+            .env("HOME", &env.home)
+            .env("CODEX_HOME", &codex_home)
+            .env("MOCK_API_KEY", "test-key")
+            .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
+            .current_dir(&env.project);
+    };
+    let marketplace = repo().join("plugin");
+    for args in [
+        vec!["plugin", "marketplace", "add", marketplace.to_str().unwrap()],
+        vec!["plugin", "add", "for-loop@for-loop"],
+    ] {
+        let mut cmd = Command::new(&codex);
+        cmd.args(&args);
+        codex_env(&mut cmd);
+        let (stdout, stderr) = run_text(cmd, "codex plugin", b"");
+        assert!(stdout.contains("Added"), "codex {args:?}: {stdout}\n{stderr}");
+    }
+    let started = Instant::now();
+    let mut cmd = Command::new(&codex);
+    cmd.args([
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        // Hooks run only once their definition is trusted in /hooks; a test has no one to ask.
+        "--dangerously-bypass-hook-trust",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "start the loop",
+    ]);
+    codex_env(&mut cmd);
+    let (stdout, stderr) = run_text(cmd, "codex", b"");
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 4, "{dump}");
+    let offered = requests[0].body.to_string();
+    assert!(offered.contains("Start a verified loop in this session"), "the plugin's skill is not offered");
+    let started_text = requests[1].last_user_text().unwrap_or_default();
+    assert!(started_text.contains("loop started, iteration 1 of 5"), "{started_text}\n{dump}");
+    let fed = requests[2].last_user_text().unwrap_or_default();
+    assert!(fed.contains(&format!("{task}\n")), "the task was not re-injected verbatim: {fed}\n{dump}");
+    assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
+    // Codex names the hook that continued the turn: the installed plugin's.
+    assert!(fed.contains("plugins/cache/for-loop/for-loop/"), "not the plugin's hook: {fed}");
+    let session = only_session(&env);
+    assert!(
+        stdout.contains(&format!("\"thread_id\":\"{session}\"")),
+        "the loop is not this thread's: {dump}"
+    );
+    assert_eq!(ledger_reasons(&env, &session), ["verify_failed", "verified"], "{dump}");
+    assert!(env.project.join("fixed").exists());
+    assert_eq!(model.exhausted_requests(), 0);
+    eprintln!("codex loop took {:?}", started.elapsed());
+}
