@@ -12,33 +12,10 @@ use std::time::{Duration, Instant};
 use mock_model::{MockModel, Script};
 use serde_json::Value;
 
-use crate::util::TestEnv;
+use crate::util::{TestEnv, client_bin, run_bounded};
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const SESSION_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
-/// The longest one CLI run may take before the test fails instead of hanging CI.
-const RUN_LIMIT: Duration = Duration::from_secs(180);
-
-/// The pinned CLI. Missing is a failure with instructions; `FOR_LOOP_SKIP_E2E=1` is the only
-/// way to run the rest of the suite without it, and it must be asked for explicitly.
-fn claude_bin() -> Option<PathBuf> {
-    let path = std::env::var_os("FOR_LOOP_CLAUDE").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/claude")
-    });
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var_os("FOR_LOOP_SKIP_E2E").is_some_and(|v| v == "1") {
-        eprintln!("FOR_LOOP_SKIP_E2E=1: not running the Claude Code end-to-end test");
-        return None;
-    }
-    panic!(
-        "the Claude Code CLI is not installed at {}: run scripts/install-test-clients (scripts/test does), \
-         or set FOR_LOOP_SKIP_E2E=1 to leave the end-to-end tests out on purpose",
-        path.display()
-    );
-}
-
 /// A world for one end-to-end test: the CLI, a private config dir and loop store, a project.
 struct World {
     claude: PathBuf,
@@ -58,7 +35,7 @@ struct ClaudeRun {
 
 impl World {
     fn new() -> Option<World> {
-        let claude = claude_bin()?;
+        let claude = client_bin("claude", "FOR_LOOP_CLAUDE")?;
         let env = TestEnv::new();
         let config = env.home.join("claude-config");
         std::fs::create_dir_all(&config).unwrap();
@@ -117,20 +94,7 @@ impl World {
     }
 
     fn run_args(&self, model: &MockModel, args: &[&str]) -> ClaudeRun {
-        let mut cmd = self.command(model, args);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = cmd.spawn().expect("could not start the claude CLI");
-        let pid = child.id();
-        let started = Instant::now();
-        let waiter = std::thread::spawn(move || child.wait_with_output());
-        while !waiter.is_finished() {
-            if started.elapsed() > RUN_LIMIT {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                panic!("claude {args:?} ran past {RUN_LIMIT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let output = waiter.join().unwrap().unwrap();
+        let output = run_bounded(self.command(model, args), &format!("claude {args:?}"), b"");
         let stdout = String::from_utf8_lossy(&output.stdout);
         let events = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         ClaudeRun { events, stderr: String::from_utf8_lossy(&output.stderr).into_owned() }

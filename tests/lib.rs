@@ -10,6 +10,8 @@ mod util;
 
 mod claude_code;
 mod cli;
+mod demo;
 mod faults;
 mod guard;
+mod hosts;
 mod stop_hook;

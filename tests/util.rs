@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -159,4 +160,60 @@ pub fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real agent CLIs (tests/clients).
+
+/// The longest one CLI run may take before the test fails instead of hanging CI.
+pub const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// The repository root: the Claude Code plugin, and the home of `plugin/` and `tests/clients`.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A pinned CLI from tests/clients (`$env_var` overrides where it is). Missing is a failure
+/// with instructions; `FOR_LOOP_SKIP_E2E=1` is the only way to run the rest of the suite without
+/// it, and it must be asked for explicitly.
+pub fn client_bin(name: &str, env_var: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env_var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("tests/clients/node_modules/.bin").join(name));
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var_os("FOR_LOOP_SKIP_E2E").is_some_and(|v| v == "1") {
+        eprintln!("FOR_LOOP_SKIP_E2E=1: not running the {name} end-to-end test");
+        return None;
+    }
+    panic!(
+        "the {name} CLI is not installed at {}: run scripts/install-test-clients (scripts/test does), \
+         or set FOR_LOOP_SKIP_E2E=1 to leave the end-to-end tests out on purpose",
+        path.display()
+    );
+}
+
+/// Runs `cmd` with `stdin` to completion within [`RUN_LIMIT`]; a run past it is killed and the
+/// test fails.
+pub fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("could not start {what}: {e}"));
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    // Dropping the pipe after writing closes it, so a CLI reading stdin sees its end.
+    std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let pid = child.id();
+    let started = Instant::now();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    while !waiter.is_finished() {
+        if started.elapsed() > RUN_LIMIT {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{what} ran past {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    waiter.join().unwrap().unwrap()
 }
