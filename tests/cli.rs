@@ -259,3 +259,31 @@ fn checkpoints_are_taken_each_iteration_and_rollback_restores_one_after_confirmi
     let unknown = env.run(&["rollback", "--session", SESSION], "99");
     assert_eq!(unknown.code, 1);
 }
+
+#[test]
+fn without_a_session_id_commands_act_on_the_one_loop_started_here() {
+    let env = TestEnv::new();
+    for session in ["first-session", "second-session"] {
+        let run = env.run(&["start", "--session", session], "task --verify false");
+        assert_eq!(run.code, 0, "{}", run.stdout);
+    }
+    let ambiguous = env.run(&["status"], "");
+    assert_eq!(ambiguous.code, 1);
+    assert!(ambiguous.stdout.contains("2 loops were started in"), "{}", ambiguous.stdout);
+    assert!(ambiguous.stdout.contains("first-session") && ambiguous.stdout.contains("second-session"));
+    // Nothing was cancelled while it was ambiguous.
+    assert_eq!(env.run(&["cancel"], "").code, 1);
+
+    assert_eq!(env.run(&["cancel", "--session", "first-session"], "").code, 0);
+    let status = env.run(&["status", "--json"], "");
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(json["session_id"], "second-session", "{}", status.stdout);
+    let cancelled = env.run(&["cancel"], "");
+    assert!(cancelled.stdout.contains("The loop is over"), "{}", cancelled.stdout);
+
+    let mut elsewhere = env.command(&["status"]);
+    elsewhere.current_dir(&env.home);
+    let run = crate::util::run_command(elsewhere, b"");
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("no loop that is not over was started in"), "{}", run.stdout);
+}

@@ -146,6 +146,89 @@ fn a_hook_for_one_host_never_judges_another_hosts_payload() {
     }
 }
 
+/// Hosts that tell commands no session id: a loop started without one waits, blocks nobody,
+/// and is claimed at the first stop whose transcript holds its token. Cancel and status then find
+/// it by the directory it was started in.
+#[test]
+fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_it() {
+    let hosts = [
+        ("cursor", "cursor/3.17.19-stop-completed.json", "transcript_path", "followup_message"),
+        ("antigravity", "antigravity/2.0-docs-stop.json", "transcriptPath", "reason"),
+        ("copilot-cli", "copilot-cli/1.0.41-agent-stop.json", "transcriptPath", "reason"),
+    ];
+    for (host, fixture, transcript_field, prompt_field) in hosts {
+        let env = TestEnv::new();
+        let task = "make check.sh pass, \"quoted\" $(not run)";
+        let started = env.run(&["start", "--host", host], format!("{task} --verify 'sh check.sh'"));
+        assert_eq!(started.code, 0, "{host}: {}{}", started.stdout, started.stderr);
+        let token = started
+            .stdout
+            .split_whitespace()
+            .find(|word| word.starts_with("for-loop-claim-"))
+            .unwrap_or_else(|| panic!("{host}: no claim token in {}", started.stdout))
+            .to_string();
+        env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+        let stop_of = |session: &str, transcript: &str| {
+            let path = env.project.join(format!("{session}.transcript"));
+            std::fs::write(&path, transcript).unwrap();
+            let mut event: Value =
+                serde_json::from_slice(&payload(&env, session, &fixtures().join(fixture))).unwrap();
+            event[transcript_field] = Value::from(path.to_str().unwrap());
+            stop(&env, host, event.to_string().as_bytes())
+        };
+        let plain = PLAIN_ALLOW.iter().find(|(name, _)| *name == host).unwrap().1;
+
+        // Another conversation in the same project: its transcript lacks the token.
+        let other = stop_of("other-conversation", "{\"text\":\"hello\"}\n");
+        assert_eq!(other.stdout.trim_end(), plain, "{host}: another conversation was held");
+        assert!(!env.session_dir("other-conversation").join("state.md").exists());
+
+        // The conversation that ran the start command: the token is in its transcript.
+        let transcript = format!("{{\"tool_output\":\"for-loop: loop started\\nClaim: {token} (...)\"}}\n");
+        let held = stop_of("starting-conversation", &transcript);
+        let json: Value =
+            serde_json::from_str(&held.stdout).unwrap_or_else(|e| panic!("{host}: {e}: {}", held.stdout));
+        let prompt =
+            json[prompt_field].as_str().unwrap_or_else(|| panic!("{host}: not held: {}", held.stdout));
+        assert!(prompt.starts_with(task) && prompt.contains("FAIL: not yet"), "{host}: {prompt}");
+        assert_eq!(ledger_reasons(&env, "starting-conversation"), ["verify_failed"], "{host}");
+        assert!(!env.store().join("pending").join(&token).exists(), "{host}: still pending");
+        // Once claimed, the other conversation is still left alone.
+        let other = stop_of("other-conversation", &transcript);
+        assert_eq!(other.stdout.trim_end(), plain, "{host}: claimed twice");
+
+        // No session id: status and cancel find the loop started in this directory.
+        let status = env.run(&["status"], "");
+        assert!(
+            status.stdout.contains("active, iteration 2 of 30"),
+            "{host}: {}{}",
+            status.stdout,
+            status.stderr
+        );
+        let cancelled = env.run(&["cancel"], "");
+        assert_eq!(cancelled.code, 0, "{host}: {}{}", cancelled.stdout, cancelled.stderr);
+        let after = stop_of("starting-conversation", &transcript);
+        assert_eq!(after.stdout.trim_end(), plain, "{host}: held after cancel");
+    }
+}
+
+#[test]
+fn hosts_without_the_last_message_refuse_a_completion_promise() {
+    let env = TestEnv::new();
+    for host in ["cursor", "antigravity", "copilot-cli"] {
+        let run = env.run(&["start", "--host", host, "--session", "s"], "task --completion-promise DONE");
+        assert_eq!(run.code, 1, "{host}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("--completion-promise needs the agent's last message"),
+            "{host}: {}",
+            run.stdout
+        );
+        assert!(run.stdout.contains("Use --verify CMD"), "{host}: {}", run.stdout);
+    }
+    let run = env.run(&["start", "--host", "codex", "--session", "s"], "task --completion-promise DONE");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
 #[test]
 fn packaging_files_are_exactly_valid() {
     let plugin = repo().join("plugin");

@@ -37,15 +37,20 @@ Commands:
   status     Shows the session's loop, its last verify and recent stops; --all lists every loop.
 
 Options:
-  --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID)
+  --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
+                $GEMINI_SESSION_ID or $CODEX_THREAD_ID). Without one, start on antigravity, cursor
+                or copilot-cli leaves the loop to be claimed by the conversation whose transcript
+                holds its token, and the other commands act on the loop started in this directory.
   --cwd DIR     where verify runs (default: the current directory)
-  --host NAME   the agent host (default: claude-code)
+  --host NAME   the agent host: claude-code (default), antigravity, gemini-cli, codex, cursor
+                or copilot-cli
   --json        machine-readable status
   --exit-zero   exit 0 even when refused (for slash commands whose host aborts on failure)
 
 Files:
   Loops live in $FOR_LOOP_HOME, else $XDG_STATE_HOME/for-loop, else ~/.local/state/for-loop:
-  sessions/<session id>/state.md (settings and task), ledger.jsonl (one line per stop).
+  sessions/<session id>/state.md (settings and task), ledger.jsonl (one line per stop);
+  pending/<token>/ for loops not yet claimed.
 
 Exit codes:
   0  success. stop-hook always exits 0, even on its own errors: it then allows the stop and

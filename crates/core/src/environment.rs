@@ -45,7 +45,7 @@ impl Environment {
     /// The session id the host exports to hooks and commands, when it does: Claude Code to both,
     /// Gemini CLI to hooks only (`GEMINI_SESSION_ID`), Codex to the shell commands the agent runs
     /// (`CODEX_THREAD_ID`, the `session_id` of its hook events). Antigravity, Cursor and Copilot
-    /// CLI export none; their start commands pass `--session` or `FOR_LOOP_SESSION_ID`.
+    /// CLI export none; their loops are claimed by their transcripts ([`crate::claim`]).
     pub fn session_id(&self) -> Option<&str> {
         SESSION_VARS.into_iter().find_map(|name| self.var(name))
     }

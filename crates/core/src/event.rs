@@ -23,6 +23,9 @@ pub struct StopEvent {
     pub stop_hook_active: bool,
     /// The agent's final message, when the host sends it.
     pub last_assistant_message: Option<String>,
+    /// The host's own transcript, in its own format, for hosts that give commands no session
+    /// id: searched only for the token of a loop waiting to be claimed ([`crate::claim`]).
+    pub host_transcript: Option<PathBuf>,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -153,6 +156,7 @@ impl StopEvent {
             // Absent on old versions: absent means no hook is continuing the turn.
             stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
             last_assistant_message: fields.string("last_assistant_message")?,
+            host_transcript: None,
         })
     }
 }

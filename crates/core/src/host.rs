@@ -66,6 +66,19 @@ impl Host {
         Host::ALL.iter().copied().find(|host| host.name() == name || host.aliases().contains(&name))
     }
 
+    /// Whether the commands the agent runs can learn the session id, from a placeholder or an
+    /// environment variable. Where they cannot, a new loop waits to be claimed by the
+    /// conversation whose transcript holds its token ([`crate::claim`]).
+    pub fn tells_commands_the_session(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+    }
+
+    /// Whether the turn-end event carries the agent's last message, which a completion promise
+    /// is checked against.
+    pub fn sends_last_message(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+    }
+
     /// The names `--host` accepts, for error messages.
     pub fn names() -> String {
         Host::ALL.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")

@@ -7,6 +7,7 @@
 
 pub mod cancel;
 pub mod capture;
+pub mod claim;
 pub mod cli;
 pub mod decision;
 pub mod duration;

@@ -1,25 +1,75 @@
 //! Finding the session a command acts on, and its loop's files, for the commands a user runs
 //! (`cancel`, `resume`, `rollback`, `status`).
+//!
+//! Where the host tells commands no session id (Cursor, Antigravity, Copilot CLI), a command acts
+//! on the one loop started in its working directory that is not over, claimed or not. With two
+//! or more there, it names them and asks for `--session`.
+
+use std::path::Path;
 
 use crate::environment::Environment;
 use crate::lock::StateLock;
 use crate::outcome::Outcome;
+use crate::state::{LoopState, Status};
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
 
 /// The session: `--session`, else the one the host exports.
-pub fn session_id<'a>(env: &'a Environment, given: Option<&'a str>) -> Result<&'a str, Outcome> {
-    given.filter(|s| !s.is_empty()).or(env.session_id()).ok_or_else(|| {
-        Outcome::refused("for-loop: no session id: pass --session ID (the host's session id).")
-    })
+pub fn session_id<'a>(env: &'a Environment, given: Option<&'a str>) -> Option<&'a str> {
+    given.filter(|s| !s.is_empty()).or(env.session_id())
 }
 
-/// The session's loop files, if it has a loop.
+/// The session's loop files, if it has a loop; with no session id, the loop started here.
 pub fn loop_paths(env: &Environment, given: Option<&str>) -> Result<Option<LoopPaths>, Outcome> {
-    let session_id = session_id(env, given)?;
     let store = Store::locate(env).map_err(|e| Outcome::refused(format!("for-loop: {e}")))?;
-    let paths = store.paths(session_id);
-    Ok(paths.state.exists().then_some(paths))
+    match session_id(env, given) {
+        Some(session_id) => {
+            let paths = store.paths(session_id);
+            Ok(paths.state.exists().then_some(paths))
+        }
+        None => here(&store, env).map(|(paths, _)| Some(paths)),
+    }
+}
+
+/// The one loop, claimed or waiting to be, that was started in the working directory and is
+/// not over.
+pub fn here(store: &Store, env: &Environment) -> Result<(LoopPaths, LoopState), Outcome> {
+    let everywhere = store.all().into_iter().chain(store.pending_all()).flatten();
+    let mut found: Vec<(LoopPaths, LoopState)> = everywhere
+        .filter_map(|paths| match paths.load() {
+            Ok(Some(state)) if state.meta.status != Status::Ended && same_dir(&state.meta.cwd, &env.cwd) => {
+                Some((paths, state))
+            }
+            _ => None,
+        })
+        .collect();
+    let cwd = env.cwd.display();
+    match found.len() {
+        0 => Err(Outcome::refused(format!(
+            "for-loop: no session id, and no loop that is not over was started in {cwd}. Pass \
+             --session ID (the host's session or conversation id), or see `loop-hook status --all`."
+        ))),
+        1 => Ok(found.remove(0)),
+        _ => {
+            let ids: Vec<String> = found
+                .iter()
+                .map(|(paths, state)| match state.meta.session_id.as_str() {
+                    "" => format!("{} (not yet claimed)", paths.state.display()),
+                    id => id.to_string(),
+                })
+                .collect();
+            Err(Outcome::refused(format!(
+                "for-loop: no session id, and {} loops were started in {cwd}: pass --session ID, one of: {}",
+                found.len(),
+                ids.join(", ")
+            )))
+        }
+    }
+}
+
+/// Whether two paths name the same directory, symbolic links resolved where they can be.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The session's loop files, locked; `verb` names the command in errors ("cancel").

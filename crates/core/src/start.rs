@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::claim;
 use crate::decision::{Gate, gate};
 use crate::environment::Environment;
 use crate::host::Host;
@@ -10,10 +11,11 @@ use crate::message::criterion;
 use crate::oracle::Oracle;
 use crate::outcome::Outcome;
 use crate::request::{LoopRequest, RequestError};
+use crate::session;
 use crate::stall::Streaks;
 use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
 use crate::stop_hook::LOCK_WAIT;
-use crate::store::Store;
+use crate::store::{LoopPaths, Store};
 use crate::worktree::WorkTree;
 
 pub const USAGE: &str = "\
@@ -41,19 +43,32 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
         Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
     };
-    let Some(session_id) = options.session_id.as_deref().filter(|s| !s.is_empty()).or(env.session_id())
-    else {
-        return Outcome::refused(
-            "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
-             newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
-        );
-    };
+    let host = options.host.unwrap_or_default();
+    if request.completion_promise.is_some() && !host.sends_last_message() {
+        return Outcome::refused(format!(
+            "for-loop: not started: --completion-promise needs the agent's last message, which {} \
+             does not give hooks. Use --verify CMD to decide when the task is done.",
+            host.name()
+        ));
+    }
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
+    let (paths, session_id, claim_token) = match session::session_id(env, options.session_id.as_deref()) {
+        Some(id) => (store.paths(id), id, None),
+        None if !host.tells_commands_the_session() => {
+            let token = claim::new_token(env, &request.task);
+            (store.pending_paths(&token), "", Some(token))
+        }
+        None => {
+            return Outcome::refused(
+                "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
+                 newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
+            );
+        }
+    };
     let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
-    let paths = store.paths(session_id);
     if let Err(e) = std::fs::create_dir_all(&paths.dir) {
         return Outcome::refused(format!(
             "for-loop: not started: could not create {}: {e}",
@@ -96,7 +111,7 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
             schema: SCHEMA_VERSION,
             loop_id: loop_id(env, session_id),
             session_id: session_id.to_string(),
-            host: options.host.unwrap_or_default().name().to_string(),
+            host: host.name().to_string(),
             cwd: cwd.clone(),
             settings: Settings {
                 verify: request.verify.clone(),
@@ -129,16 +144,20 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
     if let Err(e) = paths.save(&state) {
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
-    Outcome::ok(banner(&state, &paths.state, &paths.ledger, env))
+    Outcome::ok(banner(&state, &paths, claim_token.as_deref(), env))
 }
 
-fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment) -> String {
+fn banner(state: &LoopState, paths: &LoopPaths, claim_token: Option<&str>, env: &Environment) -> String {
     let settings = &state.meta.settings;
-    let mut out = format!(
-        "for-loop: loop started, iteration 1 of {}.\n\nTask:\n{}\n\n",
-        settings.max_iterations,
-        state.task.trim_end()
-    );
+    let mut out = format!("for-loop: loop started, iteration 1 of {}.\n", settings.max_iterations);
+    // First, so that a host keeping only the start of a long output still has it.
+    if let Some(token) = claim_token {
+        out.push_str(&format!(
+            "Claim: {token} (the loop binds to the conversation whose transcript holds this token, \
+             at its first stop; until then it blocks nothing)\n"
+        ));
+    }
+    out.push_str(&format!("\nTask:\n{}\n\n", state.task.trim_end()));
     let verify = match &settings.verify {
         Some(cmd) => format!(
             "{cmd}  (runs at every stop in {}, killed after {} s)",
@@ -169,7 +188,18 @@ fn banner(state: &LoopState, state_path: &Path, ledger: &Path, env: &Environment
     if settings.checkpoint {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
     }
-    out.push_str(&format!("State:       {}\nLedger:      {}\n", state_path.display(), ledger.display()));
+    if claim_token.is_some() {
+        out.push_str(&format!(
+            "State:       {} (until claimed; then sessions/<conversation id>/ beside it)\n",
+            paths.state.display()
+        ));
+    } else {
+        out.push_str(&format!(
+            "State:       {}\nLedger:      {}\n",
+            paths.state.display(),
+            paths.ledger.display()
+        ));
+    }
     if let Some(warning) =
         settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
     {

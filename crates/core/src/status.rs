@@ -7,6 +7,7 @@ use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
 use crate::message::{criterion, elapsed};
 use crate::outcome::Outcome;
+use crate::session;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
 
@@ -27,11 +28,13 @@ pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
     if options.all {
         return all(&store, options.json);
     }
-    let Some(session_id) = options.session_id.as_deref().filter(|s| !s.is_empty()).or(env.session_id())
-    else {
-        return Outcome::refused("for-loop: no session id: pass --session ID, or --all to list every loop.");
+    let (paths, session_id) = match session::session_id(env, options.session_id.as_deref()) {
+        Some(id) => (store.paths(id), id.to_string()),
+        None => match session::here(&store, env) {
+            Ok((paths, state)) => (paths, state.meta.session_id),
+            Err(refusal) => return refusal,
+        },
     };
-    let paths = store.paths(session_id);
     let loaded = paths.load();
     if options.json {
         let value = match &loaded {
@@ -170,7 +173,10 @@ fn loop_json(state: &LoopState, paths: &LoopPaths) -> Value {
 }
 
 fn all(store: &Store, as_json: bool) -> Outcome {
-    let loops = match store.all() {
+    let loops = match store.all().and_then(|mut loops| {
+        loops.extend(store.pending_all()?);
+        Ok(loops)
+    }) {
         Ok(loops) => loops,
         Err(e) => {
             return Outcome::refused(format!("for-loop: could not list {}: {e}", store.root().display()));
@@ -209,7 +215,7 @@ fn all(store: &Store, as_json: bool) -> Outcome {
                 if s.is_active() { "active" } else { "ended" },
                 s.meta.iteration,
                 s.meta.settings.max_iterations,
-                s.meta.session_id,
+                if s.meta.session_id.is_empty() { "(not yet claimed)" } else { &s.meta.session_id },
                 s.meta.cwd.display()
             )),
             Ok(None) => {}

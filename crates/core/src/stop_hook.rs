@@ -8,6 +8,7 @@ use std::io::Read;
 use std::thread;
 use std::time::Duration;
 
+use crate::claim;
 use crate::decision::{self, Gate, StopFacts, Verdict};
 use crate::environment::Environment;
 use crate::event::{self, EventError, StopEvent};
@@ -34,7 +35,7 @@ pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
         .and_then(|bytes| event::parse_object(&bytes))
         .and_then(|object| host.parse_stop(&object));
     match event {
-        Ok(event) => judge(env, &event),
+        Ok(event) => judge(env, host, &event),
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
             HookResponse::allow()
@@ -43,14 +44,15 @@ pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
     }
 }
 
-/// Judges a normalised stop event against the session's loop.
-pub fn judge(env: &Environment, event: &StopEvent) -> HookResponse {
+/// Judges a normalised stop event of `host` against the session's loop.
+pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
     let Ok(store) = Store::locate(env) else {
         return HookResponse::allow();
     };
     let paths = store.paths(&event.session_id);
-    // The path every plain session takes: one failed stat.
-    if !paths.state.exists() {
+    // The path every plain session takes: one failed stat (and, on hosts whose commands cannot
+    // name their session, one failed read_dir for loops waiting to be claimed).
+    if !paths.state.exists() && !claim::attach(&store, host, event, env.now) {
         return HookResponse::allow();
     }
     let state = {

@@ -69,7 +69,45 @@ impl Store {
 
     /// The files of `session_id`'s loop, whether or not it exists.
     pub fn paths(&self, session_id: &str) -> LoopPaths {
-        let dir = self.root.join("sessions").join(session_key(session_id));
+        LoopPaths::in_dir(self.root.join("sessions").join(session_key(session_id)))
+    }
+
+    /// Every session directory that holds a state file.
+    pub fn all(&self) -> io::Result<Vec<LoopPaths>> {
+        loops_in(&self.root.join("sessions"))
+    }
+
+    /// The files of a loop waiting to be claimed by its session (see [`crate::claim`]).
+    pub fn pending_paths(&self, token: &str) -> LoopPaths {
+        LoopPaths::in_dir(self.root.join("pending").join(session_key(token)))
+    }
+
+    /// Every loop waiting to be claimed.
+    pub fn pending_all(&self) -> io::Result<Vec<LoopPaths>> {
+        loops_in(&self.root.join("pending"))
+    }
+}
+
+/// The loops in the directories under `parent`, by name; none when `parent` does not exist.
+fn loops_in(parent: &Path) -> io::Result<Vec<LoopPaths>> {
+    let entries = match fs::read_dir(parent) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut all = Vec::new();
+    for entry in entries {
+        let paths = LoopPaths::in_dir(entry?.path());
+        if paths.state.is_file() {
+            all.push(paths);
+        }
+    }
+    all.sort_by(|a, b| a.dir.cmp(&b.dir));
+    Ok(all)
+}
+
+impl LoopPaths {
+    fn in_dir(dir: PathBuf) -> LoopPaths {
         LoopPaths {
             state: dir.join("state.md"),
             lock: dir.join("state.md.lock"),
@@ -78,33 +116,6 @@ impl Store {
         }
     }
 
-    /// Every session directory that holds a state file.
-    pub fn all(&self) -> io::Result<Vec<LoopPaths>> {
-        let sessions = self.root.join("sessions");
-        let entries = match fs::read_dir(&sessions) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let mut all = Vec::new();
-        for entry in entries {
-            let dir = entry?.path();
-            let state = dir.join("state.md");
-            if state.is_file() {
-                all.push(LoopPaths {
-                    lock: dir.join("state.md.lock"),
-                    ledger: dir.join("ledger.jsonl"),
-                    state,
-                    dir,
-                });
-            }
-        }
-        all.sort_by(|a, b| a.dir.cmp(&b.dir));
-        Ok(all)
-    }
-}
-
-impl LoopPaths {
     /// The loop, or `None` when the session has none.
     pub fn load(&self) -> Result<Option<LoopState>, StoreError> {
         let text = match fs::read(&self.state) {

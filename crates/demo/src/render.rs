@@ -236,13 +236,16 @@ fn explain(stop: &Stop) -> String {
     }
 }
 
-/// The re-injected prompt without blank lines, separators and fenced blocks (the verify output
-/// in them is shown above).
+/// The re-injected prompt without blank lines and separators. A fenced block holds the verify
+/// output already shown above, so it becomes one line pointing there.
 fn reinjected_lines(prompt: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut fenced = false;
     for line in prompt.lines() {
         if line.starts_with("```") {
+            if !fenced {
+                lines.push("  (the verify output shown above)".to_owned());
+            }
             fenced = !fenced;
             continue;
         }
@@ -363,7 +366,10 @@ mod tests {
     #[test]
     fn reinjected_prompts_drop_fences_and_separators() {
         let prompt = "task\n\n---\nfor-loop: iteration 2\n\n```text\nFAIL\n```\n\nTo finish: fix it.";
-        assert_eq!(reinjected_lines(prompt), ["task", "for-loop: iteration 2", "To finish: fix it."]);
+        assert_eq!(
+            reinjected_lines(prompt),
+            ["task", "for-loop: iteration 2", "  (the verify output shown above)", "To finish: fix it."]
+        );
     }
 
     #[test]

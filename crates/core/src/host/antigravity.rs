@@ -78,19 +78,22 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         return Err(EventError::Foreign("the turn did not end normally"));
     }
 
+    // Each field in the camelCase dialect, else in the snake_case one's `common` object.
+    let in_common = |read: &dyn Fn(&Fields) -> Result<Option<String>, EventError>| match &common {
+        Some(common) => read(common),
+        None => Ok(None),
+    };
     let conversation = match top.string("conversationId")? {
         Some(id) => Some(id),
-        None => match &common {
-            Some(common) => common.string("conversation_id")?,
-            None => None,
-        },
+        None => in_common(&|c| c.string("conversation_id"))?,
     };
     let workspace = match top.first_of_strings("workspacePaths")? {
         Some(path) => Some(path),
-        None => match &common {
-            Some(common) => common.first_of_strings("workspace_paths")?,
-            None => None,
-        },
+        None => in_common(&|c| c.first_of_strings("workspace_paths"))?,
+    };
+    let transcript = match top.string("transcriptPath")? {
+        Some(path) => Some(path),
+        None => in_common(&|c| c.string("transcript_path"))?,
     };
     Ok(StopEvent {
         session_id: conversation.filter(|id| !id.is_empty()).ok_or(EventError::Missing("conversationId"))?,
@@ -99,6 +102,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         transcript_path: None,
         stop_hook_active: false,
         last_assistant_message: None,
+        host_transcript: transcript.map(PathBuf::from),
     })
 }
 

@@ -30,6 +30,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         transcript_path: None,
         stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
         last_assistant_message: fields.string("prompt_response")?,
+        host_transcript: None,
     })
 }
 
