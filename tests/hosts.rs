@@ -132,7 +132,8 @@ fn a_hook_for_one_host_never_judges_another_hosts_payload() {
                 }
                 let env = TestEnv::new();
                 let session = "fixture-session-0001";
-                env.run(&["start", "--session", session], "task --verify false");
+                let started = env.run(&["start", "--session", session], "task --verify false");
+                assert_eq!(started.code, 0, "{}", started.stdout);
                 let run = stop(&env, host, &payload(&env, session, &path));
                 assert_eq!(run.code, 0);
                 assert_eq!(run.stdout.trim_end(), *allow, "{host} given {}", path.display());
@@ -147,8 +148,9 @@ fn a_hook_for_one_host_never_judges_another_hosts_payload() {
 }
 
 /// Hosts that tell commands no session id: a loop started without one waits, blocks nobody,
-/// and is claimed at the first stop whose transcript holds its token. Cancel and status then find
-/// it by the directory it was started in.
+/// and is claimed at the first stop whose transcript holds its token, which nothing but `start`
+/// ever prints. Cancel and status find it by the directory it was started in. A second loop in
+/// the same conversation, once the first has ended, is claimed the same way.
 #[test]
 fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_it() {
     let hosts = [
@@ -158,16 +160,20 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
     ];
     for (host, fixture, transcript_field, prompt_field) in hosts {
         let env = TestEnv::new();
-        let task = "make check.sh pass, \"quoted\" $(not run)";
-        let started = env.run(&["start", "--host", host], format!("{task} --verify 'sh check.sh'"));
-        assert_eq!(started.code, 0, "{host}: {}{}", started.stdout, started.stderr);
-        let token = started
-            .stdout
-            .split_whitespace()
-            .find(|word| word.starts_with("for-loop-claim-"))
-            .unwrap_or_else(|| panic!("{host}: no claim token in {}", started.stdout))
-            .to_string();
-        env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+        let start = |task: &str| {
+            let started = env.run(&["start", "--host", host], format!("{task} --verify 'sh check.sh'"));
+            assert_eq!(started.code, 0, "{host}: {}{}", started.stdout, started.stderr);
+            let token = started
+                .stdout
+                .split_whitespace()
+                .find(|word| word.starts_with("for-loop-claim-"))
+                .unwrap_or_else(|| panic!("{host}: no claim token in {}", started.stdout))
+                .to_string();
+            (
+                token.clone(),
+                format!("{{\"tool_output\":\"for-loop: loop started\\nClaim: {token} (...)\"}}\n"),
+            )
+        };
         let stop_of = |session: &str, transcript: &str| {
             let path = env.project.join(format!("{session}.transcript"));
             std::fs::write(&path, transcript).unwrap();
@@ -176,39 +182,69 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
             event[transcript_field] = Value::from(path.to_str().unwrap());
             stop(&env, host, event.to_string().as_bytes())
         };
+        let held = |run: &Run| -> String {
+            let json: Value =
+                serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{host}: {e}: {}", run.stdout));
+            json[prompt_field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{host}: not held: {}", run.stdout))
+                .to_string()
+        };
         let plain = PLAIN_ALLOW.iter().find(|(name, _)| *name == host).unwrap().1;
+        env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+        let task = "make check.sh pass, \"quoted\" $(not run)";
+        let (token, started_output) = start(task);
 
+        // Nothing a user or another conversation can print gives the token away.
+        for args in [&["status", "--host", host][..], &["status", "--json"], &["status", "--all"]] {
+            let shown = env.run(args, "");
+            assert!(
+                shown.code == 0 && shown.stdout.contains("active"),
+                "{host} {args:?}: {}{}",
+                shown.stdout,
+                shown.stderr
+            );
+            assert!(
+                !shown.stdout.contains(&token[15..]),
+                "{host} {args:?} leaks the token: {}",
+                shown.stdout
+            );
+        }
         // Another conversation in the same project: its transcript lacks the token.
         let other = stop_of("other-conversation", "{\"text\":\"hello\"}\n");
         assert_eq!(other.stdout.trim_end(), plain, "{host}: another conversation was held");
         assert!(!env.session_dir("other-conversation").join("state.md").exists());
 
         // The conversation that ran the start command: the token is in its transcript.
-        let transcript = format!("{{\"tool_output\":\"for-loop: loop started\\nClaim: {token} (...)\"}}\n");
-        let held = stop_of("starting-conversation", &transcript);
-        let json: Value =
-            serde_json::from_str(&held.stdout).unwrap_or_else(|e| panic!("{host}: {e}: {}", held.stdout));
-        let prompt =
-            json[prompt_field].as_str().unwrap_or_else(|| panic!("{host}: not held: {}", held.stdout));
+        let prompt = held(&stop_of("starting-conversation", &started_output));
         assert!(prompt.starts_with(task) && prompt.contains("FAIL: not yet"), "{host}: {prompt}");
         assert_eq!(ledger_reasons(&env, "starting-conversation"), ["verify_failed"], "{host}");
-        assert!(!env.store().join("pending").join(&token).exists(), "{host}: still pending");
-        // Once claimed, the other conversation is still left alone.
-        let other = stop_of("other-conversation", &transcript);
-        assert_eq!(other.stdout.trim_end(), plain, "{host}: claimed twice");
+        assert!(env.run(&["status", "--all"], "").stdout.contains("starting-conversation"), "{host}");
 
-        // No session id: status and cancel find the loop started in this directory.
-        let status = env.run(&["status"], "");
+        // No session id: status and cancel find the loop started in this directory by this host.
+        let status = env.run(&["status", "--host", host], "");
         assert!(
             status.stdout.contains("active, iteration 2 of 30"),
             "{host}: {}{}",
             status.stdout,
             status.stderr
         );
-        let cancelled = env.run(&["cancel"], "");
+        let cancelled = env.run(&["cancel", "--host", host], "");
         assert_eq!(cancelled.code, 0, "{host}: {}{}", cancelled.stdout, cancelled.stderr);
-        let after = stop_of("starting-conversation", &transcript);
+        let after = stop_of("starting-conversation", &started_output);
         assert_eq!(after.stdout.trim_end(), plain, "{host}: held after cancel");
+
+        // A second loop in the same conversation replaces the ended one at the next stop.
+        let second = "the second task";
+        let (_, second_output) = start(second);
+        let prompt = held(&stop_of("starting-conversation", &format!("{started_output}{second_output}")));
+        assert!(prompt.starts_with(second), "{host}: {prompt}");
+        let archive = env.session_dir("starting-conversation").join("archive");
+        assert_eq!(
+            std::fs::read_dir(&archive).map(|d| d.count()).unwrap_or(0),
+            1,
+            "{host}: first loop not archived"
+        );
     }
 }
 

@@ -1,24 +1,27 @@
 //! `loop-hook cancel`: end this session's loop at once, deterministically.
 //!
 //! The user's `/cancel-loop` runs this before the model sees anything, so a cancel never depends
-//! on the model agreeing to delete a file. Other sessions' loops are untouched.
+//! on the model agreeing to delete a file. Other sessions' loops are untouched. Where the host
+//! gives commands no session id, the loop is found by [`Target::here`] instead.
 
+use crate::claim;
 use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
 use crate::message::headline;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
-use crate::session;
+use crate::session::{self, Target};
 use crate::state::Status;
+use crate::store::Store;
 
-pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
-    let paths = match session::loop_paths(env, session_id) {
+pub fn run(env: &Environment, target: &Target) -> Outcome {
+    let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         Err(refusal) => return refusal,
     };
-    let _lock = match session::locked(&paths, "cancel") {
+    let lock = match session::locked(&paths, "cancel") {
         Ok(lock) => lock,
         Err(refusal) => return refusal,
     };
@@ -54,9 +57,21 @@ pub fn run(env: &Environment, session_id: Option<&str>) -> Outcome {
         ..LedgerEntry::new(&state, env.now, "cancel", ReasonCode::Cancelled)
     }
     .append_to(&paths.ledger);
+    drop(lock);
+    let mut ledger = paths.ledger.clone();
+    // A loop still waiting to be claimed is moved out of the way of the stops that search for it.
+    if state.meta.session_id.is_empty()
+        && let (Ok(store), Some(name)) = (Store::locate(env), paths.dir.file_name())
+    {
+        claim::sweep(&store, env.now);
+        let moved = store.root().join("unclaimed").join(name).join("ledger.jsonl");
+        if moved.exists() {
+            ledger = moved;
+        }
+    }
     Outcome::ok(format!(
         "{}\nThe loop is over; the next stop is allowed. Ledger: {}",
         receipt.render(&headline(&state, ReasonCode::Cancelled, None)),
-        paths.ledger.display()
+        ledger.display()
     ))
 }

@@ -1,15 +1,16 @@
 //! Loops started where the host tells commands no session id: Cursor, Antigravity and Copilot
 //! CLI give the conversation id to hooks only.
 //!
-//! Such a loop is written without an owner under `pending/<token>/`, and the start command prints
+//! Such a loop is written without an owner under `pending/<key>/`, and the start command prints
 //! its token. The host keeps that output in the conversation's transcript, so the first turn end
 //! whose transcript holds the token shows which conversation started the loop: the hook then
 //! moves the loop into that session's directory and judges it from that stop on.
 //!
 //! This keeps both promises. A loop without an owner blocks nobody. Another conversation in the
-//! same project cannot take the loop over, because its transcript does not hold the token. Any
-//! fault while claiming (an unreadable transcript, a full disk) leaves the loop unclaimed and the
-//! stop allowed.
+//! same project cannot take the loop over, because its transcript does not hold the token: only
+//! `start` ever prints it, and the directory is named after a digest of it, so the paths that
+//! `status` and error messages print give nothing away. Any fault while claiming (an unreadable
+//! transcript, a full disk) leaves the loop unclaimed and the stop allowed.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -22,12 +23,16 @@ use crate::environment::Environment;
 use crate::event::StopEvent;
 use crate::host::Host;
 use crate::lock::StateLock;
+use crate::state::Status;
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
 
 /// Every token starts with this, so it cannot be mistaken for anything else in a transcript.
 pub const TOKEN_PREFIX: &str = "for-loop-claim-";
-/// A loop nobody claimed within this long is left alone; `status --all` still lists it.
+/// Hex digits after the prefix: 64 bits.
+const TOKEN_HEX: usize = 16;
+/// A loop nobody claimed within this long is no longer claimed; the next `start` or `cancel`
+/// moves it to `unclaimed/`.
 pub const CLAIM_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 /// How much of a transcript's end is searched. The start command's output is in the turn that
 /// ends at the first stop, so this is far more than needed.
@@ -41,56 +46,84 @@ pub fn new_token(env: &Environment, task: &str) -> String {
     hash.update(std::process::id().to_le_bytes());
     hash.update(env.cwd.as_os_str().as_encoded_bytes());
     hash.update(task.as_bytes());
-    let digest = hash.finalize();
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{TOKEN_PREFIX}{hex}")
+    format!("{TOKEN_PREFIX}{}", &hex(&hash.finalize())[..TOKEN_HEX])
 }
 
-/// Gives the session of `event` the unclaimed loop its transcript names, if there is one.
-/// Returns whether a loop was claimed. Costs one failed `read_dir` when no loop waits.
+/// The name of a waiting loop's directory: a digest of its token, never the token itself.
+pub fn pending_key(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))[..32].to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Gives the session of `event` the waiting loop whose token its transcript holds, if there is
+/// one; the latest token in the transcript first. Returns whether a loop was claimed. Costs one
+/// failed `read_dir` when no loop waits.
 pub fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestamp) -> bool {
     let Some(transcript) = event.host_transcript.as_deref() else {
         return false;
     };
-    let Ok(waiting) = store.pending_all() else {
+    if !store.has_pending() {
+        return false;
+    }
+    let Ok(tail) = read_tail(transcript, TRANSCRIPT_TAIL) else {
         return false;
     };
-    for paths in waiting {
-        let Ok(Some(state)) = paths.load() else { continue };
-        let fresh = now.duration_since(state.meta.started_at) <= CLAIM_WINDOW;
-        // A loop started outside this conversation's project is not its own: no need to read
-        // the transcript.
-        let inside = event.cwd.as_deref().is_none_or(|project| state.meta.cwd.starts_with(project));
-        if state.meta.host != host.name() || !state.is_active() || !fresh || !inside {
+    let text = String::from_utf8_lossy(&tail);
+    let mut tried = Vec::new();
+    for token in tokens_in(&text).into_iter().rev() {
+        if tried.contains(&token) {
             continue;
         }
-        let Some(token) = paths.dir.file_name().and_then(|name| name.to_str()) else { continue };
-        if transcript_holds(transcript, token, TRANSCRIPT_TAIL).unwrap_or(false) {
-            return claim(store, &paths, &event.session_id, now).is_ok();
+        tried.push(token);
+        let pending = store.pending_paths(&pending_key(token));
+        if pending.state.exists() && claim(store, host, &pending, &event.session_id, now).unwrap_or(false) {
+            return true;
         }
     }
     false
 }
 
 /// Moves the waiting loop at `pending` into `session_id`'s directory, owned by that session.
-fn claim(store: &Store, pending: &LoopPaths, session_id: &str, now: Timestamp) -> io::Result<()> {
+/// Ok(false) when it is not to be claimed (any more). Safe to repeat after a crash midway: a
+/// copy whose loop the session already holds is removed, never started again.
+fn claim(
+    store: &Store,
+    host: Host,
+    pending: &LoopPaths,
+    session_id: &str,
+    now: Timestamp,
+) -> io::Result<bool> {
     let target = store.paths(session_id);
     fs::create_dir_all(&target.dir)?;
     let _pending_lock = StateLock::acquire(&pending.lock, LOCK_WAIT).map_err(io::Error::other)?;
     let _target_lock = StateLock::acquire(&target.lock, LOCK_WAIT).map_err(io::Error::other)?;
-    // Re-read under the lock: another stop may have claimed it meanwhile.
+    // Read under the locks: a cancel or another stop may have got here first.
     let Some(mut state) = pending.load().map_err(io::Error::other)? else {
-        return Err(io::ErrorKind::NotFound.into());
+        return Ok(false);
     };
-    if let Some(previous) = target.load().map_err(io::Error::other)? {
-        if previous.is_active() {
-            return Err(io::Error::other("the session already has a loop"));
-        }
-        target.archive(&previous.meta.loop_id)?;
+    let loop_id = state.meta.loop_id.clone();
+    let current = target.load().map_err(io::Error::other)?;
+    let held_before = current.as_ref().is_some_and(|current| current.meta.loop_id == loop_id)
+        || target.dir.join("archive").join(&loop_id).exists();
+    if held_before {
+        let _ = fs::remove_dir_all(&pending.dir);
+        return Ok(false);
     }
-    state.meta.session_id = session_id.to_string();
-    state.meta.updated_at = now;
-    target.save(&state).map_err(io::Error::other)?;
+    let fresh = now.duration_since(state.meta.started_at) <= CLAIM_WINDOW;
+    if state.meta.host != host.name() || !state.is_active() || !fresh {
+        return Ok(false);
+    }
+    match current {
+        // The session's own running loop goes on; this one waits (and expires).
+        Some(current) if current.is_active() => return Ok(false),
+        Some(current) => {
+            target.archive(&current.meta.loop_id)?;
+        }
+        None => {}
+    }
     let originals = pending.dir.join("oracle");
     if originals.exists() {
         let into = target.dir.join("oracle");
@@ -102,18 +135,52 @@ fn claim(store: &Store, pending: &LoopPaths, session_id: &str, now: Timestamp) -
     if pending.ledger.exists() {
         fs::rename(&pending.ledger, &target.ledger)?;
     }
-    fs::remove_dir_all(&pending.dir)
+    state.meta.session_id = session_id.to_string();
+    state.meta.updated_at = now;
+    target.save(&state).map_err(io::Error::other)?;
+    // The loop is the session's now; a copy left here by a crash is removed by the next claim.
+    let _ = fs::remove_dir_all(&pending.dir);
+    Ok(true)
 }
 
-/// Whether the last `tail_bytes` of the file at `path` hold `token`.
-fn transcript_holds(path: &Path, token: &str, tail_bytes: u64) -> io::Result<bool> {
+/// Moves waiting loops that were cancelled or not claimed in time out of the way, to
+/// `unclaimed/`, so that stops stop searching transcripts for them. Nothing is deleted.
+pub fn sweep(store: &Store, now: Timestamp) {
+    let Ok(waiting) = store.pending_all() else { return };
+    for pending in waiting {
+        let Ok(_lock) = StateLock::acquire(&pending.lock, LOCK_WAIT) else { continue };
+        let done = match pending.load() {
+            Ok(Some(state)) => {
+                state.meta.status == Status::Ended || now.duration_since(state.meta.started_at) > CLAIM_WINDOW
+            }
+            _ => false,
+        };
+        if let (true, Some(name)) = (done, pending.dir.file_name()) {
+            let unclaimed = store.root().join("unclaimed");
+            let _ =
+                fs::create_dir_all(&unclaimed).and_then(|()| fs::rename(&pending.dir, unclaimed.join(name)));
+        }
+    }
+}
+
+/// The tokens in `text`, in order of appearance.
+fn tokens_in(text: &str) -> Vec<&str> {
+    text.match_indices(TOKEN_PREFIX)
+        .filter_map(|(at, _)| text.get(at..at + TOKEN_PREFIX.len() + TOKEN_HEX))
+        .filter(|token| {
+            token[TOKEN_PREFIX.len()..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+        .collect()
+}
+
+/// The last `tail_bytes` of the file at `path`.
+fn read_tail(path: &Path, tail_bytes: u64) -> io::Result<Vec<u8>> {
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(tail_bytes)))?;
     let mut tail = Vec::new();
     file.take(tail_bytes).read_to_end(&mut tail)?;
-    // Transcripts are JSON text; `str::contains` searches far faster than comparing windows.
-    Ok(String::from_utf8_lossy(&tail).contains(token))
+    Ok(tail)
 }
 
 #[cfg(test)]
@@ -125,105 +192,142 @@ mod tests {
 
     const NOW: &str = "2026-11-22T03:00:00Z";
 
-    fn env(cwd: &str) -> Environment {
-        Environment::new(std::iter::empty(), PathBuf::from(cwd), NOW.parse().unwrap())
+    fn now() -> Timestamp {
+        NOW.parse().unwrap()
     }
 
-    /// A store holding one unclaimed Cursor loop, and a transcript that holds its token.
+    fn env(cwd: &str) -> Environment {
+        Environment::new(std::iter::empty(), PathBuf::from(cwd), now())
+    }
+
+    /// A store holding one waiting Cursor loop, and a transcript that holds its token.
     fn world(dir: &Path) -> (Store, String, PathBuf) {
         let store = Store::at(dir.join("store"));
         let token = new_token(&env("/p"), "task");
         let mut state = sample();
         state.meta.session_id.clear();
         state.meta.host = Host::Cursor.name().into();
-        state.meta.started_at = NOW.parse().unwrap();
-        let pending = store.pending_paths(&token);
+        state.meta.started_at = now();
+        let pending = store.pending_paths(&pending_key(&token));
         pending.save(&state).unwrap();
         fs::create_dir_all(pending.dir.join("oracle")).unwrap();
         fs::write(pending.dir.join("oracle/check.sh"), "exit 1\n").unwrap();
         let transcript = dir.join("transcript.jsonl");
-        fs::write(&transcript, format!("{{\"tool_result\":\"loop started\\nclaim {token}\\n\"}}\n")).unwrap();
+        fs::write(&transcript, format!("{{\"tool_result\":\"loop started\\nClaim: {token} (...)\"}}\n"))
+            .unwrap();
         (store, token, transcript)
     }
 
     fn stop(session: &str, transcript: &Path) -> StopEvent {
         StopEvent {
             session_id: session.into(),
-            cwd: Some(PathBuf::from("/project")),
             host_transcript: Some(transcript.to_path_buf()),
             ..StopEvent::default()
         }
     }
 
     #[test]
-    fn tokens_are_distinct_and_marked() {
+    fn tokens_are_distinct_marked_and_not_their_directorys_name() {
         let a = new_token(&env("/p"), "task");
-        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 16, "{a}");
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + TOKEN_HEX, "{a}");
         assert_ne!(a, new_token(&env("/q"), "task"));
         assert_ne!(a, new_token(&env("/p"), "other task"));
+        let key = pending_key(&a);
+        assert!(!key.contains(&a[TOKEN_PREFIX.len()..]) && key.len() == 32, "{key}");
+    }
+
+    #[test]
+    fn tokens_are_found_in_any_text() {
+        let text = "x for-loop-claim-0123456789abcdef\\n\"for-loop-claim-fedcba9876543210\" \
+                    for-loop-claim-short for-loop-claim-0123456789ABCDEF for-loop-claim-0123456789abcde";
+        assert_eq!(tokens_in(text), ["for-loop-claim-0123456789abcdef", "for-loop-claim-fedcba9876543210"]);
     }
 
     #[test]
     fn the_conversation_whose_transcript_holds_the_token_claims_the_loop() {
         let dir = tempfile::tempdir().unwrap();
         let (store, token, transcript) = world(dir.path());
-        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), NOW.parse().unwrap()));
+        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
         let claimed = store.paths("conv-1").load().unwrap().unwrap();
         assert_eq!(claimed.meta.session_id, "conv-1");
         assert!(store.paths("conv-1").dir.join("oracle/check.sh").is_file());
-        assert!(!store.pending_paths(&token).dir.exists());
-        assert!(store.pending_all().unwrap().is_empty());
+        assert!(!store.pending_paths(&pending_key(&token)).dir.exists());
+        assert!(!store.has_pending());
     }
 
     #[test]
     fn other_conversations_hosts_and_old_loops_claim_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (store, _, transcript) = world(dir.path());
-        let now = NOW.parse().unwrap();
         let elsewhere = dir.path().join("other.jsonl");
         fs::write(&elsewhere, "{\"text\":\"for-loop-claim-0000000000000000\"}\n").unwrap();
-        assert!(!attach(&store, Host::Cursor, &stop("conv-2", &elsewhere), now));
-        assert!(!attach(&store, Host::Cursor, &stop("conv-2", &dir.path().join("missing")), now));
-        assert!(!attach(
-            &store,
-            Host::Cursor,
-            &StopEvent { session_id: "c".into(), ..Default::default() },
-            now
-        ));
-        assert!(!attach(&store, Host::Antigravity, &stop("conv-2", &transcript), now));
-        let other_project = StopEvent { cwd: Some("/elsewhere".into()), ..stop("conv-2", &transcript) };
-        assert!(!attach(&store, Host::Cursor, &other_project, now));
-        let later = now + CLAIM_WINDOW + SignedDuration::from_secs(1);
+        assert!(!attach(&store, Host::Cursor, &stop("conv-2", &elsewhere), now()));
+        assert!(!attach(&store, Host::Cursor, &stop("conv-2", &dir.path().join("missing")), now()));
+        let no_transcript = StopEvent { session_id: "conv-2".into(), ..StopEvent::default() };
+        assert!(!attach(&store, Host::Cursor, &no_transcript, now()));
+        assert!(!attach(&store, Host::Antigravity, &stop("conv-2", &transcript), now()));
+        let later = now() + CLAIM_WINDOW + SignedDuration::from_secs(1);
         assert!(!attach(&store, Host::Cursor, &stop("conv-2", &transcript), later));
         assert_eq!(store.pending_all().unwrap().len(), 1, "the loop still waits");
         assert!(store.all().unwrap().is_empty());
     }
 
     #[test]
-    fn a_session_with_an_active_loop_keeps_it() {
+    fn a_session_with_a_running_loop_keeps_it_and_an_ended_one_is_archived() {
         let dir = tempfile::tempdir().unwrap();
         let (store, _, transcript) = world(dir.path());
         let mut own = sample();
         own.meta.session_id = "conv-1".into();
-        own.task = "the session's own loop".into();
+        own.meta.loop_id = "own-loop".into();
         store.paths("conv-1").save(&own).unwrap();
-        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), NOW.parse().unwrap()));
-        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().task, "the session's own loop");
-        assert_eq!(store.pending_all().unwrap().len(), 1);
+        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.loop_id, "own-loop");
+        assert!(store.has_pending());
+
+        own.meta.status = Status::Ended;
+        store.paths("conv-1").save(&own).unwrap();
+        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert_ne!(store.paths("conv-1").load().unwrap().unwrap().meta.loop_id, "own-loop");
+        assert!(store.paths("conv-1").dir.join("archive/own-loop/state.md").is_file());
     }
 
     #[test]
-    fn only_the_transcripts_end_is_searched() {
+    fn a_copy_left_by_an_interrupted_claim_is_removed_not_restarted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, token, transcript) = world(dir.path());
+        let pending = store.pending_paths(&pending_key(&token));
+        let copy = dir.path().join("copy");
+        fs::create_dir_all(&copy).unwrap();
+        fs::copy(&pending.state, copy.join("state.md")).unwrap();
+        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        // As if the process had died before removing the waiting copy.
+        fs::create_dir_all(&pending.dir).unwrap();
+        fs::copy(copy.join("state.md"), &pending.state).unwrap();
+        let mut claimed = store.paths("conv-1").load().unwrap().unwrap();
+        claimed.meta.iteration = 5;
+        store.paths("conv-1").save(&claimed).unwrap();
+        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.iteration, 5);
+        assert!(!pending.dir.exists());
+    }
+
+    #[test]
+    fn sweep_moves_cancelled_and_expired_loops_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, token, _) = world(dir.path());
+        sweep(&store, now());
+        assert!(store.has_pending(), "a fresh waiting loop stays");
+        sweep(&store, now() + CLAIM_WINDOW + SignedDuration::from_secs(1));
+        assert!(!store.has_pending());
+        assert!(store.root().join("unclaimed").join(pending_key(&token)).join("state.md").is_file());
+    }
+
+    #[test]
+    fn only_the_transcripts_end_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
-        let token = "for-loop-claim-0123456789abcdef";
-        let mut text = format!("{token}\n").into_bytes();
-        text.resize(4_096, b'x');
-        fs::write(&path, &text).unwrap();
-        assert!(transcript_holds(&path, token, 8_192).unwrap());
-        assert!(!transcript_holds(&path, token, 4_000).unwrap());
-        text.extend_from_slice(token.as_bytes());
-        fs::write(&path, &text).unwrap();
-        assert!(transcript_holds(&path, token, 4_000).unwrap());
+        fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(read_tail(&path, 4).unwrap(), b"6789");
+        assert_eq!(read_tail(&path, 100).unwrap(), b"0123456789");
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use lexopt::prelude::*;
 
 use crate::host::Host;
+use crate::session::Target;
 use crate::start::StartOptions;
 use crate::status::StatusOptions;
 
@@ -17,10 +18,10 @@ Usage:
   loop-hook start [--session ID] [--cwd DIR] [--host NAME] [--exit-zero]  < loop text on stdin
   loop-hook stop-hook [--host NAME]                      < the host's Stop event on stdin
   loop-hook guard                                        < the host's PreToolUse event on stdin
-  loop-hook cancel [--session ID] [--exit-zero]
-  loop-hook resume [--session ID] [--exit-zero]          < [--more N] [--more-time DURATION] on stdin
-  loop-hook rollback [--session ID] [--exit-zero]        < N [--yes] on stdin
-  loop-hook status [--session ID] [--json] [--all] [--exit-zero]
+  loop-hook cancel [--session ID] [--host NAME] [--exit-zero]
+  loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time DURATION] on stdin
+  loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
+  loop-hook status [--session ID] [--host NAME] [--json] [--all] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -40,7 +41,8 @@ Options:
   --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
                 $GEMINI_SESSION_ID or $CODEX_THREAD_ID). Without one, start on antigravity, cursor
                 or copilot-cli leaves the loop to be claimed by the conversation whose transcript
-                holds its token, and the other commands act on the loop started in this directory.
+                holds its token, and the other commands act on the loop started in this directory
+                (by --host's agent, when given).
   --cwd DIR     where verify runs (default: the current directory)
   --host NAME   the agent host: claude-code (default), antigravity, gemini-cli, codex, cursor
                 or copilot-cli
@@ -50,7 +52,7 @@ Options:
 Files:
   Loops live in $FOR_LOOP_HOME, else $XDG_STATE_HOME/for-loop, else ~/.local/state/for-loop:
   sessions/<session id>/state.md (settings and task), ledger.jsonl (one line per stop);
-  pending/<token>/ for loops not yet claimed.
+  pending/ for loops not yet claimed, unclaimed/ for those cancelled or expired before.
 
 Exit codes:
   0  success. stop-hook always exits 0, even on its own errors: it then allows the stop and
@@ -73,18 +75,12 @@ pub enum Cli {
     StopHook {
         host: Host,
     },
-    Cancel {
-        session_id: Option<String>,
-    },
+    Cancel(Target),
     Guard,
     /// Options come as text on stdin, as typed after `/for-loop:resume`.
-    Resume {
-        session_id: Option<String>,
-    },
+    Resume(Target),
     /// Options come as text on stdin, as typed after `/for-loop:rollback`.
-    Rollback {
-        session_id: Option<String>,
-    },
+    Rollback(Target),
     Status(StatusOptions),
     Help,
     Version,
@@ -122,7 +118,7 @@ impl Invocation {
                     session_id = Some(parser.value()?.string()?)
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
-                ("start" | "stop-hook", Long("host")) => {
+                ("start" | "stop-hook" | "cancel" | "status" | "resume" | "rollback", Long("host")) => {
                     let name = parser.value()?.string()?;
                     host = Some(Host::from_name(&name).ok_or_else(|| {
                         lexopt::Error::Custom(
@@ -138,11 +134,11 @@ impl Invocation {
         let cli = match command.as_str() {
             "start" => Cli::Start(StartOptions { session_id, host, ..start }),
             "stop-hook" | "stop" => Cli::StopHook { host: host.unwrap_or_default() },
-            "cancel" => Cli::Cancel { session_id },
+            "cancel" => Cli::Cancel(Target { session_id, host }),
             "guard" => Cli::Guard,
-            "resume" => Cli::Resume { session_id },
-            "rollback" => Cli::Rollback { session_id },
-            "status" => Cli::Status(StatusOptions { session_id, ..status }),
+            "resume" => Cli::Resume(Target { session_id, host }),
+            "rollback" => Cli::Rollback(Target { session_id, host }),
+            "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(

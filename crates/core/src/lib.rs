@@ -78,17 +78,15 @@ pub fn run(
                 )),
             }
         }
-        Cli::Cancel { session_id } => cancel::run(env, session_id.as_deref()),
+        Cli::Cancel(target) => cancel::run(env, &target),
         Cli::Guard => Outcome::ok(guard_never_failing(env, stdin)),
-        Cli::Resume { session_id } => {
-            match read_text(stdin).map(|text| resume::ResumeOptions::parse(&text)) {
-                Ok(Ok(options)) => resume::run(env, session_id.as_deref(), &options),
-                Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
-                Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
-            }
-        }
-        Cli::Rollback { session_id } => match read_text(stdin) {
-            Ok(text) => rollback::run(env, session_id.as_deref(), &text),
+        Cli::Resume(target) => match read_text(stdin).map(|text| resume::ResumeOptions::parse(&text)) {
+            Ok(Ok(options)) => resume::run(env, &target, &options),
+            Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
+            Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
+        },
+        Cli::Rollback(target) => match read_text(stdin) {
+            Ok(text) => rollback::run(env, &target, &text),
             Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
         },
         Cli::Status(options) => status::run(env, &options),

@@ -6,7 +6,7 @@ use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
-use crate::session;
+use crate::session::{self, Target};
 use crate::stall::Streaks;
 use crate::state::Status;
 
@@ -55,8 +55,8 @@ impl ResumeOptions {
     }
 }
 
-pub fn run(env: &Environment, session_id: Option<&str>, options: &ResumeOptions) -> Outcome {
-    let paths = match session::loop_paths(env, session_id) {
+pub fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outcome {
+    let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => {
             return Outcome::refused(

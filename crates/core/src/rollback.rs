@@ -3,7 +3,7 @@
 
 use crate::environment::Environment;
 use crate::outcome::Outcome;
-use crate::session;
+use crate::session::Target;
 use crate::worktree::WorkTree;
 
 /// Files a plan names before it only counts them.
@@ -11,7 +11,7 @@ const SHOWN: usize = 20;
 
 /// `text` is what was typed after `/for-loop:rollback`: nothing (list), `N` (show the plan) or
 /// `N --yes` (restore).
-pub fn run(env: &Environment, session_id: Option<&str>, text: &str) -> Outcome {
+pub fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
     let mut n = None;
     let mut yes = false;
     for word in text.split_whitespace() {
@@ -27,7 +27,7 @@ pub fn run(env: &Environment, session_id: Option<&str>, text: &str) -> Outcome {
             },
         }
     }
-    let state = match session::loop_paths(env, session_id).map(|paths| paths.map(|p| p.load())) {
+    let state = match target.loop_paths(env).map(|paths| paths.map(|p| p.load())) {
         Ok(Some(Ok(Some(state)))) => state,
         Ok(None | Some(Ok(None))) => return Outcome::refused("for-loop: no loop in this session."),
         Ok(Some(Err(e))) => return Outcome::refused(format!("for-loop: {e}")),

@@ -58,8 +58,9 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
     let (paths, session_id, claim_token) = match session::session_id(env, options.session_id.as_deref()) {
         Some(id) => (store.paths(id), id, None),
         None if !host.tells_commands_the_session() => {
+            claim::sweep(&store, env.now);
             let token = claim::new_token(env, &request.task);
-            (store.pending_paths(&token), "", Some(token))
+            (store.pending_paths(&claim::pending_key(&token)), "", Some(token))
         }
         None => {
             return Outcome::refused(
@@ -190,7 +191,7 @@ fn banner(state: &LoopState, paths: &LoopPaths, claim_token: Option<&str>, env: 
     }
     if claim_token.is_some() {
         out.push_str(&format!(
-            "State:       {} (until claimed; then sessions/<conversation id>/ beside it)\n",
+            "State:       {} (until claimed; then under sessions/<conversation id>/ in the same store)\n",
             paths.state.display()
         ));
     } else {

@@ -7,7 +7,7 @@ use crate::environment::Environment;
 use crate::ledger::LedgerEntry;
 use crate::message::{criterion, elapsed};
 use crate::outcome::Outcome;
-use crate::session;
+use crate::session::Target;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
 
@@ -15,7 +15,7 @@ const RECENT: usize = 5;
 
 #[derive(Debug, Clone, Default)]
 pub struct StatusOptions {
-    pub session_id: Option<String>,
+    pub target: Target,
     pub json: bool,
     pub all: bool,
 }
@@ -28,9 +28,9 @@ pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
     if options.all {
         return all(&store, options.json);
     }
-    let (paths, session_id) = match session::session_id(env, options.session_id.as_deref()) {
+    let (paths, session_id) = match options.target.session_id(env) {
         Some(id) => (store.paths(id), id.to_string()),
-        None => match session::here(&store, env) {
+        None => match options.target.here(&store, env) {
             Ok((paths, state)) => (paths, state.meta.session_id),
             Err(refusal) => return refusal,
         },

@@ -86,6 +86,9 @@ pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
         }
     };
     match decision::gate(&state, &event.session_id) {
+        // A new loop this conversation started, on a host whose commands cannot name it, may
+        // be waiting to replace the ended one.
+        Gate::Ended if claim::attach(&store, host, event, env.now) => return judge(env, host, event),
         Gate::Ended => return HookResponse::allow(),
         Gate::Foreign => {
             record(&paths, &state, event, env, ReasonCode::ForeignSession, None);

@@ -77,9 +77,15 @@ impl Store {
         loops_in(&self.root.join("sessions"))
     }
 
-    /// The files of a loop waiting to be claimed by its session (see [`crate::claim`]).
-    pub fn pending_paths(&self, token: &str) -> LoopPaths {
-        LoopPaths::in_dir(self.root.join("pending").join(session_key(token)))
+    /// The files of a loop waiting to be claimed by its session; `key` is
+    /// [`crate::claim::pending_key`] of its token.
+    pub fn pending_paths(&self, key: &str) -> LoopPaths {
+        LoopPaths::in_dir(self.root.join("pending").join(session_key(key)))
+    }
+
+    /// Whether any loop waits to be claimed (or was cancelled before it was).
+    pub fn has_pending(&self) -> bool {
+        fs::read_dir(self.root.join("pending")).is_ok_and(|mut entries| entries.next().is_some())
     }
 
     /// Every loop waiting to be claimed.

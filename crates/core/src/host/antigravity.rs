@@ -63,7 +63,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         },
     };
     let error = match object.get("error").or_else(|| stop_args.as_ref().and_then(|a| a.0.get("error"))) {
-        None | Some(Value::Null) => false,
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Object(o)) => !o.is_empty(),
         Some(_) => true,
@@ -102,7 +102,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         transcript_path: None,
         stop_hook_active: false,
         last_assistant_message: None,
-        host_transcript: transcript.map(PathBuf::from),
+        host_transcript: transcript.filter(|p| !p.is_empty()).map(PathBuf::from),
     })
 }
 
@@ -132,6 +132,12 @@ mod tests {
         assert_eq!(event.cwd, Some(PathBuf::from("/w")));
         assert_eq!(event.transcript_path, None);
         assert!(parse_text(&DOCS.replace("model_stop", "NO_TOOL_CALL")).is_ok());
+        assert_eq!(event.host_transcript, Some(PathBuf::from("/t.jsonl")));
+        let no_error = DOCS.replace(r#""executionNum":2"#, r#""executionNum":2,"error":false"#);
+        assert!(parse_text(&no_error).is_ok());
+        // Measured on 1.2.9: an empty transcript path, which is no path at all.
+        let empty = parse_text(&DOCS.replace("/t.jsonl", "")).unwrap();
+        assert_eq!(empty.host_transcript, None);
     }
 
     #[test]

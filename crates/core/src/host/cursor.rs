@@ -31,9 +31,8 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     if !fields.has_any(&["conversation_id", "loop_count", "cursor_version"]) {
         return Err(EventError::Foreign("not a Cursor event (no conversation_id)"));
     }
-    match fields.string("status")?.as_deref() {
-        Some("completed") | None => {}
-        Some(_) => return Err(EventError::Foreign("the turn did not complete")),
+    if fields.string("status")?.as_deref() != Some("completed") {
+        return Err(EventError::Foreign("the turn did not complete"));
     }
     let cwd = match fields.string("cwd")? {
         Some(cwd) => Some(cwd),
@@ -47,7 +46,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         // A follow-up of a stop hook is what `loop_count` counts.
         stop_hook_active: fields.count("loop_count")?.unwrap_or(0) > 0,
         last_assistant_message: None,
-        host_transcript: fields.string("transcript_path")?.map(PathBuf::from),
+        host_transcript: fields.string("transcript_path")?.filter(|p| !p.is_empty()).map(PathBuf::from),
     })
 }
 
@@ -84,8 +83,8 @@ mod tests {
 
     #[test]
     fn only_a_completed_turn_is_judged() {
-        for status in ["aborted", "error"] {
-            let text = STOP.replace("completed", status);
+        for status in ["\"aborted\"", "\"error\"", "null"] {
+            let text = STOP.replace("\"completed\"", status);
             assert_eq!(parse_text(&text), Err(EventError::Foreign("the turn did not complete")));
         }
     }
