@@ -16,6 +16,12 @@ use crate::state::Status;
 use crate::store::Store;
 
 pub fn run(env: &Environment, target: &Target) -> Outcome {
+    cancel(env, target, true)
+}
+
+/// `again`: whether a loop that vanished while we waited for its lock is looked for once more.
+/// A loop waiting to be claimed moves to its conversation's directory when claimed.
+fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
     let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
@@ -27,6 +33,10 @@ pub fn run(env: &Environment, target: &Target) -> Outcome {
     };
     let mut state = match paths.load() {
         Ok(Some(state)) => state,
+        Ok(None) if again && target.session_id(env).is_none() => {
+            drop(lock);
+            return cancel(env, target, false);
+        }
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         // A state we cannot read cannot block either; moving it aside makes that plain.
         Err(e) => {

@@ -19,7 +19,6 @@ use std::path::Path;
 use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
-use crate::environment::Environment;
 use crate::event::StopEvent;
 use crate::host::Host;
 use crate::lock::StateLock;
@@ -38,15 +37,12 @@ pub const CLAIM_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 /// ends at the first stop, so this is far more than needed.
 const TRANSCRIPT_TAIL: u64 = 32 << 20;
 
-/// A token no transcript holds by chance: 64 bits from the time, the process, the place and the
-/// task.
-pub fn new_token(env: &Environment, task: &str) -> String {
-    let mut hash = Sha256::new();
-    hash.update(env.now.as_nanosecond().to_le_bytes());
-    hash.update(std::process::id().to_le_bytes());
-    hash.update(env.cwd.as_os_str().as_encoded_bytes());
-    hash.update(task.as_bytes());
-    format!("{TOKEN_PREFIX}{}", &hex(&hash.finalize())[..TOKEN_HEX])
+/// A token no transcript holds by chance and nobody can work out from what `status` shows:
+/// 64 bits from the operating system's random source.
+pub fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; TOKEN_HEX / 2];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
 /// The name of a waiting loop's directory: a digest of its token, never the token itself.
@@ -68,22 +64,30 @@ pub fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestamp) -> b
     if !store.has_pending() {
         return false;
     }
+    // Cancelled and expired loops go first, so that they never cost a transcript read again.
+    sweep(store, now);
+    if !store.has_pending() {
+        return false;
+    }
     let Ok(tail) = read_tail(transcript, TRANSCRIPT_TAIL) else {
         return false;
     };
     let text = String::from_utf8_lossy(&tail);
-    let mut tried = Vec::new();
-    for token in tokens_in(&text).into_iter().rev() {
-        if tried.contains(&token) {
-            continue;
-        }
-        tried.push(token);
+    let mut tokens = tokens_in(&text);
+    tokens.reverse();
+    tokens.dedup();
+    let Some(at) = tokens.iter().position(|token| {
         let pending = store.pending_paths(&pending_key(token));
-        if pending.state.exists() && claim(store, host, &pending, &event.session_id, now).unwrap_or(false) {
-            return true;
-        }
+        pending.state.exists() && claim(store, host, &pending, &event.session_id, now).unwrap_or(false)
+    }) else {
+        return false;
+    };
+    // Loops this conversation started before the one it just claimed were replaced by it: a
+    // start run again to fix a flag. They must not come back when the claimed loop ends.
+    for token in &tokens[at + 1..] {
+        set_aside(store, &store.pending_paths(&pending_key(token)));
     }
-    false
+    true
 }
 
 /// Moves the waiting loop at `pending` into `session_id`'s directory, owned by that session.
@@ -148,19 +152,27 @@ fn claim(
 pub fn sweep(store: &Store, now: Timestamp) {
     let Ok(waiting) = store.pending_all() else { return };
     for pending in waiting {
-        let Ok(_lock) = StateLock::acquire(&pending.lock, LOCK_WAIT) else { continue };
         let done = match pending.load() {
             Ok(Some(state)) => {
                 state.meta.status == Status::Ended || now.duration_since(state.meta.started_at) > CLAIM_WINDOW
             }
             _ => false,
         };
-        if let (true, Some(name)) = (done, pending.dir.file_name()) {
-            let unclaimed = store.root().join("unclaimed");
-            let _ =
-                fs::create_dir_all(&unclaimed).and_then(|()| fs::rename(&pending.dir, unclaimed.join(name)));
+        if done {
+            set_aside(store, &pending);
         }
     }
+}
+
+/// Moves a waiting loop to `unclaimed/`, under its lock.
+fn set_aside(store: &Store, pending: &LoopPaths) {
+    let Some(name) = pending.dir.file_name() else { return };
+    if !pending.state.exists() {
+        return;
+    }
+    let Ok(_lock) = StateLock::acquire(&pending.lock, LOCK_WAIT) else { return };
+    let unclaimed = store.root().join("unclaimed");
+    let _ = fs::create_dir_all(&unclaimed).and_then(|()| fs::rename(&pending.dir, unclaimed.join(name)));
 }
 
 /// The tokens in `text`, in order of appearance.
@@ -196,14 +208,10 @@ mod tests {
         NOW.parse().unwrap()
     }
 
-    fn env(cwd: &str) -> Environment {
-        Environment::new(std::iter::empty(), PathBuf::from(cwd), now())
-    }
-
     /// A store holding one waiting Cursor loop, and a transcript that holds its token.
     fn world(dir: &Path) -> (Store, String, PathBuf) {
         let store = Store::at(dir.join("store"));
-        let token = new_token(&env("/p"), "task");
+        let token = new_token().unwrap();
         let mut state = sample();
         state.meta.session_id.clear();
         state.meta.host = Host::Cursor.name().into();
@@ -227,11 +235,11 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_distinct_marked_and_not_their_directorys_name() {
-        let a = new_token(&env("/p"), "task");
+    fn tokens_are_random_marked_and_not_their_directorys_name() {
+        let a = new_token().unwrap();
         assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + TOKEN_HEX, "{a}");
-        assert_ne!(a, new_token(&env("/q"), "task"));
-        assert_ne!(a, new_token(&env("/p"), "other task"));
+        assert_eq!(tokens_in(&a), [a.as_str()]);
+        assert_ne!(a, new_token().unwrap());
         let key = pending_key(&a);
         assert!(!key.contains(&a[TOKEN_PREFIX.len()..]) && key.len() == 32, "{key}");
     }
@@ -266,9 +274,11 @@ mod tests {
         let no_transcript = StopEvent { session_id: "conv-2".into(), ..StopEvent::default() };
         assert!(!attach(&store, Host::Cursor, &no_transcript, now()));
         assert!(!attach(&store, Host::Antigravity, &stop("conv-2", &transcript), now()));
-        let later = now() + CLAIM_WINDOW + SignedDuration::from_secs(1);
-        assert!(!attach(&store, Host::Cursor, &stop("conv-2", &transcript), later));
         assert_eq!(store.pending_all().unwrap().len(), 1, "the loop still waits");
+        // Past the window even the right transcript claims nothing, and the loop is set aside.
+        let later = now() + CLAIM_WINDOW + SignedDuration::from_secs(1);
+        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), later));
+        assert!(!store.has_pending());
         assert!(store.all().unwrap().is_empty());
     }
 
@@ -291,24 +301,71 @@ mod tests {
         assert!(store.paths("conv-1").dir.join("archive/own-loop/state.md").is_file());
     }
 
+    /// A waiting loop in `store` with a fresh token; returns the token.
+    fn wait(store: &Store, loop_id: &str) -> String {
+        let token = new_token().unwrap();
+        let mut state = sample();
+        state.meta.session_id.clear();
+        state.meta.loop_id = loop_id.into();
+        state.meta.host = Host::Cursor.name().into();
+        state.meta.started_at = now();
+        store.pending_paths(&pending_key(&token)).save(&state).unwrap();
+        token
+    }
+
+    fn end(store: &Store, session: &str) {
+        let paths = store.paths(session);
+        let mut state = paths.load().unwrap().unwrap();
+        state.meta.status = Status::Ended;
+        paths.save(&state).unwrap();
+    }
+
     #[test]
     fn a_copy_left_by_an_interrupted_claim_is_removed_not_restarted() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, token, transcript) = world(dir.path());
-        let pending = store.pending_paths(&pending_key(&token));
-        let copy = dir.path().join("copy");
-        fs::create_dir_all(&copy).unwrap();
-        fs::copy(&pending.state, copy.join("state.md")).unwrap();
+        let store = Store::at(dir.path().join("store"));
+        let first = wait(&store, "first-loop");
+        let pending = store.pending_paths(&pending_key(&first));
+        let copy = fs::read(&pending.state).unwrap();
+        let transcript = dir.path().join("t");
+        fs::write(&transcript, format!("{first}\n")).unwrap();
         assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
-        // As if the process had died before removing the waiting copy.
+        end(&store, "conv-1");
+        // As if the claim had died before removing the waiting copy: the session's ended loop
+        // is that same loop, so the copy goes and nothing starts again.
         fs::create_dir_all(&pending.dir).unwrap();
-        fs::copy(copy.join("state.md"), &pending.state).unwrap();
-        let mut claimed = store.paths("conv-1").load().unwrap().unwrap();
-        claimed.meta.iteration = 5;
-        store.paths("conv-1").save(&claimed).unwrap();
+        fs::write(&pending.state, &copy).unwrap();
         assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
-        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.iteration, 5);
         assert!(!pending.dir.exists());
+        assert!(!store.paths("conv-1").load().unwrap().unwrap().is_active());
+
+        // The same once a later loop has replaced it and it is only in the archive.
+        let second = wait(&store, "second-loop");
+        fs::write(&transcript, format!("{first}\n{second}\n")).unwrap();
+        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.loop_id, "second-loop");
+        end(&store, "conv-1");
+        fs::create_dir_all(&pending.dir).unwrap();
+        fs::write(&pending.state, &copy).unwrap();
+        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert!(!pending.dir.exists());
+        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.loop_id, "second-loop");
+    }
+
+    #[test]
+    fn the_newest_start_wins_and_the_ones_it_replaced_never_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        let older = wait(&store, "older-loop");
+        let newer = wait(&store, "newer-loop");
+        let transcript = dir.path().join("t");
+        fs::write(&transcript, format!("Claim: {older}\n...\nClaim: {newer}\n")).unwrap();
+        assert!(attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
+        assert_eq!(store.paths("conv-1").load().unwrap().unwrap().meta.loop_id, "newer-loop");
+        assert!(!store.has_pending(), "the replaced loop still waits");
+        assert!(store.root().join("unclaimed").join(pending_key(&older)).join("state.md").is_file());
+        end(&store, "conv-1");
+        assert!(!attach(&store, Host::Cursor, &stop("conv-1", &transcript), now()));
     }
 
     #[test]
@@ -320,6 +377,15 @@ mod tests {
         sweep(&store, now() + CLAIM_WINDOW + SignedDuration::from_secs(1));
         assert!(!store.has_pending());
         assert!(store.root().join("unclaimed").join(pending_key(&token)).join("state.md").is_file());
+
+        let cancelled = wait(&store, "cancelled-loop");
+        let pending = store.pending_paths(&pending_key(&cancelled));
+        let mut state = pending.load().unwrap().unwrap();
+        state.meta.status = Status::Ended;
+        pending.save(&state).unwrap();
+        sweep(&store, now());
+        assert!(!store.has_pending());
+        assert!(store.root().join("unclaimed").join(pending_key(&cancelled)).join("state.md").is_file());
     }
 
     #[test]

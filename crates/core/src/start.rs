@@ -59,7 +59,15 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
         Some(id) => (store.paths(id), id, None),
         None if !host.tells_commands_the_session() => {
             claim::sweep(&store, env.now);
-            let token = claim::new_token(env, &request.task);
+            let token = match claim::new_token() {
+                Ok(token) => token,
+                Err(e) => {
+                    return Outcome::refused(format!(
+                        "for-loop: not started: no random bytes for the loop's claim token ({e}). \
+                         Start it with --session ID (the conversation id) instead."
+                    ));
+                }
+            };
             (store.pending_paths(&claim::pending_key(&token)), "", Some(token))
         }
         None => {
@@ -143,6 +151,10 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
     // Originals of the oracle files, so a changed one can be restored outside git too.
     let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
     if let Err(e) = paths.save(&state) {
+        if claim_token.is_some() {
+            // Nobody else knows this directory; leaving it would only cost stops a search.
+            let _ = std::fs::remove_dir_all(&paths.dir);
+        }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
     Outcome::ok(banner(&state, &paths, claim_token.as_deref(), env))

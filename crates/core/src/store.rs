@@ -83,9 +83,11 @@ impl Store {
         LoopPaths::in_dir(self.root.join("pending").join(session_key(key)))
     }
 
-    /// Whether any loop waits to be claimed (or was cancelled before it was).
+    /// Whether any loop waits to be claimed (or was cancelled before it was): one failed
+    /// `read_dir` when none does.
     pub fn has_pending(&self) -> bool {
-        fs::read_dir(self.root.join("pending")).is_ok_and(|mut entries| entries.next().is_some())
+        fs::read_dir(self.root.join("pending"))
+            .is_ok_and(|entries| entries.flatten().any(|entry| entry.path().join("state.md").is_file()))
     }
 
     /// Every loop waiting to be claimed.
