@@ -61,6 +61,14 @@ impl Target {
                 _ => None,
             })
             .collect();
+        // A claim cut short can leave the waiting copy of a loop beside the claimed one (the
+        // next stop removes it): the claimed one, listed first, is the loop.
+        let mut seen = Vec::new();
+        found.retain(|(_, state)| {
+            let first = !seen.contains(&state.meta.loop_id);
+            seen.push(state.meta.loop_id.clone());
+            first
+        });
         let cwd = env.cwd.display();
         match found.len() {
             0 => Err(Outcome::refused(format!(
@@ -100,4 +108,53 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 pub fn locked(paths: &LoopPaths, verb: &str) -> Result<StateLock, Outcome> {
     StateLock::acquire(&paths.lock, LOCK_WAIT)
         .map_err(|e| Outcome::refused(format!("for-loop: could not {verb}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::sample;
+
+    fn env_in(cwd: &Path) -> Environment {
+        Environment::new(std::iter::empty(), cwd.to_path_buf(), "2026-11-22T03:00:00Z".parse().unwrap())
+    }
+
+    #[test]
+    fn here_finds_the_one_loop_started_in_this_directory_by_this_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let env = env_in(&project);
+        let any = Target::default();
+        assert!(any.here(&store, &env).is_err(), "no loop at all");
+
+        let mut claimed = sample();
+        claimed.meta.cwd = project.clone();
+        claimed.meta.host = Host::Cursor.name().into();
+        claimed.meta.session_id = "conv-1".into();
+        store.paths("conv-1").save(&claimed).unwrap();
+        // The waiting copy an interrupted claim left behind is the same loop, not a second one.
+        let mut copy = claimed.clone();
+        copy.meta.session_id.clear();
+        store.pending_paths("interrupted").save(&copy).unwrap();
+        let (paths, state) = any.here(&store, &env).unwrap();
+        assert_eq!((paths.dir, state.meta.session_id), (store.paths("conv-1").dir, "conv-1".to_string()));
+
+        let claude = Target { session_id: None, host: Some(Host::ClaudeCode) };
+        assert!(claude.here(&store, &env).is_err(), "another host's loop");
+        assert!(any.here(&store, &env_in(dir.path())).is_err(), "another directory");
+
+        let mut other = sample();
+        other.meta.cwd = project.clone();
+        other.meta.loop_id = "another-loop".into();
+        other.meta.session_id = "conv-2".into();
+        store.paths("conv-2").save(&other).unwrap();
+        let refusal = any.here(&store, &env).unwrap_err();
+        assert!(
+            refusal.stdout.contains("2 loops") && refusal.stdout.contains("conv-2"),
+            "{}",
+            refusal.stdout
+        );
+    }
 }
