@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mock_model::{MockModel, Script};
 use serde_json::Value;
 
-use crate::util::{TestEnv, client_bin, run_bounded};
+use crate::util::{TestEnv, client_bin, path_without_loop_hook, run_bounded};
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const SESSION_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -103,14 +103,6 @@ impl World {
     fn state(&self, session: &str) -> String {
         std::fs::read_to_string(self.env.session_dir(session).join("state.md")).unwrap_or_default()
     }
-
-    fn ledger_reasons(&self, session: &str) -> Vec<String> {
-        std::fs::read_to_string(self.env.session_dir(session).join("ledger.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
-            .collect()
-    }
 }
 
 impl ClaudeRun {
@@ -137,13 +129,6 @@ impl ClaudeRun {
         let events: Vec<String> = self.events.iter().map(Value::to_string).collect();
         format!("{}\n--- stderr:\n{}", events.join("\n"), self.stderr)
     }
-}
-
-/// PATH without any directory holding a `loop-hook`, so a binary installed on the machine cannot
-/// stand in for the one a test provides (or withholds).
-fn path_without_loop_hook() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
 }
 
 /// The text of the user message that opened each main request after the first.
@@ -192,7 +177,7 @@ fn a_loop_reinjects_the_task_and_ends_when_verify_passes() {
         stops[1]
     );
     assert!(world.env.project.join("fixed").exists());
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
     assert_eq!(model.exhausted_requests(), 0);
 }
 
@@ -218,7 +203,7 @@ fn a_model_claiming_done_while_verify_fails_is_held_until_it_really_passes() {
     run.assert_plugin_loaded();
     assert_eq!(model.main_requests().len(), 4, "{}", run.dump());
     assert_eq!(reinjections(&model).len(), 2);
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "verified"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "verified"]);
     assert!(world.state(SESSION_A).contains("status: ended"));
 }
 
@@ -232,12 +217,12 @@ fn max_iterations_three_gives_exactly_three_turns_and_the_next_prompt_is_free() 
     assert_eq!(reinjections(&model).len(), 2);
     let last = run.stop_responses().last().map(|e| e["stdout"].to_string()).unwrap_or_default();
     assert!(last.contains("stopped at the cap, 3/3 iterations used"), "{last}");
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "cap_reached"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verify_failed", "cap_reached"]);
 
     let next = world.run(&model, SESSION_A, "something else", &["--resume", SESSION_A]);
     assert_eq!(model.main_requests().len(), 4, "{}", next.dump());
     assert_eq!(reinjections(&model).len(), 2, "the next prompt was blocked");
-    assert_eq!(world.ledger_reasons(SESSION_A).len(), 3);
+    assert_eq!(world.env.ledger_reasons(SESSION_A).len(), 3);
 }
 
 #[test]
@@ -299,7 +284,11 @@ fn cancel_releases_the_loop_at_once_and_status_reports_it() {
     assert!(shown.contains("is active, iteration"), "{shown}\n{}", status.dump());
     assert!(shown.contains("recent stops:"), "{shown}");
     // The block cap of 1 ended the first run against our block: seen at the next prompt's stop.
-    assert!(world.ledger_reasons(SESSION_A).contains(&"harness_override".to_string()), "{}", status.dump());
+    assert!(
+        world.env.ledger_reasons(SESSION_A).contains(&"harness_override".to_string()),
+        "{}",
+        status.dump()
+    );
     assert_eq!(model.main_requests().len(), 4, "{}", status.dump());
 
     let cancel = world.run(&model, SESSION_A, "/cancel-loop", &["--resume", SESSION_A]);
@@ -308,7 +297,7 @@ fn cancel_releases_the_loop_at_once_and_status_reports_it() {
     assert!(said.contains("cancelled at iteration"), "{said}\n{}", cancel.dump());
     assert_eq!(requests.len(), 5, "the stop after /cancel-loop was blocked: {}", cancel.dump());
     assert!(world.state(SESSION_A).contains("outcome: cancelled"));
-    assert_eq!(world.ledger_reasons(SESSION_A).last().map(String::as_str), Some("cancelled"));
+    assert_eq!(world.env.ledger_reasons(SESSION_A).last().map(String::as_str), Some("cancelled"));
 }
 
 #[test]
@@ -327,7 +316,7 @@ fn a_verify_that_hangs_is_killed_with_its_children() {
     let fed = reinjections(&model);
     assert_eq!(fed.len(), 1, "{}", run.dump());
     assert!(fed[0].contains("did not finish within 2 s"), "{}", fed[0]);
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_timed_out", "cap_reached"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_timed_out", "cap_reached"]);
     let pid = std::fs::read_to_string(world.env.project.join("child.pid")).unwrap();
     assert!(!is_running(pid.trim()), "verify's background child {pid} outlived the timeout");
 }
@@ -394,7 +383,7 @@ fn the_quickstart_marketplace_install_works_without_plugin_dir() {
         ],
     );
     run.assert_plugin_loaded();
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"], "{}", run.dump());
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verified"], "{}", run.dump());
 }
 
 /// The plugin's files as a marketplace copy has them: no target/, no build.
@@ -452,7 +441,7 @@ fn a_model_that_replaces_the_verify_script_is_held_until_it_is_restored_and_the_
     assert!(fed[0].contains("check.sh (modified)"), "{}", fed[0]);
     assert!(fed[0].contains("a passing verify does not count"), "{}", fed[0]);
     assert!(fed[1].contains("FAIL: fixed is missing"), "{}", fed[1]);
-    assert_eq!(world.ledger_reasons(SESSION_A), ["oracle_changed", "verify_failed", "verified"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["oracle_changed", "verify_failed", "verified"]);
 }
 
 #[test]
@@ -480,7 +469,7 @@ fn deleting_the_projects_claude_directory_does_not_end_the_loop() {
     let fed = reinjections(&model);
     assert_eq!(fed.len(), 1, "{}", run.dump());
     assert!(fed[0].contains("this is iteration 2 of 30. The loop goes on"), "{}", fed[0]);
-    assert_eq!(world.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verified"]);
 }
 
 #[test]
@@ -521,7 +510,7 @@ fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues
         resumed.dump()
     );
     assert_eq!(
-        world.ledger_reasons(SESSION_A),
+        world.env.ledger_reasons(SESSION_A),
         ["verify_failed", "verify_failed", "same_failures", "resumed", "verified"]
     );
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use mock_model::{MockModel, Script};
 use serde_json::Value;
 
-use crate::util::{Run, TestEnv, client_bin, repo, run_bounded};
+use crate::util::{Run, TestEnv, client_bin, path_without_loop_hook, repo, run_bounded};
 
 /// Each adapter's "let it stop" answer: what a refused, malformed or loop-less event gets.
 const PLAIN_ALLOW: &[(&str, &str)] = &[
@@ -218,7 +218,7 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
         // The conversation that ran the start command: the token is in its transcript.
         let prompt = held(&stop_of("starting-conversation", &started_output));
         assert!(prompt.starts_with(task) && prompt.contains("FAIL: not yet"), "{host}: {prompt}");
-        assert_eq!(ledger_reasons(&env, "starting-conversation"), ["verify_failed"], "{host}");
+        assert_eq!(env.ledger_reasons("starting-conversation"), ["verify_failed"], "{host}");
         assert!(env.run(&["status", "--all"], "").stdout.contains("starting-conversation"), "{host}");
 
         // No session id: status and cancel find the loop started in this directory by this host.
@@ -385,12 +385,6 @@ fn shell(shell: &str, command: &str) -> Command {
 // ---------------------------------------------------------------------------------------------
 // Real CLIs.
 
-/// PATH without any directory holding a `loop-hook`, so only the binary under test can run.
-fn path_without_loop_hook() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
-}
-
 /// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
 fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
     let output = run_bounded(cmd, what, stdin);
@@ -398,14 +392,6 @@ fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
-}
-
-fn ledger_reasons(env: &TestEnv, session: &str) -> Vec<String> {
-    std::fs::read_to_string(env.session_dir(session).join("ledger.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
-        .collect()
 }
 
 fn only_session(env: &TestEnv) -> String {
@@ -496,7 +482,7 @@ fn gemini_cli_holds_the_loop_until_verify_passes() {
         stdout.contains(&format!("\"session_id\":\"{session}\"")),
         "the loop is not this session's: {dump}"
     );
-    assert_eq!(ledger_reasons(&env, &session), ["verify_failed", "verified"], "{dump}");
+    assert_eq!(env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");
     assert!(env.project.join("fixed").exists());
     assert!(!pwned.exists(), "text from the task was executed");
     assert_eq!(model.exhausted_requests(), 0);
@@ -529,7 +515,7 @@ fn gemini_cli_cancel_and_status_act_on_this_session() {
     assert_eq!(requests.len(), 2, "the stop after /cancel-loop was held: {stdout}\n{stderr}");
     let said = requests[1].last_user_text().unwrap_or_default();
     assert!(said.contains("cancelled at iteration"), "{said}\n{stdout}\n{stderr}");
-    assert_eq!(ledger_reasons(&env, &session).last().map(String::as_str), Some("cancelled"));
+    assert_eq!(env.ledger_reasons(&session).last().map(String::as_str), Some("cancelled"));
 
     let (stdout, stderr) = run_gemini(&gemini, &env, &model, "/loop-status", &["--resume", "latest"]);
     let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
@@ -618,7 +604,7 @@ fn codex_holds_the_loop_until_verify_passes() {
         stdout.contains(&format!("\"thread_id\":\"{session}\"")),
         "the loop is not this thread's: {dump}"
     );
-    assert_eq!(ledger_reasons(&env, &session), ["verify_failed", "verified"], "{dump}");
+    assert_eq!(env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");
     assert!(env.project.join("fixed").exists());
     assert_eq!(model.exhausted_requests(), 0);
     eprintln!("codex loop took {:?}", started.elapsed());

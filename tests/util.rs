@@ -74,6 +74,15 @@ impl TestEnv {
         self.session_dir(SESSION).join("ledger.jsonl")
     }
 
+    /// The reason code of each ledger line of `session`'s loop, in order.
+    pub fn ledger_reasons(&self, session: &str) -> Vec<String> {
+        std::fs::read_to_string(self.session_dir(session).join("ledger.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     pub fn ledger(&self) -> Vec<Value> {
         std::fs::read_to_string(self.ledger_path())
             .unwrap_or_default()
@@ -192,6 +201,13 @@ pub fn client_bin(name: &str, env_var: &str) -> Option<PathBuf> {
          or set FOR_LOOP_SKIP_E2E=1 to leave the end-to-end tests out on purpose",
         path.display()
     );
+}
+
+/// PATH without any directory holding a `loop-hook`, so a binary installed on the machine cannot
+/// stand in for the one a test provides (or withholds).
+pub fn path_without_loop_hook() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
 }
 
 /// Runs `cmd` with `stdin` to completion within [`RUN_LIMIT`]; a run past it is killed and the

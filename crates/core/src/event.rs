@@ -88,6 +88,11 @@ impl Fields<'_> {
         }
     }
 
+    /// A path; an empty string is no path (Antigravity 1.2.9 sends `"transcriptPath": ""`).
+    pub fn path(&self, field: &'static str) -> Result<Option<PathBuf>, EventError> {
+        Ok(self.string(field)?.filter(|s| !s.is_empty()).map(PathBuf::from))
+    }
+
     pub fn required_string(&self, field: &'static str) -> Result<String, EventError> {
         self.string(field)?.filter(|s| !s.is_empty()).ok_or(EventError::Missing(field))
     }
@@ -152,7 +157,7 @@ impl StopEvent {
         Ok(StopEvent {
             session_id: fields.required_string("session_id")?,
             cwd: fields.string("cwd")?.map(PathBuf::from),
-            transcript_path: fields.string("transcript_path")?.map(PathBuf::from),
+            transcript_path: fields.path("transcript_path")?,
             // Absent on old versions: absent means no hook is continuing the turn.
             stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
             last_assistant_message: fields.string("last_assistant_message")?,

@@ -6,8 +6,6 @@
 //! third makes the hook count as failed instead of blocking. An allow with a message is
 //! `{"systemMessage":…}` (an allowed key), a plain allow prints nothing.
 
-use std::path::PathBuf;
-
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
@@ -18,25 +16,12 @@ use crate::hook_response::HookResponse;
 const FALLBACK_REASON: &str = "Continue working on the task.";
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
-    let fields = Fields(object);
-    if let Some(name) = fields.string("hook_event_name")?
-        && name != "Stop"
-    {
-        return Err(EventError::Foreign("not a Stop event"));
-    }
-    if let Some(what) = foreign_marker(Host::Codex, &fields) {
+    if let Some(what) = foreign_marker(Host::Codex, &Fields(object)) {
         return Err(EventError::Foreign(what));
     }
-    Ok(StopEvent {
-        session_id: fields.required_string("session_id")?,
-        cwd: fields.string("cwd")?.map(PathBuf::from),
-        // Codex's rollout file is not in Claude Code's format; the last message comes with the
-        // event.
-        transcript_path: None,
-        stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
-        last_assistant_message: fields.string("last_assistant_message")?,
-        host_transcript: None,
-    })
+    // Claude Code's `Stop` shape, but the rollout file is not in Claude Code's transcript format;
+    // the last message comes with the event.
+    Ok(StopEvent { transcript_path: None, ..StopEvent::from_claude(object)? })
 }
 
 pub(super) fn render(response: &HookResponse) -> String {

@@ -37,7 +37,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         transcript_path: None,
         stop_hook_active: false,
         last_assistant_message: None,
-        host_transcript: fields.string("transcriptPath")?.filter(|p| !p.is_empty()).map(PathBuf::from),
+        host_transcript: fields.path("transcriptPath")?,
     })
 }
 

@@ -46,7 +46,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         // A follow-up of a stop hook is what `loop_count` counts.
         stop_hook_active: fields.count("loop_count")?.unwrap_or(0) > 0,
         last_assistant_message: None,
-        host_transcript: fields.string("transcript_path")?.filter(|p| !p.is_empty()).map(PathBuf::from),
+        host_transcript: fields.path("transcript_path")?,
     })
 }
 
