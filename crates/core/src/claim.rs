@@ -271,6 +271,7 @@ mod tests {
         fs::write(&elsewhere, "{\"text\":\"for-loop-claim-0000000000000000\"}\n").unwrap();
         assert!(!attach(&store, Host::Cursor, &stop("conv-2", &elsewhere), now()));
         assert!(!attach(&store, Host::Cursor, &stop("conv-2", &dir.path().join("missing")), now()));
+        assert!(!attach(&store, Host::Cursor, &stop("conv-2", dir.path()), now()), "a directory");
         let no_transcript = StopEvent { session_id: "conv-2".into(), ..StopEvent::default() };
         assert!(!attach(&store, Host::Cursor, &no_transcript, now()));
         assert!(!attach(&store, Host::Antigravity, &stop("conv-2", &transcript), now()));

@@ -178,11 +178,30 @@ mod tests {
     }
 
     #[test]
+    fn commands_without_a_session_take_a_host() {
+        match parse(&["cancel", "--host", "agy"]).unwrap() {
+            Cli::Cancel(target) => {
+                assert_eq!((target.session_id, target.host), (None, Some(Host::Antigravity)))
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["status", "--host", "cursor", "--session", "c"]).unwrap() {
+            Cli::Status(o) => {
+                assert_eq!((o.target.session_id.as_deref(), o.target.host), (Some("c"), Some(Host::Cursor)))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn rejects_what_it_does_not_know() {
         assert!(parse(&["frobnicate"]).is_err());
         assert!(parse(&["cancel", "--json"]).is_err());
         assert!(parse(&["start", "--session"]).is_err());
         assert!(parse(&["stop-hook", "--host", "vim"]).is_err());
+        assert!(parse(&["cancel", "--host", "vim"]).is_err());
+        assert!(parse(&["status", "--host"]).is_err());
+        assert!(parse(&["guard", "--host", "cursor"]).is_err());
         assert!(parse(&["stop-hook", "--exit-zero"]).is_err());
         let invocation = Invocation::parse(["start", "--exit-zero"].map(OsString::from)).unwrap();
         assert!(invocation.exit_zero);
