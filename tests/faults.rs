@@ -149,3 +149,50 @@ fn hostile_session_ids_stay_inside_the_store() {
     assert!(!env.home.join(".local/escape").exists());
     assert!(env.stop_as("../../escape", "x", false).blocked());
 }
+
+/// A newer plugin's hook line run by an older binary (an unknown `--host`, a new flag) must not
+/// block: Claude Code reads a Stop hook's exit 2 as "keep going", which would trap every session.
+#[test]
+fn hook_arguments_this_binary_does_not_know_allow_the_stop_with_exit_zero() {
+    let env = TestEnv::new();
+    let event = crate::util::stop_event(SESSION, &env.project, "done", false).to_string();
+    let lines: [&[&str]; 4] = [
+        &["stop-hook", "--host", "a-newer-host"],
+        &["stop-hook", "--frobnicate"],
+        &["stop-hook", "--host"],
+        &["stop", "--host", "claude-code", "--new-flag", "x"],
+    ];
+    for args in lines {
+        let run = env.run(args, &event);
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "a plain session hears nothing: {args:?}");
+    }
+    env.start("t --verify false");
+    for args in lines {
+        let run = env.run(args, &event);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stdout);
+        assert!(!run.blocked(), "{args:?}");
+        let message = run.system_message();
+        assert!(message.contains("was not judged and is allowed"), "{args:?}: {message}");
+        assert!(message.contains("update loop-hook"), "{args:?}: {message}");
+    }
+    assert_eq!(env.ledger_reasons(SESSION), ["internal_error"; 4]);
+    // The allow is in the shape of the host the line names, else of the payload's host.
+    let gemini =
+        serde_json::json!({"session_id": "g", "hook_event_name": "AfterAgent", "prompt_response": "x"});
+    for args in
+        [&["stop-hook", "--host", "gemini-cli", "--new"][..], &["stop-hook", "--host", "a-newer-host"]]
+    {
+        let run = env.run(args, gemini.to_string());
+        assert_eq!((run.code, run.stdout.trim()), (0, r#"{"decision":"allow"}"#), "{args:?}");
+    }
+}
+
+#[test]
+fn guard_arguments_this_binary_does_not_know_let_the_tool_call_run() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    for args in [&["guard", "--host", "a-newer-host"][..], &["guard", "--frobnicate"]] {
+        let run = env.run(args, r#"{"hook_event_name":"PreToolUse"}"#);
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{args:?}");
+    }
+}

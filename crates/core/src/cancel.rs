@@ -6,7 +6,7 @@
 
 use crate::claim;
 use crate::environment::Environment;
-use crate::ledger::LedgerEntry;
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::message::headline;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
@@ -64,7 +64,7 @@ fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
     }
     let _ = LedgerEntry {
         receipt: Some(receipt.clone()),
-        ..LedgerEntry::new(&state, env.now, "cancel", ReasonCode::Cancelled)
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Cancel, ReasonCode::Cancelled)
     }
     .append_to(&paths.ledger);
     drop(lock);

@@ -19,7 +19,7 @@ use std::path::Path;
 use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
-use crate::event::StopEvent;
+use crate::event::{StopEvent, Transcript};
 use crate::host::Host;
 use crate::lock::StateLock;
 use crate::state::Status;
@@ -58,7 +58,11 @@ fn hex(bytes: &[u8]) -> String {
 /// one; the latest token in the transcript first. Returns whether a loop was claimed. Costs one
 /// failed `read_dir` when no loop waits.
 pub fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestamp) -> bool {
-    let Some(transcript) = event.host_transcript.as_deref() else {
+    // Loops wait to be claimed only on hosts whose commands cannot name their session.
+    if host.tells_commands_the_session() {
+        return false;
+    }
+    let Some(transcript) = event.transcript.as_ref().map(Transcript::path) else {
         return false;
     };
     if !store.has_pending() {
@@ -117,7 +121,7 @@ fn claim(
         return Ok(false);
     }
     let fresh = now.duration_since(state.meta.started_at) <= CLAIM_WINDOW;
-    if state.meta.host != host.name() || !state.is_active() || !fresh {
+    if state.meta.host != host || !state.is_active() || !fresh {
         return Ok(false);
     }
     match current {
@@ -214,7 +218,7 @@ mod tests {
         let token = new_token().unwrap();
         let mut state = sample();
         state.meta.session_id.clear();
-        state.meta.host = Host::Cursor.name().into();
+        state.meta.host = Host::Cursor;
         state.meta.started_at = now();
         let pending = store.pending_paths(&pending_key(&token));
         pending.save(&state).unwrap();
@@ -229,7 +233,7 @@ mod tests {
     fn stop(session: &str, transcript: &Path) -> StopEvent {
         StopEvent {
             session_id: session.into(),
-            host_transcript: Some(transcript.to_path_buf()),
+            transcript: Some(Transcript::Opaque(transcript.to_path_buf())),
             ..StopEvent::default()
         }
     }
@@ -308,7 +312,7 @@ mod tests {
         let mut state = sample();
         state.meta.session_id.clear();
         state.meta.loop_id = loop_id.into();
-        state.meta.host = Host::Cursor.name().into();
+        state.meta.host = Host::Cursor;
         state.meta.started_at = now();
         store.pending_paths(&pending_key(&token)).save(&state).unwrap();
         token

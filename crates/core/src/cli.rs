@@ -55,10 +55,41 @@ Files:
   pending/ for loops not yet claimed, unclaimed/ for those cancelled or expired before.
 
 Exit codes:
-  0  success. stop-hook always exits 0, even on its own errors: it then allows the stop and
-     says why in systemMessage, so a fault of for-loop never traps a session.
+  0  success. stop-hook and guard always exit 0, even on their own errors or arguments they do
+     not understand: the stop is then allowed (and a running loop's user told why in
+     systemMessage) and the tool call goes ahead, so a fault of for-loop never traps a session.
   1  refused: the loop text is invalid, a loop is already running, or there is no session id.
-  2  usage: unknown command or option.";
+  2  usage: unknown command or option (never from stop-hook or guard).";
+
+/// The hook commands, which answer every problem (their own arguments included) with the host's
+/// plain "go ahead" and exit 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `stop-hook`, with the host its line names if this build knows it.
+    Stop {
+        host: Option<Host>,
+    },
+    Guard,
+}
+
+impl Hook {
+    /// The hook command `args` run, whether or not the rest of them parse.
+    pub fn named_in(args: &[OsString]) -> Option<Hook> {
+        match args.first()?.to_str()? {
+            "stop-hook" | "stop" => {
+                let words: Vec<&str> = args[1..].iter().filter_map(|a| a.to_str()).collect();
+                let host = words.iter().enumerate().find_map(|(i, word)| match word.strip_prefix("--host") {
+                    Some("") => words.get(i + 1).and_then(|name| Host::from_name(name)),
+                    Some(inline) => inline.strip_prefix('=').and_then(Host::from_name),
+                    None => None,
+                });
+                Some(Hook::Stop { host })
+            }
+            "guard" => Some(Hook::Guard),
+            _ => None,
+        }
+    }
+}
 
 /// A parsed command line: what to do, and whether refusals still exit 0.
 #[derive(Debug, Clone)]
@@ -205,5 +236,23 @@ mod tests {
         assert!(parse(&["stop-hook", "--exit-zero"]).is_err());
         let invocation = Invocation::parse(["start", "--exit-zero"].map(OsString::from)).unwrap();
         assert!(invocation.exit_zero);
+    }
+
+    #[test]
+    fn hooks_are_recognised_whatever_follows() {
+        let hook = |args: &[&str]| Hook::named_in(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(hook(&["stop-hook", "--host", "newer-host"]), Some(Hook::Stop { host: None }));
+        assert_eq!(
+            hook(&["stop-hook", "--host", "gemini-cli", "--new"]),
+            Some(Hook::Stop { host: Some(Host::GeminiCli) })
+        );
+        assert_eq!(
+            hook(&["stop-hook", "--new", "--host=agy"]),
+            Some(Hook::Stop { host: Some(Host::Antigravity) })
+        );
+        assert_eq!(hook(&["stop-hook", "--host"]), Some(Hook::Stop { host: None }));
+        assert_eq!(hook(&["guard", "--host", "cursor"]), Some(Hook::Guard));
+        assert_eq!(hook(&["status", "--bogus"]), None);
+        assert_eq!(hook(&[]), None);
     }
 }

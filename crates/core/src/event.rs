@@ -17,15 +17,41 @@ pub const MAX_EVENT_BYTES: usize = 32 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StopEvent {
     pub session_id: String,
-    pub cwd: Option<PathBuf>,
-    pub transcript_path: Option<PathBuf>,
-    /// The host is already continuing because a stop hook blocked (Claude Code's flag).
-    pub stop_hook_active: bool,
+    /// Whether the host is continuing because a stop hook blocked the last stop, where the
+    /// adapter knows the host's flag to mean exactly that; `None` where it does not (then no
+    /// override of a block is ever inferred).
+    pub stop_hook_active: Option<bool>,
     /// The agent's final message, when the host sends it.
     pub last_assistant_message: Option<String>,
-    /// The host's own transcript, in its own format, for hosts that give commands no session
-    /// id: searched only for the token of a loop waiting to be claimed ([`crate::claim`]).
-    pub host_transcript: Option<PathBuf>,
+    pub transcript: Option<Transcript>,
+}
+
+/// The session's transcript, and whose format it is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transcript {
+    /// Claude Code's JSONL: read for the current turn's text and tool calls.
+    ClaudeCode(PathBuf),
+    /// The host's own format: only searched as text for the token of a loop waiting to be
+    /// claimed ([`crate::claim`]).
+    Opaque(PathBuf),
+}
+
+impl Transcript {
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Transcript::ClaudeCode(path) | Transcript::Opaque(path) => path,
+        }
+    }
+}
+
+impl StopEvent {
+    /// The transcript, when it is in Claude Code's format.
+    pub fn claude_transcript(&self) -> Option<&std::path::Path> {
+        match &self.transcript {
+            Some(Transcript::ClaudeCode(path)) => Some(path),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -156,12 +182,10 @@ impl StopEvent {
         }
         Ok(StopEvent {
             session_id: fields.required_string("session_id")?,
-            cwd: fields.string("cwd")?.map(PathBuf::from),
-            transcript_path: fields.path("transcript_path")?,
+            transcript: fields.path("transcript_path")?.map(Transcript::ClaudeCode),
             // Absent on old versions: absent means no hook is continuing the turn.
-            stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
+            stop_hook_active: Some(fields.boolean("stop_hook_active")?.unwrap_or(false)),
             last_assistant_message: fields.string("last_assistant_message")?,
-            host_transcript: None,
         })
     }
 }
@@ -183,15 +207,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(event.session_id, "s1");
-        assert!(event.stop_hook_active);
+        assert_eq!(event.stop_hook_active, Some(true));
         assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
-        assert_eq!(event.transcript_path, Some(PathBuf::from("/t.jsonl")));
+        assert_eq!(event.claude_transcript(), Some(std::path::Path::new("/t.jsonl")));
     }
 
     #[test]
     fn old_payloads_without_optional_fields() {
         let event = claude(r#"{"session_id":"s1"}"#).unwrap();
-        assert!(!event.stop_hook_active);
+        assert_eq!(event.stop_hook_active, Some(false));
         assert_eq!(event.last_assistant_message, None);
     }
 

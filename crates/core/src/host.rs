@@ -18,12 +18,15 @@ mod copilot_cli;
 mod cursor;
 mod gemini_cli;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::event::{EventError, Fields, StopEvent};
 use crate::hook_response::HookResponse;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Host {
     #[default]
     ClaudeCode,
@@ -163,6 +166,7 @@ mod tests {
     fn names_round_trip() {
         for host in Host::ALL {
             assert_eq!(Host::from_name(host.name()), Some(*host));
+            assert_eq!(serde_json::to_string(host).unwrap(), format!("\"{}\"", host.name()));
         }
         assert_eq!(Host::from_name("agy"), Some(Host::Antigravity));
         assert_eq!(Host::from_name("gemini"), Some(Host::GeminiCli));

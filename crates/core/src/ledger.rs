@@ -3,6 +3,7 @@
 //! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
 //! afterwards why a loop went on or ended.
 
+use std::fmt;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
@@ -16,6 +17,41 @@ use crate::reverse_lines::ReverseLines;
 use crate::state::LoopState;
 use crate::verify::VerifyOutcome;
 
+/// What a ledger line records. Written as the lowercase word, so ledgers of every version read
+/// alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerDecision {
+    /// The stop was blocked: the agent goes on.
+    Block,
+    /// The stop was allowed.
+    Allow,
+    /// The loop was cancelled, outside a stop.
+    Cancel,
+    /// The loop was resumed, outside a stop.
+    Resume,
+    /// Something seen at a stop that is not its verdict (a block the host overrode).
+    Note,
+}
+
+impl LedgerDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LedgerDecision::Block => "block",
+            LedgerDecision::Allow => "allow",
+            LedgerDecision::Cancel => "cancel",
+            LedgerDecision::Resume => "resume",
+            LedgerDecision::Note => "note",
+        }
+    }
+}
+
+impl fmt::Display for LedgerDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerEntry {
@@ -24,8 +60,7 @@ pub struct LedgerEntry {
     /// The turn that just ended.
     pub iteration: u32,
     pub max_iterations: u32,
-    /// `block`, `allow`, or `cancel` for a cancel outside a stop.
-    pub decision: String,
+    pub decision: LedgerDecision,
     pub reason: ReasonCode,
     pub stop_hook_active: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -73,13 +108,18 @@ impl VerifyRecord {
 
 impl LedgerEntry {
     /// An entry for `state` at the turn it is in, with nothing else recorded yet.
-    pub fn new(state: &LoopState, time: Timestamp, decision: &str, reason: ReasonCode) -> LedgerEntry {
+    pub fn new(
+        state: &LoopState,
+        time: Timestamp,
+        decision: LedgerDecision,
+        reason: ReasonCode,
+    ) -> LedgerEntry {
         LedgerEntry {
             time,
             loop_id: state.meta.loop_id.clone(),
             iteration: state.meta.iteration,
             max_iterations: state.meta.settings.max_iterations,
-            decision: decision.to_string(),
+            decision,
             reason,
             stop_hook_active: None,
             verify: None,
@@ -126,7 +166,7 @@ mod tests {
             loop_id: "l".into(),
             iteration,
             max_iterations: 30,
-            decision: "block".into(),
+            decision: LedgerDecision::Block,
             reason: ReasonCode::VerifyFailed,
             stop_hook_active: Some(false),
             verify: None,
@@ -148,6 +188,24 @@ mod tests {
         assert_eq!(text.lines().count(), 5);
         let last = LedgerEntry::read_last(&path, 2).unwrap();
         assert_eq!(last.iter().map(|e| e.iteration).collect::<Vec<_>>(), [4, 5]);
+    }
+
+    /// Lines as earlier versions wrote them still read, and the words on disk stay the same.
+    #[test]
+    fn reads_the_lines_earlier_versions_wrote() {
+        let old = r#"{"time":"2026-11-22T03:00:00Z","loop_id":"l","iteration":2,"max_iterations":30,"decision":"note","reason":"harness_override","stop_hook_active":false,"detail":"x"}"#;
+        let entry: LedgerEntry = serde_json::from_str(old).unwrap();
+        assert_eq!((entry.decision, entry.reason), (LedgerDecision::Note, ReasonCode::HarnessOverride));
+        for decision in [
+            LedgerDecision::Block,
+            LedgerDecision::Allow,
+            LedgerDecision::Cancel,
+            LedgerDecision::Resume,
+            LedgerDecision::Note,
+        ] {
+            assert_eq!(serde_json::to_string(&decision).unwrap(), format!("\"{decision}\""));
+        }
+        assert_eq!(format!("{:<6}|", LedgerDecision::Note), "note  |");
     }
 
     #[test]

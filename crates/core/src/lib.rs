@@ -58,12 +58,30 @@ pub fn run(
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
 ) -> i32 {
-    let (cli, exit_zero) = match cli::Invocation::parse(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let (cli, exit_zero) = match cli::Invocation::parse(args.iter().cloned()) {
         Ok(invocation) => (invocation.cli, invocation.exit_zero),
-        Err(e) => {
-            let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
-            return Code::Usage as i32;
-        }
+        // A hook must never fail on its arguments: Claude Code reads exit 2 from a Stop hook
+        // as a block of every stop, and any other failure as a hook error at every turn.
+        Err(e) => match cli::Hook::named_in(&args) {
+            Some(cli::Hook::Stop { host }) => {
+                let response = panic::catch_unwind(AssertUnwindSafe(|| {
+                    stop_hook::misinvoked(env, host, &e.to_string(), &mut *stdin)
+                }));
+                let (host, response) =
+                    response.unwrap_or_else(|_| (host.unwrap_or_default(), HookResponse::allow()));
+                let _ = write_line(stdout, &host.render(&response));
+                return 0;
+            }
+            Some(cli::Hook::Guard) => {
+                eprintln!("loop-hook: guard: {e}; the tool call is not examined");
+                return 0;
+            }
+            None => {
+                let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
+                return Code::Usage as i32;
+            }
+        },
     };
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
@@ -91,11 +109,16 @@ pub fn run(
         },
         Cli::Status(options) => status::run(env, &options),
     };
-    if !outcome.stdout.is_empty() {
-        let _ = writeln!(stdout, "{}", outcome.stdout);
-    }
-    let _ = stdout.flush();
+    let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }
+}
+
+/// Prints `text` as one line, or nothing when it is empty.
+fn write_line(stdout: &mut dyn Write, text: &str) -> std::io::Result<()> {
+    if !text.is_empty() {
+        writeln!(stdout, "{text}")?;
+    }
+    stdout.flush()
 }
 
 /// Reads a short option text from stdin (a slash command's arguments).

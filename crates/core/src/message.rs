@@ -107,7 +107,7 @@ pub fn reinjection(
         REASON_BUDGET.saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
     let task_chars = state.task.chars().count();
     let task = if task_chars <= task_room {
-        state.task.clone()
+        state.task.trim_end().to_string()
     } else {
         format!(
             "Your task is {task_chars} characters long, too long to repeat here. Read it in full, \

@@ -3,7 +3,7 @@
 
 use crate::duration::parse_seconds;
 use crate::environment::Environment;
-use crate::ledger::LedgerEntry;
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::session::{self, Target};
@@ -114,7 +114,7 @@ pub fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outco
     }
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),
-        ..LedgerEntry::new(&state, env.now, "resume", ReasonCode::Resumed)
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
     };
     let _ = entry.append_to(&paths.ledger);
     let meta = &state.meta;

@@ -53,7 +53,7 @@ impl Target {
             .filter_map(|paths| match paths.load() {
                 Ok(Some(state))
                     if state.meta.status != Status::Ended
-                        && self.host.is_none_or(|host| state.meta.host == host.name())
+                        && self.host.is_none_or(|host| state.meta.host == host)
                         && same_dir(&state.meta.cwd, &env.cwd) =>
                 {
                     Some((paths, state))
@@ -131,7 +131,7 @@ mod tests {
 
         let mut claimed = sample();
         claimed.meta.cwd = project.clone();
-        claimed.meta.host = Host::Cursor.name().into();
+        claimed.meta.host = Host::Cursor;
         claimed.meta.session_id = "conv-1".into();
         store.paths("conv-1").save(&claimed).unwrap();
         // The waiting copy an interrupted claim left behind is the same loop, not a second one.

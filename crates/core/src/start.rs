@@ -120,7 +120,7 @@ pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
             schema: SCHEMA_VERSION,
             loop_id: loop_id(env, session_id),
             session_id: session_id.to_string(),
-            host: host.name().to_string(),
+            host,
             cwd: cwd.clone(),
             settings: Settings {
                 verify: request.verify.clone(),

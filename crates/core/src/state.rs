@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::frontmatter::{Frontmatter, FrontmatterError};
+use crate::host::Host;
 use crate::oracle::Oracle;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
@@ -95,8 +96,8 @@ pub struct Meta {
     pub loop_id: String,
     /// The session that started the loop; only its stops are judged. Empty: nobody's.
     pub session_id: String,
-    /// The agent host the loop runs in (`claude-code`, `gemini-cli`, ...).
-    pub host: String,
+    /// The agent host the loop runs in.
+    pub host: Host,
     /// Where the loop was started; verify runs here.
     pub cwd: PathBuf,
     pub settings: Settings,
@@ -187,7 +188,7 @@ pub(crate) mod tests {
                 schema: SCHEMA_VERSION,
                 loop_id: "20261122-030000-abcdef".into(),
                 session_id: "sess-1".into(),
-                host: "claude-code".into(),
+                host: Host::ClaudeCode,
                 cwd: PathBuf::from("/project"),
                 settings: Settings {
                     verify: Some("cargo test".into()),
@@ -215,6 +216,24 @@ pub(crate) mod tests {
             },
             task: "fix the login\n".into(),
         }
+    }
+
+    /// A state file as earlier versions wrote it reads, and is written back byte for byte.
+    #[test]
+    fn the_file_format_is_stable() {
+        let written = "---\nschema: 1\nloop_id: 20261122-030000-abcdef\nsession_id: sess-1\nhost: claude-code\n\
+            cwd: /project\nsettings:\n  verify: cargo test\n  completion_promise: null\n  max_iterations: 30\n\
+            \x20 verify_timeout_secs: 300\n  max_same_failures: 8\n  escalation:\n  - 2\n  - 4\n  - 6\n\
+            \x20 checkpoint: false\niteration: 1\nstatus: active\noutcome: null\n\
+            started_at: \"2026-11-22T03:00:00Z\"\nupdated_at: \"2026-11-22T03:00:00Z\"\nverify_total_ms: 0\n\
+            last_verify: null\noracle: {}\nstreaks:\n  same_failure: 0\n  no_change: 0\n  toolless: 0\n\
+            last_blocked: false\nharness_overrides: 0\n---\nfix the login\n";
+        assert_eq!(LoopState::parse(written).unwrap(), sample());
+        assert_eq!(sample().render(), written);
+        let gemini = written.replace("host: claude-code", "host: gemini-cli");
+        assert_eq!(LoopState::parse(&gemini).unwrap().meta.host, Host::GeminiCli);
+        let unknown = written.replace("host: claude-code", "host: vim");
+        assert!(matches!(LoopState::parse(&unknown), Err(StateError::Yaml(_))));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The turn-end hook: read the event, find the session's loop, run verify, decide, record.
+//! The turn-end hook: read the event, find the session's loop, gather the facts, decide, commit.
 //!
 //! Fail closed on the model, open on ourselves: whatever goes wrong on for-loop's side (bad
 //! input, unreadable state, a full disk, a stuck lock) allows the stop with one line saying what
@@ -9,19 +9,19 @@ use std::thread;
 use std::time::Duration;
 
 use crate::claim;
-use crate::decision::{self, Gate, StopFacts, Verdict};
+use crate::decision::{self, Gate, StopFacts};
 use crate::environment::Environment;
 use crate::event::{self, EventError, StopEvent};
 use crate::hook_response::HookResponse;
 use crate::host::Host;
-use crate::ledger::{LedgerEntry, VerifyRecord};
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
-use crate::message;
+use crate::oracle::OracleChange;
 use crate::reason_code::ReasonCode;
-use crate::state::LoopState;
+use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::transcript::{self, Turn};
-use crate::verify::VerifySpec;
+use crate::verify::{VerifyOutcome, VerifySpec};
 use crate::worktree::WorkTree;
 
 /// The longest the hook waits for a loop's lock before giving up on this stop.
@@ -42,6 +42,36 @@ pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
         }
         Err(error) => unreadable_event(env, &error),
     }
+}
+
+/// The hook was started with arguments this binary does not understand: most likely a newer
+/// plugin's hook line (a host added after this build) run by an older `loop-hook`. The stop is
+/// allowed in the shape of the host named on the line, else the host whose payload this looks
+/// like; a session with a running loop is told why its stop was not judged.
+pub fn misinvoked(
+    env: &Environment,
+    named: Option<Host>,
+    problem: &str,
+    stdin: impl Read,
+) -> (Host, HookResponse) {
+    let object = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes)).ok();
+    let host = named.or_else(|| object.as_ref().map(Host::guess)).unwrap_or_default();
+    eprintln!("for-loop: stop-hook: {problem}; the stop is allowed");
+    let Some(event) = object.and_then(|object| host.parse_stop(&object).ok()) else {
+        return (host, HookResponse::allow());
+    };
+    let Ok(store) = Store::locate(env) else { return (host, HookResponse::allow()) };
+    let paths = store.paths(&event.session_id);
+    let state = match paths.load() {
+        Ok(Some(state)) if decision::gate(&state, &event.session_id) == Gate::Judge => state,
+        _ => return (host, HookResponse::allow()),
+    };
+    let what = format!(
+        "the hook ran `loop-hook stop-hook` with arguments this loop-hook does not understand \
+         ({problem}), so this stop was not judged and is allowed. The plugin is newer than the \
+         binary: update loop-hook (`cargo install --locked --path <for-loop checkout>`)"
+    );
+    (host, fault(&paths, Some(&state), &event, env, &what))
 }
 
 /// Judges a normalised stop event of `host` against the session's loop.
@@ -97,32 +127,20 @@ pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
         Gate::Judge => {}
     }
 
-    let (last_message, tool_uses) = current_turn(&state, event);
-    let outcome = match &state.meta.settings.verify {
-        None => None,
-        Some(command) => {
-            let spec = VerifySpec {
-                command: command.clone(),
-                cwd: state.meta.cwd.clone(),
-                timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-            };
-            match spec.run() {
-                Ok(outcome) => Some(outcome),
-                Err(e) => {
-                    return fault(
-                        &paths,
-                        Some(&state),
-                        event,
-                        env,
-                        &format!("{e}. This stop is allowed; /cancel-loop ends the loop."),
-                    );
-                }
-            }
-        }
+    // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
+    let gathered = match Gathered::at(&state, event) {
+        Ok(gathered) => gathered,
+        Err(what) => return fault(&paths, Some(&state), event, env, &what),
     };
-    let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
-    let worktree = WorkTree::open(&state.meta.cwd);
-    let tree = worktree.fingerprint().ok();
+    let facts = gathered.facts(&paths, event, env);
+    let files_changed =
+        match (decision::status_after(decision::code(&state, &facts)), &state.meta.baseline_tree) {
+            // Only a loop that ends or parks shows what it changed.
+            (Status::Ended | Status::Parked, Some(baseline)) => {
+                gathered.tree.as_deref().and_then(|now| gathered.worktree.changed_files(baseline, now).ok())
+            }
+            _ => None,
+        };
 
     let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
         Ok(lock) => lock,
@@ -138,30 +156,11 @@ pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
                 && now.is_active() => {}
         _ => return HookResponse::allow(),
     }
-    // Only Claude Code's flag is known to mean "continuing because a hook blocked".
-    let stop_hook_active = (state.meta.host == Host::ClaudeCode.name()).then_some(event.stop_hook_active);
-    let mut decision = decision::decide(
-        &state,
-        StopFacts {
-            last_message: last_message.as_deref(),
-            verify: outcome.as_ref(),
-            now: env.now,
-            state_path: &paths.state,
-            oracle_changes: &oracle_changes,
-            tree: tree.as_deref(),
-            tool_uses,
-            stop_hook_active,
-        },
-    );
-    if let Some(receipt) = decision.receipt.as_mut() {
-        receipt.files_changed = match (&state.meta.baseline_tree, &tree) {
-            (Some(from), Some(to)) => worktree.changed_files(from, to).ok(),
-            _ => None,
-        };
-        let headline = message::headline(&decision.next, decision.code, outcome.as_ref());
-        decision.system_message = receipt.render(&headline);
-        decision.next.meta.receipt = Some(receipt.clone());
-    }
+
+    // 2. Decide: pure, and final.
+    let decision = decision::decide(&state, StopFacts { files_changed: files_changed.as_deref(), ..facts });
+
+    // 3. Commit the verdict as decided.
     if let Err(e) = paths.save(&decision.next) {
         return fault(
             &paths,
@@ -171,54 +170,87 @@ pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
             &format!("{e}. This stop is allowed; free some disk space."),
         );
     }
-    if decision.harness_override {
-        let note = LedgerEntry {
-            stop_hook_active: Some(event.stop_hook_active),
-            detail: Some("the host ended the turn although the last stop was blocked".into()),
-            ..LedgerEntry::new(&state, env.now, "note", ReasonCode::HarnessOverride)
+    for entry in &decision.ledger {
+        if let Err(e) = entry.append_to(&paths.ledger) {
+            return HookResponse::allow_with(format!(
+                "for-loop: could not write the ledger {} ({e}); this stop is allowed. Free some disk space.",
+                paths.ledger.display()
+            ));
+        }
+    }
+    decision.response()
+}
+
+/// The facts of one stop that take work to learn: the turn, the verify run, the oracle and the
+/// working tree.
+struct Gathered {
+    last_message: Option<String>,
+    tool_uses: Option<usize>,
+    verify: Option<VerifyOutcome>,
+    oracle_changes: Vec<OracleChange>,
+    worktree: WorkTree,
+    tree: Option<String>,
+    checkpoint_error: Option<String>,
+}
+
+impl Gathered {
+    /// Runs verify and looks at the oracle and the working tree. `Err` is a fault of ours that
+    /// kept verify from running at all.
+    fn at(state: &LoopState, event: &StopEvent) -> Result<Gathered, String> {
+        let (last_message, tool_uses) = current_turn(state, event);
+        let verify = match &state.meta.settings.verify {
+            None => None,
+            Some(command) => {
+                let spec = VerifySpec {
+                    command: command.clone(),
+                    cwd: state.meta.cwd.clone(),
+                    timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
+                };
+                Some(
+                    spec.run()
+                        .map_err(|e| format!("{e}. This stop is allowed; /cancel-loop ends the loop."))?,
+                )
+            }
         };
-        let _ = note.append_to(&paths.ledger);
+        let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
+        let worktree = WorkTree::open(&state.meta.cwd);
+        let tree = worktree.fingerprint().ok();
+        let checkpoint_error = state
+            .meta
+            .settings
+            .checkpoint
+            .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration).err())
+            .flatten()
+            .map(|e| e.to_string());
+        Ok(Gathered { last_message, tool_uses, verify, oracle_changes, worktree, tree, checkpoint_error })
     }
-    let mut checkpoint_error = None;
-    if state.meta.settings.checkpoint
-        && let Err(e) = worktree.checkpoint(&state.meta.loop_id, state.meta.iteration)
-    {
-        checkpoint_error = Some(format!("checkpoint failed: {e}"));
-    }
-    let verdict = if matches!(decision.verdict, Verdict::Block { .. }) { "block" } else { "allow" };
-    let entry = LedgerEntry {
-        stop_hook_active: Some(event.stop_hook_active),
-        verify: outcome.as_ref().map(VerifyRecord::of),
-        promise_kept: decision.promise_kept,
-        detail: checkpoint_error,
-        oracle_changed: oracle_changes.iter().map(|c| c.path.clone()).collect(),
-        receipt: decision.receipt.clone(),
-        ..LedgerEntry::new(&state, env.now, verdict, decision.code)
-    };
-    if let Err(e) = entry.append_to(&paths.ledger) {
-        return HookResponse::allow_with(format!(
-            "for-loop: could not write the ledger {} ({e}); this stop is allowed. Free some disk space.",
-            paths.ledger.display()
-        ));
-    }
-    match decision.verdict {
-        Verdict::Block { reason } => HookResponse::block(reason, decision.system_message),
-        Verdict::Allow => HookResponse::allow_with(format!(
-            "{}\n  ledger: {}",
-            decision.system_message,
-            paths.ledger.display()
-        )),
+
+    fn facts<'a>(&'a self, paths: &'a LoopPaths, event: &StopEvent, env: &Environment) -> StopFacts<'a> {
+        StopFacts {
+            last_message: self.last_message.as_deref(),
+            verify: self.verify.as_ref(),
+            now: env.now,
+            state_path: &paths.state,
+            ledger_path: &paths.ledger,
+            oracle_changes: &self.oracle_changes,
+            tree: self.tree.as_deref(),
+            files_changed: None,
+            tool_uses: self.tool_uses,
+            stop_hook_active: event.stop_hook_active,
+            checkpoint_error: self.checkpoint_error.as_deref(),
+        }
     }
 }
 
-/// The current turn from the transcript, when the host keeps one: its text (unless the event
-/// carries the final message) and its tool calls. The text is retried once when a promise needs
-/// it, since hosts may write the transcript's last lines after the hook starts.
+/// The current turn from the transcript, when the host keeps one in Claude Code's format: its
+/// text (unless the event carries the final message) and its tool calls. The text is retried
+/// once when a promise needs it, since hosts may write the transcript's last lines after the
+/// hook starts.
 fn current_turn(state: &LoopState, event: &StopEvent) -> (Option<String>, Option<usize>) {
     let from_event = event.last_assistant_message.clone().filter(|m| !m.is_empty());
     let needs_text = state.meta.settings.completion_promise.is_some() && from_event.is_none();
     let mut read: Option<Turn> = None;
-    if let Some(path) = event.transcript_path.as_ref() {
+    if let Some(path) = event.claude_transcript() {
         for attempt in 0..2 {
             if attempt > 0 {
                 thread::sleep(TRANSCRIPT_RETRY);
@@ -275,9 +307,9 @@ fn record(
     detail: Option<&str>,
 ) {
     let entry = LedgerEntry {
-        stop_hook_active: Some(event.stop_hook_active),
+        stop_hook_active: event.stop_hook_active,
         detail: detail.map(str::to_string),
-        ..LedgerEntry::new(state, env.now, "allow", reason)
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, reason)
     };
     // Best effort: the ledger failing must not turn a fault into a trap.
     let _ = entry.append_to(&paths.ledger);

@@ -13,15 +13,15 @@
 //! Antigravity has no `stop_hook_active` and no cap of its own, and its `Stop` also fires when a
 //! run ends on an error, a cancel or with background tasks still running. Only a normal, fully
 //! idle turn end is judged; any other is refused, so it neither continues nor uses an iteration.
-//! The hook's working directory is the hooks.json folder, never the project: the project is
-//! `workspacePaths[0]`.
+//! The hook's working directory is the hooks.json folder, never the project; the loop's own
+//! directory is in its state, so `workspacePaths` is not needed.
 
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
-use crate::event::{EventError, Fields, StopEvent};
+use crate::event::{EventError, Fields, StopEvent, Transcript};
 use crate::hook_response::HookResponse;
 
 /// Fields only Antigravity sends.
@@ -87,22 +87,16 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         Some(id) => Some(id),
         None => in_common(&|c| c.string("conversation_id"))?,
     };
-    let workspace = match top.first_of_strings("workspacePaths")? {
-        Some(path) => Some(path),
-        None => in_common(&|c| c.first_of_strings("workspace_paths"))?,
-    };
     let transcript = match top.string("transcriptPath")? {
         Some(path) => Some(path),
         None => in_common(&|c| c.string("transcript_path"))?,
     };
     Ok(StopEvent {
         session_id: conversation.filter(|id| !id.is_empty()).ok_or(EventError::Missing("conversationId"))?,
-        cwd: workspace.map(PathBuf::from),
+        stop_hook_active: None,
         // Antigravity's transcript is not in Claude Code's format, and there is no last message.
-        transcript_path: None,
-        stop_hook_active: false,
         last_assistant_message: None,
-        host_transcript: transcript.filter(|p| !p.is_empty()).map(PathBuf::from),
+        transcript: transcript.filter(|p| !p.is_empty()).map(|p| Transcript::Opaque(PathBuf::from(p))),
     })
 }
 
@@ -129,15 +123,13 @@ mod tests {
     fn reads_the_camel_case_stop() {
         let event = parse_text(DOCS).unwrap();
         assert_eq!(event.session_id, "c-1");
-        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
-        assert_eq!(event.transcript_path, None);
         assert!(parse_text(&DOCS.replace("model_stop", "NO_TOOL_CALL")).is_ok());
-        assert_eq!(event.host_transcript, Some(PathBuf::from("/t.jsonl")));
+        assert_eq!(event.transcript, Some(Transcript::Opaque("/t.jsonl".into())));
         let no_error = DOCS.replace(r#""executionNum":2"#, r#""executionNum":2,"error":false"#);
         assert!(parse_text(&no_error).is_ok());
         // Measured on 1.2.9: an empty transcript path, which is no path at all.
         let empty = parse_text(&DOCS.replace("/t.jsonl", "")).unwrap();
-        assert_eq!(empty.host_transcript, None);
+        assert_eq!(empty.transcript, None);
     }
 
     #[test]
@@ -148,7 +140,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(event.session_id, "c-2");
-        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
     }
 
     #[test]

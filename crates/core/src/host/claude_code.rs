@@ -41,6 +41,6 @@ mod tests {
         let event =
             parse_text(r#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":true}"#).unwrap();
         assert_eq!(event.session_id, "s1");
-        assert!(event.stop_hook_active);
+        assert_eq!(event.stop_hook_active, Some(true));
     }
 }

@@ -19,9 +19,10 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     if let Some(what) = foreign_marker(Host::Codex, &Fields(object)) {
         return Err(EventError::Foreign(what));
     }
-    // Claude Code's `Stop` shape, but the rollout file is not in Claude Code's transcript format;
-    // the last message comes with the event.
-    Ok(StopEvent { transcript_path: None, ..StopEvent::from_claude(object)? })
+    // Claude Code's `Stop` shape, but the rollout file is not in Claude Code's transcript format
+    // (the last message comes with the event), and Codex has no block cap that could override a
+    // block, so its flag is not relied on.
+    Ok(StopEvent { transcript: None, stop_hook_active: None, ..StopEvent::from_claude(object)? })
 }
 
 pub(super) fn render(response: &HookResponse) -> String {
@@ -53,7 +54,7 @@ mod tests {
         .unwrap();
         assert_eq!(event.session_id, "019a-1");
         assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
-        assert!(!event.stop_hook_active);
+        assert_eq!((event.transcript, event.stop_hook_active), (None, None));
     }
 
     #[test]

@@ -9,12 +9,10 @@
 //! `stop_hook_active` and expects another output shape, so its events are refused. Only
 //! `stopReason:"end_turn"` is judged.
 
-use std::path::PathBuf;
-
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
-use crate::event::{EventError, Fields, StopEvent};
+use crate::event::{EventError, Fields, StopEvent, Transcript};
 use crate::hook_response::HookResponse;
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -33,11 +31,9 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     }
     Ok(StopEvent {
         session_id: fields.required_string("sessionId")?,
-        cwd: fields.string("cwd")?.map(PathBuf::from),
-        transcript_path: None,
-        stop_hook_active: false,
+        stop_hook_active: None,
         last_assistant_message: None,
-        host_transcript: fields.path("transcriptPath")?,
+        transcript: fields.path("transcriptPath")?.map(Transcript::Opaque),
     })
 }
 
@@ -64,7 +60,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(event.session_id, "cp-1");
-        assert_eq!(event.cwd, Some(PathBuf::from("/p")));
+        assert_eq!(event.transcript, Some(Transcript::Opaque("/t".into())));
     }
 
     #[test]

@@ -10,12 +10,10 @@
 //! Only a `completed` turn is judged: an aborted or failed turn is the user's or the model's
 //! business, not a claim of done.
 
-use std::path::PathBuf;
-
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
-use crate::event::{EventError, Fields, StopEvent};
+use crate::event::{EventError, Fields, StopEvent, Transcript};
 use crate::hook_response::HookResponse;
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -34,19 +32,16 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     if fields.string("status")?.as_deref() != Some("completed") {
         return Err(EventError::Foreign("the turn did not complete"));
     }
-    let cwd = match fields.string("cwd")? {
-        Some(cwd) => Some(cwd),
-        None => fields.first_of_strings("workspace_roots")?,
-    };
+    // Read for its type only: a wrong one is reported like any malformed field.
+    fields.count("loop_count")?;
     Ok(StopEvent {
         session_id: fields.required_string("conversation_id")?,
-        cwd: cwd.map(PathBuf::from),
+        // `loop_count` counts follow-ups, but our hook config lifts Cursor's `loop_limit`, so
+        // it never overrides a block and the counter is not relied on.
+        stop_hook_active: None,
         // Cursor's transcript is not in Claude Code's format, and there is no last message.
-        transcript_path: None,
-        // A follow-up of a stop hook is what `loop_count` counts.
-        stop_hook_active: fields.count("loop_count")?.unwrap_or(0) > 0,
         last_assistant_message: None,
-        host_transcript: fields.path("transcript_path")?,
+        transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
     })
 }
 
@@ -74,11 +69,11 @@ mod tests {
     fn reads_the_stop() {
         let event = parse_text(STOP).unwrap();
         assert_eq!(event.session_id, "cv-1");
-        assert_eq!(event.cwd, Some(PathBuf::from("/w")));
-        assert!(event.stop_hook_active);
-        assert!(
-            !parse_text(&STOP.replace(r#""loop_count":2"#, r#""loop_count":0"#)).unwrap().stop_hook_active
-        );
+        assert_eq!(event.transcript, Some(Transcript::Opaque("/t".into())));
+        assert!(matches!(
+            parse_text(&STOP.replace(r#""loop_count":2"#, r#""loop_count":-1"#)),
+            Err(EventError::WrongType { field: "loop_count", .. })
+        ));
     }
 
     #[test]

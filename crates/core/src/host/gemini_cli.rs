@@ -7,8 +7,6 @@
 //! `{"decision":"allow"}` rather than nothing: with an empty stdout the CLI parses stderr instead
 //! and shows it, and our stderr carries diagnostics.
 
-use std::path::PathBuf;
-
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
@@ -23,14 +21,16 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     if let Some(what) = foreign_marker(Host::GeminiCli, &fields) {
         return Err(EventError::Foreign(what));
     }
+    // Read for its type only: a wrong one is reported like any malformed field.
+    fields.boolean("stop_hook_active")?;
     Ok(StopEvent {
         session_id: fields.required_string("session_id")?,
-        cwd: fields.string("cwd")?.map(PathBuf::from),
-        // Gemini CLI's transcript is not in Claude Code's format; `prompt_response` has the text.
-        transcript_path: None,
-        stop_hook_active: fields.boolean("stop_hook_active")?.unwrap_or(false),
+        // Gemini CLI has no block cap that overrides a block (only a budget of turns), so its
+        // flag is not relied on.
+        stop_hook_active: None,
         last_assistant_message: fields.string("prompt_response")?,
-        host_transcript: None,
+        // Gemini CLI's transcript is not in Claude Code's format; `prompt_response` has the text.
+        transcript: None,
     })
 }
 
@@ -66,10 +66,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(event.session_id, "g-1");
-        assert_eq!(event.cwd, Some(PathBuf::from("/p")));
-        assert!(event.stop_hook_active);
         assert_eq!(event.last_assistant_message.as_deref(), Some("done"));
-        assert_eq!(event.transcript_path, None);
+        assert_eq!((event.transcript, event.stop_hook_active), (None, None));
     }
 
     #[test]
