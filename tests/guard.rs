@@ -1,10 +1,10 @@
-//! `loop-hook guard`: PreToolUse events piped into the binary, and its deny JSON.
+//! `loop-hook guard`: `PreToolUse` events piped into the binary, and its deny JSON.
 
 use serde_json::{Value, json};
 
 use crate::util::{SESSION, TestEnv};
 
-fn pre_tool_use(env: &TestEnv, session: &str, tool: &str, input: Value) -> String {
+fn pre_tool_use(env: &TestEnv, session: &str, tool: &str, input: &Value) -> String {
     let event = json!({
         "session_id": session,
         "transcript_path": env.project.join("t.jsonl"),
@@ -31,7 +31,7 @@ fn denied(stdout: &str) -> Option<String> {
 fn without_a_loop_every_tool_call_passes_silently() {
     let env = TestEnv::new();
     env.write("check.sh", "exit 1");
-    assert_eq!(pre_tool_use(&env, SESSION, "Bash", json!({"command": "rm check.sh"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Bash", &json!({"command": "rm check.sh"})), "");
     assert_eq!(env.run(&["guard"], "not json").stdout, "");
     assert_eq!(env.run(&["guard"], "").stdout, "");
 }
@@ -45,7 +45,7 @@ fn edits_of_the_verify_script_and_protected_paths_are_denied_while_the_loop_runs
     env.start("t --verify \"sh check.sh\" --protect tests");
     let check = env.project.join("check.sh").display().to_string();
     let reason =
-        denied(&pre_tool_use(&env, SESSION, "Write", json!({"file_path": check, "content": "exit 0"})))
+        denied(&pre_tool_use(&env, SESSION, "Write", &json!({"file_path": check, "content": "exit 0"})))
             .unwrap();
     assert!(reason.contains("`check.sh` is part of this loop's verify check"), "{reason}");
     assert!(
@@ -53,26 +53,26 @@ fn edits_of_the_verify_script_and_protected_paths_are_denied_while_the_loop_runs
             &env,
             SESSION,
             "Edit",
-            json!({"file_path": "tests/a.test", "old_string": "a", "new_string": "b"})
+            &json!({"file_path": "tests/a.test", "old_string": "a", "new_string": "b"})
         ))
         .is_some()
     );
     assert!(
-        denied(&pre_tool_use(&env, SESSION, "Bash", json!({"command": "echo 'exit 0' > check.sh"})))
+        denied(&pre_tool_use(&env, SESSION, "Bash", &json!({"command": "echo 'exit 0' > check.sh"})))
             .is_some()
     );
-    assert!(denied(&pre_tool_use(&env, SESSION, "Bash", json!({"command": "loop-hook cancel"}))).is_some());
-    assert_eq!(pre_tool_use(&env, SESSION, "Write", json!({"file_path": "src.sh", "content": "x"})), "");
-    assert_eq!(pre_tool_use(&env, SESSION, "Bash", json!({"command": "sh check.sh"})), "");
-    assert_eq!(pre_tool_use(&env, SESSION, "Read", json!({"file_path": check})), "");
+    assert!(denied(&pre_tool_use(&env, SESSION, "Bash", &json!({"command": "loop-hook cancel"}))).is_some());
+    assert_eq!(pre_tool_use(&env, SESSION, "Write", &json!({"file_path": "src.sh", "content": "x"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Bash", &json!({"command": "sh check.sh"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Read", &json!({"file_path": check})), "");
     assert_eq!(
-        pre_tool_use(&env, "another-session", "Bash", json!({"command": "rm check.sh"})),
+        pre_tool_use(&env, "another-session", "Bash", &json!({"command": "rm check.sh"})),
         "",
         "other sessions are not guarded"
     );
     env.run(&["cancel", "--session", SESSION], "");
     assert_eq!(
-        pre_tool_use(&env, SESSION, "Bash", json!({"command": "rm check.sh"})),
+        pre_tool_use(&env, SESSION, "Bash", &json!({"command": "rm check.sh"})),
         "",
         "an ended loop guards nothing"
     );

@@ -1,16 +1,13 @@
 //! Every host but Claude Code: recorded payloads per documented host version, foreign and
-//! malformed payloads for every adapter, and the real Gemini CLI and Codex CLIs (pinned in
-//! tests/clients) driven offline by `mock-model` with this repository's packaging under
-//! `plugin/`.
+//! malformed payloads for every adapter, and the hook commands of the packaging under `plugin/`.
+//! The real Gemini CLI and Codex runs are in `e2e`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
-use mock_model::{MockModel, Script};
 use serde_json::Value;
 
-use crate::util::{Run, TestEnv, client_bin, path_without_loop_hook, repo, run_bounded};
+use crate::util::{Run, TestEnv, path_without_loop_hook, repo};
 
 /// Each adapter's "let it stop" answer: what a refused, malformed or loop-less event gets.
 const PLAIN_ALLOW: &[(&str, &str)] = &[
@@ -241,7 +238,7 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
         assert!(prompt.starts_with(second), "{host}: {prompt}");
         let archive = env.session_dir("starting-conversation").join("archive");
         assert_eq!(
-            std::fs::read_dir(&archive).map(|d| d.count()).unwrap_or(0),
+            std::fs::read_dir(&archive).map_or(0, std::iter::Iterator::count),
             1,
             "{host}: first loop not archived"
         );
@@ -380,232 +377,4 @@ fn shell(shell: &str, command: &str) -> Command {
     let mut cmd = Command::new(shell);
     cmd.args(["-c", command]);
     cmd
-}
-
-// ---------------------------------------------------------------------------------------------
-// Real CLIs.
-
-/// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
-fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
-    let output = run_bounded(cmd, what, stdin);
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn only_session(env: &TestEnv) -> String {
-    let sessions: Vec<String> = std::fs::read_dir(env.store().join("sessions"))
-        .map(|dir| dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    assert_eq!(sessions.len(), 1, "expected one loop session, found {sessions:?}");
-    sessions[0].clone()
-}
-
-/// A Gemini CLI home with `plugin/gemini-cli` installed the way users install it (the CLI asks to
-/// trust the source folder), and API-key auth pointed at the mock.
-fn gemini_world() -> Option<(PathBuf, TestEnv)> {
-    let gemini = client_bin("gemini", "FOR_LOOP_GEMINI")?;
-    let env = TestEnv::new();
-    let config = env.home.join(".gemini");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false}}"#,
-    )
-    .unwrap();
-    let mut install = Command::new(&gemini);
-    install
-        .args(["extensions", "install", repo().join("plugin/gemini-cli").to_str().unwrap(), "--consent"])
-        .env_clear()
-        .env("PATH", path_without_loop_hook())
-        .env("HOME", &env.home)
-        .current_dir(&env.project);
-    let (stdout, stderr) = run_text(install, "gemini extensions install", b"y\n");
-    assert!(format!("{stdout}{stderr}").contains("installed successfully"), "{stdout}\n{stderr}");
-    Some((gemini, env))
-}
-
-/// `gemini -p PROMPT` (plus `extra`) against `model`; returns stdout and stderr.
-fn run_gemini(
-    gemini: &Path,
-    env: &TestEnv,
-    model: &MockModel,
-    prompt: &str,
-    extra: &[&str],
-) -> (String, String) {
-    let mut cmd = Command::new(gemini);
-    cmd.args(["-p", prompt, "--output-format", "stream-json", "--yolo"])
-        // An explicit model: `auto` would first ask a router model, a side call we need not script.
-        .args(["--model", "gemini-2.5-flash"])
-        .args(extra)
-        .env_clear()
-        .env("PATH", path_without_loop_hook())
-        .env("HOME", &env.home)
-        .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
-        .env("GEMINI_API_KEY", "test-key")
-        .env("GOOGLE_GEMINI_BASE_URL", model.base_url())
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .current_dir(&env.project);
-    run_text(cmd, "gemini", b"")
-}
-
-/// Gemini CLI with `plugin/gemini-cli` installed as an extension (`gemini extensions install`):
-/// `/for-loop` starts the loop (the typed text reaches loop-hook unchanged, nothing in it runs),
-/// the model claims done and is held with the task re-injected as its next prompt, fixes it,
-/// verify passes, the loop ends.
-#[test]
-fn gemini_cli_holds_the_loop_until_verify_passes() {
-    let Some((gemini, env)) = gemini_world() else { return };
-    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
-    let pwned = env.project.join("pwned");
-    let task = format!(
-        "create the file named fixed, don't $(touch {p}) or `touch {p}`; it's 100%",
-        p = pwned.display()
-    );
-    let model = MockModel::start(
-        Script::new().text("I have finished the task.").bash("touch fixed").text("Fixed it."),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let prompt = format!("/for-loop {task} --verify \"sh check.sh\" --max-iterations 5");
-    let (stdout, stderr) = run_gemini(&gemini, &env, &model, &prompt, &[]);
-    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
-    let requests = model.main_requests();
-    assert_eq!(requests.len(), 3, "{dump}");
-    let fed = requests[1].last_user_text().unwrap_or_default();
-    assert!(fed.starts_with(&format!("{task}\n")), "the task was not re-injected verbatim: {fed}\n{dump}");
-    assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
-    assert!(stdout.contains("Agent execution blocked"), "{dump}");
-    let session = only_session(&env);
-    assert!(
-        stdout.contains(&format!("\"session_id\":\"{session}\"")),
-        "the loop is not this session's: {dump}"
-    );
-    assert_eq!(env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");
-    assert!(env.project.join("fixed").exists());
-    assert!(!pwned.exists(), "text from the task was executed");
-    assert_eq!(model.exhausted_requests(), 0);
-    eprintln!("gemini loop took {:?}", started.elapsed());
-}
-
-/// A plain Gemini session is unaffected; a loop started for it from a terminal is seen by
-/// `/cancel-loop` and `/loop-status` in the resumed session, and cancelling lets the stop through.
-#[test]
-fn gemini_cli_cancel_and_status_act_on_this_session() {
-    let Some((gemini, env)) = gemini_world() else { return };
-    let model =
-        MockModel::start(Script::new().text("plain answer").text("cancel seen").text("status seen")).unwrap();
-    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "just answer", &[]);
-    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
-    assert_eq!(model.main_requests().len(), 1, "a plain session was held: {dump}");
-    assert!(!stdout.contains("Agent execution blocked"), "{dump}");
-    let init: Value = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .find(|e: &Value| e["type"] == "init")
-        .unwrap();
-    let session = init["session_id"].as_str().unwrap().to_string();
-
-    let started =
-        env.run(&["start", "--session", &session, "--host", "gemini-cli"], "endless --verify false");
-    assert_eq!(started.code, 0, "{}", started.stdout);
-    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "/cancel-loop", &["--resume", "latest"]);
-    let requests = model.main_requests();
-    assert_eq!(requests.len(), 2, "the stop after /cancel-loop was held: {stdout}\n{stderr}");
-    let said = requests[1].last_user_text().unwrap_or_default();
-    assert!(said.contains("cancelled at iteration"), "{said}\n{stdout}\n{stderr}");
-    assert_eq!(env.ledger_reasons(&session).last().map(String::as_str), Some("cancelled"));
-
-    let (stdout, stderr) = run_gemini(&gemini, &env, &model, "/loop-status", &["--resume", "latest"]);
-    let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
-    assert!(shown.contains("cancelled"), "{shown}\n{stdout}\n{stderr}");
-    assert_eq!(model.exhausted_requests(), 0);
-}
-
-/// Codex with `plugin/codex` installed from the `plugin/` marketplace, and the start command its
-/// skill tells the agent to run:
-/// the session id comes from `CODEX_THREAD_ID`, the task through a quoted heredoc. The model
-/// claims done, is held with the task as the continuation prompt, fixes it, verify passes.
-#[test]
-fn codex_holds_the_loop_until_verify_passes() {
-    let Some(codex) = client_bin("codex", "FOR_LOOP_CODEX") else { return };
-    let env = TestEnv::new();
-    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
-    let task = "create the file named fixed; \"quotes\" $(stay) `as typed`";
-    let start = format!(
-        "\"${{FOR_LOOP_BIN:-loop-hook}}\" start --host codex --exit-zero <<'FOR_LOOP_TASK_TEXT_END'\n\
-         {task} --verify \"sh check.sh\" --max-iterations 5\nFOR_LOOP_TASK_TEXT_END"
-    );
-    let model = MockModel::start(
-        Script::new().bash(start).text("I have finished the task.").bash("touch fixed").text("Fixed it."),
-    )
-    .unwrap();
-    let codex_home = env.home.join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"gpt-5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
-             base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    // Installed the way users install it: plugin/ is a Codex marketplace holding plugin/codex.
-    let codex_env = |cmd: &mut Command| {
-        cmd.env_clear()
-            .env("PATH", path_without_loop_hook())
-            .env("HOME", &env.home)
-            .env("CODEX_HOME", &codex_home)
-            .env("MOCK_API_KEY", "test-key")
-            .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
-            .current_dir(&env.project);
-    };
-    let marketplace = repo().join("plugin");
-    for args in [
-        vec!["plugin", "marketplace", "add", marketplace.to_str().unwrap()],
-        vec!["plugin", "add", "for-loop@for-loop"],
-    ] {
-        let mut cmd = Command::new(&codex);
-        cmd.args(&args);
-        codex_env(&mut cmd);
-        let (stdout, stderr) = run_text(cmd, "codex plugin", b"");
-        assert!(stdout.contains("Added"), "codex {args:?}: {stdout}\n{stderr}");
-    }
-    let started = Instant::now();
-    let mut cmd = Command::new(&codex);
-    cmd.args([
-        "exec",
-        "--json",
-        "--skip-git-repo-check",
-        // Hooks run only once their definition is trusted in /hooks; a test has no one to ask.
-        "--dangerously-bypass-hook-trust",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "start the loop",
-    ]);
-    codex_env(&mut cmd);
-    let (stdout, stderr) = run_text(cmd, "codex", b"");
-    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
-    let requests = model.main_requests();
-    assert_eq!(requests.len(), 4, "{dump}");
-    let offered = requests[0].body.to_string();
-    assert!(offered.contains("Start a verified loop in this session"), "the plugin's skill is not offered");
-    let started_text = requests[1].last_user_text().unwrap_or_default();
-    assert!(started_text.contains("loop started, iteration 1 of 5"), "{started_text}\n{dump}");
-    let fed = requests[2].last_user_text().unwrap_or_default();
-    assert!(fed.contains(&format!("{task}\n")), "the task was not re-injected verbatim: {fed}\n{dump}");
-    assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
-    // Codex names the hook that continued the turn: the installed plugin's.
-    assert!(fed.contains("plugins/cache/for-loop/for-loop/"), "not the plugin's hook: {fed}");
-    let session = only_session(&env);
-    assert!(
-        stdout.contains(&format!("\"thread_id\":\"{session}\"")),
-        "the loop is not this thread's: {dump}"
-    );
-    assert_eq!(env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");
-    assert!(env.project.join("fixed").exists());
-    assert_eq!(model.exhausted_requests(), 0);
-    eprintln!("codex loop took {:?}", started.elapsed());
 }

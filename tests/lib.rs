@@ -2,18 +2,17 @@
 //!
 //! - `cli`: `loop-hook` commands as a user or a slash command runs them (start, cancel, status).
 //! - `stop_hook`: Stop events piped into the binary, and the JSON it answers.
-//! - `guard`: PreToolUse events and the guard's deny JSON.
+//! - `guard`: `PreToolUse` events and the guard's deny JSON.
 //! - `faults`: bad input and broken surroundings; every one must allow the stop with a message.
-//! - `claude_code`: the real Claude Code CLI with this plugin, driven by a scripted model.
 //! - `hosts`: every other host: recorded payloads, foreign and malformed events, loops claimed by
-//!   their transcript, and the real Gemini CLI and Codex CLIs with the packaging under `plugin/`.
-//! - `demo`: `scripts/demo` run end to end, so it cannot rot.
+//!   their transcript, and the hook commands of the packaging under `plugin/`.
+//! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
+//!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 
 mod util;
 
-mod claude_code;
 mod cli;
-mod demo;
+mod e2e;
 mod faults;
 mod guard;
 mod hosts;

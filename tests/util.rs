@@ -9,16 +9,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-pub const SESSION: &str = "11111111-2222-3333-4444-555555555555";
+pub(crate) const SESSION: &str = "11111111-2222-3333-4444-555555555555";
 
-pub struct TestEnv {
+pub(crate) struct TestEnv {
     _root: TempDir,
     pub home: PathBuf,
     pub project: PathBuf,
 }
 
 /// What one run of `loop-hook` gave.
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -26,7 +26,7 @@ pub struct Run {
 
 impl Run {
     /// stdout parsed as the hook's JSON; `Value::Null` for an empty stdout (a silent allow).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         if self.stdout.trim().is_empty() {
             return Value::Null;
         }
@@ -35,21 +35,21 @@ impl Run {
     }
 
     /// `true` when the hook blocked the stop.
-    pub fn blocked(&self) -> bool {
+    pub(crate) fn blocked(&self) -> bool {
         self.json().get("decision").and_then(Value::as_str) == Some("block")
     }
 
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         self.json()["reason"].as_str().unwrap_or_default().to_string()
     }
 
-    pub fn system_message(&self) -> String {
+    pub(crate) fn system_message(&self) -> String {
         self.json()["systemMessage"].as_str().unwrap_or_default().to_string()
     }
 }
 
 impl TestEnv {
-    pub fn new() -> TestEnv {
+    pub(crate) fn new() -> TestEnv {
         let root = tempfile::Builder::new().prefix("for-loop-test-").tempdir().unwrap();
         let home = root.path().join("home");
         let project = root.path().join("project");
@@ -58,24 +58,24 @@ impl TestEnv {
         TestEnv { _root: root, home, project }
     }
 
-    pub fn store(&self) -> PathBuf {
+    pub(crate) fn store(&self) -> PathBuf {
         self.home.join(".local/state/for-loop")
     }
 
-    pub fn session_dir(&self, session: &str) -> PathBuf {
+    pub(crate) fn session_dir(&self, session: &str) -> PathBuf {
         self.store().join("sessions").join(session)
     }
 
-    pub fn state_path(&self) -> PathBuf {
+    pub(crate) fn state_path(&self) -> PathBuf {
         self.session_dir(SESSION).join("state.md")
     }
 
-    pub fn ledger_path(&self) -> PathBuf {
+    pub(crate) fn ledger_path(&self) -> PathBuf {
         self.session_dir(SESSION).join("ledger.jsonl")
     }
 
     /// The reason code of each ledger line of `session`'s loop, in order.
-    pub fn ledger_reasons(&self, session: &str) -> Vec<String> {
+    pub(crate) fn ledger_reasons(&self, session: &str) -> Vec<String> {
         std::fs::read_to_string(self.session_dir(session).join("ledger.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -83,7 +83,7 @@ impl TestEnv {
             .collect()
     }
 
-    pub fn ledger(&self) -> Vec<Value> {
+    pub(crate) fn ledger(&self) -> Vec<Value> {
         std::fs::read_to_string(self.ledger_path())
             .unwrap_or_default()
             .lines()
@@ -91,7 +91,7 @@ impl TestEnv {
             .collect()
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_loop-hook"));
         cmd.args(args)
             .env_clear()
@@ -102,43 +102,43 @@ impl TestEnv {
     }
 
     /// Runs `loop-hook ARGS` with `stdin`.
-    pub fn run(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
+    pub(crate) fn run(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
         run_command(self.command(args), stdin.as_ref())
     }
 
     /// `/for-loop TEXT` in the test session, which must succeed.
-    pub fn start(&self, text: &str) -> Run {
+    pub(crate) fn start(&self, text: &str) -> Run {
         let run = self.run(&["start", "--session", SESSION], text);
         assert_eq!(run.code, 0, "start failed: {}{}", run.stdout, run.stderr);
         run
     }
 
     /// One Stop event of `session`, as Claude Code 2.1.328 sends it.
-    pub fn stop_as(&self, session: &str, last_message: &str, stop_hook_active: bool) -> Run {
+    pub(crate) fn stop_as(&self, session: &str, last_message: &str, stop_hook_active: bool) -> Run {
         self.run(
             &["stop-hook"],
             stop_event(session, &self.project, last_message, stop_hook_active).to_string(),
         )
     }
 
-    pub fn stop(&self, last_message: &str) -> Run {
+    pub(crate) fn stop(&self, last_message: &str) -> Run {
         self.stop_as(SESSION, last_message, false)
     }
 
-    pub fn write(&self, name: &str, content: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, content: &str) -> PathBuf {
         let path = self.project.join(name);
         std::fs::write(&path, content).unwrap();
         path
     }
 
     /// Replaces home-directory paths in `text` so outputs can be compared as snapshots.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         text.replace(&self.home.display().to_string(), "[HOME]")
             .replace(&self.project.display().to_string(), "[PROJECT]")
     }
 }
 
-pub fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_active: bool) -> Value {
+pub(crate) fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_active: bool) -> Value {
     json!({
         "session_id": session,
         "transcript_path": cwd.join("transcript.jsonl"),
@@ -154,7 +154,7 @@ pub fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_activ
     })
 }
 
-pub fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
+pub(crate) fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
     let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut pipe = child.stdin.take().unwrap();
     let input = stdin.to_vec();
@@ -175,44 +175,38 @@ pub fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
 // Real agent CLIs (tests/clients).
 
 /// The longest one CLI run may take before the test fails instead of hanging CI.
-pub const RUN_LIMIT: Duration = Duration::from_secs(180);
+pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(180);
 
 /// The repository root: the Claude Code plugin, and the home of `plugin/` and `tests/clients`.
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A pinned CLI from tests/clients (`$env_var` overrides where it is). Missing is a failure
-/// with instructions; `FOR_LOOP_SKIP_E2E=1` is the only way to run the rest of the suite without
-/// it, and it must be asked for explicitly.
-pub fn client_bin(name: &str, env_var: &str) -> Option<PathBuf> {
+/// A pinned CLI from tests/clients (`$env_var` overrides where it is). A missing CLI fails the
+/// test with instructions: it is never a silent pass. To leave the end-to-end tests out on
+/// purpose, filter them out (`scripts/test` does with `FOR_LOOP_SKIP_E2E=1`), so they are
+/// reported as skipped.
+pub(crate) fn client_bin(name: &str, env_var: &str) -> PathBuf {
     let path = std::env::var_os(env_var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("tests/clients/node_modules/.bin").join(name));
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var_os("FOR_LOOP_SKIP_E2E").is_some_and(|v| v == "1") {
-        eprintln!("FOR_LOOP_SKIP_E2E=1: not running the {name} end-to-end test");
-        return None;
-    }
-    panic!(
+        .map_or_else(|| repo().join("tests/clients/node_modules/.bin").join(name), PathBuf::from);
+    assert!(
+        path.exists(),
         "the {name} CLI is not installed at {}: run scripts/install-test-clients (scripts/test does), \
-         or set FOR_LOOP_SKIP_E2E=1 to leave the end-to-end tests out on purpose",
+         or leave the end-to-end tests out with FOR_LOOP_SKIP_E2E=1 scripts/test",
         path.display()
     );
+    path
 }
 
 /// PATH without any directory holding a `loop-hook`, so a binary installed on the machine cannot
 /// stand in for the one a test provides (or withholds).
-pub fn path_without_loop_hook() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
+pub(crate) fn path_without_loop_hook() -> std::ffi::OsString {
+    mock_model::path_without(&["loop-hook"])
 }
 
 /// Runs `cmd` with `stdin` to completion within [`RUN_LIMIT`]; a run past it is killed and the
 /// test fails.
-pub fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output {
+pub(crate) fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output {
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("could not start {what}: {e}"));
     let mut pipe = child.stdin.take().unwrap();
@@ -232,4 +226,12 @@ pub fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     waiter.join().unwrap().unwrap()
+}
+
+/// A pinned CLI that is not installed fails the test that needs it, whatever the environment
+/// says: skipping is the runner's job (a filter), never a silent pass.
+#[test]
+#[should_panic(expected = "the no-such-agent CLI is not installed")]
+fn a_missing_agent_cli_fails_the_test() {
+    client_bin("no-such-agent", "FOR_LOOP_TEST_NO_SUCH_AGENT");
 }

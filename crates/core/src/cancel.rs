@@ -15,7 +15,7 @@ use crate::session::{self, Target};
 use crate::state::Status;
 use crate::store::Store;
 
-pub fn run(env: &Environment, target: &Target) -> Outcome {
+pub(crate) fn run(env: &Environment, target: &Target) -> Outcome {
     cancel(env, target, true)
 }
 

@@ -5,21 +5,23 @@
 
 use std::io::{self, Read};
 
+use crate::digest::Fnv1a;
+
 const HEAD_BYTES: usize = 16 * 1024;
 const TAIL_BYTES: usize = 64 * 1024;
 
 /// What was kept of a stream: its first and last bytes, its size and a digest of all of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Captured {
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Captured {
     head: Vec<u8>,
     tail: Vec<u8>,
     total: u64,
-    digest: u64,
+    digest: Fnv1a,
 }
 
 impl Captured {
     /// Reads `reader` to its end, keeping the head and tail only.
-    pub fn read_from(mut reader: impl Read) -> io::Result<Captured> {
+    pub(crate) fn read_from(mut reader: impl Read) -> io::Result<Captured> {
         let mut captured = Captured::default();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -34,11 +36,9 @@ impl Captured {
         Ok(captured)
     }
 
-    pub fn push(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
         self.total += chunk.len() as u64;
-        for byte in chunk {
-            self.digest = (self.digest ^ u64::from(*byte)).wrapping_mul(FNV_PRIME);
-        }
+        self.digest.update(chunk);
         if self.head.len() < HEAD_BYTES {
             let take = chunk.len().min(HEAD_BYTES - self.head.len());
             self.head.extend_from_slice(&chunk[..take]);
@@ -51,18 +51,18 @@ impl Captured {
     }
 
     /// Bytes seen in all.
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.total
     }
 
     /// FNV-1a digest of the whole stream, as 16 hex digits.
-    pub fn digest_hex(&self) -> String {
-        format!("{:016x}", self.digest)
+    pub(crate) fn digest_hex(&self) -> String {
+        format!("{:016x}", self.digest.finish())
     }
 
     /// All of the output if it fits in `max_chars`, otherwise its start and end around a line
     /// saying how much was left out. Decoded lossily: verify output need not be UTF-8.
-    pub fn excerpt(&self, max_chars: usize) -> String {
+    pub(crate) fn excerpt(&self, max_chars: usize) -> String {
         let head = String::from_utf8_lossy(&self.head);
         let tail_bytes = self.kept_tail();
         let tail = String::from_utf8_lossy(tail_bytes);
@@ -86,7 +86,7 @@ impl Captured {
     }
 
     /// The last `n` lines, at most `max_chars` characters, for the ledger.
-    pub fn last_lines(&self, n: usize, max_chars: usize) -> String {
+    pub(crate) fn last_lines(&self, n: usize, max_chars: usize) -> String {
         let text = String::from_utf8_lossy(if self.tail.is_empty() { &self.head } else { self.kept_tail() });
         let lines: Vec<&str> = text.trim_end().lines().collect();
         let joined = lines[lines.len().saturating_sub(n)..].join("\n");
@@ -105,15 +105,6 @@ impl Captured {
         tail
     }
 }
-
-impl Default for Captured {
-    fn default() -> Self {
-        Captured { head: Vec::new(), tail: Vec::new(), total: 0, digest: FNV_OFFSET }
-    }
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use jiff::{SignedDuration, Timestamp};
-use sha2::{Digest, Sha256};
 
+use crate::digest::{hex, sha256_hex};
 use crate::event::{StopEvent, Transcript};
 use crate::host::Host;
 use crate::lock::StateLock;
@@ -27,37 +27,33 @@ use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
 
 /// Every token starts with this, so it cannot be mistaken for anything else in a transcript.
-pub const TOKEN_PREFIX: &str = "for-loop-claim-";
+pub(crate) const TOKEN_PREFIX: &str = "for-loop-claim-";
 /// Hex digits after the prefix: 64 bits.
 const TOKEN_HEX: usize = 16;
 /// A loop nobody claimed within this long is no longer claimed; the next `start` or `cancel`
 /// moves it to `unclaimed/`.
-pub const CLAIM_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+pub(crate) const CLAIM_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 /// How much of a transcript's end is searched. The start command's output is in the turn that
 /// ends at the first stop, so this is far more than needed.
 const TRANSCRIPT_TAIL: u64 = 32 << 20;
 
 /// A token no transcript holds by chance and nobody can work out from what `status` shows:
 /// 64 bits from the operating system's random source.
-pub fn new_token() -> Result<String, getrandom::Error> {
+pub(crate) fn new_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; TOKEN_HEX / 2];
     getrandom::fill(&mut bytes)?;
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
 /// The name of a waiting loop's directory: a digest of its token, never the token itself.
-pub fn pending_key(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))[..32].to_string()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+pub(crate) fn pending_key(token: &str) -> String {
+    sha256_hex(token.as_bytes())[..32].to_string()
 }
 
 /// Gives the session of `event` the waiting loop whose token its transcript holds, if there is
 /// one; the latest token in the transcript first. Returns whether a loop was claimed. Costs one
 /// failed `read_dir` when no loop waits.
-pub fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestamp) -> bool {
+pub(crate) fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestamp) -> bool {
     // Loops wait to be claimed only on hosts whose commands cannot name their session.
     if host.tells_commands_the_session() {
         return false;
@@ -153,7 +149,7 @@ fn claim(
 
 /// Moves waiting loops that were cancelled or not claimed in time out of the way, to
 /// `unclaimed/`, so that stops stop searching transcripts for them. Nothing is deleted.
-pub fn sweep(store: &Store, now: Timestamp) {
+pub(crate) fn sweep(store: &Store, now: Timestamp) {
     let Ok(waiting) = store.pending_all() else { return };
     for pending in waiting {
         let done = match pending.load() {

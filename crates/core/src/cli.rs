@@ -10,7 +10,7 @@ use crate::session::Target;
 use crate::start::StartOptions;
 use crate::status::StatusOptions;
 
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 loop-hook: the engine of for-loop, a verified agent loop.
 The user's verify command is the only judge of done.
 
@@ -64,7 +64,7 @@ Exit codes:
 /// The hook commands, which answer every problem (their own arguments included) with the host's
 /// plain "go ahead" and exit 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
+pub(crate) enum Hook {
     /// `stop-hook`, with the host its line names if this build knows it.
     Stop {
         host: Option<Host>,
@@ -74,7 +74,7 @@ pub enum Hook {
 
 impl Hook {
     /// The hook command `args` run, whether or not the rest of them parse.
-    pub fn named_in(args: &[OsString]) -> Option<Hook> {
+    pub(crate) fn named_in(args: &[OsString]) -> Option<Hook> {
         match args.first()?.to_str()? {
             "stop-hook" | "stop" => {
                 let words: Vec<&str> = args[1..].iter().filter_map(|a| a.to_str()).collect();
@@ -93,7 +93,7 @@ impl Hook {
 
 /// A parsed command line: what to do, and whether refusals still exit 0.
 #[derive(Debug, Clone)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     pub cli: Cli,
     /// Refusals exit 0 too. Hosts that abort a slash command on a non-zero exit then still show
     /// the message to the user and the model.
@@ -101,7 +101,7 @@ pub struct Invocation {
 }
 
 #[derive(Debug, Clone)]
-pub enum Cli {
+pub(crate) enum Cli {
     Start(StartOptions),
     StopHook {
         host: Host,
@@ -117,14 +117,15 @@ pub enum Cli {
     Version,
 }
 
+#[cfg(test)]
 impl Cli {
-    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Error> {
+    pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Error> {
         Invocation::parse(args).map(|invocation| invocation.cli)
     }
 }
 
 impl Invocation {
-    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, lexopt::Error> {
+    pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, lexopt::Error> {
         let mut parser = lexopt::Parser::from_args(args);
         let plain = |cli| Ok(Invocation { cli, exit_zero: false });
         let command = match parser.next()? {
@@ -143,10 +144,10 @@ impl Invocation {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
                 ("start" | "cancel" | "status" | "resume" | "rollback", Long("exit-zero")) => {
-                    exit_zero = true
+                    exit_zero = true;
                 }
                 ("start" | "cancel" | "status" | "resume" | "rollback", Long("session")) => {
-                    session_id = Some(parser.value()?.string()?)
+                    session_id = Some(parser.value()?.string()?);
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 ("start" | "stop-hook" | "cancel" | "status" | "resume" | "rollback", Long("host")) => {
@@ -212,13 +213,13 @@ mod tests {
     fn commands_without_a_session_take_a_host() {
         match parse(&["cancel", "--host", "agy"]).unwrap() {
             Cli::Cancel(target) => {
-                assert_eq!((target.session_id, target.host), (None, Some(Host::Antigravity)))
+                assert_eq!((target.session_id, target.host), (None, Some(Host::Antigravity)));
             }
             other => panic!("{other:?}"),
         }
         match parse(&["status", "--host", "cursor", "--session", "c"]).unwrap() {
             Cli::Status(o) => {
-                assert_eq!((o.target.session_id.as_deref(), o.target.host), (Some("c"), Some(Host::Cursor)))
+                assert_eq!((o.target.session_id.as_deref(), o.target.host), (Some("c"), Some(Host::Cursor)));
             }
             other => panic!("{other:?}"),
         }

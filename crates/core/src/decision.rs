@@ -23,7 +23,7 @@ use crate::verify::VerifyOutcome;
 
 /// Whether a loop judges a stop at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     /// The owner's stop of an active loop: run verify and decide.
     Judge,
     /// The loop is over: allow, write nothing.
@@ -32,7 +32,7 @@ pub enum Gate {
     Foreign,
 }
 
-pub fn gate(state: &LoopState, session_id: &str) -> Gate {
+pub(crate) fn gate(state: &LoopState, session_id: &str) -> Gate {
     if state.meta.status != Status::Active {
         // Parked loops wait for `resume`; they judge nothing meanwhile.
         Gate::Ended
@@ -45,7 +45,7 @@ pub fn gate(state: &LoopState, session_id: &str) -> Gate {
 
 /// Everything the stop brought, gathered before deciding.
 #[derive(Debug, Clone, Copy)]
-pub struct StopFacts<'a> {
+pub(crate) struct StopFacts<'a> {
     pub last_message: Option<&'a str>,
     /// The verify run; `None` when the loop has no verify command.
     pub verify: Option<&'a VerifyOutcome>,
@@ -71,7 +71,7 @@ pub struct StopFacts<'a> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Let the agent stop.
     Allow,
     /// Keep the agent working, with this prompt.
@@ -80,7 +80,7 @@ pub enum Verdict {
 
 /// The complete outcome of a judged stop: what the hook prints, and what it records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub verdict: Verdict,
     pub code: ReasonCode,
     /// For the user: one status line at a block, the receipt when the loop ends or parks.
@@ -95,7 +95,7 @@ pub struct Decision {
 
 impl Decision {
     /// What the hook answers the host.
-    pub fn response(&self) -> HookResponse {
+    pub(crate) fn response(&self) -> HookResponse {
         match &self.verdict {
             Verdict::Block { reason } => HookResponse::block(reason.clone(), self.system_message.clone()),
             Verdict::Allow => HookResponse::allow_with(self.system_message.clone()),
@@ -105,7 +105,7 @@ impl Decision {
 
 /// What the loop is after a stop with this reason: over, parked, or still running (the stop is
 /// then blocked).
-pub fn status_after(code: ReasonCode) -> Status {
+pub(crate) fn status_after(code: ReasonCode) -> Status {
     match code {
         ReasonCode::Verified | ReasonCode::Promise | ReasonCode::CapReached => Status::Ended,
         ReasonCode::TimeBudget | ReasonCode::SameFailures | ReasonCode::NoProgress => Status::Parked,
@@ -115,7 +115,7 @@ pub fn status_after(code: ReasonCode) -> Status {
 
 /// Why this stop ends, parks or continues the loop: the first step of [`decide`], for a caller
 /// that gathers some facts only when the loop ends. `facts.files_changed` does not affect it.
-pub fn code(state: &LoopState, facts: &StopFacts<'_>) -> ReasonCode {
+pub(crate) fn code(state: &LoopState, facts: &StopFacts<'_>) -> ReasonCode {
     classify(state, facts, &streaks_after(state, facts)).0
 }
 
@@ -143,7 +143,10 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
-    } else if settings.max_time_secs.is_some_and(|budget| elapsed_secs >= budget as i64) {
+    } else if settings
+        .max_time_secs
+        .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX))
+    {
         ReasonCode::TimeBudget
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
@@ -162,14 +165,14 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
 }
 
 /// Judges the owner's stop of an active loop.
-pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
+pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let streaks = streaks_after(state, &facts);
     let (code, promise_kept) = classify(state, &facts, &streaks);
 
     let mut next = state.clone();
     next.meta.updated_at = facts.now;
     if let Some(outcome) = facts.verify {
-        let ms = outcome.duration.as_millis() as u64;
+        let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
         next.meta.verify_total_ms += ms;
         next.meta.last_verify =
             Some(LastVerify { exit_code: outcome.exit_code, duration_ms: ms, timed_out: outcome.timed_out });
@@ -195,7 +198,7 @@ pub fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         let shown = format!("{}\n  ledger: {}", receipt.render(&headline), facts.ledger_path.display());
         (Verdict::Allow, shown, Some(receipt))
     };
-    next.meta.receipt = receipt.clone();
+    next.meta.receipt.clone_from(&receipt);
 
     let mut ledger = Vec::new();
     if harness_override {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Parses seconds written as a whole number with an optional `s`, `m` or `h` unit.
-pub fn parse_seconds(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => text.split_at(i),
@@ -24,7 +24,7 @@ pub fn parse_seconds(text: &str) -> Result<u64, String> {
 }
 
 /// A short duration for status lines: `850 ms`, `4.2 s`, `3m 07s`, `2h 05m`.
-pub fn human(duration: Duration) -> String {
+pub(crate) fn human(duration: Duration) -> String {
     let ms = duration.as_millis();
     let secs = duration.as_secs();
     match secs {
@@ -35,7 +35,7 @@ pub fn human(duration: Duration) -> String {
     }
 }
 
-pub fn human_ms(ms: u64) -> String {
+pub(crate) fn human_ms(ms: u64) -> String {
     human(Duration::from_millis(ms))
 }
 

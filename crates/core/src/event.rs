@@ -11,11 +11,11 @@ use thiserror::Error;
 
 /// More than this on stdin is not a turn-end event. The largest real field, the last message, is
 /// bounded by the model's output limit, far below this.
-pub const MAX_EVENT_BYTES: usize = 32 << 20;
+pub(crate) const MAX_EVENT_BYTES: usize = 32 << 20;
 
 /// A turn end, whichever host sent it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StopEvent {
+pub(crate) struct StopEvent {
     pub session_id: String,
     /// Whether the host is continuing because a stop hook blocked the last stop, where the
     /// adapter knows the host's flag to mean exactly that; `None` where it does not (then no
@@ -28,7 +28,7 @@ pub struct StopEvent {
 
 /// The session's transcript, and whose format it is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transcript {
+pub(crate) enum Transcript {
     /// Claude Code's JSONL: read for the current turn's text and tool calls.
     ClaudeCode(PathBuf),
     /// The host's own format: only searched as text for the token of a loop waiting to be
@@ -37,7 +37,7 @@ pub enum Transcript {
 }
 
 impl Transcript {
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         match self {
             Transcript::ClaudeCode(path) | Transcript::Opaque(path) => path,
         }
@@ -46,7 +46,7 @@ impl Transcript {
 
 impl StopEvent {
     /// The transcript, when it is in Claude Code's format.
-    pub fn claude_transcript(&self) -> Option<&std::path::Path> {
+    pub(crate) fn claude_transcript(&self) -> Option<&std::path::Path> {
         match &self.transcript {
             Some(Transcript::ClaudeCode(path)) => Some(path),
             _ => None,
@@ -55,7 +55,7 @@ impl StopEvent {
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum EventError {
+pub(crate) enum EventError {
     #[error("the event on stdin was empty")]
     Empty,
     #[error("the event on stdin was over {} MiB", MAX_EVENT_BYTES >> 20)]
@@ -76,7 +76,7 @@ pub enum EventError {
 }
 
 /// Reads stdin up to [`MAX_EVENT_BYTES`].
-pub fn read_bounded(reader: impl Read) -> Result<Vec<u8>, EventError> {
+pub(crate) fn read_bounded(reader: impl Read) -> Result<Vec<u8>, EventError> {
     let mut bytes = Vec::new();
     reader
         .take(MAX_EVENT_BYTES as u64 + 1)
@@ -90,7 +90,7 @@ pub fn read_bounded(reader: impl Read) -> Result<Vec<u8>, EventError> {
 
 /// Parses bytes into a JSON object. A leading UTF-8 byte order mark is skipped: Cursor has been
 /// measured sending one, and serde would otherwise reject the whole event.
-pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, EventError> {
+pub(crate) fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, EventError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(EventError::Empty);
@@ -103,10 +103,10 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, EventError> {
 }
 
 /// Typed access to optional fields of an event object.
-pub struct Fields<'a>(pub &'a Map<String, Value>);
+pub(crate) struct Fields<'a>(pub &'a Map<String, Value>);
 
 impl Fields<'_> {
-    pub fn string(&self, field: &'static str) -> Result<Option<String>, EventError> {
+    pub(crate) fn string(&self, field: &'static str) -> Result<Option<String>, EventError> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -115,15 +115,15 @@ impl Fields<'_> {
     }
 
     /// A path; an empty string is no path (Antigravity 1.2.9 sends `"transcriptPath": ""`).
-    pub fn path(&self, field: &'static str) -> Result<Option<PathBuf>, EventError> {
+    pub(crate) fn path(&self, field: &'static str) -> Result<Option<PathBuf>, EventError> {
         Ok(self.string(field)?.filter(|s| !s.is_empty()).map(PathBuf::from))
     }
 
-    pub fn required_string(&self, field: &'static str) -> Result<String, EventError> {
+    pub(crate) fn required_string(&self, field: &'static str) -> Result<String, EventError> {
         self.string(field)?.filter(|s| !s.is_empty()).ok_or(EventError::Missing(field))
     }
 
-    pub fn boolean(&self, field: &'static str) -> Result<Option<bool>, EventError> {
+    pub(crate) fn boolean(&self, field: &'static str) -> Result<Option<bool>, EventError> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -132,7 +132,7 @@ impl Fields<'_> {
     }
 
     /// A non-negative integer (counters such as Cursor's `loop_count`).
-    pub fn count(&self, field: &'static str) -> Result<Option<u64>, EventError> {
+    pub(crate) fn count(&self, field: &'static str) -> Result<Option<u64>, EventError> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(value) => {
@@ -142,7 +142,8 @@ impl Fields<'_> {
     }
 
     /// The first entry of an array of strings (`workspace_roots`, `workspacePaths`).
-    pub fn first_of_strings(&self, field: &'static str) -> Result<Option<String>, EventError> {
+    #[cfg(test)]
+    pub(crate) fn first_of_strings(&self, field: &'static str) -> Result<Option<String>, EventError> {
         let wrong = EventError::WrongType { field, expected: "an array of strings" };
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
@@ -155,8 +156,8 @@ impl Fields<'_> {
         }
     }
 
-    /// A nested object, for hosts whose events group fields (Antigravity's snake_case dialect).
-    pub fn object(&self, field: &'static str) -> Result<Option<Fields<'_>>, EventError> {
+    /// A nested object, for hosts whose events group fields (Antigravity's `snake_case` dialect).
+    pub(crate) fn object(&self, field: &'static str) -> Result<Option<Fields<'_>>, EventError> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Object(map)) => Ok(Some(Fields(map))),
@@ -165,7 +166,7 @@ impl Fields<'_> {
     }
 
     /// Whether any of `fields` is present (even as `null`): how a payload shows which host sent it.
-    pub fn has_any(&self, fields: &[&str]) -> bool {
+    pub(crate) fn has_any(&self, fields: &[&str]) -> bool {
         fields.iter().any(|field| self.0.contains_key(*field))
     }
 }
@@ -173,7 +174,7 @@ impl Fields<'_> {
 impl StopEvent {
     /// A Claude Code `Stop` event. `SubagentStop` and other events are not turn ends of the
     /// session and are refused, so a misrouted hook never advances a loop.
-    pub fn from_claude(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    pub(crate) fn from_claude(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
         let fields = Fields(object);
         if let Some(name) = fields.string("hook_event_name")?
             && name != "Stop"

@@ -1,4 +1,4 @@
-//! The PreToolUse guard: while a loop runs, the agent's file tools may not change the loop's
+//! The `PreToolUse` guard: while a loop runs, the agent's file tools may not change the loop's
 //! oracle (the files verify runs, the `--protect` paths) or the loop's own files, and its shell
 //! may not plainly target them or run loop-hook's commands that end or reshape a loop.
 //!
@@ -29,7 +29,7 @@ const MUTATING: &[&str] = &[
 const LOOP_COMMANDS: &[&str] = &["cancel", "start", "resume", "rollback"];
 
 /// Handles one Claude Code `PreToolUse` event; returns what to print (empty: no objection).
-pub fn run(env: &Environment, stdin: impl Read) -> String {
+pub(crate) fn run(env: &Environment, stdin: impl Read) -> String {
     let Ok(bytes) = event::read_bounded(stdin) else { return String::new() };
     let Ok(object) = event::parse_object(&bytes) else { return String::new() };
     match objection(env, &object) {
@@ -61,7 +61,7 @@ fn objection(env: &Environment, object: &Map<String, Value>) -> Option<String> {
     if !state.is_active() || !state.is_owned_by(&session_id) {
         return None;
     }
-    let cwd = fields.string("cwd").ok()?.map(PathBuf::from).unwrap_or_else(|| state.meta.cwd.clone());
+    let cwd = fields.string("cwd").ok()?.map_or_else(|| state.meta.cwd.clone(), PathBuf::from);
     let tool = fields.string("tool_name").ok()??;
     let input = object.get("tool_input")?.as_object()?;
     let guard = Guard { state: &state, store_root: store.root(), cwd: &cwd };

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HookResponse {
+pub(crate) struct HookResponse {
     /// `Some`: block the stop with this prompt.
     pub block: Option<String>,
     /// Shown to the user, never to the model.
@@ -13,22 +13,22 @@ pub struct HookResponse {
 }
 
 impl HookResponse {
-    pub fn allow() -> HookResponse {
+    pub(crate) fn allow() -> HookResponse {
         HookResponse::default()
     }
 
-    pub fn allow_with(message: impl Into<String>) -> HookResponse {
+    pub(crate) fn allow_with(message: impl Into<String>) -> HookResponse {
         HookResponse { block: None, system_message: Some(message.into()) }
     }
 
-    pub fn block(reason: String, message: String) -> HookResponse {
+    pub(crate) fn block(reason: String, message: String) -> HookResponse {
         HookResponse { block: Some(reason), system_message: Some(message) }
     }
 
     /// Claude Code's Stop output: `{"decision":"block","reason":…,"systemMessage":…}`, or
     /// `{"systemMessage":…}`, or nothing. Never `continue:false`, which would end the session's
     /// processing outright.
-    pub fn to_claude_json(&self) -> String {
+    pub(crate) fn to_claude_json(&self) -> String {
         let mut object = Map::new();
         if let Some(reason) = &self.block {
             object.insert("decision".into(), json!("block"));

@@ -27,7 +27,7 @@ use crate::hook_response::HookResponse;
 /// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Host {
+pub(crate) enum Host {
     #[default]
     ClaudeCode,
     /// Google Antigravity 2.x: the `agy` CLI, the IDE and the desktop app share one contract.
@@ -39,10 +39,10 @@ pub enum Host {
 }
 
 impl Host {
-    pub const ALL: &'static [Host] =
+    pub(crate) const ALL: &'static [Host] =
         &[Host::ClaudeCode, Host::Antigravity, Host::GeminiCli, Host::Codex, Host::Cursor, Host::CopilotCli];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Host::ClaudeCode => "claude-code",
             Host::Antigravity => "antigravity",
@@ -65,31 +65,31 @@ impl Host {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Host> {
+    pub(crate) fn from_name(name: &str) -> Option<Host> {
         Host::ALL.iter().copied().find(|host| host.name() == name || host.aliases().contains(&name))
     }
 
     /// Whether the commands the agent runs can learn the session id, from a placeholder or an
     /// environment variable. Where they cannot, a new loop waits to be claimed by the
     /// conversation whose transcript holds its token ([`crate::claim`]).
-    pub fn tells_commands_the_session(self) -> bool {
+    pub(crate) fn tells_commands_the_session(self) -> bool {
         matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
     }
 
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
-    pub fn sends_last_message(self) -> bool {
+    pub(crate) fn sends_last_message(self) -> bool {
         matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
     }
 
     /// The names `--host` accepts, for error messages.
-    pub fn names() -> String {
+    pub(crate) fn names() -> String {
         Host::ALL.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
     }
 
     /// The host whose turn-end payload this looks like, for a hook line without `--host`. Only
     /// fields unique to one host count; anything else is taken as Claude Code's, the default.
-    pub fn guess(object: &Map<String, Value>) -> Host {
+    pub(crate) fn guess(object: &Map<String, Value>) -> Host {
         let fields = Fields(object);
         let event = object.get("hook_event_name").and_then(Value::as_str);
         if event == Some("AfterAgent") {
@@ -110,7 +110,7 @@ impl Host {
     /// Reads this host's turn-end event. [`EventError::Foreign`] means the payload belongs to
     /// another host or another event, or the turn did not end normally: the hook then does
     /// nothing at all.
-    pub fn parse_stop(self, object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    pub(crate) fn parse_stop(self, object: &Map<String, Value>) -> Result<StopEvent, EventError> {
         match self {
             Host::ClaudeCode => claude_code::parse(object),
             Host::Antigravity => antigravity::parse(object),
@@ -123,7 +123,7 @@ impl Host {
 
     /// What the hook prints for `response`, exactly as this host expects it: one JSON object or
     /// nothing, with exit code 0.
-    pub fn render(self, response: &HookResponse) -> String {
+    pub(crate) fn render(self, response: &HookResponse) -> String {
         match self {
             Host::ClaudeCode => response.to_claude_json(),
             Host::Antigravity => antigravity::render(response),

@@ -21,7 +21,7 @@ use crate::verify::VerifyOutcome;
 /// alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LedgerDecision {
+pub(crate) enum LedgerDecision {
     /// The stop was blocked: the agent goes on.
     Block,
     /// The stop was allowed.
@@ -35,7 +35,7 @@ pub enum LedgerDecision {
 }
 
 impl LedgerDecision {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LedgerDecision::Block => "block",
             LedgerDecision::Allow => "allow",
@@ -54,7 +54,7 @@ impl fmt::Display for LedgerDecision {
 
 /// One line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LedgerEntry {
+pub(crate) struct LedgerEntry {
     pub time: Timestamp,
     pub loop_id: String,
     /// The turn that just ended.
@@ -81,7 +81,7 @@ pub struct LedgerEntry {
 
 /// What the ledger keeps of a verify run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyRecord {
+pub(crate) struct VerifyRecord {
     pub exit_code: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub signal: Option<i32>,
@@ -93,12 +93,12 @@ pub struct VerifyRecord {
 }
 
 impl VerifyRecord {
-    pub fn of(outcome: &VerifyOutcome) -> VerifyRecord {
+    pub(crate) fn of(outcome: &VerifyOutcome) -> VerifyRecord {
         VerifyRecord {
             exit_code: outcome.exit_code,
             signal: outcome.signal,
             timed_out: outcome.timed_out,
-            duration_ms: outcome.duration.as_millis() as u64,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
             output_bytes: outcome.output.total_bytes(),
             output_digest: outcome.output.digest_hex(),
             tail: outcome.output.last_lines(5, 400),
@@ -108,7 +108,7 @@ impl VerifyRecord {
 
 impl LedgerEntry {
     /// An entry for `state` at the turn it is in, with nothing else recorded yet.
-    pub fn new(
+    pub(crate) fn new(
         state: &LoopState,
         time: Timestamp,
         decision: LedgerDecision,
@@ -132,7 +132,7 @@ impl LedgerEntry {
 
     /// Appends this entry as one line, written with a single call so that concurrent appends
     /// never interleave within a line.
-    pub fn append_to(&self, path: &Path) -> io::Result<()> {
+    pub(crate) fn append_to(&self, path: &Path) -> io::Result<()> {
         let mut line = serde_json::to_vec(self).map_err(io::Error::other)?;
         line.push(b'\n');
         let mut file = OpenOptions::new().create(true).append(true).open(path)?;
@@ -141,7 +141,7 @@ impl LedgerEntry {
     }
 
     /// The last `n` entries of a ledger, oldest first. Lines that do not parse are skipped.
-    pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<LedgerEntry>> {
+    pub(crate) fn read_last(path: &Path, n: usize) -> io::Result<Vec<LedgerEntry>> {
         let mut entries = Vec::new();
         for line in ReverseLines::open(path, 4 << 20)? {
             if entries.len() == n {

@@ -4,48 +4,54 @@
 //! `loop-hook` is a thin `main` over [`run`]. The decision at each turn end is the pure function
 //! [`decision::decide`]; everything around it (the event, the state files, the verify process,
 //! the ledger) lives in its own module.
+//!
+//! The library's interface is what the binary needs: [`run`], the [`Environment`] it runs in and
+//! [`VERSION`]. Every module is private, so the integration tests drive the real binary and a
+//! refactor inside the engine never breaks a caller.
 
-pub mod cancel;
-pub mod capture;
-pub mod claim;
-pub mod cli;
-pub mod decision;
-pub mod duration;
-pub mod environment;
-pub mod event;
-pub mod frontmatter;
-pub mod guard;
-pub mod hook_response;
-pub mod host;
-pub mod ledger;
-pub mod lock;
-pub mod message;
-pub mod oracle;
-pub mod outcome;
-pub mod promise;
-pub mod reason_code;
-pub mod receipt;
-pub mod request;
-pub mod resume;
-pub mod reverse_lines;
-pub mod rollback;
-pub mod session;
-pub mod stall;
-pub mod start;
-pub mod state;
-pub mod status;
-pub mod stop_hook;
-pub mod store;
-pub mod transcript;
-pub mod verify;
-pub mod worktree;
+mod cancel;
+mod capture;
+mod claim;
+mod cli;
+mod decision;
+mod digest;
+mod duration;
+mod environment;
+mod event;
+mod frontmatter;
+mod guard;
+mod hook_response;
+mod host;
+mod ledger;
+mod lock;
+mod message;
+mod oracle;
+mod outcome;
+mod promise;
+mod reason_code;
+mod receipt;
+mod request;
+mod resume;
+mod reverse_lines;
+mod rollback;
+mod session;
+mod stall;
+mod start;
+mod state;
+mod status;
+mod stop_hook;
+mod store;
+mod transcript;
+mod verify;
+mod worktree;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 
+pub use environment::Environment;
+
 use cli::Cli;
-use environment::Environment;
 use hook_response::HookResponse;
 use outcome::{Code, Outcome};
 
@@ -128,7 +134,7 @@ fn read_text(stdin: &mut dyn Read) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&raw).into_owned())
 }
 
-/// The PreToolUse guard's output. Like the Stop hook it never fails: a panic lets the tool run.
+/// The `PreToolUse` guard's output. Like the Stop hook it never fails: a panic lets the tool run.
 fn guard_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
     panic::catch_unwind(AssertUnwindSafe(|| guard::run(env, stdin))).unwrap_or_default()
 }
@@ -145,7 +151,7 @@ fn stop_hook_never_failing(env: &Environment, host: host::Host, stdin: &mut dyn 
     let response = result.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
         HookResponse::allow_with(format!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     #[error(
         "another process has held the loop's lock {path} for over {waited:?}; if no for-loop \
          command is running, that process is stuck: end it"
@@ -24,13 +24,13 @@ pub enum LockError {
 
 /// Held until dropped.
 #[derive(Debug)]
-pub struct StateLock {
+pub(crate) struct StateLock {
     _file: File,
 }
 
 impl StateLock {
     /// Waits up to `wait` for the lock. Hooks must not hang, so there is no unbounded wait.
-    pub fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
+    pub(crate) fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
         let io_error = |source| LockError::Io { path: path.display().to_string(), source };
         let file = OpenOptions::new()
             .read(true)

@@ -17,12 +17,12 @@ use crate::state::LoopState;
 use crate::verify::VerifyOutcome;
 
 /// The whole re-injected prompt stays below this many characters.
-pub const REASON_BUDGET: usize = 9_500;
+pub(crate) const REASON_BUDGET: usize = 9_500;
 /// Verify output always gets at least this much room; a task that leaves less is referenced.
 const MIN_OUTPUT_ROOM: usize = 1_500;
 
 /// The prompt that keeps the agent working. `state` is the loop after this stop.
-pub fn reinjection(
+pub(crate) fn reinjection(
     state: &LoopState,
     code: ReasonCode,
     verify: Option<&VerifyOutcome>,
@@ -135,7 +135,7 @@ pub fn reinjection(
 }
 
 /// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
-pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
+pub(crate) fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
     let head = format!("for-loop {}/{}", state.meta.iteration, state.meta.settings.max_iterations);
     let what = match (code, verify) {
         (ReasonCode::VerifyFailed, Some(o)) => {
@@ -153,7 +153,7 @@ pub fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOu
 }
 
 /// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop.
-pub fn headline(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
+pub(crate) fn headline(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
     let meta = &state.meta;
     let at = format!("{}/{}", meta.iteration, meta.settings.max_iterations);
     let verify_cmd = meta.settings.verify.as_deref().unwrap_or_default();
@@ -214,7 +214,7 @@ fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
 }
 
 /// What completes the loop, in words.
-pub fn criterion(state: &LoopState) -> String {
+pub(crate) fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
     match (settings.verify.as_deref(), settings.completion_promise.as_deref()) {
         (Some(v), None) => format!("`{v}` exits 0"),
@@ -226,7 +226,7 @@ pub fn criterion(state: &LoopState) -> String {
     }
 }
 
-pub fn elapsed(state: &LoopState, now: Timestamp) -> String {
+pub(crate) fn elapsed(state: &LoopState, now: Timestamp) -> String {
     let span = now.duration_since(state.meta.started_at);
     human(Duration::try_from(span).unwrap_or_default())
 }

@@ -15,6 +15,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
+
 /// Files examined per walk of the project for `--protect` globs; beyond this a walk stops.
 const MAX_WALK_FILES: usize = 50_000;
 /// Originals kept for restoring, in all.
@@ -25,7 +27,7 @@ const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules", ".venv", "__pycac
 /// What the oracle was at start.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Oracle {
+pub(crate) struct Oracle {
     /// The user's `--protect` paths and globs, relative to the loop's directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protect: Vec<String>,
@@ -36,7 +38,7 @@ pub struct Oracle {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     Modified,
     Deleted,
     Added,
@@ -44,14 +46,14 @@ pub enum ChangeKind {
 
 /// One oracle file that is not as it was at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OracleChange {
+pub(crate) struct OracleChange {
     pub path: String,
     pub kind: ChangeKind,
 }
 
 impl Oracle {
     /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`.
-    pub fn capture(cwd: &Path, verify: Option<&str>, protect: &[String]) -> Oracle {
+    pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String]) -> Oracle {
         let mut paths: Vec<String> = verify.map(|v| files_run_by(cwd, v)).unwrap_or_default();
         paths.extend(matching_files(cwd, protect));
         paths.sort();
@@ -61,7 +63,7 @@ impl Oracle {
     }
 
     /// The oracle files that differ from the start, in path order.
-    pub fn changes(&self, cwd: &Path) -> Vec<OracleChange> {
+    pub(crate) fn changes(&self, cwd: &Path) -> Vec<OracleChange> {
         let mut changes: Vec<OracleChange> = self
             .files
             .iter()
@@ -87,7 +89,7 @@ impl Oracle {
 
     /// True when `path` (absolute, or relative to `cwd`) is an oracle file or matches a protected
     /// path or glob.
-    pub fn covers(&self, cwd: &Path, path: &Path) -> bool {
+    pub(crate) fn covers(&self, cwd: &Path, path: &Path) -> bool {
         let Some(relative) = relative_to(cwd, path) else { return false };
         self.files.contains_key(&relative)
             || self.protect.iter().any(|pattern| glob_matches(pattern, &relative))
@@ -95,7 +97,7 @@ impl Oracle {
 
     /// Copies the oracle files as they are now (at start) into `dir`, so a changed one can be
     /// restored even outside git. Skipped when they are too large to keep.
-    pub fn save_originals(&self, cwd: &Path, dir: &Path) -> io::Result<bool> {
+    pub(crate) fn save_originals(&self, cwd: &Path, dir: &Path) -> io::Result<bool> {
         let present: Vec<&String> =
             self.files.iter().filter(|(_, d)| *d != "missing").map(|(p, _)| p).collect();
         let total: u64 = present.iter().filter_map(|p| fs::metadata(cwd.join(p)).ok()).map(|m| m.len()).sum();
@@ -116,7 +118,7 @@ impl Oracle {
 /// The project files a verify command runs: each word of it (one level into `sh -c "…"`) that
 /// names an existing file inside `cwd`, plus the build file that `make`, `just` or a Node package
 /// manager reads its recipes and scripts from.
-pub fn files_run_by(cwd: &Path, verify: &str) -> Vec<String> {
+pub(crate) fn files_run_by(cwd: &Path, verify: &str) -> Vec<String> {
     let mut words = split_words(verify);
     let inner: Vec<String> =
         words.iter().filter(|w| w.contains(char::is_whitespace)).flat_map(|w| split_words(w)).collect();
@@ -141,7 +143,9 @@ pub fn files_run_by(cwd: &Path, verify: &str) -> Vec<String> {
     ];
     for (tools, build_files) in recipes {
         if programs.iter().any(|p| tools.contains(p)) {
-            files.extend(build_files.iter().filter(|f| cwd.join(f).is_file()).map(|f| f.to_string()));
+            files.extend(
+                build_files.iter().filter(|f| cwd.join(f).is_file()).map(std::string::ToString::to_string),
+            );
         }
     }
     files
@@ -153,7 +157,7 @@ fn split_words(command: &str) -> Vec<String> {
 
 /// `path` relative to `cwd` with `/` separators, if it is inside `cwd`. Purely lexical: `..`
 /// components are resolved without touching the disk, so a deleted file still maps.
-pub fn relative_to(cwd: &Path, path: &Path) -> Option<String> {
+pub(crate) fn relative_to(cwd: &Path, path: &Path) -> Option<String> {
     let absolute = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
     let mut parts: Vec<String> = Vec::new();
     let base: Vec<String> = normal_components(cwd)?;
@@ -182,7 +186,7 @@ fn normal_components(path: &Path) -> Option<Vec<String>> {
 
 /// The files under `cwd` matching any of `patterns` (relative paths or globs with `*`, `?` and
 /// `**`; a directory stands for everything below it).
-pub fn matching_files(cwd: &Path, patterns: &[String]) -> Vec<String> {
+pub(crate) fn matching_files(cwd: &Path, patterns: &[String]) -> Vec<String> {
     if patterns.is_empty() {
         return Vec::new();
     }
@@ -218,7 +222,7 @@ pub fn matching_files(cwd: &Path, patterns: &[String]) -> Vec<String> {
 /// Glob matching on `/`-separated relative paths. `**` spans any number of directories, `*` and
 /// `?` stay within one. A pattern without wildcards also matches everything below it, so
 /// `--protect tests` protects the directory.
-pub fn glob_matches(pattern: &str, path: &str) -> bool {
+pub(crate) fn glob_matches(pattern: &str, path: &str) -> bool {
     let pattern = pattern.trim_start_matches("./").trim_end_matches('/');
     if pattern.is_empty() {
         return false;
@@ -264,9 +268,7 @@ fn digest(path: &Path) -> String {
             Err(_) => return "unreadable".into(),
         }
     }
-    let hash = hasher.finalize();
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", hex(&hasher.finalize()))
 }
 
 #[cfg(test)]

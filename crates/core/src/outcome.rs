@@ -2,7 +2,7 @@
 
 /// Exit codes of `loop-hook`, documented in `--help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
+pub(crate) enum Code {
     /// Done; for `stop-hook`, always (its verdict is in its output).
     Success = 0,
     /// The command was understood but refused (invalid loop text, a loop already running, no
@@ -13,17 +13,17 @@ pub enum Code {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub code: Code,
     pub stdout: String,
 }
 
 impl Outcome {
-    pub fn ok(stdout: impl Into<String>) -> Outcome {
+    pub(crate) fn ok(stdout: impl Into<String>) -> Outcome {
         Outcome { code: Code::Success, stdout: stdout.into() }
     }
 
-    pub fn refused(stdout: impl Into<String>) -> Outcome {
+    pub(crate) fn refused(stdout: impl Into<String>) -> Outcome {
         Outcome { code: Code::Refused, stdout: stdout.into() }
     }
 }

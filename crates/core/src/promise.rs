@@ -5,12 +5,12 @@
 //! they are *not* done yet.
 
 /// Trims and collapses runs of whitespace to single spaces.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// True when some `<promise>…</promise>` in `message` holds exactly `promise`.
-pub fn is_kept(message: &str, promise: &str) -> bool {
+pub(crate) fn is_kept(message: &str, promise: &str) -> bool {
     let wanted = normalize(promise);
     let mut rest = message;
     while let Some(open) = rest.find("<promise>") {

@@ -6,7 +6,7 @@ use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReasonCode {
+pub(crate) enum ReasonCode {
     // The loop ends (the stop is allowed).
     /// Verify exited 0 (and the promise, when one was set, was given at the same stop).
     Verified,
@@ -52,7 +52,7 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ReasonCode::Verified => "verified",
             ReasonCode::Promise => "promise",

@@ -14,7 +14,7 @@ const NAMED_FILES: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Receipt {
+pub(crate) struct Receipt {
     pub outcome: ReasonCode,
     /// `ended` or `parked`.
     pub status: Status,
@@ -33,7 +33,7 @@ pub struct Receipt {
 
 impl Receipt {
     /// The receipt of `state` (the loop after its last stop).
-    pub fn of(
+    pub(crate) fn of(
         state: &LoopState,
         outcome: ReasonCode,
         now: Timestamp,
@@ -57,7 +57,7 @@ impl Receipt {
     }
 
     /// The receipt's lines, under a headline.
-    pub fn render(&self, headline: &str) -> String {
+    pub(crate) fn render(&self, headline: &str) -> String {
         let mut out = format!(
             "{headline}\n  receipt: {} · {}/{} iterations · {} elapsed · {} in verify",
             self.outcome,

@@ -13,18 +13,18 @@ use thiserror::Error;
 
 use crate::duration::parse_seconds;
 
-pub const DEFAULT_MAX_ITERATIONS: u32 = 30;
-pub const MAX_MAX_ITERATIONS: u32 = 10_000;
-pub const DEFAULT_VERIFY_TIMEOUT_SECS: u64 = 300;
+pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 30;
+pub(crate) const MAX_MAX_ITERATIONS: u32 = 10_000;
+pub(crate) const DEFAULT_VERIFY_TIMEOUT_SECS: u64 = 300;
 /// The Stop hook's own timeout in `hooks/hooks.json` is above this, so verify is always killed
 /// by us, with a clear reason, before the host gives up on the hook and lets the loop end.
-pub const MAX_VERIFY_TIMEOUT_SECS: u64 = 3_600;
+pub(crate) const MAX_VERIFY_TIMEOUT_SECS: u64 = 3_600;
 /// A task larger than this belongs in a file that the task refers to.
-pub const MAX_TASK_BYTES: usize = 1 << 20;
+pub(crate) const MAX_TASK_BYTES: usize = 1 << 20;
 
 /// One of the flags `/for-loop` understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flag {
+pub(crate) enum Flag {
     Verify,
     CompletionPromise,
     MaxIterations,
@@ -59,7 +59,7 @@ impl Flag {
         self == Flag::Checkpoint
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Flag::Verify => "--verify",
             Flag::CompletionPromise => "--completion-promise",
@@ -96,7 +96,7 @@ impl fmt::Display for Flag {
 
 /// A loop as the user asked for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopRequest {
+pub(crate) struct LoopRequest {
     pub task: String,
     pub verify: Option<String>,
     pub completion_promise: Option<String>,
@@ -112,7 +112,7 @@ pub struct LoopRequest {
 
 /// Why the text does not start a loop. Each message says what to type instead.
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     #[error("the text asks for help")]
     HelpWanted,
     #[error(
@@ -138,7 +138,7 @@ pub enum RequestError {
 
 impl LoopRequest {
     /// Parses the raw argument text of `/for-loop`.
-    pub fn parse(raw: &str) -> Result<LoopRequest, RequestError> {
+    pub(crate) fn parse(raw: &str) -> Result<LoopRequest, RequestError> {
         let mut values: [Option<String>; Flag::ALL.len()] = Default::default();
         let mut protect: Vec<String> = Vec::new();
         let mut cuts: Vec<Range<usize>> = Vec::new();
@@ -455,8 +455,9 @@ fn check_max_iterations(value: &str) -> Result<u32, RequestError> {
     let n: u64 = value.parse().map_err(|_| bad("give a whole number from 1 to 10000"))?;
     match n {
         0 => Err(bad("it must be at least 1 (there is no unlimited mode)")),
-        n if n > u64::from(MAX_MAX_ITERATIONS) => Err(bad("the most is 10000")),
-        n => Ok(n as u32),
+        n => {
+            u32::try_from(n).ok().filter(|n| *n <= MAX_MAX_ITERATIONS).ok_or_else(|| bad("the most is 10000"))
+        }
     }
 }
 
@@ -477,8 +478,9 @@ fn check_count(flag: Flag, value: &str, most: u32) -> Result<u32, RequestError> 
     let bad = |why: String| RequestError::BadValue { flag, value: value.to_string(), why };
     match value.parse::<u64>() {
         Ok(0) => Err(bad("it must be at least 1".into())),
-        Ok(n) if n <= u64::from(most) => Ok(n as u32),
-        Ok(_) => Err(bad(format!("the most is {most}"))),
+        Ok(n) => {
+            u32::try_from(n).ok().filter(|n| *n <= most).ok_or_else(|| bad(format!("the most is {most}")))
+        }
         Err(_) => Err(bad(format!("give a whole number from 1 to {most}"))),
     }
 }

@@ -14,14 +14,14 @@ use crate::state::Status;
 const DEFAULT_MORE: u32 = 10;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResumeOptions {
+pub(crate) struct ResumeOptions {
     pub more_iterations: Option<u32>,
     pub more_time_secs: Option<u64>,
 }
 
 impl ResumeOptions {
     /// Parses `[--more N] [--more-time DURATION]`, as typed after `/for-loop:resume`.
-    pub fn parse(text: &str) -> Result<ResumeOptions, String> {
+    pub(crate) fn parse(text: &str) -> Result<ResumeOptions, String> {
         let mut options = ResumeOptions::default();
         let mut words = text.split_whitespace();
         while let Some(word) = words.next() {
@@ -55,7 +55,7 @@ impl ResumeOptions {
     }
 }
 
-pub fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outcome {
+pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outcome {
     let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => {
@@ -96,11 +96,11 @@ pub fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outco
     let more = options.more_iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
     meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
     if let Some(budget) = meta.settings.max_time_secs {
-        let spent = env.now.duration_since(meta.started_at).as_secs().max(0) as u64;
+        let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
         let extra = options.more_time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
         meta.settings.max_time_secs = Some(budget.max(spent) + extra);
     } else if let Some(extra) = options.more_time_secs {
-        let spent = env.now.duration_since(meta.started_at).as_secs().max(0) as u64;
+        let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
         meta.settings.max_time_secs = Some(spent + extra);
     }
     meta.status = Status::Active;

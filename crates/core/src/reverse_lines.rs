@@ -10,7 +10,7 @@ use std::path::Path;
 const CHUNK: usize = 64 * 1024;
 
 /// Lines of a file, last first. A line longer than what is left of the budget ends the walk.
-pub struct ReverseLines {
+pub(crate) struct ReverseLines {
     file: File,
     /// Offset of the first byte not yet read.
     pos: u64,
@@ -23,7 +23,7 @@ pub struct ReverseLines {
 
 impl ReverseLines {
     /// Opens `path` to read at most `max_bytes` of it, from the end.
-    pub fn open(path: &Path, max_bytes: u64) -> io::Result<ReverseLines> {
+    pub(crate) fn open(path: &Path, max_bytes: u64) -> io::Result<ReverseLines> {
         let file = File::open(path)?;
         let pos = file.metadata()?.len();
         Ok(ReverseLines { file, pos, pending: Vec::new(), ready: Vec::new(), budget: max_bytes })
@@ -34,27 +34,22 @@ impl ReverseLines {
             if self.pos == 0 || self.budget == 0 {
                 return Ok(false);
             }
-            let n = (CHUNK as u64).min(self.pos).min(self.budget);
-            self.pos -= n;
-            self.budget -= n;
-            let mut chunk = vec![0u8; n as usize];
+            let n = usize::try_from(self.pos.min(self.budget)).map_or(CHUNK, |left| left.min(CHUNK));
+            self.pos -= n as u64;
+            self.budget -= n as u64;
+            let mut chunk = vec![0u8; n];
             self.file.seek(SeekFrom::Start(self.pos))?;
             self.file.read_exact(&mut chunk)?;
             chunk.extend_from_slice(&self.pending);
             self.pending.clear();
             let whole = if self.pos == 0 {
                 &chunk[..]
+            } else if let Some(first_newline) = chunk.iter().position(|b| *b == b'\n') {
+                self.pending = chunk[..first_newline].to_vec();
+                &chunk[first_newline + 1..]
             } else {
-                match chunk.iter().position(|b| *b == b'\n') {
-                    Some(first_newline) => {
-                        self.pending = chunk[..first_newline].to_vec();
-                        &chunk[first_newline + 1..]
-                    }
-                    None => {
-                        self.pending = chunk;
-                        continue;
-                    }
-                }
+                self.pending = chunk;
+                continue;
             };
             // Empty pieces are blank lines or the end of a file that ends with a newline.
             self.ready.extend(whole.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));

@@ -11,7 +11,7 @@ const SHOWN: usize = 20;
 
 /// `text` is what was typed after `/for-loop:rollback`: nothing (list), `N` (show the plan) or
 /// `N --yes` (restore).
-pub fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
+pub(crate) fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
     let mut n = None;
     let mut yes = false;
     for word in text.split_whitespace() {

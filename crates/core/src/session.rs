@@ -18,23 +18,19 @@ use crate::store::{LoopPaths, Store};
 /// Which loop a user's command acts on: `--session`, else the session the host exports, else
 /// the one loop started in the working directory (by `--host`'s agent, when given).
 #[derive(Debug, Clone, Default)]
-pub struct Target {
+pub(crate) struct Target {
     pub session_id: Option<String>,
     pub host: Option<Host>,
 }
 
 impl Target {
-    pub fn session(session_id: &str) -> Target {
-        Target { session_id: Some(session_id.to_string()), host: None }
-    }
-
     /// The session: `--session`, else the one the host exports.
-    pub fn session_id<'a>(&'a self, env: &'a Environment) -> Option<&'a str> {
+    pub(crate) fn session_id<'a>(&'a self, env: &'a Environment) -> Option<&'a str> {
         session_id(env, self.session_id.as_deref())
     }
 
     /// The loop's files, if there is a loop.
-    pub fn loop_paths(&self, env: &Environment) -> Result<Option<LoopPaths>, Outcome> {
+    pub(crate) fn loop_paths(&self, env: &Environment) -> Result<Option<LoopPaths>, Outcome> {
         let store = Store::locate(env).map_err(|e| Outcome::refused(format!("for-loop: {e}")))?;
         match self.session_id(env) {
             Some(session_id) => {
@@ -47,7 +43,7 @@ impl Target {
 
     /// The one loop that was started in the working directory, by this target's host if it has
     /// one, and is not over; claimed or waiting to be.
-    pub fn here(&self, store: &Store, env: &Environment) -> Result<(LoopPaths, LoopState), Outcome> {
+    pub(crate) fn here(&self, store: &Store, env: &Environment) -> Result<(LoopPaths, LoopState), Outcome> {
         let everywhere = store.all().into_iter().chain(store.pending_all()).flatten();
         let mut found: Vec<(LoopPaths, LoopState)> = everywhere
             .filter_map(|paths| match paths.load() {
@@ -95,7 +91,7 @@ impl Target {
 }
 
 /// The session: `given`, else the one the host exports.
-pub fn session_id<'a>(env: &'a Environment, given: Option<&'a str>) -> Option<&'a str> {
+pub(crate) fn session_id<'a>(env: &'a Environment, given: Option<&'a str>) -> Option<&'a str> {
     given.filter(|s| !s.is_empty()).or(env.session_id())
 }
 
@@ -105,7 +101,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 /// The session's loop files, locked; `verb` names the command in errors ("cancel").
-pub fn locked(paths: &LoopPaths, verb: &str) -> Result<StateLock, Outcome> {
+pub(crate) fn locked(paths: &LoopPaths, verb: &str) -> Result<StateLock, Outcome> {
     StateLock::acquire(&paths.lock, LOCK_WAIT)
         .map_err(|e| Outcome::refused(format!("for-loop: could not {verb}: {e}")))
 }

@@ -7,19 +7,20 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
 use crate::verify::VerifyOutcome;
 
 /// Escalation thresholds: a note at the first, "three hypotheses" at the second, "go back to
 /// the requirement" at the third.
-pub const DEFAULT_ESCALATION: [u32; 3] = [2, 4, 6];
-pub const DEFAULT_MAX_SAME_FAILURES: u32 = 8;
+pub(crate) const DEFAULT_ESCALATION: [u32; 3] = [2, 4, 6];
+pub(crate) const DEFAULT_MAX_SAME_FAILURES: u32 = 8;
 /// Turns in a row without tool use after which the re-injection warns about the host's cap.
 const TOOLLESS_WARNING: u32 = 3;
 
 /// Counters carried from stop to stop.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Streaks {
+pub(crate) struct Streaks {
     /// Consecutive failing stops with the same failure fingerprint.
     #[serde(default)]
     pub same_failure: u32,
@@ -38,27 +39,24 @@ pub struct Streaks {
 impl Streaks {
     /// The counters after a stop. `tree` is the working tree's fingerprint (`None`: unknown), and
     /// `tool_uses` the number of tool calls in the turn (`None`: unknown).
-    pub fn after(
+    pub(crate) fn after(
         &self,
         verify: Option<&VerifyOutcome>,
         tree: Option<&str>,
         tool_uses: Option<usize>,
     ) -> Streaks {
         let mut next = self.clone();
-        match verify.filter(|o| !o.passed()) {
-            Some(outcome) => {
-                let fingerprint = failure_fingerprint(outcome);
-                next.same_failure = if self.last_failure.as_deref() == Some(fingerprint.as_str()) {
-                    self.same_failure + 1
-                } else {
-                    1
-                };
-                next.last_failure = Some(fingerprint);
-            }
-            None => {
-                next.same_failure = 0;
-                next.last_failure = None;
-            }
+        if let Some(outcome) = verify.filter(|o| !o.passed()) {
+            let fingerprint = failure_fingerprint(outcome);
+            next.same_failure = if self.last_failure.as_deref() == Some(fingerprint.as_str()) {
+                self.same_failure + 1
+            } else {
+                1
+            };
+            next.last_failure = Some(fingerprint);
+        } else {
+            next.same_failure = 0;
+            next.last_failure = None;
         }
         if let Some(tree) = tree {
             next.no_change = if self.last_tree.as_deref() == Some(tree) { self.no_change + 1 } else { 0 };
@@ -71,7 +69,7 @@ impl Streaks {
     }
 
     /// Words for the re-injection, driven by the streaks; empty when there is nothing to say.
-    pub fn advice(&self, escalation: &[u32]) -> String {
+    pub(crate) fn advice(&self, escalation: &[u32]) -> String {
         let at = |i: usize| escalation.get(i).copied().unwrap_or(u32::MAX);
         let mut notes = Vec::new();
         let n = self.same_failure;
@@ -107,18 +105,17 @@ impl Streaks {
 }
 
 /// `exit code` + normalised output, hashed.
-pub fn failure_fingerprint(outcome: &VerifyOutcome) -> String {
+pub(crate) fn failure_fingerprint(outcome: &VerifyOutcome) -> String {
     let mut hasher = Sha256::new();
     hasher.update(outcome.describe().as_bytes());
     hasher.update([0]);
     hasher.update(normalize(&outcome.output.excerpt(usize::MAX)).as_bytes());
-    let hash = hasher.finalize();
-    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex(&hasher.finalize()[..8])
 }
 
 /// Output with run-to-run noise replaced: digit runs and hex ids by `#`, temporary paths by
 /// `<tmp>`.
-pub fn normalize(output: &str) -> String {
+pub(crate) fn normalize(output: &str) -> String {
     let mut out = String::with_capacity(output.len());
     for word in output.split_inclusive(char::is_whitespace) {
         let (token, space) = word.split_at(word.trim_end().len());

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::claim;
 use crate::decision::{Gate, gate};
+use crate::digest::Fnv1a;
 use crate::environment::Environment;
 use crate::host::Host;
 use crate::lock::StateLock;
@@ -18,7 +19,7 @@ use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
 use crate::worktree::WorkTree;
 
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
 
   TASK                       what the agent should do; any text, quoted or not
@@ -31,13 +32,13 @@ Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" -
 
 /// Who is starting the loop, and where.
 #[derive(Debug, Clone, Default)]
-pub struct StartOptions {
+pub(crate) struct StartOptions {
     pub session_id: Option<String>,
     pub cwd: Option<PathBuf>,
     pub host: Option<Host>,
 }
 
-pub fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
+pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
     let request = match LoopRequest::parse(raw) {
         Ok(request) => request,
         Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
@@ -235,12 +236,12 @@ fn banner(state: &LoopState, paths: &LoopPaths, claim_token: Option<&str>, env: 
 /// A warning when the program verify starts cannot be found: it would fail every time with
 /// exit 127, and the user would rather know now than after thirty iterations.
 fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<String> {
-    let words = shell_words::split(command).ok()?;
-    let program = words.iter().find(|w| !w.contains('=') || w.starts_with('='))?;
     const SHELL_WORDS: &[&str] = &[
         "!", ".", ":", "[", "[[", "{", "(", "cd", "case", "command", "echo", "env", "eval", "exec", "exit",
         "export", "false", "for", "if", "printf", "set", "source", "test", "time", "true", "until", "while",
     ];
+    let words = shell_words::split(command).ok()?;
+    let program = words.iter().find(|w| !w.contains('=') || w.starts_with('='))?;
     if SHELL_WORDS.contains(&program.as_str()) || program.starts_with('(') || program.starts_with('$') {
         return None;
     }
@@ -262,11 +263,8 @@ fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<Strin
 
 /// `20261122-031900-1a2b3c`: sortable by start time, distinct across sessions.
 fn loop_id(env: &Environment, session_id: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let salt = format!("{session_id}{}{}", env.now.as_nanosecond(), std::process::id());
-    for byte in salt.bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = Fnv1a::of(salt.as_bytes());
     let stamp = env.now.strftime("%Y%m%d-%H%M%S");
     format!("{stamp}-{:06x}", hash & 0xff_ffff)
 }

@@ -17,11 +17,11 @@ use crate::receipt::Receipt;
 use crate::stall::Streaks;
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Why a state file could not be read.
 #[derive(Debug, Error)]
-pub enum StateError {
+pub(crate) enum StateError {
     #[error("the state file is not valid: {0}")]
     Frontmatter(#[from] FrontmatterError),
     #[error("the state file's settings are not valid YAML for this schema: {0}")]
@@ -36,7 +36,7 @@ pub enum StateError {
 /// Whether the loop still holds the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Every stop of the owning session is judged.
     Active,
     /// Stopped by a breaker or budget (`outcome` says which) and kept for `resume`.
@@ -48,7 +48,7 @@ pub enum Status {
 /// The settings a loop was started with. They never change during the loop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Shell command whose exit status 0 means done. `None`: no verify command.
     pub verify: Option<String>,
     /// Text that must appear as `<promise>TEXT</promise>` in the final message.
@@ -82,7 +82,7 @@ fn default_escalation() -> Vec<u32> {
 /// The last verify run, kept for status and the end-of-loop summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LastVerify {
+pub(crate) struct LastVerify {
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     pub timed_out: bool,
@@ -91,7 +91,7 @@ pub struct LastVerify {
 /// Everything above the task in the state file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Meta {
+pub(crate) struct Meta {
     pub schema: u32,
     pub loop_id: String,
     /// The session that started the loop; only its stops are judged. Empty: nobody's.
@@ -133,7 +133,7 @@ pub struct Meta {
 
 /// A loop: its settings and progress, and the task.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopState {
+pub(crate) struct LoopState {
     pub meta: Meta,
     pub task: String,
 }
@@ -147,7 +147,7 @@ struct SchemaProbe {
 
 impl LoopState {
     /// Parses a state file.
-    pub fn parse(text: &str) -> Result<Self, StateError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, StateError> {
         let parts = Frontmatter::split(text)?;
         if let Ok(SchemaProbe { schema: Some(found) }) = serde_saphyr::from_str(parts.yaml)
             && found > SCHEMA_VERSION
@@ -159,19 +159,19 @@ impl LoopState {
     }
 
     /// Renders the state file.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         // Serializing plain structs of strings, numbers and options cannot fail; if a future field
         // made it fail, an empty frontmatter would be refused on the next read (fail open).
         let yaml = serde_saphyr::to_string(&self.meta).unwrap_or_default();
         Frontmatter::join(&yaml, &self.task)
     }
 
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.meta.status == Status::Active
     }
 
     /// True when `session_id` owns this loop. A loop without an owner belongs to nobody.
-    pub fn is_owned_by(&self, session_id: &str) -> bool {
+    pub(crate) fn is_owned_by(&self, session_id: &str) -> bool {
         !self.meta.session_id.is_empty() && self.meta.session_id == session_id
     }
 }

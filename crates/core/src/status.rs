@@ -14,13 +14,13 @@ use crate::store::{LoopPaths, Store, StoreError};
 const RECENT: usize = 5;
 
 #[derive(Debug, Clone, Default)]
-pub struct StatusOptions {
+pub(crate) struct StatusOptions {
     pub target: Target,
     pub json: bool,
     pub all: bool,
 }
 
-pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
+pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: {e}")),
@@ -55,7 +55,7 @@ pub fn run(env: &Environment, options: &StatusOptions) -> Outcome {
             "for-loop: no loop in this session. Loops are kept in {}.",
             store.root().display()
         )),
-        Err(e @ StoreError::Invalid { .. }) | Err(e @ StoreError::Read { .. }) => Outcome::ok(format!(
+        Err(e @ (StoreError::Invalid { .. } | StoreError::Read { .. })) => Outcome::ok(format!(
             "for-loop: this session's loop state is unreadable: {e}\nStops are allowed while it is; \
              /cancel-loop moves it aside."
         )),

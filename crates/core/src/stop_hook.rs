@@ -25,12 +25,12 @@ use crate::verify::{VerifyOutcome, VerifySpec};
 use crate::worktree::WorkTree;
 
 /// The longest the hook waits for a loop's lock before giving up on this stop.
-pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
 /// Hosts may write the transcript's last lines after the hook starts; one retry after this.
 const TRANSCRIPT_RETRY: Duration = Duration::from_millis(1_500);
 
 /// Handles one turn-end event of `host`.
-pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
+pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
     let event = event::read_bounded(stdin)
         .and_then(|bytes| event::parse_object(&bytes))
         .and_then(|object| host.parse_stop(&object));
@@ -48,7 +48,7 @@ pub fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
 /// plugin's hook line (a host added after this build) run by an older `loop-hook`. The stop is
 /// allowed in the shape of the host named on the line, else the host whose payload this looks
 /// like; a session with a running loop is told why its stop was not judged.
-pub fn misinvoked(
+pub(crate) fn misinvoked(
     env: &Environment,
     named: Option<Host>,
     problem: &str,
@@ -75,7 +75,7 @@ pub fn misinvoked(
 }
 
 /// Judges a normalised stop event of `host` against the session's loop.
-pub fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
+pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
     let Ok(store) = Store::locate(env) else {
         return HookResponse::allow();
     };

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::digest::Fnv1a;
 use crate::environment::Environment;
 use crate::state::{LoopState, StateError};
 
 #[derive(Debug, Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     #[error("no place for loop state: set FOR_LOOP_HOME (or HOME) to a writable directory")]
     NoHome,
     #[error("could not read {path}: {source}")]
@@ -28,13 +29,13 @@ pub enum StoreError {
 
 /// The per-user directory holding every loop.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(crate) struct Store {
     root: PathBuf,
 }
 
 /// The files of one session's loop.
 #[derive(Debug, Clone)]
-pub struct LoopPaths {
+pub(crate) struct LoopPaths {
     pub dir: PathBuf,
     pub state: PathBuf,
     pub lock: PathBuf,
@@ -44,7 +45,7 @@ pub struct LoopPaths {
 impl Store {
     /// `$FOR_LOOP_HOME`, else `$XDG_STATE_HOME/for-loop`, else `~/.local/state/for-loop`
     /// (`%LOCALAPPDATA%\for-loop` on Windows).
-    pub fn locate(env: &Environment) -> Result<Store, StoreError> {
+    pub(crate) fn locate(env: &Environment) -> Result<Store, StoreError> {
         let root = if let Some(dir) = env.var("FOR_LOOP_HOME") {
             PathBuf::from(dir)
         } else if let Some(dir) = env.var("XDG_STATE_HOME") {
@@ -59,39 +60,40 @@ impl Store {
         Ok(Store { root })
     }
 
-    pub fn at(root: PathBuf) -> Store {
+    #[cfg(test)]
+    pub(crate) fn at(root: PathBuf) -> Store {
         Store { root }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The files of `session_id`'s loop, whether or not it exists.
-    pub fn paths(&self, session_id: &str) -> LoopPaths {
+    pub(crate) fn paths(&self, session_id: &str) -> LoopPaths {
         LoopPaths::in_dir(self.root.join("sessions").join(session_key(session_id)))
     }
 
     /// Every session directory that holds a state file.
-    pub fn all(&self) -> io::Result<Vec<LoopPaths>> {
+    pub(crate) fn all(&self) -> io::Result<Vec<LoopPaths>> {
         loops_in(&self.root.join("sessions"))
     }
 
     /// The files of a loop waiting to be claimed by its session; `key` is
     /// [`crate::claim::pending_key`] of its token.
-    pub fn pending_paths(&self, key: &str) -> LoopPaths {
+    pub(crate) fn pending_paths(&self, key: &str) -> LoopPaths {
         LoopPaths::in_dir(self.root.join("pending").join(session_key(key)))
     }
 
     /// Whether any loop waits to be claimed (or was cancelled before it was): one failed
     /// `read_dir` when none does.
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         fs::read_dir(self.root.join("pending"))
             .is_ok_and(|entries| entries.flatten().any(|entry| entry.path().join("state.md").is_file()))
     }
 
     /// Every loop waiting to be claimed.
-    pub fn pending_all(&self) -> io::Result<Vec<LoopPaths>> {
+    pub(crate) fn pending_all(&self) -> io::Result<Vec<LoopPaths>> {
         loops_in(&self.root.join("pending"))
     }
 }
@@ -125,7 +127,7 @@ impl LoopPaths {
     }
 
     /// The loop, or `None` when the session has none.
-    pub fn load(&self) -> Result<Option<LoopState>, StoreError> {
+    pub(crate) fn load(&self) -> Result<Option<LoopState>, StoreError> {
         let text = match fs::read(&self.state) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -144,7 +146,7 @@ impl LoopPaths {
 
     /// Replaces the state file atomically: a reader sees the old file or the new one, never a
     /// half-written one, even if the disk fills up or the process dies mid-write.
-    pub fn save(&self, state: &LoopState) -> Result<(), StoreError> {
+    pub(crate) fn save(&self, state: &LoopState) -> Result<(), StoreError> {
         let write_error = |source| StoreError::Write { path: self.state.clone(), source };
         fs::create_dir_all(&self.dir).map_err(write_error)?;
         let mut temp =
@@ -156,7 +158,7 @@ impl LoopPaths {
     }
 
     /// Moves a finished loop's files aside so a new loop can start in the same session.
-    pub fn archive(&self, loop_id: &str) -> io::Result<PathBuf> {
+    pub(crate) fn archive(&self, loop_id: &str) -> io::Result<PathBuf> {
         let archive = self.dir.join("archive").join(loop_id);
         fs::create_dir_all(&archive)?;
         fs::rename(&self.state, archive.join("state.md"))?;
@@ -181,11 +183,7 @@ fn session_key(session_id: &str) -> String {
     if plain {
         return session_id.to_string();
     }
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in session_id.bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("id-{hash:016x}")
+    format!("id-{:016x}", Fnv1a::of(session_id.as_bytes()))
 }
 
 #[cfg(test)]

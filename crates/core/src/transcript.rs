@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::reverse_lines::ReverseLines;
 
 /// The most of a transcript read to find one turn.
-pub const MAX_TRANSCRIPT_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_TRANSCRIPT_BYTES: u64 = 8 << 20;
 
 /// What the current turn holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Turn {
+pub(crate) struct Turn {
     /// The text blocks of the turn's assistant records, oldest first, joined by newlines; `None`
     /// when there is none (yet: the host may not have flushed it).
     pub text: Option<String>,
@@ -28,12 +28,13 @@ pub struct Turn {
 
 /// The text blocks of the current turn's assistant records, oldest first, joined by newlines.
 /// `None` when the turn has no assistant text (yet: the host may not have flushed it).
-pub fn last_assistant_text(path: &Path) -> io::Result<Option<String>> {
+#[cfg(test)]
+pub(crate) fn last_assistant_text(path: &Path) -> io::Result<Option<String>> {
     current_turn(path).map(|turn| turn.text)
 }
 
 /// Reads the current turn from the end of the transcript.
-pub fn current_turn(path: &Path) -> io::Result<Turn> {
+pub(crate) fn current_turn(path: &Path) -> io::Result<Turn> {
     let mut tool_uses = 0;
     let mut texts: Vec<String> = Vec::new();
     for line in ReverseLines::open(path, MAX_TRANSCRIPT_BYTES)? {
@@ -100,7 +101,7 @@ mod tests {
         json!({"type": "user", "message": {"role": "user", "content": text}})
     }
 
-    fn assistant(blocks: Value) -> Value {
+    fn assistant(blocks: &Value) -> Value {
         json!({"type": "assistant", "message": {"role": "assistant", "model": "m", "content": blocks}})
     }
 
@@ -109,12 +110,12 @@ mod tests {
         let file = transcript(
             &[
                 user("old prompt"),
-                assistant(json!([{"type": "text", "text": "<promise>OLD</promise>"}])),
+                assistant(&json!([{"type": "text", "text": "<promise>OLD</promise>"}])),
                 user("new prompt"),
-                assistant(json!([{"type": "text", "text": "first"}])),
-                assistant(json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}])),
+                assistant(&json!([{"type": "text", "text": "first"}])),
+                assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}])),
                 json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}}),
-                assistant(json!([{"type": "text", "text": "second"}])),
+                assistant(&json!([{"type": "text", "text": "second"}])),
                 json!({"type": "system", "subtype": "turn_duration"}),
             ],
             "",
@@ -127,18 +128,18 @@ mod tests {
     fn our_reinjected_prompt_starts_a_turn() {
         let meta = json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\n<promise>X</promise>"}});
         let file =
-            transcript(&[assistant(json!([{"type": "text", "text": "<promise>X</promise>"}])), meta], "");
+            transcript(&[assistant(&json!([{"type": "text", "text": "<promise>X</promise>"}])), meta], "");
         assert_eq!(last_assistant_text(file.path()).unwrap(), None);
     }
 
     #[test]
     fn skips_sidechain_synthetic_and_malformed_lines() {
-        let mut sidechain = assistant(json!([{"type": "text", "text": "subagent"}]));
+        let mut sidechain = assistant(&json!([{"type": "text", "text": "subagent"}]));
         sidechain["isSidechain"] = json!(true);
-        let mut synthetic = assistant(json!([{"type": "text", "text": "API Error: 529"}]));
+        let mut synthetic = assistant(&json!([{"type": "text", "text": "API Error: 529"}]));
         synthetic["message"]["model"] = json!("<synthetic>");
         let file = transcript(
-            &[user("go"), assistant(json!([{"type": "text", "text": "real"}])), sidechain, synthetic],
+            &[user("go"), assistant(&json!([{"type": "text", "text": "real"}])), sidechain, synthetic],
             "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"raw\nnewline\"}]}}\nnot json\n",
         );
         assert_eq!(last_assistant_text(file.path()).unwrap().as_deref(), Some("real"));
@@ -147,7 +148,7 @@ mod tests {
     #[test]
     fn a_turn_without_text_gives_none() {
         let file = transcript(
-            &[user("go"), assistant(json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]))],
+            &[user("go"), assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]))],
             "",
         );
         assert_eq!(last_assistant_text(file.path()).unwrap(), None);

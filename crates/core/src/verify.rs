@@ -22,7 +22,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct VerifySpec {
+pub(crate) struct VerifySpec {
     pub command: String,
     pub cwd: PathBuf,
     pub timeout: Duration,
@@ -30,7 +30,7 @@ pub struct VerifySpec {
 
 /// How a verify run ended.
 #[derive(Debug, Clone)]
-pub struct VerifyOutcome {
+pub(crate) struct VerifyOutcome {
     /// The exit code; `None` when killed by a signal or on timeout.
     pub exit_code: Option<i32>,
     /// The signal that ended it, on Unix.
@@ -42,12 +42,12 @@ pub struct VerifyOutcome {
 }
 
 impl VerifyOutcome {
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out
     }
 
     /// `exit 1`, `timed out`, `killed by signal 9`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match (self.timed_out, self.exit_code, self.signal) {
             (true, _, _) => "timed out".to_string(),
             (false, Some(code), _) => format!("exit {code}"),
@@ -59,7 +59,7 @@ impl VerifyOutcome {
 
 /// Verify could not be run at all: a fault to report, not a failed check.
 #[derive(Debug, Error)]
-pub enum VerifyError {
+pub(crate) enum VerifyError {
     #[error("the loop's directory {0} no longer exists; verify cannot run there")]
     MissingCwd(PathBuf),
     #[error("could not start the shell to run verify: {0}")]
@@ -68,7 +68,7 @@ pub enum VerifyError {
 
 impl VerifySpec {
     /// Runs the command to completion or to its deadline.
-    pub fn run(&self) -> Result<VerifyOutcome, VerifyError> {
+    pub(crate) fn run(&self) -> Result<VerifyOutcome, VerifyError> {
         if !self.cwd.is_dir() {
             return Err(VerifyError::MissingCwd(self.cwd.clone()));
         }
@@ -92,34 +92,31 @@ impl VerifySpec {
 
         let pid = child.id();
         let (status_tx, status_rx) = mpsc::channel();
-        thread::spawn(move || wait_into(child, status_tx));
+        thread::spawn(move || wait_into(child, &status_tx));
 
         let mut timed_out = false;
-        let status = match status_rx.recv_timeout(self.timeout) {
-            Ok(status) => status,
-            Err(_) => {
-                timed_out = true;
-                platform::terminate_group(pid);
-                match status_rx.recv_timeout(KILL_GRACE) {
-                    Ok(status) => status,
-                    Err(_) => {
-                        platform::kill_group(pid);
-                        status_rx.recv().ok().flatten()
-                    }
-                }
+        let status = if let Ok(status) = status_rx.recv_timeout(self.timeout) {
+            status
+        } else {
+            timed_out = true;
+            platform::terminate_group(pid);
+            if let Ok(status) = status_rx.recv_timeout(KILL_GRACE) {
+                status
+            } else {
+                platform::kill_group(pid);
+                status_rx.recv().ok().flatten()
             }
         };
         // Whatever verify left running in its group is an orphan of the check: end it, so it
         // cannot hold the output pipe or outlive the loop.
         platform::kill_group(pid);
         let duration = started.elapsed();
-        let output = match output_rx.recv_timeout(DRAIN_LIMIT) {
-            Ok(Ok(captured)) => captured,
-            Ok(Err(_)) | Err(_) => {
-                let mut partial = Captured::default();
-                partial.push(b"[for-loop: the output could not be read to its end]\n");
-                partial
-            }
+        let output = if let Ok(Ok(captured)) = output_rx.recv_timeout(DRAIN_LIMIT) {
+            captured
+        } else {
+            let mut partial = Captured::default();
+            partial.push(b"[for-loop: the output could not be read to its end]\n");
+            partial
         };
         Ok(VerifyOutcome {
             exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
@@ -131,7 +128,7 @@ impl VerifySpec {
     }
 }
 
-fn wait_into(mut child: Child, tx: mpsc::Sender<Option<ExitStatus>>) {
+fn wait_into(mut child: Child, tx: &mpsc::Sender<Option<ExitStatus>>) {
     let _ = tx.send(child.wait().ok());
 }
 
@@ -157,20 +154,25 @@ mod platform {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::{Command, ExitStatus};
 
-    pub fn own_group(command: &mut Command) {
+    pub(super) fn own_group(command: &mut Command) {
         command.process_group(0);
     }
 
-    pub fn terminate_group(pid: u32) {
-        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    pub(super) fn terminate_group(pid: u32) {
+        let _ = killpg(group(pid), Signal::SIGTERM);
     }
 
-    pub fn kill_group(pid: u32) {
-        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    pub(super) fn kill_group(pid: u32) {
+        let _ = killpg(group(pid), Signal::SIGKILL);
     }
 
-    pub fn signal_of(status: ExitStatus) -> Option<i32> {
+    pub(super) fn signal_of(status: ExitStatus) -> Option<i32> {
         status.signal()
+    }
+
+    /// The process group a child leads: its pid, which the kernel keeps below `i32::MAX`.
+    fn group(pid: u32) -> Pid {
+        Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
     }
 }
 

@@ -17,7 +17,6 @@
 //! [`MAX_WALK_FILES`] files and says so in the fingerprint ([`is_approximate`]).
 
 use std::ffi::{OsStr, OsString};
-use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -29,8 +28,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::digest::hex;
+
 /// Files hashed by the walk outside git; beyond this the fingerprint is marked approximate.
-pub const MAX_WALK_FILES: usize = 50_000;
+pub(crate) const MAX_WALK_FILES: usize = 50_000;
 /// Directories the walk outside git skips besides hidden ones: dependencies and build output.
 const SKIP_DIRS: &[&str] = &["target", "node_modules", "__pycache__"];
 /// The prefixes of a walk's fingerprint: complete, or cut off at [`MAX_WALK_FILES`].
@@ -65,7 +66,7 @@ const IDENTITY: (&str, &str) = ("for-loop", "for-loop@localhost");
 const GITLINK_MODE: &str = "160000";
 
 #[derive(Debug, Error)]
-pub enum WorkTreeError {
+pub(crate) enum WorkTreeError {
     #[error("{} is not inside a git work tree; checkpoints and rollback need git (run `git init` there)", dir.display())]
     NotGit { dir: PathBuf },
     #[error("git was not found on PATH; install git to use checkpoints and rollback")]
@@ -97,7 +98,7 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> WorkTreeError 
 
 /// A project directory, and the git work tree it is in, if any.
 #[derive(Debug, Clone)]
-pub struct WorkTree {
+pub(crate) struct WorkTree {
     /// The work tree's top level in git, else the directory as given.
     root: PathBuf,
     repo: Option<Repo>,
@@ -113,7 +114,7 @@ struct Repo {
 
 /// What restoring a checkpoint does. Paths are relative to the work tree's root, `/`-separated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RollbackPlan {
+pub(crate) struct RollbackPlan {
     /// The checkpoint's commit.
     pub commit: String,
     /// Files written from the checkpoint: changed since, or deleted since.
@@ -147,24 +148,25 @@ impl RawPlan {
 
 /// Whether a fingerprint covers only part of the tree (a walk cut off at [`MAX_WALK_FILES`]):
 /// equal approximate fingerprints do not prove that nothing changed.
-pub fn is_approximate(fingerprint: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn is_approximate(fingerprint: &str) -> bool {
     fingerprint.starts_with(WALK_TOO_LARGE)
 }
 
 /// The ref of checkpoint `n` of a loop.
-pub fn checkpoint_ref(loop_id: &str, n: u32) -> String {
+pub(crate) fn checkpoint_ref(loop_id: &str, n: u32) -> String {
     format!("{REFS}/{loop_id}/{n}")
 }
 
 /// The ref [`WorkTree::rollback`] saves the working tree at before changing it.
-pub fn before_rollback_ref(loop_id: &str) -> String {
+pub(crate) fn before_rollback_ref(loop_id: &str) -> String {
     format!("{REFS}/{loop_id}/{BEFORE_ROLLBACK}")
 }
 
 impl WorkTree {
     /// The work tree `dir` is in. Never fails: a directory git does not know (or git missing) is a
     /// plain directory, fingerprinted by a walk.
-    pub fn open(dir: &Path) -> WorkTree {
+    pub(crate) fn open(dir: &Path) -> WorkTree {
         let plain = |git_missing| WorkTree { root: dir.to_path_buf(), repo: None, git_missing };
         let ask = |flag: &str| match run_git(dir, &["rev-parse", flag], None, None) {
             Ok(out) if out.status.success() => Ok(Some(path_from_git(trim_newline(&out.stdout)))),
@@ -183,12 +185,14 @@ impl WorkTree {
         }
     }
 
-    pub fn is_git(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_git(&self) -> bool {
         self.repo.is_some()
     }
 
     /// The work tree's top level in git, else the directory it was opened on.
-    pub fn root(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
@@ -197,7 +201,7 @@ impl WorkTree {
     /// the files' contents are written to the object store as loose objects, which `git gc`
     /// prunes once unreachable and expired. Outside git, `walk:<sha256>`, or
     /// `walk-too-large:<sha256>` when the walk was cut off.
-    pub fn fingerprint(&self) -> Result<String, WorkTreeError> {
+    pub(crate) fn fingerprint(&self) -> Result<String, WorkTreeError> {
         match &self.repo {
             Some(repo) => self.snapshot(repo),
             None => walk_digest(&self.root, MAX_WALK_FILES),
@@ -206,7 +210,7 @@ impl WorkTree {
 
     /// The files whose content or mode differs between two git fingerprints (or commits), in
     /// git's path order.
-    pub fn changed_files(&self, from: &str, to: &str) -> Result<Vec<String>, WorkTreeError> {
+    pub(crate) fn changed_files(&self, from: &str, to: &str) -> Result<Vec<String>, WorkTreeError> {
         self.repo()?;
         let (from, to) = (object_id(from)?, object_id(to)?);
         let out =
@@ -218,7 +222,7 @@ impl WorkTree {
     /// loop's latest checkpoint before `n`, else HEAD (none in a repository without commits),
     /// at `refs/for-loop/<loop_id>/<n>`, replacing any checkpoint `n` there was. Returns the
     /// commit id.
-    pub fn checkpoint(&self, loop_id: &str, n: u32) -> Result<String, WorkTreeError> {
+    pub(crate) fn checkpoint(&self, loop_id: &str, n: u32) -> Result<String, WorkTreeError> {
         let repo = self.repo()?;
         check_loop_id(loop_id)?;
         let tree = self.snapshot(repo)?;
@@ -233,7 +237,7 @@ impl WorkTree {
     }
 
     /// The loop's checkpoints and their commits, by `n`.
-    pub fn checkpoints(&self, loop_id: &str) -> Result<Vec<(u32, String)>, WorkTreeError> {
+    pub(crate) fn checkpoints(&self, loop_id: &str) -> Result<Vec<(u32, String)>, WorkTreeError> {
         self.repo()?;
         check_loop_id(loop_id)?;
         let prefix = format!("{REFS}/{loop_id}/");
@@ -255,7 +259,7 @@ impl WorkTree {
     }
 
     /// What [`WorkTree::rollback`] to checkpoint `n` would do now.
-    pub fn rollback_plan(&self, loop_id: &str, n: u32) -> Result<RollbackPlan, WorkTreeError> {
+    pub(crate) fn rollback_plan(&self, loop_id: &str, n: u32) -> Result<RollbackPlan, WorkTreeError> {
         Ok(self.plan(loop_id, n)?.public())
     }
 
@@ -264,7 +268,7 @@ impl WorkTree {
     /// stash are left as they are. The working tree as it was is kept first as a commit at
     /// [`before_rollback_ref`], so a mistaken rollback can be undone with
     /// `git restore --source=<that ref> --worktree -- .`. Returns the plan it applied.
-    pub fn rollback(&self, loop_id: &str, n: u32) -> Result<RollbackPlan, WorkTreeError> {
+    pub(crate) fn rollback(&self, loop_id: &str, n: u32) -> Result<RollbackPlan, WorkTreeError> {
         let plan = self.plan(loop_id, n)?;
         let before = self.commit_tree(
             &plan.before,
@@ -445,7 +449,7 @@ fn copy_keeping_mtime(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Runs `git -C <dir> <args>` with the repository-pointing variables cleared, stdin closed (or
-/// fed `input`), and `index` as GIT_INDEX_FILE if given.
+/// fed `input`), and `index` as `GIT_INDEX_FILE` if given.
 fn run_git(
     dir: &Path,
     args: &[&str],
@@ -509,7 +513,7 @@ fn check_loop_id(id: &str) -> Result<(), WorkTreeError> {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && !id.starts_with(['.', '-'])
         && !id.ends_with('.')
-        && !id.ends_with(".lock")
+        && !id.to_ascii_lowercase().ends_with(".lock")
         && !id.contains("..");
     if ok { Ok(()) } else { Err(WorkTreeError::BadLoopId(id.to_string())) }
 }
@@ -548,12 +552,9 @@ fn walk_digest(root: &Path, max_files: usize) -> Result<String, WorkTreeError> {
     let mut files = 0;
     let mut stack = vec![PathBuf::new()];
     while let Some(dir) = stack.pop() {
-        let entries = match fs::read_dir(root.join(&dir)) {
-            Ok(entries) => entries,
-            Err(_) => {
-                hash_entry(&mut hasher, &dir, b"unreadable");
-                continue;
-            }
+        let Ok(entries) = fs::read_dir(root.join(&dir)) else {
+            hash_entry(&mut hasher, &dir, b"unreadable");
+            continue;
         };
         let mut entries: Vec<(OsString, fs::FileType)> = entries
             .filter_map(Result::ok)
@@ -570,7 +571,7 @@ fn walk_digest(root: &Path, max_files: usize) -> Result<String, WorkTreeError> {
                 continue;
             }
             if files == max_files {
-                return Ok(format!("{WALK_TOO_LARGE}{}", hex(hasher)));
+                return Ok(format!("{WALK_TOO_LARGE}{}", hex(&hasher.finalize())));
             }
             files += 1;
             // Symlinks are not followed: their own metadata is what changes when they change.
@@ -583,7 +584,7 @@ fn walk_digest(root: &Path, max_files: usize) -> Result<String, WorkTreeError> {
         // Reversed, so that the stack hands them out in name order.
         stack.extend(subdirs.into_iter().rev());
     }
-    Ok(format!("{WALK}{}", hex(hasher)))
+    Ok(format!("{WALK}{}", hex(&hasher.finalize())))
 }
 
 fn skipped_dir(name: &OsStr) -> bool {
@@ -612,13 +613,6 @@ fn file_stamp(meta: &fs::Metadata) -> Vec<u8> {
         stamp.extend(meta.mode().to_le_bytes());
     }
     stamp
-}
-
-fn hex(hasher: Sha256) -> String {
-    hasher.finalize().iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]
@@ -674,8 +668,7 @@ mod tests {
 
     /// Everything of the user's that fingerprints and checkpoints must leave alone.
     fn user_state(dir: &Path) -> Vec<String> {
-        let index =
-            fs::read(dir.join(".git/index")).map(|b| format!("{b:?}")).unwrap_or_else(|_| "no index".into());
+        let index = fs::read(dir.join(".git/index")).map_or_else(|_| "no index".into(), |b| format!("{b:?}"));
         let head = String::from_utf8(try_git(dir, &["rev-parse", "-q", "--verify", "HEAD"]).stdout).unwrap();
         let refs =
             git(dir, &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/stash"]);

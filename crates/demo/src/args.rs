@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{Config, Error, Output};
+use crate::{Config, Error, Output};
 
 pub const USAGE: &str = "\
 usage: for-loop-demo [--json] [--keep] [--claude PATH] [--loop-hook PATH] [--plugin-dir DIR]

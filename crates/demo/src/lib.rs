@@ -9,7 +9,7 @@
 //!
 //! 1. it says it is done without changing anything: for-loop runs `sh check.sh`, which fails, so
 //!    the stop is blocked and the task goes back to the model with the failing output;
-//! 2. it writes `exit 0` over `check.sh`: the PreToolUse guard denies the tool call;
+//! 2. it writes `exit 0` over `check.sh`: the `PreToolUse` guard denies the tool call;
 //! 3. it rewrites `check.sh` with `node -e` (around the guard, which only sees what a command
 //!    plainly names) and says it is done: verify passes, but the fingerprint of the verify files
 //!    has changed, so the pass does not count (`oracle_changed`) and the re-injected task names
@@ -42,11 +42,8 @@
 //!
 //! # Shape of the code
 //!
-//! `tests/demo.rs` compiles this file as a module of the root package's integration-test binary:
-//! the root package has no dependency on this crate, and running cargo from inside a test is
-//! slow and fragile. So the modules name each other with `super::`, never `crate::`, and this
-//! crate depends only on what the root package's tests also have (`mock-model`, `serde_json`,
-//! `tempfile`).
+//! The root package's integration tests depend on this crate and call [`run`], so the test drives
+//! exactly the code the binary runs, without a cargo invocation inside a test.
 
 mod args;
 mod render;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::trace::{End, Step, Stop, Verify};
-use super::{MAX_ITERATIONS, SESSION_ID};
+use crate::trace::{End, Step, Stop, Verify};
+use crate::{MAX_ITERATIONS, SESSION_ID};
 
 /// Lines of verify output shown under its result; the ledger keeps more.
 const TAIL_LINES: usize = 5;
@@ -15,18 +15,18 @@ const TOOL_WIDTH: usize = 106;
 /// The label column: two spaces, the label, padding.
 const INDENT: &str = "            ";
 
-pub struct Human {
+pub(crate) struct Human {
     color: bool,
     project: String,
     state_home: String,
 }
 
 impl Human {
-    pub fn new(color: bool, project: &Path, state_home: &Path) -> Human {
+    pub(crate) fn new(color: bool, project: &Path, state_home: &Path) -> Human {
         Human { color, project: project.display().to_string(), state_home: state_home.display().to_string() }
     }
 
-    pub fn render(&self, step: &Step) -> String {
+    pub(crate) fn render(&self, step: &Step) -> String {
         match step {
             Step::Sample { project, state_home, files, command } => {
                 let mut out = format!(
@@ -87,7 +87,7 @@ impl Human {
                 let reason = first_sentences(reason.trim_start_matches("for-loop:").trim(), 2);
                 let text = wrap(&format!("✗ denied by {by}: {}", self.shorten(&reason)));
                 let (head, rest) = text.split_at("✗ denied".len());
-                self.indented(&format!("{}{rest}", self.paint("1;31", head)))
+                Human::indented(&format!("{}{rest}", self.paint("1;31", head)))
             }
             Step::ToolFailed { error, .. } => {
                 format!("{INDENT}{} {}\n", self.paint("31", "✗ failed:"), self.shorten(error))
@@ -98,7 +98,7 @@ impl Human {
     }
 
     /// Text that is not a step (the CLI's stderr after a failed run).
-    pub fn note(&self, text: &str) -> String {
+    pub(crate) fn note(&self, text: &str) -> String {
         let lines: Vec<String> = text.lines().map(|l| self.paint("2", l)).collect();
         self.labelled("note", &lines.join("\n"))
     }
@@ -196,8 +196,13 @@ impl Human {
     }
 
     /// Each line of `text` in the text column.
-    fn indented(&self, text: &str) -> String {
-        text.lines().map(|line| format!("{INDENT}{line}\n")).collect()
+    fn indented(text: &str) -> String {
+        text.lines().fold(String::with_capacity(text.len() * 2), |mut out, line| {
+            out.push_str(INDENT);
+            out.push_str(line);
+            out.push('\n');
+            out
+        })
     }
 
     /// The label, padded before colouring so the escape codes do not count as width.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use mock_model::Script;
 use tempfile::TempDir;
 
-use super::trace::{SampleFile, Step};
-use super::{Error, MAX_ITERATIONS, SESSION_ID, TASK, VERIFY};
+use crate::trace::{SampleFile, Step};
+use crate::{Error, MAX_ITERATIONS, SESSION_ID, TASK, VERIFY};
 
 /// The code under test. `$1 - $2` is the bug; the fix is `$1 + $2`.
 const CALC: &str = "#!/bin/sh\n# calc.sh A B: prints the sum of A and B.\necho $(($1 - $2))\n";
@@ -30,9 +30,9 @@ echo "ok: sh calc.sh 2 3 = 5"
 /// is allowed on purpose: the refusal of `Write check.sh` must come from for-loop's guard, not
 /// from Claude Code's permissions. The model goes around the guard with `node`, not python: the
 /// CLI is installed with npm, so node is on every machine that runs the demo.
-pub const ALLOWED_TOOLS: &str = "Edit Write Bash(node:*)";
+pub(crate) const ALLOWED_TOOLS: &str = "Edit Write Bash(node:*)";
 
-pub struct Sample {
+pub(crate) struct Sample {
     /// `None` once kept: the directory then outlives the run.
     dir: Option<TempDir>,
     pub root: PathBuf,
@@ -44,7 +44,7 @@ pub struct Sample {
 }
 
 impl Sample {
-    pub fn create() -> Result<Sample, Error> {
+    pub(crate) fn create() -> Result<Sample, Error> {
         let dir = tempfile::Builder::new().prefix("for-loop-demo-").tempdir()?;
         // Canonical, so the paths the CLI and the hooks print (after resolving symlinks such as
         // macOS's /tmp) are the ones the demo shortens and the script names.
@@ -66,16 +66,16 @@ impl Sample {
     }
 
     /// The loop's directory in the private store.
-    pub fn session_dir(&self) -> PathBuf {
+    pub(crate) fn session_dir(&self) -> PathBuf {
         self.state_home.join("sessions").join(SESSION_ID)
     }
 
-    pub fn ledger_path(&self) -> PathBuf {
+    pub(crate) fn ledger_path(&self) -> PathBuf {
         self.session_dir().join("ledger.jsonl")
     }
 
     /// What the model does, phase by phase (see the crate docs).
-    pub fn script(&self) -> Script {
+    pub(crate) fn script(&self) -> Script {
         let check = self.project.join("check.sh");
         let calc = self.project.join("calc.sh");
         // Where `loop-hook start` saves the verify files as they were, for restoring.
@@ -97,7 +97,7 @@ impl Sample {
     }
 
     /// The `sample` step: where things are and what the demo runs.
-    pub fn step(&self, plugin_dir: &Path) -> Step {
+    pub(crate) fn step(&self, plugin_dir: &Path) -> Step {
         Step::Sample {
             project: self.project.clone(),
             state_home: self.state_home.clone(),
@@ -111,12 +111,12 @@ impl Sample {
                     about: "the check: `sh calc.sh 2 3` must print 5".into(),
                 },
             ],
-            command: self.claude_args(&path(plugin_dir)),
+            command: Sample::claude_args(&path(plugin_dir)),
         }
     }
 
     /// The `claude` arguments, with `plugin_dir` as the plugin.
-    pub fn claude_args(&self, plugin_dir: &str) -> Vec<String> {
+    pub(crate) fn claude_args(plugin_dir: &str) -> Vec<String> {
         let prompt = format!("/for-loop \"{TASK}\" --verify \"{VERIFY}\" --max-iterations {MAX_ITERATIONS}");
         [
             "-p",
@@ -137,7 +137,7 @@ impl Sample {
     }
 
     /// Removes the world, or keeps it; returns its root either way.
-    pub fn finish(mut self, keep: bool) -> Result<PathBuf, Error> {
+    pub(crate) fn finish(mut self, keep: bool) -> Result<PathBuf, Error> {
         if let Some(dir) = self.dir.take() {
             if keep {
                 let _ = dir.keep();

@@ -6,18 +6,18 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use mock_model::MockModel;
+use mock_model::{Agent, MockModel};
 use serde_json::Value;
 
-use super::sample::Sample;
-use super::translate;
-use super::{Config, Error};
+use crate::sample::Sample;
+use crate::translate;
+use crate::{Config, Error};
 
 /// The longest the CLI may run. The demo takes seconds; this only stops a hang.
 const RUN_LIMIT: Duration = Duration::from_secs(180);
 
 /// The translator's view of the model and the loop's ledger.
-pub struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     pub model: &'a MockModel,
     pub ledger: PathBuf,
 }
@@ -34,14 +34,14 @@ impl translate::Sources for Sources<'_> {
 }
 
 /// How the CLI run went.
-pub struct CliOutcome {
+pub(crate) struct CliOutcome {
     pub stderr: String,
     /// Why the run did not finish normally, if it did not.
     pub problem: Option<String>,
 }
 
 /// Runs the CLI to its end, calling `on_event` with each stream-json event as it is printed.
-pub fn run_cli(
+pub(crate) fn run_cli(
     config: &Config,
     sample: &Sample,
     model: &MockModel,
@@ -104,26 +104,15 @@ pub fn run_cli(
     Ok(CliOutcome { stderr, problem })
 }
 
-/// The CLI in the sample world: the same hermetic environment as the end-to-end tests
-/// (tests/claude_code.rs), so nothing of the user's own Claude Code setup, loops or installed
-/// loop-hook takes part, and nothing leaves the machine.
+/// The CLI in the sample world, run the way the end-to-end tests run it
+/// ([`MockModel::agent_command`]), so nothing of the user's own Claude Code setup, loops or
+/// installed loop-hook takes part, and nothing leaves the machine.
 fn command(config: &Config, sample: &Sample, model: &MockModel) -> Command {
-    let mut cmd = Command::new(&config.claude);
-    cmd.args(sample.claude_args(&config.plugin_dir.display().to_string()))
-        .env_clear()
-        .env("PATH", path_without_loop_hook())
-        .env("HOME", &sample.home)
-        .env("CLAUDE_CONFIG_DIR", &sample.claude_config)
+    let agent = Agent::ClaudeCode { config_dir: &sample.claude_config };
+    let mut cmd = model.agent_command(&config.claude, agent, &sample.home, &["loop-hook"]);
+    cmd.args(Sample::claude_args(&config.plugin_dir.display().to_string()))
         .env("FOR_LOOP_HOME", &sample.state_home)
         .env("FOR_LOOP_BIN", &config.loop_hook)
-        .env("ANTHROPIC_BASE_URL", model.base_url())
-        // The mock ignores it; the CLI only needs one to be set to skip its login.
-        .env("ANTHROPIC_API_KEY", "offline-demo")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CODE_SYNC_PLUGIN_INSTALL", "1")
         .current_dir(&sample.project)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -131,15 +120,8 @@ fn command(config: &Config, sample: &Sample, model: &MockModel) -> Command {
     cmd
 }
 
-/// PATH without any directory holding a `loop-hook`, so an installed one cannot stand in for
-/// the one the demo names.
-fn path_without_loop_hook() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':').filter(|dir| !Path::new(dir).join("loop-hook").exists()).collect::<Vec<_>>().join(":")
-}
-
 /// The reason code of each ledger line.
-pub fn ledger_reasons(ledger: &Path) -> Vec<String> {
+pub(crate) fn ledger_reasons(ledger: &Path) -> Vec<String> {
     std::fs::read_to_string(ledger)
         .unwrap_or_default()
         .lines()

@@ -9,14 +9,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::VERIFY;
-use super::trace::{Step, Stop, Verify};
+use crate::VERIFY;
+use crate::trace::{Step, Stop, Verify};
 
 /// Longest rendering of an edit's old or new text, in characters.
 const CLIP: usize = 100;
 
 /// What the translator reads besides the events.
-pub trait Sources {
+pub(crate) trait Sources {
     /// The text of the model's first request: the expanded `/for-loop` prompt with the loop's
     /// start message.
     fn first_prompt(&self) -> Option<String>;
@@ -24,7 +24,7 @@ pub trait Sources {
     fn ledger_entry(&self, index: usize) -> Option<Value>;
 }
 
-pub struct Translator {
+pub(crate) struct Translator {
     max_iterations: u32,
     /// The turn in progress (1-based).
     iteration: u32,
@@ -33,15 +33,15 @@ pub struct Translator {
     loop_started: bool,
     /// Ledger lines already read.
     ledger_read: usize,
-    /// Tool names by tool_use id, to name the tool a result belongs to.
+    /// Tool names by `tool_use` id, to name the tool a result belongs to.
     tools: HashMap<String, String>,
-    /// PreToolUse denials not yet matched to their tool result: (tool, reason).
+    /// `PreToolUse` denials not yet matched to their tool result: (tool, reason).
     denials: Vec<(String, String)>,
     last_stop_iteration: Option<u32>,
 }
 
 impl Translator {
-    pub fn new(max_iterations: u32) -> Translator {
+    pub(crate) fn new(max_iterations: u32) -> Translator {
         Translator {
             max_iterations,
             iteration: 1,
@@ -55,12 +55,12 @@ impl Translator {
     }
 
     /// Iterations the loop used: those that ended in a stop.
-    pub fn iterations(&self) -> u32 {
+    pub(crate) fn iterations(&self) -> u32 {
         self.last_stop_iteration.unwrap_or(0)
     }
 
     /// The steps one event adds (often none: most events are bookkeeping).
-    pub fn feed(&mut self, event: &Value, sources: &dyn Sources) -> Vec<Step> {
+    pub(crate) fn feed(&mut self, event: &Value, sources: &dyn Sources) -> Vec<Step> {
         let mut steps = Vec::new();
         match (event["type"].as_str().unwrap_or_default(), event["subtype"].as_str().unwrap_or_default()) {
             ("system", "init") => steps.push(Step::Cli {
@@ -155,8 +155,11 @@ impl Translator {
             self.ledger_read += 1;
         }
         let entry = entry.unwrap_or(Value::Null);
-        let iteration = entry["iteration"].as_u64().map_or(self.iteration, |n| n as u32);
-        let of = entry["max_iterations"].as_u64().map_or(self.max_iterations, |n| n as u32);
+        let number = |field: &str, default: u32| {
+            entry[field].as_u64().map_or(default, |n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        let iteration = number("iteration", self.iteration);
+        let of = number("max_iterations", self.max_iterations);
         let verify = entry["verify"].is_object().then(|| {
             let v = &entry["verify"];
             Verify {

@@ -42,7 +42,7 @@ pub(crate) fn filler<'a>(body: &Value, text: &'a str) -> &'a str {
 }
 
 /// A whole `generateContent` response with one part.
-pub(crate) fn response(part: Value) -> Value {
+pub(crate) fn response(part: &Value) -> Value {
     json!({
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
@@ -50,7 +50,7 @@ pub(crate) fn response(part: Value) -> Value {
 }
 
 /// The streaming form: the same response as one `data:` event.
-pub(crate) fn sse(part: Value) -> Vec<u8> {
+pub(crate) fn sse(part: &Value) -> Vec<u8> {
     format!("data: {}\n\n", response(part)).into_bytes()
 }
 
@@ -96,7 +96,7 @@ mod tests {
         assert_eq!(last_user_text(&body).unwrap(), "hi\nmore");
         assert!(is_main(&json!({"tools": [{"functionDeclarations": [{"name": "x"}]}]})));
         assert!(!is_main(&json!({"contents": []})));
-        let event = String::from_utf8(sse(json!({"text": "t"}))).unwrap();
+        let event = String::from_utf8(sse(&json!({"text": "t"}))).unwrap();
         assert!(event.starts_with("data: {") && event.ends_with("}\n\n"), "{event}");
     }
 }

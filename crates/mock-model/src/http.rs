@@ -24,21 +24,21 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
     }
 
     /// The target without its query string: the CLI posts to `/v1/messages?beta=true`.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.target.split_once('?').map_or(&self.target, |(path, _)| path)
     }
 
-    pub fn query(&self) -> Option<&str> {
+    pub(crate) fn query(&self) -> Option<&str> {
         self.target.split_once('?').map(|(_, query)| query)
     }
 
     /// Whether the client asked to close after this exchange.
-    pub fn wants_close(&self) -> bool {
+    pub(crate) fn wants_close(&self) -> bool {
         let connection = self.header("connection").map(str::to_ascii_lowercase);
         let has =
             |token: &str| connection.as_deref().is_some_and(|c| c.split(',').any(|t| t.trim() == token));
@@ -174,7 +174,7 @@ pub(crate) struct Response {
 }
 
 impl Response {
-    pub fn json(status: u16, body: &serde_json::Value) -> Response {
+    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Response {
         Response {
             status,
             content_type: "application/json",
@@ -184,7 +184,7 @@ impl Response {
     }
 
     /// A complete `text/event-stream` body.
-    pub fn sse(body: Vec<u8>) -> Response {
+    pub(crate) fn sse(body: Vec<u8>) -> Response {
         Response {
             status: 200,
             content_type: "text/event-stream",
@@ -194,7 +194,7 @@ impl Response {
     }
 
     /// An error in the shape the Anthropic SDKs parse.
-    pub fn error(status: u16, kind: &str, message: &str) -> Response {
+    pub(crate) fn error(status: u16, kind: &str, message: &str) -> Response {
         Response::json(
             status,
             &serde_json::json!({"type": "error", "error": {"type": kind, "message": message}}),
@@ -203,7 +203,7 @@ impl Response {
 
     /// Writes the response; HEAD gets the headers only. `close` adds `Connection: close`, after
     /// which the caller drops the connection.
-    pub fn write_to<W: Write>(&self, out: &mut W, close: bool, head_only: bool) -> io::Result<()> {
+    pub(crate) fn write_to<W: Write>(&self, out: &mut W, close: bool, head_only: bool) -> io::Result<()> {
         let mut head = format!(
             "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n",
             self.status,
@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn oversized_head_is_rejected() {
         let mut raw = b"GET / HTTP/1.1\r\nX: ".to_vec();
-        raw.extend(std::iter::repeat_n(b'a', MAX_HEAD as usize));
+        raw.extend(std::iter::repeat_n(b'a', usize::try_from(MAX_HEAD).unwrap()));
         assert_eq!(parse(&raw).unwrap_err().kind(), io::ErrorKind::InvalidData);
     }
 

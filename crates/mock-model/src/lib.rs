@@ -1,5 +1,5 @@
 //! A scripted, offline stand-in for model APIs, to drive real agent CLIs in tests and the demo:
-//! the Anthropic Messages API (Claude Code), the Gemini API (Gemini CLI) and the OpenAI Responses
+//! the Anthropic Messages API (Claude Code), the Gemini API (Gemini CLI) and the `OpenAI` Responses
 //! API (Codex). One server answers all three; the path picks the dialect ([`Api`]).
 //!
 //! Point the CLI at [`MockModel::base_url`]: `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, or a
@@ -25,6 +25,7 @@
 //! The server is plain blocking std networking, a thread per connection, bound to the loopback
 //! on a free port; it stops when the [`MockModel`] is dropped.
 
+mod agent;
 mod gemini;
 mod http;
 mod record;
@@ -43,6 +44,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+pub use agent::{Agent, path_without};
 pub use record::{Api, Recorded, Served, ToolResult};
 pub use script::{Script, Step};
 
@@ -57,7 +59,7 @@ pub const EXHAUSTED_TEXT: &str = "(mock script exhausted)";
 pub const FILLER_TEXT: &str = "ok";
 
 /// How to start the server.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// The loopback port; 0 picks a free one.
     pub port: u16,
@@ -192,11 +194,11 @@ impl Drop for MockModel {
 impl Shared {
     // A panicking test thread must not hide the requests from the test's own assertions.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn connections(&self) -> MutexGuard<'_, Connections> {
-        self.connections.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.connections.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -205,13 +207,10 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let stream = match stream {
-            Ok(stream) => stream,
-            // Out of descriptors, or a client that reset before we accepted: try again shortly.
-            Err(_) => {
-                thread::sleep(Duration::from_millis(10));
-                continue;
-            }
+        // Out of descriptors, or a client that reset before we accepted: try again shortly.
+        let Ok(stream) = stream else {
+            thread::sleep(Duration::from_millis(10));
+            continue;
         };
         let Ok(registered) = stream.try_clone() else { continue };
         let mut connections = shared.connections();
@@ -324,7 +323,7 @@ impl Shared {
                     };
                     let item = responses::item(step.as_ref(), EXHAUSTED_TEXT, tools, serial);
                     let model = body["model"].as_str().unwrap_or("mock-model");
-                    (Api::Responses, served, is_main, Response::sse(responses::sse(item, model, serial)))
+                    (Api::Responses, served, is_main, Response::sse(responses::sse(&item, model, serial)))
                 }
                 Err(message) => (
                     Api::Responses,
@@ -344,9 +343,9 @@ impl Shared {
                     };
                     let part = gemini::part(step.as_ref(), EXHAUSTED_TEXT);
                     let response = if streaming {
-                        Response::sse(gemini::sse(part))
+                        Response::sse(gemini::sse(&part))
                     } else {
-                        Response::json(200, &gemini::response(part))
+                        Response::json(200, &gemini::response(&part))
                     };
                     (Api::Gemini, served, is_main, response)
                 }

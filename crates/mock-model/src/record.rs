@@ -26,7 +26,7 @@ pub enum Api {
     Messages,
     /// Gemini, `/v1beta/models/<model>:…` (Gemini CLI).
     Gemini,
-    /// OpenAI Responses, `/v1/responses` (Codex).
+    /// `OpenAI` Responses, `/v1/responses` (Codex).
     Responses,
 }
 

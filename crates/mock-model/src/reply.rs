@@ -38,7 +38,7 @@ impl Reply {
     }
 
     /// The message as the non-streaming endpoint returns it.
-    pub fn message(&self) -> Value {
+    pub(crate) fn message(&self) -> Value {
         let block = match &self.content {
             Content::Text(text) => json!({"type": "text", "text": text}),
             Content::ToolUse { id, name, input } => {
@@ -58,7 +58,7 @@ impl Reply {
     }
 
     /// The message as a complete `text/event-stream` body.
-    pub fn sse(&self) -> Vec<u8> {
+    pub(crate) fn sse(&self) -> Vec<u8> {
         // The block starts empty and its whole value comes in one delta, as the API does for
         // short outputs; tool input arrives as JSON text to be parsed once the block stops.
         let (start, delta) = match &self.content {

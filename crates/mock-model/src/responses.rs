@@ -1,4 +1,4 @@
-//! The OpenAI Responses API as the Codex CLI uses it: a custom model provider whose `base_url`
+//! The `OpenAI` Responses API as the Codex CLI uses it: a custom model provider whose `base_url`
 //! is the mock's `/v1`, with `wire_api = "responses"`.
 //!
 //! `POST /v1/responses` with a non-empty `tools` array is the agent's own loop. The reply is an
@@ -65,7 +65,7 @@ fn quote(text: &str) -> String {
 }
 
 /// The whole event stream of one response.
-pub(crate) fn sse(item: Value, model: &str, serial: u64) -> Vec<u8> {
+pub(crate) fn sse(item: &Value, model: &str, serial: u64) -> Vec<u8> {
     let id = format!("resp_mock_{serial}");
     let usage = json!({
         "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},

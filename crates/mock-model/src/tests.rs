@@ -213,8 +213,15 @@ fn side_requests_consume_no_steps() {
     assert_eq!(assemble(&client.post("/v1/messages", &main_body("x"))).0["text"], "main");
     assert_eq!(model.steps_served(), 1);
     let served: Vec<Served> = model.requests().iter().map(|r| r.served).collect();
-    use Served::*;
-    assert_eq!(served, [Filler, Filler, CountTokens, NotFound, NotFound, Step(0)]);
+    let expected = [
+        Served::Filler,
+        Served::Filler,
+        Served::CountTokens,
+        Served::NotFound,
+        Served::NotFound,
+        Served::Step(0),
+    ];
+    assert_eq!(served, expected);
     assert_eq!(model.main_requests().len(), 1);
 }
 
@@ -261,7 +268,7 @@ fn concurrent_requests_each_get_one_step() {
         })
         .collect();
     let mut texts: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap().parse().unwrap()).collect();
-    texts.sort();
+    texts.sort_unstable();
     assert_eq!(texts, (0..N).collect::<Vec<_>>());
     assert_eq!(model.steps_served(), N);
     assert_eq!(model.exhausted_requests(), 0);

@@ -1,7 +1,7 @@
 //! Google Antigravity 2.x (`agy` CLI, IDE, desktop app), `Stop` event.
 //!
 //! Input is camelCase with no event name: `conversationId`, `workspacePaths[]`, `transcriptPath`,
-//! and for `Stop` only `executionNum`, `terminationReason`, `error`, `fullyIdle`. A snake_case
+//! and for `Stop` only `executionNum`, `terminationReason`, `error`, `fullyIdle`. A `snake_case`
 //! nested dialect (`common.conversation_id`, `stop_hook_args.fully_idle`, `termination_reason`)
 //! has been seen too; both are read.
 //!
@@ -63,7 +63,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
         },
     };
     let error = match object.get("error").or_else(|| stop_args.as_ref().and_then(|a| a.0.get("error"))) {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        None | Some(Value::Null | Value::Bool(false)) => false,
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Object(o)) => !o.is_empty(),
         Some(_) => true,

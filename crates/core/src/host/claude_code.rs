@@ -1,4 +1,4 @@
-//! Claude Code's `Stop`: snake_case input with `hook_event_name:"Stop"`; output
+//! Claude Code's `Stop`: `snake_case` input with `hook_event_name:"Stop"`; output
 //! `{"decision":"block","reason":…,"systemMessage":…}`, `{"systemMessage":…}` or nothing.
 //!
 //! Cursor and Copilot CLI also run the hooks in Claude Code's settings, with their own payloads;

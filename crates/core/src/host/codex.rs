@@ -1,4 +1,4 @@
-//! OpenAI Codex CLI's `Stop`: snake_case input like Claude Code's plus `turn_id` and `model`
+//! `OpenAI` Codex CLI's `Stop`: `snake_case` input like Claude Code's plus `turn_id` and `model`
 //! (`session_id`, `cwd`, `stop_hook_active`, `last_assistant_message`).
 //!
 //! Output: `{"decision":"block","reason":P}` makes P the continuation prompt. Codex parses the

@@ -1,4 +1,4 @@
-//! Cursor's `stop` (IDE and `cursor-agent`): snake_case input with `hook_event_name:"stop"`,
+//! Cursor's `stop` (IDE and `cursor-agent`): `snake_case` input with `hook_event_name:"stop"`,
 //! `status` (`completed`, `aborted`, `error`), `loop_count`, `conversation_id`,
 //! `workspace_roots[]`. No last message is sent.
 //!

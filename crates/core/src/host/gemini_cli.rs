@@ -1,4 +1,4 @@
-//! Gemini CLI's `AfterAgent`: snake_case input (`session_id`, `cwd`, `prompt`, `prompt_response`,
+//! Gemini CLI's `AfterAgent`: `snake_case` input (`session_id`, `cwd`, `prompt`, `prompt_response`,
 //! `stop_hook_active`, `hook_event_name:"AfterAgent"`). It fires only at the outermost turn end
 //! with no tool call pending.
 //!

@@ -8,14 +8,6 @@ use serde_json::Value;
 
 use crate::util::client_bin;
 
-// The demo's library, compiled into this binary from its source: the root package has no
-// dependency on the demo crate, and a cargo run inside a test would be slow and fragile (see
-// crates/demo/src/lib.rs). The binary's entry point, its argument handling and some of the
-// library's exports go unused here.
-#[allow(dead_code, unused_imports)]
-#[path = "../crates/demo/src/lib.rs"]
-mod for_loop_demo;
-
 use for_loop_demo::{Config, EXPECTED_LEDGER, Output, Step, Stop};
 
 fn config(claude: PathBuf, output: Output) -> Config {
@@ -39,7 +31,7 @@ fn position(steps: &[Step], what: impl Fn(&Step) -> bool) -> usize {
 
 #[test]
 fn the_demo_shows_the_four_phases_in_order_and_cleans_up() {
-    let Some(claude) = client_bin("claude", "FOR_LOOP_CLAUDE") else { return };
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
     let mut out = Vec::new();
     let report = for_loop_demo::run(&config(claude, Output::Human { color: false }), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -135,7 +127,7 @@ fn the_demo_shows_the_four_phases_in_order_and_cleans_up() {
 
 #[test]
 fn json_gives_one_object_per_step_and_keep_leaves_the_sample() {
-    let Some(claude) = client_bin("claude", "FOR_LOOP_CLAUDE") else { return };
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
     let mut out = Vec::new();
     let config = Config { keep: true, ..config(claude, Output::Json) };
     let report = for_loop_demo::run(&config, &mut out).unwrap();

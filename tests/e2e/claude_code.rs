@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mock_model::{MockModel, Script};
+use mock_model::{Agent, MockModel, Script};
 use serde_json::Value;
 
-use crate::util::{TestEnv, client_bin, path_without_loop_hook, run_bounded};
+use crate::util::{TestEnv, client_bin, run_bounded};
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const SESSION_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -34,37 +34,25 @@ struct ClaudeRun {
 }
 
 impl World {
-    fn new() -> Option<World> {
-        let claude = client_bin("claude", "FOR_LOOP_CLAUDE")?;
+    fn new() -> World {
+        let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
         let env = TestEnv::new();
         let config = env.home.join("claude-config");
         std::fs::create_dir_all(&config).unwrap();
-        Some(World {
+        World {
             claude,
             config,
             plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
             loop_hook: Some(PathBuf::from(env!("CARGO_BIN_EXE_loop-hook"))),
             vars: Vec::new(),
             env,
-        })
+        }
     }
 
     fn command(&self, model: &MockModel, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.claude);
-        cmd.args(args)
-            .env_clear()
-            .env("PATH", path_without_loop_hook())
-            .env("HOME", &self.env.home)
-            .env("CLAUDE_CONFIG_DIR", &self.config)
-            .env("ANTHROPIC_BASE_URL", model.base_url())
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
-            .env("CLAUDE_CODE_MAX_RETRIES", "0")
-            .env("CLAUDE_CODE_SYNC_PLUGIN_INSTALL", "1")
-            .current_dir(&self.env.project)
-            .stdin(Stdio::null());
+        let agent = Agent::ClaudeCode { config_dir: &self.config };
+        let mut cmd = model.agent_command(&self.claude, agent, &self.env.home, &["loop-hook"]);
+        cmd.args(args).current_dir(&self.env.project).stdin(Stdio::null());
         if let Some(bin) = &self.loop_hook {
             cmd.env("FOR_LOOP_BIN", bin);
         }
@@ -136,14 +124,14 @@ fn reinjections(model: &MockModel) -> Vec<String> {
     model
         .main_requests()
         .iter()
-        .filter_map(|r| r.last_user_text())
+        .filter_map(mock_model::Recorded::last_user_text)
         .filter(|t| t.contains("Stop hook feedback:"))
         .collect()
 }
 
 #[test]
 fn a_loop_reinjects_the_task_and_ends_when_verify_passes() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
     let model = MockModel::start(
         Script::new().text("I have finished the task.").bash("touch fixed").text("Fixed it."),
@@ -183,7 +171,7 @@ fn a_loop_reinjects_the_task_and_ends_when_verify_passes() {
 
 #[test]
 fn a_model_claiming_done_while_verify_fails_is_held_until_it_really_passes() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     world.env.write("check.sh", "grep -q correct answer.txt\n");
     let answer = world.env.project.join("answer.txt");
     let model = MockModel::start(
@@ -209,7 +197,7 @@ fn a_model_claiming_done_while_verify_fails_is_held_until_it_really_passes() {
 
 #[test]
 fn max_iterations_three_gives_exactly_three_turns_and_the_next_prompt_is_free() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     let model =
         MockModel::start(Script::new().text("one").text("two").text("three").text("a fresh answer")).unwrap();
     let run = world.run(&model, SESSION_A, "/for-loop keep trying --verify false --max-iterations 3", &[]);
@@ -227,7 +215,7 @@ fn max_iterations_three_gives_exactly_three_turns_and_the_next_prompt_is_free() 
 
 #[test]
 fn a_hostile_task_arrives_verbatim_and_nothing_in_it_runs() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     let pwned = world.env.project.join("pwned");
     let task = format!(
         "fix the user's \"login\" & don't $(touch {p}) or `touch {p}`; echo ';'\n---\nüñí 100% [x] * ?",
@@ -244,7 +232,7 @@ fn a_hostile_task_arrives_verbatim_and_nothing_in_it_runs() {
 
 #[test]
 fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
-    let Some(mut world) = World::new() else { return };
+    let mut world = World::new();
     // One honoured block, then Claude Code overrides the hook: session A's run ends, its loop on.
     world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
     let model = MockModel::start(Script::new().text("working").text("still working")).unwrap();
@@ -264,7 +252,7 @@ fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
 
 #[test]
 fn cancel_releases_the_loop_at_once_and_status_reports_it() {
-    let Some(mut world) = World::new() else { return };
+    let mut world = World::new();
     world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
     let model = MockModel::start(
         Script::new()
@@ -302,7 +290,7 @@ fn cancel_releases_the_loop_at_once_and_status_reports_it() {
 
 #[test]
 fn a_verify_that_hangs_is_killed_with_its_children() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     world.env.write("hang.sh", "sleep 300 & echo $! > child.pid; sleep 300\n");
     let model = MockModel::start(Script::new().text("done").text("done again")).unwrap();
     let started = Instant::now();
@@ -330,7 +318,7 @@ fn is_running(pid: &str) -> bool {
 
 #[test]
 fn without_a_binary_a_plain_session_is_unaffected_and_for_loop_says_how_to_install() {
-    let Some(mut world) = World::new() else { return };
+    let mut world = World::new();
     world.plugin = copy_plugin(&world.env.home.join("plugin-copy"));
     world.loop_hook = None;
     let model = MockModel::start(Script::new().text("plain answer").text("relayed")).unwrap();
@@ -350,7 +338,7 @@ fn without_a_binary_a_plain_session_is_unaffected_and_for_loop_says_how_to_insta
 
 #[test]
 fn the_quickstart_marketplace_install_works_without_plugin_dir() {
-    let Some(mut world) = World::new() else { return };
+    let mut world = World::new();
     let copy = copy_plugin(&world.env.home.join("for-loop"));
     // What `cargo install --locked --path .` leaves behind: the binary in ~/.cargo/bin.
     let cargo_bin = world.env.home.join(".cargo/bin");
@@ -413,7 +401,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn a_model_that_replaces_the_verify_script_is_held_until_it_is_restored_and_the_fix_passes() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
     let saved = world.env.session_dir(SESSION_A).join("oracle/check.sh");
     let model = MockModel::start(
@@ -446,7 +434,7 @@ fn a_model_that_replaces_the_verify_script_is_held_until_it_is_restored_and_the_
 
 #[test]
 fn deleting_the_projects_claude_directory_does_not_end_the_loop() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     std::fs::create_dir_all(world.env.project.join(".claude")).unwrap();
     world.env.write(".claude/settings.local.json", "{}");
     world.env.write("check.sh", "test -f fixed\n");
@@ -474,7 +462,7 @@ fn deleting_the_projects_claude_directory_does_not_end_the_loop() {
 
 #[test]
 fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues_it() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     world
         .env
         .write("check.sh", "test -f fixed || { echo \"FAIL at $(date +%s%N) in /tmp/run$$\"; exit 1; }\n");
@@ -503,7 +491,8 @@ fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues
         "/for-loop:resume",
         &["--resume", SESSION_A, "--allowedTools", "Bash(touch fixed)"],
     );
-    let said = model.main_requests().get(3).and_then(|r| r.last_user_text()).unwrap_or_default();
+    let said =
+        model.main_requests().get(3).and_then(mock_model::Recorded::last_user_text).unwrap_or_default();
     assert!(
         said.contains("resumed after same_failures, now at iteration 4 of 30"),
         "{said}\n{}",
@@ -517,7 +506,7 @@ fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues
 
 #[test]
 fn the_guard_denies_an_edit_of_a_protected_file() {
-    let Some(world) = World::new() else { return };
+    let world = World::new();
     std::fs::create_dir_all(world.env.project.join("tests")).unwrap();
     world.env.write("tests/login.test", "expect login\n");
     let target = world.env.project.join("tests/login.test");

@@ -1,0 +1,36 @@
+//! End to end with the real agent CLIs pinned in tests/clients, driven offline by the scripted
+//! model in `mock-model`, with this repository's packaging loaded as users load it.
+//!
+//! - `claude_code`: Claude Code with this repository as its plugin.
+//! - `demo`: `scripts/demo` run end to end, so it cannot rot.
+//! - `gemini_cli`, `codex`: the packaging under `plugin/`, installed the way users install it.
+//!
+//! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
+//! scripts/test` filters this module out (`e2e::`), so its tests are reported as skipped; CI
+//! never sets it.
+
+use std::process::Command;
+
+use crate::util::{TestEnv, run_bounded};
+
+mod claude_code;
+mod codex;
+mod demo;
+mod gemini_cli;
+
+/// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
+pub(crate) fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
+    let output = run_bounded(cmd, what, stdin);
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+pub(crate) fn only_session(env: &TestEnv) -> String {
+    let sessions: Vec<String> = std::fs::read_dir(env.store().join("sessions"))
+        .map(|dir| dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert_eq!(sessions.len(), 1, "expected one loop session, found {sessions:?}");
+    sessions[0].clone()
+}
