@@ -4,7 +4,9 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::util::{SESSION, TestEnv, run_command};
+use serde_json::json;
+
+use crate::util::{SESSION, TestEnv, run_command, stop_event};
 
 fn stop_raw(env: &TestEnv, stdin: &[u8], session_env: bool) -> crate::util::Run {
     let mut cmd = env.command(&["stop-hook"]);
@@ -195,4 +197,57 @@ fn guard_arguments_this_binary_does_not_know_let_the_tool_call_run() {
         let run = env.run(args, r#"{"hook_event_name":"PreToolUse"}"#);
         assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{args:?}");
     }
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// A protected file the model replaced with a FIFO (whose `open` blocks) or a link to an endless
+/// device is a changed oracle: the stop is judged at once, and `status` and the guard answer.
+/// These reads used to hang until the host's hook timeout.
+#[cfg(unix)]
+#[test]
+fn an_oracle_file_replaced_by_a_fifo_or_a_device_is_a_change_not_a_hang() {
+    for replacement in ["a FIFO", "/dev/zero", "/dev/urandom"] {
+        let env = TestEnv::new();
+        env.write("check.sh", "exit 0\n");
+        env.start("t --verify true --protect check.sh");
+        let check = env.project.join("check.sh");
+        fs::remove_file(&check).unwrap();
+        match replacement {
+            "a FIFO" => mkfifo(&check),
+            device => std::os::unix::fs::symlink(device, &check).unwrap(),
+        }
+        let event = stop_event(SESSION, &env.project, "done", false).to_string();
+        let run = env.run_quickly(&["stop-hook"], &event);
+        assert!(run.blocked(), "{replacement}: {}", run.stdout);
+        assert!(run.reason().contains("check.sh (modified)"), "{replacement}: {}", run.reason());
+        assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("oracle_changed"));
+        let status = env.run_quickly(&["status", "--session", SESSION], "");
+        assert_eq!(status.code, 0, "{replacement}: {}{}", status.stdout, status.stderr);
+        let tool = json!({
+            "session_id": SESSION, "cwd": env.project, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "ls"},
+        });
+        let guard = env.run_quickly(&["guard"], tool.to_string());
+        assert_eq!(guard.code, 0, "{replacement}: {}{}", guard.stdout, guard.stderr);
+    }
+}
+
+/// A transcript path that is a FIFO: the stop reads no turn from it (so a promise loop is not
+/// done) instead of waiting for a writer that never comes.
+#[cfg(unix)]
+#[test]
+fn a_transcript_that_is_a_fifo_does_not_hang_the_stop() {
+    let env = TestEnv::new();
+    env.start("t --completion-promise DONE");
+    mkfifo(&env.project.join("transcript.jsonl"));
+    let mut event = stop_event(SESSION, &env.project, "", false);
+    event.as_object_mut().unwrap().remove("last_assistant_message");
+    let run = env.run_quickly(&["stop-hook"], event.to_string());
+    assert_eq!(run.code, 0);
+    assert!(run.blocked(), "{}", run.stdout);
 }

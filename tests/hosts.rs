@@ -378,3 +378,22 @@ fn shell(shell: &str, command: &str) -> Command {
     cmd.args(["-c", command]);
     cmd
 }
+
+/// A loop waits to be claimed, and the stopping conversation's transcript is a FIFO: the claim
+/// search reads nothing from it (it used to wait for a writer for ever) and the stop is the
+/// host's plain allow.
+#[cfg(unix)]
+#[test]
+fn a_transcript_that_is_a_fifo_does_not_hang_the_claim_search() {
+    let env = TestEnv::new();
+    let started = env.run(&["start", "--host", "cursor"], "t --verify false");
+    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
+    let fifo = env.project.join("conversation.transcript");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let fixture = fixtures().join("cursor/3.17.19-stop-completed.json");
+    let mut event: Value = serde_json::from_slice(&payload(&env, "conversation", &fixture)).unwrap();
+    event["transcript_path"] = Value::from(fifo.to_str().unwrap());
+    let run = env.run_quickly(&["stop-hook", "--host", "cursor"], event.to_string());
+    assert_eq!((run.code, run.stdout.trim_end()), (0, "{}"), "{}", run.stderr);
+}

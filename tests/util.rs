@@ -106,6 +106,19 @@ impl TestEnv {
         run_command(self.command(args), stdin.as_ref())
     }
 
+    /// Runs `loop-hook ARGS` with `stdin`, failing the test if it takes more than ten seconds:
+    /// for inputs that once made the hook hang.
+    pub(crate) fn run_quickly(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
+        let what = format!("loop-hook {}", args.join(" "));
+        let Output { status, stdout, stderr } =
+            run_within(self.command(args), &what, stdin.as_ref(), Duration::from_secs(10));
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
     /// `/for-loop TEXT` in the test session, which must succeed.
     pub(crate) fn start(&self, text: &str) -> Run {
         let run = self.run(&["start", "--session", SESSION], text);
@@ -206,7 +219,13 @@ pub(crate) fn path_without_loop_hook() -> std::ffi::OsString {
 
 /// Runs `cmd` with `stdin` to completion within [`RUN_LIMIT`]; a run past it is killed and the
 /// test fails.
-pub(crate) fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output {
+pub(crate) fn run_bounded(cmd: Command, what: &str, stdin: &[u8]) -> Output {
+    run_within(cmd, what, stdin, RUN_LIMIT)
+}
+
+/// Runs `cmd` with `stdin` to completion within `limit`; a run past it is killed and the test
+/// fails, so a hang shows as a failure that names it.
+pub(crate) fn run_within(mut cmd: Command, what: &str, stdin: &[u8], limit: Duration) -> Output {
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("could not start {what}: {e}"));
     let mut pipe = child.stdin.take().unwrap();
@@ -219,9 +238,9 @@ pub(crate) fn run_bounded(mut cmd: Command, what: &str, stdin: &[u8]) -> Output 
     let started = Instant::now();
     let waiter = std::thread::spawn(move || child.wait_with_output());
     while !waiter.is_finished() {
-        if started.elapsed() > RUN_LIMIT {
+        if started.elapsed() > limit {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{what} ran past {RUN_LIMIT:?}");
+            panic!("{what} ran past {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }

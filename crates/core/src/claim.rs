@@ -12,12 +12,12 @@
 //! `status` and error messages print give nothing away. Any fault while claiming (an unreadable
 //! transcript, a full disk) leaves the loop unclaimed and the stop allowed.
 
-use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::fs;
+use std::io;
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::bounded_read;
 use crate::digest::{hex, sha256_hex};
 use crate::event::{StopEvent, Transcript};
 use crate::host::Host;
@@ -69,7 +69,8 @@ pub(crate) fn attach(store: &Store, host: Host, event: &StopEvent, now: Timestam
     if !store.has_pending() {
         return false;
     }
-    let Ok(tail) = read_tail(transcript, TRANSCRIPT_TAIL) else {
+    // A transcript that is not a regular file (a FIFO, a device) claims nothing, at once.
+    let Ok(tail) = bounded_read::read_tail(transcript, TRANSCRIPT_TAIL) else {
         return false;
     };
     let text = String::from_utf8_lossy(&tail);
@@ -185,19 +186,9 @@ fn tokens_in(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The last `tail_bytes` of the file at `path`.
-fn read_tail(path: &Path, tail_bytes: u64) -> io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(tail_bytes)))?;
-    let mut tail = Vec::new();
-    file.take(tail_bytes).read_to_end(&mut tail)?;
-    Ok(tail)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::*;
     use crate::state::tests::sample;
@@ -387,14 +378,5 @@ mod tests {
         sweep(&store, now());
         assert!(!store.has_pending());
         assert!(store.root().join("unclaimed").join(pending_key(&cancelled)).join("state.md").is_file());
-    }
-
-    #[test]
-    fn only_the_transcripts_end_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        fs::write(&path, b"0123456789").unwrap();
-        assert_eq!(read_tail(&path, 4).unwrap(), b"6789");
-        assert_eq!(read_tail(&path, 100).unwrap(), b"0123456789");
     }
 }

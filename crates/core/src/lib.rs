@@ -9,6 +9,7 @@
 //! [`VERSION`]. Every module is private, so the integration tests drive the real binary and a
 //! refactor inside the engine never breaks a caller.
 
+mod bounded_read;
 mod cancel;
 mod capture;
 mod claim;

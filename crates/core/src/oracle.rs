@@ -15,12 +15,21 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::bounded_read;
 use crate::digest::hex;
 
 /// Files examined per walk of the project for `--protect` globs; beyond this a walk stops.
 const MAX_WALK_FILES: usize = 50_000;
 /// Originals kept for restoring, in all.
 const MAX_SAVED_BYTES: u64 = 8 << 20;
+/// Oracle files are hashed whole up to this size. A larger one (a data fixture) is known by its
+/// first this-many bytes, its length and its modification time, so a stop never spends seconds
+/// hashing.
+const MAX_HASHED_BYTES: u64 = 64 << 20;
+/// The digests of an oracle file that is not there, is not a file, or cannot be read.
+const MISSING: &str = "missing";
+const NOT_A_FILE: &str = "not-a-file";
+const UNREADABLE: &str = "unreadable";
 /// Directories never walked for globs: build output and dependencies, not sources.
 const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules", ".venv", "__pycache__"];
 
@@ -31,7 +40,8 @@ pub(crate) struct Oracle {
     /// The user's `--protect` paths and globs, relative to the loop's directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protect: Vec<String>,
-    /// Each oracle file (relative path, `/`-separated) and its digest: `sha256:…`, or `missing`.
+    /// Each oracle file (relative path, `/`-separated) and what it was: `sha256:…` (see
+    /// [`digest`]), or `missing`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
 }
@@ -71,8 +81,8 @@ impl Oracle {
                 let now = digest(&cwd.join(path));
                 let kind = match (was.as_str(), now.as_str()) {
                     (a, b) if a == b => return None,
-                    (_, "missing") => ChangeKind::Deleted,
-                    ("missing", _) => ChangeKind::Added,
+                    (_, MISSING) => ChangeKind::Deleted,
+                    (MISSING, _) => ChangeKind::Added,
                     _ => ChangeKind::Modified,
                 };
                 Some(OracleChange { path: path.clone(), kind })
@@ -99,7 +109,7 @@ impl Oracle {
     /// restored even outside git. Skipped when they are too large to keep.
     pub(crate) fn save_originals(&self, cwd: &Path, dir: &Path) -> io::Result<bool> {
         let present: Vec<&String> =
-            self.files.iter().filter(|(_, d)| *d != "missing").map(|(p, _)| p).collect();
+            self.files.iter().filter(|(_, d)| d.starts_with("sha256:")).map(|(p, _)| p).collect();
         let total: u64 = present.iter().filter_map(|p| fs::metadata(cwd.join(p)).ok()).map(|m| m.len()).sum();
         if total > MAX_SAVED_BYTES || present.is_empty() {
             return Ok(false);
@@ -109,7 +119,8 @@ impl Oracle {
             if let Some(parent) = target.parent() {
                 fs::create_dir_all(parent)?;
             }
-            fs::copy(cwd.join(path), target)?;
+            // Read like every oracle file: a FIFO put there since the fingerprint cannot block.
+            fs::write(target, bounded_read::read(&cwd.join(path), MAX_SAVED_BYTES)?)?;
         }
         Ok(true)
     }
@@ -256,19 +267,42 @@ fn match_segment(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
-/// `sha256:<hex>` of a file's bytes, or `missing`.
+/// What an oracle file is now: `sha256:<hex>` of its bytes; for a file over
+/// [`MAX_HASHED_BYTES`], `sha256-head:<hex of its first bytes>:<length>:<mtime>`; `missing`;
+/// `not-a-file` when something else stands at its path (a FIFO, a device, a socket, a
+/// directory), which is never read and always a change; or `unreadable`.
 fn digest(path: &Path) -> String {
-    let Ok(mut file) = fs::File::open(path) else { return "missing".into() };
+    digest_within(path, MAX_HASHED_BYTES)
+}
+
+fn digest_within(path: &Path, max_hashed: u64) -> String {
+    let file = match bounded_read::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return MISSING.into(),
+        Err(e) if matches!(e.kind(), io::ErrorKind::InvalidInput | io::ErrorKind::IsADirectory) => {
+            return NOT_A_FILE.into();
+        }
+        Err(_) => return UNREADABLE.into(),
+    };
+    let Ok(meta) = file.metadata() else { return UNREADABLE.into() };
     let mut hasher = Sha256::new();
+    let mut reader = file.take(max_hashed);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        match file.read(&mut buf) {
+        match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => hasher.update(&buf[..n]),
-            Err(_) => return "unreadable".into(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return UNREADABLE.into(),
         }
     }
-    format!("sha256:{}", hex(&hasher.finalize()))
+    let hash = hex(&hasher.finalize());
+    if meta.len() <= max_hashed {
+        return format!("sha256:{hash}");
+    }
+    let mtime =
+        meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
+    format!("sha256-head:{hash}:{}:{}", meta.len(), mtime.as_nanos())
 }
 
 #[cfg(test)]
@@ -361,6 +395,40 @@ mod tests {
         assert!(oracle.covers(cwd, &cwd.join("src/../check.sh")));
         assert!(!oracle.covers(cwd, &cwd.join("src/lib.rs")));
         assert!(!oracle.covers(cwd, Path::new("/etc/passwd")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_oracle_file_that_is_no_longer_a_file_is_modified_without_being_read() {
+        let dir = project(&[("check.sh", "exit 1"), ("tests/a.rs", "a")]);
+        let cwd = dir.path().to_path_buf();
+        let oracle = Oracle::capture(&cwd, Some("sh check.sh"), &["tests/**".to_string()]);
+        fs::remove_file(cwd.join("check.sh")).unwrap();
+        crate::bounded_read::tests::mkfifo(&cwd.join("check.sh"));
+        fs::remove_file(cwd.join("tests/a.rs")).unwrap();
+        fs::create_dir(cwd.join("tests/a.rs")).unwrap();
+        let changes = crate::bounded_read::tests::within_two_seconds(move || oracle.changes(&cwd));
+        let kinds: Vec<(&str, ChangeKind)> = changes.iter().map(|c| (c.path.as_str(), c.kind)).collect();
+        assert_eq!(kinds, [("check.sh", ChangeKind::Modified), ("tests/a.rs", ChangeKind::Modified)]);
+    }
+
+    #[test]
+    fn a_large_file_is_known_by_its_head_length_and_time() {
+        let dir = project(&[("data.bin", "0123456789")]);
+        let path = dir.path().join("data.bin");
+        let whole = digest_within(&path, 10);
+        assert!(whole.starts_with("sha256:"), "{whole}");
+        let large = digest_within(&path, 4);
+        assert!(large.starts_with("sha256-head:") && large.contains(":10:"), "{large}");
+        assert_eq!(digest_within(&path, 4), large, "stable");
+        fs::write(&path, "0123456789a").unwrap();
+        assert_ne!(digest_within(&path, 4), large, "a longer file differs");
+        let time = fs::metadata(&path).unwrap().modified().unwrap();
+        let head_edit = digest_within(&path, 4);
+        fs::write(&path, "x123456789a").unwrap();
+        fs::File::options().write(true).open(&path).unwrap().set_modified(time).unwrap();
+        assert_ne!(digest_within(&path, 4), head_edit, "an edit in the head differs, whatever the time");
+        assert_eq!(digest(&dir.path().join("none")), MISSING);
     }
 
     #[test]
