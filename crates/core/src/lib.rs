@@ -58,6 +58,27 @@ use outcome::{Code, Outcome};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Sets up the process as the hook needs it; `main` calls it before [`run`].
+///
+/// Under a file-size limit (`ulimit -f`), a write past it raises SIGXFSZ, whose default action
+/// kills the process: the host would see a crashed hook. With the signal caught, the write fails
+/// with `EFBIG` instead, which every writer reports like a full disk and the stop is allowed.
+/// The handler does nothing, and unlike an ignored signal it is reset to the default in the
+/// programs we start (verify, git), which keep their usual behaviour.
+pub fn prepare_process() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+        extern "C" fn write_fails_instead(_: nix::libc::c_int) {}
+        let action =
+            SigAction::new(SigHandler::Handler(write_fails_instead), SaFlags::SA_RESTART, SigSet::empty());
+        // SAFETY: the handler does nothing, so it is async-signal-safe; it replaces only the
+        // default action (termination) of a signal nothing else in the process handles.
+        #[allow(unsafe_code)]
+        let _ = unsafe { sigaction(Signal::SIGXFSZ, &action) };
+    }
+}
+
 /// Runs `loop-hook` with `args` (program name excluded) and returns the exit code.
 pub fn run(
     args: impl IntoIterator<Item = OsString>,
