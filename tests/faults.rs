@@ -251,3 +251,45 @@ fn a_transcript_that_is_a_fifo_does_not_hang_the_stop() {
     assert_eq!(run.code, 0);
     assert!(run.blocked(), "{}", run.stdout);
 }
+
+/// Under a file-size limit (`ulimit -f`), a write past it used to kill the hook with SIGXFSZ
+/// (signal 25), which the host shows as a crashed hook. Now the write fails with EFBIG and the
+/// stop is allowed with the reason, like a full disk; start refuses the same way.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_is_reported_like_a_full_disk_not_a_crash() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let limited = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "ulimit -f 0 && exec \"$@\"", "sh", env!("CARGO_BIN_EXE_loop-hook")])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &env.home)
+            .current_dir(&env.project);
+        cmd
+    };
+    let event = stop_event(SESSION, &env.project, "done", false).to_string();
+    let run = run_command(limited(&["stop-hook"]), event.as_bytes());
+    assert_eq!(run.code, 0, "killed? {}{}", run.stdout, run.stderr);
+    assert!(!run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains("File too large"), "{}", run.stdout);
+    assert!(run.system_message().contains("This stop is allowed"), "{}", run.stdout);
+    let run = run_command(limited(&["start", "--session", "another-session"]), b"t --verify false");
+    assert_eq!(run.code, 1, "killed? {}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("not started") && run.stdout.contains("File too large"), "{}", run.stdout);
+}
+
+/// The hook catches SIGXFSZ for itself only: verify gets the signal's default action, as it would
+/// from a shell, so a check that hits its own file-size limit ends as it always has.
+#[cfg(unix)]
+#[test]
+fn verify_runs_with_the_default_file_size_signal() {
+    let env = TestEnv::new();
+    env.start("t --verify 'ulimit -f 0; echo x > out.txt; echo survived'");
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("killed by signal 25"), "{}", run.reason());
+    assert!(run.reason().contains("Its output:\n(no output)"), "the shell went on: {}", run.reason());
+}
