@@ -50,6 +50,8 @@ fn start_refuses_bad_text_with_the_reason_and_usage() {
         ("fix it --max-iterations abc", "--max-iterations `abc` is not valid"),
         ("fix it --verify", "--verify needs a value"),
         ("", "no task given"),
+        ("\"   \" --verify true", "no task given"),
+        ("\u{3000}\t", "no task given"),
         ("fix it --verify \"cargo test", "opens a quote that is never closed"),
     ] {
         let run = env.run(&["start", "--session", SESSION], text);
@@ -57,6 +59,29 @@ fn start_refuses_bad_text_with_the_reason_and_usage() {
         assert!(run.stdout.contains(expected), "{text}: {}", run.stdout);
         assert!(run.stdout.contains("Usage: /for-loop TASK"), "{}", run.stdout);
         assert!(!env.state_path().exists(), "{text} left a state behind");
+    }
+}
+
+/// A directory whose name is not UTF-8 cannot be kept in the state as text: start refuses and
+/// says why, rather than report a loop whose state every stop then finds unreadable.
+#[cfg(unix)]
+#[test]
+fn start_in_a_directory_whose_name_is_not_utf8_refuses_and_writes_nothing() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    let odd = env.project.join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&odd).unwrap();
+    let mut inside = env.command(&["start", "--session", SESSION]);
+    inside.current_dir(&odd);
+    let mut with_flag = env.command(&["start", "--session", SESSION, "--cwd"]);
+    with_flag.arg(&odd);
+    for run in
+        [crate::util::run_command(inside, b"t --verify true"), crate::util::run_command(with_flag, b"t")]
+    {
+        assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("has a name that is not UTF-8 text"), "{}", run.stdout);
+        assert!(!run.stdout.contains("loop started"), "{}", run.stdout);
+        assert!(!env.state_path().exists(), "a state was written: {:?}", std::fs::read(env.state_path()));
     }
 }
 

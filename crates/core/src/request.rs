@@ -188,7 +188,7 @@ impl LoopRequest {
         ] = values;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
-        if task.is_empty() {
+        if is_blank(&task) {
             return Err(RequestError::EmptyTask);
         }
         if task.len() > MAX_TASK_BYTES {
@@ -404,6 +404,12 @@ fn unquote(span: &str) -> String {
 }
 
 /// A task written wholly in quotes is the text inside them.
+/// Whether `text` shows nothing: only whitespace (a quoted `"   "`, tabs, ideographic spaces)
+/// and invisible format characters (zero-width spaces and joiners, byte-order marks).
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}'))
+}
+
 fn unquote_whole(task: &str) -> String {
     match quoted_span(task) {
         Some(len) if len == task.len() => unquote(task),
@@ -666,6 +672,9 @@ mod tests {
         assert_eq!(err("  \n\t "), RequestError::EmptyTask);
         assert_eq!(err("--verify true"), RequestError::EmptyTask);
         assert_eq!(err("\"\""), RequestError::EmptyTask);
+        for blank in ["\"   \"", "'\t \t'", "\u{3000}", "\u{200b}\u{feff}", "\"\u{a0}\" --verify true"] {
+            assert_eq!(err(blank), RequestError::EmptyTask, "{blank:?}");
+        }
         assert!(matches!(err(&"x".repeat(MAX_TASK_BYTES + 1)), RequestError::TaskTooLong(_)));
         assert_eq!(err(" --help\n"), RequestError::HelpWanted);
         assert_eq!(parse("add a --help flag").task, "add a --help flag");

@@ -44,6 +44,15 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
     };
+    let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+    if cwd.to_str().is_none() {
+        return Outcome::refused(format!(
+            "for-loop: not started: the directory {} has a name that is not UTF-8 text, and the \
+             loop's state keeps it as text. Start the loop in a directory whose path is UTF-8 \
+             (rename it, or pass --cwd through a symlink with a UTF-8 name).",
+            cwd.display()
+        ));
+    }
     let host = options.host.unwrap_or_default();
     if request.completion_promise.is_some() && !host.sends_last_message() {
         return Outcome::refused(format!(
@@ -78,7 +87,6 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             );
         }
     };
-    let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
     if let Err(e) = std::fs::create_dir_all(&paths.dir) {
         return Outcome::refused(format!(
             "for-loop: not started: could not create {}: {e}",

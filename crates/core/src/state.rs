@@ -31,6 +31,8 @@ pub(crate) enum StateError {
          at most: update loop-hook (`cargo install --locked --path <for-loop checkout>`)"
     )]
     NewerSchema { found: u32 },
+    #[error("the loop's state cannot be written as YAML: {0}")]
+    Render(String),
 }
 
 /// Whether the loop still holds the session.
@@ -158,12 +160,11 @@ impl LoopState {
         Ok(LoopState { meta, task: parts.body.to_string() })
     }
 
-    /// Renders the state file.
-    pub(crate) fn render(&self) -> String {
-        // Serializing plain structs of strings, numbers and options cannot fail; if a future field
-        // made it fail, an empty frontmatter would be refused on the next read (fail open).
-        let yaml = serde_saphyr::to_string(&self.meta).unwrap_or_default();
-        Frontmatter::join(&yaml, &self.task)
+    /// Renders the state file. Fails rather than write a state that would not read back (a
+    /// directory whose name is not UTF-8 cannot be YAML text).
+    pub(crate) fn render(&self) -> Result<String, StateError> {
+        let yaml = serde_saphyr::to_string(&self.meta).map_err(|e| StateError::Render(e.to_string()))?;
+        Ok(Frontmatter::join(&yaml, &self.task))
     }
 
     pub(crate) fn is_active(&self) -> bool {
@@ -229,7 +230,7 @@ pub(crate) mod tests {
             last_verify: null\noracle: {}\nstreaks:\n  same_failure: 0\n  no_change: 0\n  toolless: 0\n\
             last_blocked: false\nharness_overrides: 0\n---\nfix the login\n";
         assert_eq!(LoopState::parse(written).unwrap(), sample());
-        assert_eq!(sample().render(), written);
+        assert_eq!(sample().render().unwrap(), written);
         let gemini = written.replace("host: claude-code", "host: gemini-cli");
         assert_eq!(LoopState::parse(&gemini).unwrap().meta.host, Host::GeminiCli);
         let unknown = written.replace("host: claude-code", "host: vim");
@@ -239,7 +240,7 @@ pub(crate) mod tests {
     #[test]
     fn round_trips_a_state() {
         let state = sample();
-        assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+        assert_eq!(LoopState::parse(&state.render().unwrap()).unwrap(), state);
     }
 
     #[test]
@@ -250,12 +251,23 @@ pub(crate) mod tests {
         state.meta.session_id = "no".into();
         state.meta.outcome = Some(ReasonCode::Cancelled);
         state.meta.last_verify = Some(LastVerify { exit_code: Some(-1), duration_ms: 5, timed_out: true });
-        assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+        assert_eq!(LoopState::parse(&state.render().unwrap()).unwrap(), state);
+    }
+
+    /// A directory name that is not UTF-8 cannot be YAML text: rendering fails, where it used to
+    /// give an empty frontmatter that every later read refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_state_that_cannot_be_written_as_text_is_an_error() {
+        use std::os::unix::ffi::OsStrExt;
+        let mut state = sample();
+        state.meta.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/caf\xe9"));
+        assert!(matches!(state.render(), Err(StateError::Render(_))));
     }
 
     #[test]
     fn refuses_a_newer_schema_with_advice() {
-        let text = sample().render().replace("schema: 1", "schema: 7");
+        let text = sample().render().unwrap().replace("schema: 1", "schema: 7");
         let err = LoopState::parse(&text).unwrap_err();
         assert!(matches!(err, StateError::NewerSchema { found: 7 }), "{err}");
         assert!(err.to_string().contains("update loop-hook"));
@@ -263,9 +275,9 @@ pub(crate) mod tests {
 
     #[test]
     fn reports_wrong_types_and_unknown_fields() {
-        let text = sample().render().replace("iteration: 1", "iteration: three");
+        let text = sample().render().unwrap().replace("iteration: 1", "iteration: three");
         assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
-        let text = sample().render().replace("iteration: 1", "iteration: 1\nactive: false");
+        let text = sample().render().unwrap().replace("iteration: 1", "iteration: 1\nactive: false");
         assert!(matches!(LoopState::parse(&text), Err(StateError::Yaml(_))));
         assert!(matches!(LoopState::parse("garbage"), Err(StateError::Frontmatter(_))));
     }
@@ -284,7 +296,7 @@ pub(crate) mod tests {
         fn any_task_survives_a_write_and_read(task in any::<String>()) {
             let mut state = sample();
             state.task = task;
-            prop_assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+            prop_assert_eq!(LoopState::parse(&state.render().unwrap()).unwrap(), state);
         }
 
         #[test]
@@ -292,7 +304,7 @@ pub(crate) mod tests {
             let mut state = sample();
             state.meta.settings.verify = Some(verify);
             state.meta.settings.completion_promise = Some(promise);
-            prop_assert_eq!(LoopState::parse(&state.render()).unwrap(), state);
+            prop_assert_eq!(LoopState::parse(&state.render().unwrap()).unwrap(), state);
         }
     }
 }

@@ -147,11 +147,13 @@ impl LoopPaths {
     /// Replaces the state file atomically: a reader sees the old file or the new one, never a
     /// half-written one, even if the disk fills up or the process dies mid-write.
     pub(crate) fn save(&self, state: &LoopState) -> Result<(), StoreError> {
+        let text =
+            state.render().map_err(|source| StoreError::Invalid { path: self.state.clone(), source })?;
         let write_error = |source| StoreError::Write { path: self.state.clone(), source };
         fs::create_dir_all(&self.dir).map_err(write_error)?;
         let mut temp =
             tempfile::Builder::new().prefix(".state.md.").tempfile_in(&self.dir).map_err(write_error)?;
-        temp.write_all(state.render().as_bytes()).map_err(write_error)?;
+        temp.write_all(text.as_bytes()).map_err(write_error)?;
         temp.as_file().sync_data().map_err(write_error)?;
         temp.persist(&self.state).map_err(|e| write_error(e.error))?;
         Ok(())
