@@ -102,13 +102,72 @@ fn start_without_a_session_id_refuses() {
 }
 
 #[test]
-fn start_takes_the_session_from_the_host_environment() {
+fn start_takes_the_session_from_the_environment() {
     let env = TestEnv::new();
     let mut cmd = env.command(&["start"]);
-    cmd.env("CLAUDE_CODE_SESSION_ID", SESSION);
+    cmd.env("FOR_LOOP_SESSION_ID", SESSION);
     let run = crate::util::run_command(cmd, b"fix it");
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(env.state_path().exists());
+}
+
+/// Claude Code and Codex carry out the user's commands in their prompt hook; the same commands
+/// from inside the agent's shell (where the host's variables are set) can only be the agent's.
+#[test]
+fn loop_commands_from_the_agents_shell_are_refused_where_the_user_has_a_prompt_hook() {
+    let env = TestEnv::new();
+    let in_agent = |args: &[&str], var: &str, stdin: &str| {
+        let mut cmd = env.command(args);
+        cmd.env(var, SESSION);
+        crate::util::run_command(cmd, stdin.as_bytes())
+    };
+    for (args, var) in [
+        (&["start"][..], "CLAUDE_CODE_SESSION_ID"),
+        (&["start", "--session", SESSION, "--host", "codex"], "CODEX_THREAD_ID"),
+    ] {
+        let run = in_agent(args, var, "take over --verify true");
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
+        assert!(run.stdout.contains("only from the user's own prompt"), "{}", run.stdout);
+        assert!(!env.state_path().exists());
+    }
+    env.start("t --verify false");
+    for (args, stdin) in
+        [(&["cancel", "--session", SESSION][..], ""), (&["rollback", "--session", SESSION], "1 --yes")]
+    {
+        let run = in_agent(args, "CLAUDECODE", stdin);
+        assert!(run.stdout.contains("refused"), "{args:?}: {}", run.stdout);
+    }
+    assert!(std::fs::read_to_string(env.state_path()).unwrap().contains("status: active"));
+    let ledger = env.ledger();
+    assert_eq!(ledger.len(), 2, "{ledger:?}");
+    for line in &ledger {
+        assert_eq!(
+            (line["reason"].as_str(), line["origin"].as_str()),
+            (Some("agent_command_refused"), Some("agent"))
+        );
+    }
+    // The user hears of it at the next stop, once, and the loop goes on.
+    let stop = env.stop("done");
+    assert!(stop.blocked(), "{}", stop.stdout);
+    assert!(
+        stop.system_message().starts_with(
+            "for-loop: the agent tried to cancel this loop (refused; the loop goes on) at iteration 1."
+        ),
+        "{}",
+        stop.stdout
+    );
+    assert!(
+        stop.system_message().contains("the agent tried to roll back this loop (refused"),
+        "{}",
+        stop.stdout
+    );
+    assert!(!env.stop("done").system_message().contains("tried to"));
+    // From a plain terminal it is carried out, recorded as such, and reported.
+    let cancel = env.run(&["cancel", "--session", SESSION], "");
+    assert!(cancel.stdout.contains("cancelled from a terminal outside the session"), "{}", cancel.stdout);
+    assert_eq!(env.ledger().last().unwrap()["origin"], "terminal");
+    let next = env.stop("done");
+    assert!(next.system_message().contains("a command from a terminal outside the session cancelled this loop at iteration 3. If that was not you, it was the agent"), "{}", next.stdout);
 }
 
 #[test]
@@ -220,7 +279,11 @@ fn resume_continues_a_parked_loop_with_fresh_streaks() {
     assert!(run.stdout.contains("Task:\nt\n"), "{}", run.stdout);
     let next = env.stop("d");
     assert!(next.blocked(), "{}", next.stdout);
-    assert!(next.system_message().starts_with("for-loop 4/35 · verify failed (exit 1, "), "{}", next.stdout);
+    // Resumed from a terminal rather than the user's prompt: said once, before the stop's line.
+    let message = next.system_message();
+    let (notice, line) = message.split_once('\n').unwrap();
+    assert!(notice.contains("from a terminal outside the session resumed this loop"), "{message}");
+    assert!(line.starts_with("for-loop 4/35 · verify failed (exit 1, "), "{}", next.stdout);
     let again = env.run(&["resume", "--session", SESSION], "");
     assert!(again.stdout.contains("already running"), "{}", again.stdout);
 }

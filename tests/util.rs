@@ -50,7 +50,12 @@ impl Run {
 
 impl TestEnv {
     pub(crate) fn new() -> TestEnv {
-        let root = tempfile::Builder::new().prefix("for-loop-test-").tempdir().unwrap();
+        TestEnv::new_in(&std::env::temp_dir())
+    }
+
+    /// A world under `parent` instead of the system's temporary directory.
+    pub(crate) fn new_in(parent: &Path) -> TestEnv {
+        let root = tempfile::Builder::new().prefix("for-loop-test-").tempdir_in(parent).unwrap();
         let home = root.path().join("home");
         let project = root.path().join("project");
         std::fs::create_dir_all(&home).unwrap();
@@ -84,7 +89,12 @@ impl TestEnv {
     }
 
     pub(crate) fn ledger(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.ledger_path())
+        self.ledger_of(SESSION)
+    }
+
+    /// `session`'s ledger lines, parsed.
+    pub(crate) fn ledger_of(&self, session: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.session_dir(session).join("ledger.jsonl"))
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

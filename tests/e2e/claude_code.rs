@@ -113,6 +113,16 @@ impl ClaudeRun {
         self.of_type("system", "hook_response").filter(|e| e["hook_event"] == "Stop").collect()
     }
 
+    /// What the hooks told the user (not the model): their `systemMessage`s and the reasons of
+    /// prompts a hook answered itself.
+    fn told_the_user(&self) -> String {
+        let lines: Vec<String> = self
+            .of_type("system", "informational")
+            .filter_map(|e| e["content"].as_str().map(str::to_string))
+            .collect();
+        lines.join("\n")
+    }
+
     fn dump(&self) -> String {
         let events: Vec<String> = self.events.iter().map(Value::to_string).collect();
         format!("{}\n--- stderr:\n{}", events.join("\n"), self.stderr)
@@ -218,7 +228,8 @@ fn a_hostile_task_arrives_verbatim_and_nothing_in_it_runs() {
     let world = World::new();
     let pwned = world.env.project.join("pwned");
     let task = format!(
-        "fix the user's \"login\" & don't $(touch {p}) or `touch {p}`; echo ';'\n---\nüñí 100% [x] * ?",
+        "fix the user's \"login\" & don't $(touch {p}) or `touch {p}`; echo ';'\n---\nüñí 100% [x] * ?\n\
+         FOR_LOOP_TASK_TEXT_END\nEOF\n'EOF'\nthe task goes on after lines a heredoc would end at",
         p = pwned.display()
     );
     let model = MockModel::start(Script::new().text("ok")).unwrap();
@@ -250,42 +261,38 @@ fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
     assert!(!world.env.session_dir(SESSION_B).exists());
 }
 
+/// `/loop-status` and `/cancel-loop` are carried out by the prompt hook and answered to the user
+/// directly: the model gets no turn for them, and so cannot interfere.
 #[test]
 fn cancel_releases_the_loop_at_once_and_status_reports_it() {
     let mut world = World::new();
     world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
-    let model = MockModel::start(
-        Script::new()
-            .text("working")
-            .text("still working")
-            .text("status shown")
-            .text("again")
-            .text("cancelled"),
-    )
-    .unwrap();
+    let model =
+        MockModel::start(Script::new().text("working").text("still working").text("a plain answer")).unwrap();
     let run = world.run(&model, SESSION_A, "/for-loop endless --verify false", &[]);
     assert_eq!(model.main_requests().len(), 2, "{}", run.dump());
     assert!(world.state(SESSION_A).contains("status: active"));
 
     let status = world.run(&model, SESSION_A, "/loop-status", &["--resume", SESSION_A]);
-    let shown = model.main_requests()[2].last_user_text().unwrap_or_default();
-    assert!(shown.contains("is active, iteration"), "{shown}\n{}", status.dump());
+    let shown = status.told_the_user();
+    assert!(shown.contains("is active, iteration"), "{}", status.dump());
     assert!(shown.contains("recent stops:"), "{shown}");
-    // The block cap of 1 ended the first run against our block: seen at the next prompt's stop.
-    assert!(
-        world.env.ledger_reasons(SESSION_A).contains(&"harness_override".to_string()),
-        "{}",
-        status.dump()
-    );
-    assert_eq!(model.main_requests().len(), 4, "{}", status.dump());
+    assert_eq!(model.main_requests().len(), 2, "the model got a turn for /loop-status: {}", status.dump());
 
-    let cancel = world.run(&model, SESSION_A, "/cancel-loop", &["--resume", SESSION_A]);
-    let requests = model.main_requests();
-    let said = requests[4].last_user_text().unwrap_or_default();
-    assert!(said.contains("cancelled at iteration"), "{said}\n{}", cancel.dump());
-    assert_eq!(requests.len(), 5, "the stop after /cancel-loop was blocked: {}", cancel.dump());
+    let cancel = world.run(&model, SESSION_A, "/for-loop:cancel-loop", &["--resume", SESSION_A]);
+    let said = cancel.told_the_user();
+    assert!(said.contains("cancelled at iteration"), "{}", cancel.dump());
+    assert!(said.contains("cancelled by the user"), "{said}");
+    assert_eq!(model.main_requests().len(), 2, "the model got a turn for /cancel-loop: {}", cancel.dump());
     assert!(world.state(SESSION_A).contains("outcome: cancelled"));
-    assert_eq!(world.env.ledger_reasons(SESSION_A).last().map(String::as_str), Some("cancelled"));
+    let ledger = world.env.ledger_of(SESSION_A);
+    let last = ledger.last().unwrap();
+    assert_eq!((last["reason"].as_str(), last["origin"].as_str()), (Some("cancelled"), Some("user")));
+
+    let next = world.run(&model, SESSION_A, "hello", &["--resume", SESSION_A]);
+    assert_eq!(model.main_requests().len(), 3, "{}", next.dump());
+    let stops = next.stop_responses();
+    assert_eq!(stops.last().unwrap()["stdout"].as_str().unwrap_or_default().trim(), "", "{}", next.dump());
 }
 
 #[test]

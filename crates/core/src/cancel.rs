@@ -8,6 +8,7 @@ use crate::claim;
 use crate::environment::Environment;
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::message::headline;
+use crate::origin::{self, Mutation, Origin};
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
@@ -15,18 +16,26 @@ use crate::session::{self, Target};
 use crate::state::Status;
 use crate::store::Store;
 
-pub(crate) fn run(env: &Environment, target: &Target) -> Outcome {
-    cancel(env, target, true)
+pub(crate) fn run(env: &Environment, target: &Target, origin: Origin) -> Outcome {
+    cancel(env, target, origin, true)
 }
 
 /// `again`: whether a loop that vanished while we waited for its lock is looked for once more.
 /// A loop waiting to be claimed moves to its conversation's directory when claimed.
-fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
+fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Outcome {
     let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         Err(refusal) => return refusal,
     };
+    // Refused before the lock: inside a sandbox the agent's shell cannot even open the lock file,
+    // and the refusal is the message it should get.
+    if let Ok(Some(state)) = paths.load()
+        && state.meta.status == Status::Active
+        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Cancel, origin)
+    {
+        return refusal;
+    }
     let lock = match session::locked(&paths, "cancel") {
         Ok(lock) => lock,
         Err(refusal) => return refusal,
@@ -35,7 +44,7 @@ fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
         Ok(Some(state)) => state,
         Ok(None) if again && target.session_id(env).is_none() => {
             drop(lock);
-            return cancel(env, target, false);
+            return cancel(env, target, origin, false);
         }
         Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         // A state we cannot read cannot block either; moving it aside makes that plain.
@@ -64,9 +73,11 @@ fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
     }
     let _ = LedgerEntry {
         receipt: Some(receipt.clone()),
+        origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Cancel, ReasonCode::Cancelled)
     }
     .append_to(&paths.ledger);
+    origin::after(&paths, &state, Mutation::Cancel, origin);
     drop(lock);
     let mut ledger = paths.ledger.clone();
     // A loop still waiting to be claimed is moved out of the way of the stops that search for it.
@@ -80,8 +91,9 @@ fn cancel(env: &Environment, target: &Target, again: bool) -> Outcome {
         }
     }
     Outcome::ok(format!(
-        "{}\nThe loop is over; the next stop is allowed. Ledger: {}",
+        "{}\nThe loop is over (cancelled {}); the next stop is allowed. Ledger: {}",
         receipt.render(&headline(&state, ReasonCode::Cancelled, None)),
+        origin.by_whom(),
         ledger.display()
     ))
 }

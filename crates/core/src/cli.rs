@@ -18,6 +18,8 @@ Usage:
   loop-hook start [--session ID] [--cwd DIR] [--host NAME] [--exit-zero]  < loop text on stdin
   loop-hook stop-hook [--host NAME]                      < the host's Stop event on stdin
   loop-hook guard                                        < the host's PreToolUse event on stdin
+  loop-hook prompt-hook [--host NAME]                    < the host's UserPromptSubmit event on stdin
+  loop-hook shown COMMAND [--session ID] [--exit-zero]
   loop-hook cancel [--session ID] [--host NAME] [--exit-zero]
   loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time DURATION] on stdin
   loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
@@ -36,6 +38,11 @@ Commands:
   rollback   Lists a --checkpoint loop's snapshots, or restores snapshot N (with --yes) without
              touching the git index, HEAD, branches or stash.
   status     Shows the session's loop, its last verify and recent stops; --all lists every loop.
+  prompt-hook  Carries out the user's /for-loop, /cancel-loop, /loop-status, resume and rollback
+             from the prompt they submitted (Claude Code, Codex). On those hosts the same
+             commands run from the agent's shell are refused: only the user changes a loop.
+  shown      Prints what prompt-hook did with the user's last COMMAND (for-loop, resume), for the
+             command files to show the model. Reads only.
 
 Options:
   --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
@@ -113,6 +120,13 @@ pub(crate) enum Cli {
     /// Options come as text on stdin, as typed after `/for-loop:rollback`.
     Rollback(Target),
     Status(StatusOptions),
+    PromptHook {
+        host: Host,
+    },
+    Shown {
+        session_id: Option<String>,
+        command: String,
+    },
     Help,
     Version,
 }
@@ -140,17 +154,21 @@ impl Invocation {
         let mut status = StatusOptions::default();
         let mut session_id = None;
         let mut host = None;
+        let mut shown = None;
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
-                ("start" | "cancel" | "status" | "resume" | "rollback", Long("exit-zero")) => {
+                ("start" | "cancel" | "status" | "resume" | "rollback" | "shown", Long("exit-zero")) => {
                     exit_zero = true;
                 }
-                ("start" | "cancel" | "status" | "resume" | "rollback", Long("session")) => {
+                ("start" | "cancel" | "status" | "resume" | "rollback" | "shown", Long("session")) => {
                     session_id = Some(parser.value()?.string()?);
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
-                ("start" | "stop-hook" | "cancel" | "status" | "resume" | "rollback", Long("host")) => {
+                (
+                    "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback",
+                    Long("host"),
+                ) => {
                     let name = parser.value()?.string()?;
                     host = Some(Host::from_name(&name).ok_or_else(|| {
                         lexopt::Error::Custom(
@@ -160,6 +178,7 @@ impl Invocation {
                 }
                 ("status", Long("json")) => status.json = true,
                 ("status", Long("all")) => status.all = true,
+                ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
                 (_, arg) => return Err(arg.unexpected()),
             }
         }
@@ -168,13 +187,20 @@ impl Invocation {
             "stop-hook" | "stop" => Cli::StopHook { host: host.unwrap_or_default() },
             "cancel" => Cli::Cancel(Target { session_id, host }),
             "guard" => Cli::Guard,
+            "prompt-hook" => Cli::PromptHook { host: host.unwrap_or_default() },
+            "shown" => Cli::Shown {
+                session_id,
+                command: shown.ok_or_else(|| {
+                    lexopt::Error::Custom("shown needs the command's name, e.g. `shown for-loop`".into())
+                })?,
+            },
             "resume" => Cli::Resume(Target { session_id, host }),
             "rollback" => Cli::Rollback(Target { session_id, host }),
             "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, guard, cancel, status, resume or rollback").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, resume, rollback or shown").into(),
                 ));
             }
         };

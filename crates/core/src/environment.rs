@@ -37,6 +37,11 @@ impl Environment {
         Environment { vars: vars.into_iter().collect(), cwd, now }
     }
 
+    /// The same variables and time, seen from another directory.
+    pub fn with_cwd(&self, cwd: PathBuf) -> Environment {
+        Environment { cwd, ..self.clone() }
+    }
+
     /// A variable's value, if set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())

@@ -76,6 +76,13 @@ impl Host {
         matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
     }
 
+    /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
+    /// (`UserPromptSubmit`), outside the model's sandbox: then the user's commands are carried
+    /// out there, and the same commands from the agent's shell are refused ([`crate::origin`]).
+    pub(crate) fn has_prompt_hook(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::Codex)
+    }
+
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
     pub(crate) fn sends_last_message(self) -> bool {

@@ -11,6 +11,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::origin::Origin;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::reverse_lines::ReverseLines;
@@ -30,6 +31,10 @@ pub(crate) enum LedgerDecision {
     Cancel,
     /// The loop was resumed, outside a stop.
     Resume,
+    /// The working tree was rolled back to a checkpoint, outside a stop.
+    Rollback,
+    /// A command on the loop was refused (run in the agent's shell).
+    Refused,
     /// Something seen at a stop that is not its verdict (a block the host overrode).
     Note,
 }
@@ -41,6 +46,8 @@ impl LedgerDecision {
             LedgerDecision::Allow => "allow",
             LedgerDecision::Cancel => "cancel",
             LedgerDecision::Resume => "resume",
+            LedgerDecision::Rollback => "rollback",
+            LedgerDecision::Refused => "refused",
             LedgerDecision::Note => "note",
         }
     }
@@ -77,6 +84,10 @@ pub(crate) struct LedgerEntry {
     /// The loop's receipt, when it ended or parked at this stop.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub receipt: Option<Receipt>,
+    /// Who asked for this change, for lines that record one (cancel, resume, rollback, a
+    /// refused command).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub origin: Option<Origin>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -127,6 +138,7 @@ impl LedgerEntry {
             detail: None,
             oracle_changed: Vec::new(),
             receipt: None,
+            origin: None,
         }
     }
 
@@ -174,6 +186,7 @@ mod tests {
             detail: None,
             oracle_changed: Vec::new(),
             receipt: None,
+            origin: None,
         }
     }
 

@@ -27,8 +27,10 @@ mod ledger;
 mod lock;
 mod message;
 mod oracle;
+mod origin;
 mod outcome;
 mod promise;
+mod prompt_hook;
 mod reason_code;
 mod receipt;
 mod request;
@@ -43,6 +45,7 @@ mod status;
 mod stop_hook;
 mod store;
 mod transcript;
+mod user_command;
 mod verify;
 mod worktree;
 
@@ -111,10 +114,16 @@ pub fn run(
             }
         },
     };
+    // Where a command line comes from: mutations from an agent's shell are refused on hosts
+    // whose prompt hook carries out the user's own commands.
+    let origin = origin::Origin::of_command_line(env);
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
         Cli::Version => Outcome::ok(format!("loop-hook {VERSION}")),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
+        Cli::Start(options) if !origin::command_line_allowed(options.host.unwrap_or_default(), origin) => {
+            Outcome::refused(origin::refusal(options.host.unwrap_or_default(), origin::Mutation::Start))
+        }
         Cli::Start(options) => {
             let mut raw = Vec::new();
             match stdin.take(start_input_limit()).read_to_end(&mut raw) {
@@ -124,18 +133,20 @@ pub fn run(
                 )),
             }
         }
-        Cli::Cancel(target) => cancel::run(env, &target),
+        Cli::Cancel(target) => cancel::run(env, &target, origin),
         Cli::Guard => Outcome::ok(guard_never_failing(env, stdin)),
         Cli::Resume(target) => match read_text(stdin).map(|text| resume::ResumeOptions::parse(&text)) {
-            Ok(Ok(options)) => resume::run(env, &target, &options),
+            Ok(Ok(options)) => resume::run(env, &target, &options, origin),
             Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
             Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
         },
         Cli::Rollback(target) => match read_text(stdin) {
-            Ok(text) => rollback::run(env, &target, &text),
+            Ok(text) => rollback::run(env, &target, &text, origin),
             Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
         },
         Cli::Status(options) => status::run(env, &options),
+        Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
+        Cli::Shown { session_id, command } => prompt_hook::shown(env, session_id.as_deref(), &command),
     };
     let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }
@@ -159,6 +170,11 @@ fn read_text(stdin: &mut dyn Read) -> std::io::Result<String> {
 /// The `PreToolUse` guard's output. Like the Stop hook it never fails: a panic lets the tool run.
 fn guard_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
     panic::catch_unwind(AssertUnwindSafe(|| guard::run(env, stdin))).unwrap_or_default()
+}
+
+/// The prompt hook's output. A panic lets the prompt through unchanged.
+fn prompt_hook_never_failing(env: &Environment, host: host::Host, stdin: &mut dyn Read) -> String {
+    panic::catch_unwind(AssertUnwindSafe(|| prompt_hook::run(env, host, stdin))).unwrap_or_default()
 }
 
 /// Lets the task-size check report an oversized task instead of reading without end.

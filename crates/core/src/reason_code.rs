@@ -43,6 +43,11 @@ pub(crate) enum ReasonCode {
     HarnessOverride,
     /// The user resumed a parked or finished loop.
     Resumed,
+    /// A loop command (cancel, start, resume, rollback) ran in the agent's shell on a host whose
+    /// prompt hook carries out the user's own commands: refused, and the user told.
+    AgentCommandRefused,
+    /// The working tree was restored to a checkpoint.
+    RolledBack,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -68,6 +73,8 @@ impl ReasonCode {
             ReasonCode::TimeBudget => "time_budget",
             ReasonCode::HarnessOverride => "harness_override",
             ReasonCode::Resumed => "resumed",
+            ReasonCode::AgentCommandRefused => "agent_command_refused",
+            ReasonCode::RolledBack => "rolled_back",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
         }
@@ -101,6 +108,8 @@ mod tests {
             ReasonCode::TimeBudget,
             ReasonCode::HarnessOverride,
             ReasonCode::Resumed,
+            ReasonCode::AgentCommandRefused,
+            ReasonCode::RolledBack,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
         ] {

@@ -4,6 +4,7 @@
 use crate::duration::parse_seconds;
 use crate::environment::Environment;
 use crate::ledger::{LedgerDecision, LedgerEntry};
+use crate::origin::{self, Mutation, Origin};
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::session::{self, Target};
@@ -55,7 +56,7 @@ impl ResumeOptions {
     }
 }
 
-pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions) -> Outcome {
+pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, origin: Origin) -> Outcome {
     let paths = match target.loop_paths(env) {
         Ok(Some(paths)) => paths,
         Ok(None) => {
@@ -74,6 +75,11 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions) -
         Ok(None) => return Outcome::refused("for-loop: no loop in this session to resume."),
         Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
     };
+    if state.meta.status != Status::Active
+        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Resume, origin)
+    {
+        return refusal;
+    }
     let meta = &mut state.meta;
     match (meta.status, meta.outcome) {
         (Status::Active, _) => {
@@ -114,9 +120,11 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions) -
     }
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),
+        origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
     };
     let _ = entry.append_to(&paths.ledger);
+    origin::after(&paths, &state, Mutation::Resume, origin);
     let meta = &state.meta;
     Outcome::ok(format!(
         "for-loop: resumed after {was}, now at iteration {} of {}{}.\n\nTask:\n{}\n\nWork on the task now; the \

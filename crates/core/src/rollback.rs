@@ -2,7 +2,10 @@
 //! change, and restore it when confirmed with `--yes`.
 
 use crate::environment::Environment;
+use crate::ledger::{LedgerDecision, LedgerEntry};
+use crate::origin::{self, Mutation, Origin};
 use crate::outcome::Outcome;
+use crate::reason_code::ReasonCode;
 use crate::session::Target;
 use crate::worktree::WorkTree;
 
@@ -11,7 +14,7 @@ const SHOWN: usize = 20;
 
 /// `text` is what was typed after `/for-loop:rollback`: nothing (list), `N` (show the plan) or
 /// `N --yes` (restore).
-pub(crate) fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
+pub(crate) fn run(env: &Environment, target: &Target, text: &str, origin: Origin) -> Outcome {
     let mut n = None;
     let mut yes = false;
     for word in text.split_whitespace() {
@@ -27,12 +30,15 @@ pub(crate) fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
             },
         }
     }
-    let state = match target.loop_paths(env).map(|paths| paths.map(|p| p.load())) {
-        Ok(Some(Ok(Some(state)))) => state,
-        Ok(None | Some(Ok(None))) => return Outcome::refused("for-loop: no loop in this session."),
-        Ok(Some(Err(e))) => return Outcome::refused(format!("for-loop: {e}")),
+    let (paths, state) = match target.loop_paths(env).map(|paths| paths.map(|p| (p.load(), p))) {
+        Ok(Some((Ok(Some(state)), paths))) => (paths, state),
+        Ok(None | Some((Ok(None), _))) => return Outcome::refused("for-loop: no loop in this session."),
+        Ok(Some((Err(e), _))) => return Outcome::refused(format!("for-loop: {e}")),
         Err(refusal) => return refusal,
     };
+    if yes && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Rollback, origin) {
+        return refusal;
+    }
     let tree = WorkTree::open(&state.meta.cwd);
     let loop_id = &state.meta.loop_id;
     let Some(n) = n else {
@@ -61,6 +67,15 @@ pub(crate) fn run(env: &Environment, target: &Target, text: &str) -> Outcome {
         Ok(plan) => plan,
         Err(e) => return Outcome::refused(format!("for-loop: {e}")),
     };
+    if yes {
+        let entry = LedgerEntry {
+            detail: Some(format!("rolled back to checkpoint {n} ({})", plan.commit)),
+            origin: Some(origin),
+            ..LedgerEntry::new(&state, env.now, LedgerDecision::Rollback, ReasonCode::RolledBack)
+        };
+        let _ = entry.append_to(&paths.ledger);
+        origin::after(&paths, &state, Mutation::Rollback, origin);
+    }
     let list = |files: &[String]| {
         let mut shown: Vec<String> = files.iter().take(SHOWN).map(|f| format!("    {f}")).collect();
         if files.len() > SHOWN {

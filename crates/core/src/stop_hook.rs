@@ -35,7 +35,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         .and_then(|bytes| event::parse_object(&bytes))
         .and_then(|object| host.parse_stop(&object));
     match event {
-        Ok(event) => judge(env, host, &event),
+        Ok(event) => crate::origin::with_notices(env, &event.session_id, judge(env, host, &event)),
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
             HookResponse::allow()

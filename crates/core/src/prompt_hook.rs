@@ -1,0 +1,335 @@
+//! `loop-hook prompt-hook`: the host's prompt-submit hook (Claude Code's and Codex's
+//! `UserPromptSubmit`). It carries out the user's `/for-loop`, `/cancel-loop`, `/loop-status`,
+//! resume and rollback itself, from the text the user submitted, before the model sees anything.
+//!
+//! Why here and not in the command file: the hook gets the user's literal prompt, which the model
+//! cannot write, and it runs outside the model's sandbox, where the loop store is writable. A
+//! command file's `!` line runs in the model's shell and sandbox, like any tool call. The command
+//! files now only show what this hook did ([`shown`]).
+//!
+//! A prompt the agent wrote is refused: Claude Code also submits, as prompts, the text the model
+//! gave `ScheduleWakeup` or `CronCreate`, with nothing in the hook's event to tell them apart. The
+//! transcript does: the text is in one of the model's own tool calls.
+//!
+//! Every other prompt costs one `stat` (a notice waiting for the user), and never fails: any
+//! fault here lets the prompt through unchanged.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::cancel;
+use crate::environment::Environment;
+use crate::event::{self, Fields};
+use crate::host::Host;
+use crate::origin::{Notice, Origin};
+use crate::outcome::{Code, Outcome};
+use crate::resume::{self, ResumeOptions};
+use crate::reverse_lines::ReverseLines;
+use crate::rollback;
+use crate::session::Target;
+use crate::start::{self, StartOptions};
+use crate::status::{self, StatusOptions};
+use crate::store::Store;
+use crate::user_command::{CommandKind, UserCommand};
+
+/// How far back the transcript is searched for the model's own copy of a command.
+const TRANSCRIPT_BYTES: u64 = 16 << 20;
+/// How long after the hook a command file's `!` line may show its result.
+const SHOWN_WITHIN_SECS: i64 = 300;
+
+/// What the hook decided, before it is rendered for the host.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct PromptResponse {
+    /// `Some`: do not send the prompt to the model; show this to the user instead.
+    pub(crate) block: Option<String>,
+    /// A line for the user only.
+    pub(crate) system_message: Option<String>,
+}
+
+/// What the hook did with a command, kept beside the loop for the command file to show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PromptRecord {
+    pub(crate) time: Timestamp,
+    pub(crate) command: String,
+    pub(crate) ok: bool,
+    pub(crate) output: String,
+}
+
+/// Handles one prompt-submit event of `host`; returns what to print.
+pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
+    let Ok(object) = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes)) else {
+        return String::new();
+    };
+    render(&respond(env, host, &object))
+}
+
+fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
+    let fields = Fields(object);
+    let (Ok(Some(session_id)), Ok(Some(prompt))) = (fields.string("session_id"), fields.string("prompt"))
+    else {
+        return PromptResponse::default();
+    };
+    let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
+    let dir = store.paths(&session_id).dir;
+    let notice = if dir.exists() { Notice::take(&dir) } else { None };
+    let Some(command) = UserCommand::parse(host, &prompt) else {
+        return PromptResponse { block: None, system_message: notice };
+    };
+    let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
+    let transcript = fields.path("transcript_path").ok().flatten();
+    if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: this exact text is in the agent's own {tool} call \
+                 earlier in this conversation, so it may have been submitted by the agent, not \
+                 typed by you. If you typed it, type it again with a word added at the end (e.g. \
+                 `{} now`); for-loop ignores extra words after cancel and status.",
+                command.name, command.name
+            )),
+            system_message: notice,
+        };
+    }
+    let outcome = carry_out(env, host, &session_id, &cwd, &command);
+    let record = PromptRecord {
+        time: env.now,
+        command: command.name.clone(),
+        ok: outcome.code == Code::Success,
+        output: outcome.stdout.clone(),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&record) {
+        let _ = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("prompt.json"), bytes));
+    }
+    // A started or resumed loop goes on to the model, which works on it; the command file shows
+    // it what happened. Everything else is for the user alone.
+    let to_model = record.ok && matches!(command.kind, CommandKind::Start | CommandKind::Resume);
+    let headline = outcome.stdout.lines().next().unwrap_or_default().to_string();
+    let notice_then = |line: String| Some(notice.clone().map_or(line.clone(), |n| format!("{n}\n{line}")));
+    if to_model {
+        PromptResponse { block: None, system_message: notice_then(headline) }
+    } else {
+        let shown = match notice {
+            Some(n) => format!("{n}\n\n{}", outcome.stdout),
+            None => outcome.stdout,
+        };
+        PromptResponse { block: Some(shown), system_message: None }
+    }
+}
+
+fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, command: &UserCommand) -> Outcome {
+    let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
+    let here = env.with_cwd(cwd.to_path_buf());
+    match command.kind {
+        CommandKind::Start => {
+            let options = StartOptions {
+                session_id: Some(session_id.to_string()),
+                cwd: Some(cwd.to_path_buf()),
+                host: Some(host),
+            };
+            start::run(&here, &options, &command.args)
+        }
+        CommandKind::Cancel => cancel::run(&here, &target, Origin::User),
+        CommandKind::Status => status::run(&here, &StatusOptions { target, ..StatusOptions::default() }),
+        CommandKind::Resume => match ResumeOptions::parse(&command.args) {
+            Ok(options) => resume::run(&here, &target, &options, Origin::User),
+            Err(e) => Outcome::refused(format!("for-loop: not resumed: {e}")),
+        },
+        CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
+    }
+}
+
+/// The agent's tool that holds `prompt` in its input, if one does: the model wrote this text.
+/// Only the main conversation counts; a subagent's prompt is not the user's either, but it never
+/// reaches this hook.
+fn written_by_the_agent(transcript: &Path, prompt: &str) -> Option<String> {
+    let wanted = prompt.trim();
+    for line in ReverseLines::open(transcript, TRANSCRIPT_BYTES).ok()?.map_while(Result::ok) {
+        // Cheap filter before parsing: the text must be on the line at all (JSON-escaped).
+        let escaped = serde_json::to_string(wanted).ok()?;
+        let needle = &escaped[1..escaped.len() - 1];
+        if !contains(&line, needle.as_bytes()) {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["type"] != "assistant" {
+            continue;
+        }
+        let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
+        for block in blocks {
+            if block["type"] == "tool_use" && mentions(&block["input"], wanted) {
+                return Some(block["name"].as_str().unwrap_or("tool").to_string());
+            }
+        }
+    }
+    None
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn mentions(value: &Value, text: &str) -> bool {
+    match value {
+        Value::String(s) => s.contains(text),
+        Value::Array(items) => items.iter().any(|v| mentions(v, text)),
+        Value::Object(map) => map.values().any(|v| mentions(v, text)),
+        _ => false,
+    }
+}
+
+/// The hook's output. Claude Code and Codex take the same keys for `UserPromptSubmit`: a block
+/// with its reason (shown to the user; the prompt never reaches the model) and a `systemMessage`.
+fn render(response: &PromptResponse) -> String {
+    let mut object = Map::new();
+    if let Some(reason) = &response.block {
+        object.insert("decision".into(), json!("block"));
+        object.insert("reason".into(), json!(reason));
+    }
+    if let Some(message) = &response.system_message {
+        object.insert("systemMessage".into(), json!(message));
+    }
+    if object.is_empty() { String::new() } else { Value::Object(object).to_string() }
+}
+
+/// `loop-hook shown`: what the prompt hook did with the command the user just typed, for the
+/// command file to show. It only reads, so it works inside the model's sandbox.
+pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) -> Outcome {
+    let Some(session_id) = crate::session::session_id(env, session_id) else {
+        return Outcome::refused("for-loop: no session id; the host passes one to its commands.");
+    };
+    let record = Store::locate(env)
+        .ok()
+        .map(|store| store.paths(session_id).dir.join("prompt.json"))
+        .and_then(|path: PathBuf| std::fs::read(path).ok())
+        .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
+    match record {
+        Some(r)
+            if r.command.trim_start_matches(['/', '$']).ends_with(command)
+                && env.now.duration_since(r.time).as_secs() <= SHOWN_WITHIN_SECS =>
+        {
+            Outcome::ok(r.output)
+        }
+        _ => Outcome::refused(
+            "for-loop: nothing was done: for-loop's prompt hook did not handle this command, so no \
+             loop was changed. Hooks may be turned off (disableAllHooks, or the plugin's hooks did \
+             not load: check /hooks), or loop-hook is not installed. Tell the user this in one line \
+             and do not work on the task as a loop.",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(home: &Path) -> Environment {
+        Environment::new(
+            [("HOME".to_string(), home.display().to_string())],
+            home.to_path_buf(),
+            "2026-11-22T03:00:00Z".parse().unwrap(),
+        )
+    }
+
+    fn event(session: &str, prompt: &str, cwd: &Path, transcript: Option<&Path>) -> Map<String, Value> {
+        let value = json!({
+            "session_id": session,
+            "transcript_path": transcript,
+            "cwd": cwd,
+            "prompt_id": "p-1",
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        });
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_typed_start_starts_the_loop_and_lets_the_prompt_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let response =
+            respond(&env, Host::ClaudeCode, &event("s", "/for-loop fix --verify false", dir.path(), None));
+        assert_eq!(response.block, None);
+        assert!(response.system_message.unwrap().contains("loop started"));
+        let shown = shown(&env, Some("s"), "for-loop");
+        assert_eq!(shown.code, Code::Success);
+        assert!(shown.stdout.contains("Task:\nfix\n"), "{}", shown.stdout);
+        // A second start is refused to the user directly, and the model never sees it.
+        let again = respond(&env, Host::ClaudeCode, &event("s", "/for-loop other", dir.path(), None));
+        assert!(again.block.unwrap().contains("already has a loop"));
+    }
+
+    #[test]
+    fn cancel_and_status_are_answered_to_the_user_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        respond(&env, Host::ClaudeCode, &event("s", "/for-loop:for-loop t --verify false", dir.path(), None));
+        let status = respond(&env, Host::ClaudeCode, &event("s", "/loop-status", dir.path(), None));
+        assert!(status.block.unwrap().contains("active, iteration 1"));
+        let cancel = respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), None));
+        assert!(cancel.block.unwrap().contains("cancelled at iteration 1"));
+        let ledger =
+            std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
+                .unwrap();
+        assert!(ledger.contains("\"origin\":\"user\""), "{ledger}");
+    }
+
+    #[test]
+    fn plain_prompts_pass_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let plain = respond(&env, Host::ClaudeCode, &event("s", "hello /for-loop", dir.path(), None));
+        assert_eq!(plain, PromptResponse::default());
+        assert_eq!(render(&plain), "");
+        assert!(!dir.path().join(".local").exists(), "a plain prompt wrote something");
+        assert_eq!(run(&env, Host::ClaudeCode, "not json".as_bytes()), "");
+        assert_eq!(run(&env, Host::ClaudeCode, "{}".as_bytes()), "");
+    }
+
+    #[test]
+    fn a_command_the_agent_scheduled_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
+        let transcript = dir.path().join("t.jsonl");
+        let tool_use = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "x", "name": "ScheduleWakeup",
+            "input": {"delaySeconds": 60, "reason": "r", "prompt": "/for-loop:cancel-loop"}}]}});
+        let enqueue =
+            json!({"type": "queue-operation", "operation": "enqueue", "content": "/for-loop:cancel-loop"});
+        std::fs::write(&transcript, format!("{tool_use}\n{enqueue}\n")).unwrap();
+        let refused = respond(
+            &env,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop", dir.path(), Some(&transcript)),
+        );
+        let reason = refused.block.unwrap();
+        assert!(reason.contains("ScheduleWakeup") && reason.contains("was not run"), "{reason}");
+        let status = status::run(
+            &env,
+            &StatusOptions {
+                target: Target { session_id: Some("s".into()), host: None },
+                ..Default::default()
+            },
+        );
+        assert!(status.stdout.contains("active"), "{}", status.stdout);
+        // The user's own, with a word added, is theirs.
+        let cancel = respond(
+            &env,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop now", dir.path(), Some(&transcript)),
+        );
+        assert!(cancel.block.unwrap().contains("cancelled"));
+    }
+
+    #[test]
+    fn nothing_handled_means_shown_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let shown = shown(&env(dir.path()), Some("s"), "for-loop");
+        assert_eq!(shown.code, Code::Refused);
+        assert!(shown.stdout.contains("prompt hook did not handle this command"));
+    }
+}

@@ -1,0 +1,125 @@
+//! The user's for-loop commands as they arrive in a prompt hook: the raw text the user submitted,
+//! e.g. `/for-loop:for-loop fix it --verify "cargo test"` or, typed in Claude Code's interactive
+//! prompt, the bare `/for-loop fix it ...`.
+//!
+//! Only a prompt that *begins* with one of these names is a command. Hosts also submit prompts
+//! the user did not type (Claude Code wraps a subagent's result in `<task-notification>`), and a
+//! command name later in a prompt is just text.
+
+use crate::host::Host;
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommandKind {
+    Start,
+    Cancel,
+    Status,
+    Resume,
+    Rollback,
+}
+
+/// A for-loop command found at the start of a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UserCommand {
+    pub(crate) kind: CommandKind,
+    /// The name as typed, e.g. `/for-loop:cancel-loop`.
+    pub(crate) name: String,
+    /// Everything after the name and the blank that ends it, exactly as typed.
+    pub(crate) args: String,
+}
+
+/// Each host's command names. Claude Code namespaces plugin commands (`/for-loop:NAME`) and, in
+/// its interactive prompt, also takes the bare `/NAME`, passing the bare text to hooks. Bare
+/// `/resume` is Claude Code's own command and `/rollback` too generic to claim, so those two are
+/// recognised only namespaced. Codex invokes skills as `$NAME`.
+fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
+    match host {
+        Host::Codex => &[
+            ("$for-loop", CommandKind::Start),
+            ("$cancel-loop", CommandKind::Cancel),
+            ("$loop-status", CommandKind::Status),
+        ],
+        _ => &[
+            ("/for-loop:for-loop", CommandKind::Start),
+            ("/for-loop:cancel-loop", CommandKind::Cancel),
+            ("/for-loop:loop-status", CommandKind::Status),
+            ("/for-loop:resume", CommandKind::Resume),
+            ("/for-loop:rollback", CommandKind::Rollback),
+            ("/for-loop", CommandKind::Start),
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+        ],
+    }
+}
+
+impl UserCommand {
+    /// The command `prompt` begins with on `host`, if any. Leading blank lines and spaces are
+    /// skipped, as the hosts skip them.
+    pub(crate) fn parse(host: Host, prompt: &str) -> Option<UserCommand> {
+        let text = prompt.trim_start();
+        names(host).iter().find_map(|&(name, kind)| {
+            let rest = text.strip_prefix(name)?;
+            let args = match rest.chars().next() {
+                None => "",
+                Some(c) if c.is_whitespace() => &rest[c.len_utf8()..],
+                Some(_) => return None,
+            };
+            Some(UserCommand { kind, name: name.to_string(), args: args.to_string() })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(prompt: &str) -> Option<(CommandKind, String)> {
+        UserCommand::parse(Host::ClaudeCode, prompt).map(|c| (c.kind, c.args))
+    }
+
+    #[test]
+    fn namespaced_and_bare_forms() {
+        let start = Some((CommandKind::Start, "fix it --verify \"sh check.sh\"".to_string()));
+        assert_eq!(parse("/for-loop:for-loop fix it --verify \"sh check.sh\""), start);
+        assert_eq!(parse("/for-loop fix it --verify \"sh check.sh\""), start);
+        assert_eq!(parse("  \n/for-loop fix it --verify \"sh check.sh\""), start);
+        assert_eq!(parse("/cancel-loop"), Some((CommandKind::Cancel, String::new())));
+        assert_eq!(parse("/for-loop:cancel-loop"), Some((CommandKind::Cancel, String::new())));
+        assert_eq!(parse("/loop-status"), Some((CommandKind::Status, String::new())));
+        assert_eq!(parse("/for-loop:resume --more 5"), Some((CommandKind::Resume, "--more 5".into())));
+        assert_eq!(parse("/for-loop:rollback 3 --yes"), Some((CommandKind::Rollback, "3 --yes".into())));
+        assert_eq!(parse("/for-loop"), Some((CommandKind::Start, String::new())));
+    }
+
+    #[test]
+    fn the_text_after_the_name_is_kept_exactly() {
+        let task = "line one\nFOR_LOOP_TASK_TEXT_END\n  'quoted' \"x\" $(y) `z` \\ ;&|";
+        assert_eq!(parse(&format!("/for-loop {task}")), Some((CommandKind::Start, task.to_string())));
+        assert_eq!(parse(&format!("/for-loop\n{task}")), Some((CommandKind::Start, task.to_string())));
+    }
+
+    #[test]
+    fn other_prompts_are_not_commands() {
+        for prompt in [
+            "",
+            "please run /for-loop later",
+            "/for-loopy thing",
+            "/for-loop-x",
+            "/resume",
+            "/rollback 2",
+            "/cancel-loops",
+            "<task-notification>\n<result>/cancel-loop</result>\n</task-notification>",
+            "for-loop fix it",
+        ] {
+            assert_eq!(parse(prompt), None, "{prompt:?}");
+        }
+    }
+
+    #[test]
+    fn codex_skill_mentions() {
+        let parsed = UserCommand::parse(Host::Codex, "$for-loop fix it --verify true").unwrap();
+        assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
+        assert_eq!(UserCommand::parse(Host::Codex, "$cancel-loop").unwrap().kind, CommandKind::Cancel);
+        assert_eq!(UserCommand::parse(Host::Codex, "/for-loop fix it"), None);
+    }
+}
