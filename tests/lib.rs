@@ -8,6 +8,8 @@
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
+//! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
+//!   headless Chromium loads, shows and prints it.
 
 mod util;
 
@@ -16,4 +18,5 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod report;
 mod stop_hook;

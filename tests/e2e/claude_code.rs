@@ -539,3 +539,29 @@ fn the_guard_denies_an_edit_of_a_protected_file() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "expect login\n");
 }
+
+#[test]
+fn the_report_command_writes_the_page_where_the_user_asks() {
+    let world = World::new();
+    world.env.write("check.sh", "test -f fixed || { echo 'not fixed yet'; exit 1; }\n");
+    let model =
+        MockModel::start(Script::new().text("try 1").bash("touch fixed").text("fixed").text("report shown"))
+            .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make fixed --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash(touch fixed)"],
+    );
+    assert!(world.state(SESSION_A).contains("outcome: verified"), "{}", run.dump());
+
+    let report =
+        world.run(&model, SESSION_A, "/for-loop:report --out 'loop report.html'", &["--resume", SESSION_A]);
+    let said =
+        model.main_requests().last().and_then(mock_model::Recorded::last_user_text).unwrap_or_default();
+    let page = world.env.project.join("loop report.html");
+    assert!(said.contains(&format!("report written to {}", page.display())), "{said}\n{}", report.dump());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<span class=\"badge\">Verified</span>"), "{html}");
+    assert!(html.contains("<code id=\"verify-command\">sh check.sh</code>"), "{html}");
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use lexopt::prelude::*;
 
 use crate::host::Host;
+use crate::report::ReportOptions;
 use crate::session::Target;
 use crate::start::StartOptions;
 use crate::status::StatusOptions;
@@ -24,6 +25,7 @@ Usage:
   loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time DURATION] on stdin
   loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
   loop-hook status [--session ID] [--host NAME] [--json] [--all] [--exit-zero]
+  loop-hook report [--session ID] [--host NAME] [--out FILE] [--open] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -43,6 +45,9 @@ Commands:
              commands run from the agent's shell are refused: only the user changes a loop.
   shown      Prints what prompt-hook did with the user's last COMMAND (for-loop, resume), for the
              command files to show the model. Reads only.
+  report     Writes one self-contained HTML page about the loop (timeline, failures, files changed,
+             tokens) next to its state, or to --out FILE, and prints its path; --open opens it.
+             --options-on-stdin reads --out and --open from stdin, as typed after /for-loop:report.
 
 Options:
   --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
@@ -127,6 +132,7 @@ pub(crate) enum Cli {
         session_id: Option<String>,
         command: String,
     },
+    Report(ReportOptions),
     Help,
     Version,
 }
@@ -152,21 +158,29 @@ impl Invocation {
         let mut exit_zero = false;
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
+        let mut report = ReportOptions::default();
         let mut session_id = None;
         let mut host = None;
         let mut shown = None;
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
-                ("start" | "cancel" | "status" | "resume" | "rollback" | "shown", Long("exit-zero")) => {
+                (
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report",
+                    Long("exit-zero"),
+                ) => {
                     exit_zero = true;
                 }
-                ("start" | "cancel" | "status" | "resume" | "rollback" | "shown", Long("session")) => {
+                (
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report",
+                    Long("session"),
+                ) => {
                     session_id = Some(parser.value()?.string()?);
                 }
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 (
-                    "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback",
+                    "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
+                    | "report",
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
@@ -179,6 +193,9 @@ impl Invocation {
                 ("status", Long("json")) => status.json = true,
                 ("status", Long("all")) => status.all = true,
                 ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
+                ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
+                ("report", Long("open")) => report.open = true,
+                ("report", Long("options-on-stdin")) => report.options_on_stdin = true,
                 (_, arg) => return Err(arg.unexpected()),
             }
         }
@@ -197,10 +214,11 @@ impl Invocation {
             "resume" => Cli::Resume(Target { session_id, host }),
             "rollback" => Cli::Rollback(Target { session_id, host }),
             "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
+            "report" => Cli::Report(ReportOptions { target: Target { session_id, host }, ..report }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, resume, rollback or shown").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, resume, rollback or shown").into(),
                 ));
             }
         };
@@ -233,6 +251,14 @@ mod tests {
             Cli::Status(o) => assert!(o.json && o.all),
             other => panic!("{other:?}"),
         }
+        match parse(&["report", "--session", "s", "--out", "r.html", "--open"]).unwrap() {
+            Cli::Report(o) => {
+                assert_eq!(o.target.session_id.as_deref(), Some("s"));
+                assert_eq!(o.out, Some(PathBuf::from("r.html")));
+                assert!(o.open && !o.options_on_stdin);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -255,6 +281,9 @@ mod tests {
     fn rejects_what_it_does_not_know() {
         assert!(parse(&["frobnicate"]).is_err());
         assert!(parse(&["cancel", "--json"]).is_err());
+        assert!(parse(&["report", "--json"]).is_err());
+        assert!(parse(&["report", "--out"]).is_err());
+        assert!(parse(&["status", "--open"]).is_err());
         assert!(parse(&["start", "--session"]).is_err());
         assert!(parse(&["stop-hook", "--host", "vim"]).is_err());
         assert!(parse(&["cancel", "--host", "vim"]).is_err());

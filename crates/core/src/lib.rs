@@ -33,6 +33,7 @@ mod promise;
 mod prompt_hook;
 mod reason_code;
 mod receipt;
+mod report;
 mod request;
 mod resume;
 mod reverse_lines;
@@ -45,6 +46,7 @@ mod status;
 mod stop_hook;
 mod store;
 mod transcript;
+mod usage;
 mod user_command;
 mod verify;
 mod worktree;
@@ -147,6 +149,14 @@ pub fn run(
         Cli::Status(options) => status::run(env, &options),
         Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
         Cli::Shown { session_id, command } => prompt_hook::shown(env, session_id.as_deref(), &command),
+        Cli::Report(mut options) => {
+            let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };
+            match typed.map(|text| text.map_or(Ok(()), |text| options.add_typed(&text))) {
+                Ok(Ok(())) => report::run(env, &options),
+                Ok(Err(e)) => Outcome::refused(format!("for-loop: no report: {e}")),
+                Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
+            }
+        }
     };
     let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }

@@ -185,7 +185,6 @@ impl WorkTree {
         }
     }
 
-    #[cfg(test)]
     pub(crate) fn is_git(&self) -> bool {
         self.repo.is_some()
     }

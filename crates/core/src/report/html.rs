@@ -1,0 +1,503 @@
+//! The report page: a [`LoopReport`] rendered as one self-contained HTML document.
+//!
+//! A pure function of the report, so every part of the page is tested without files or
+//! processes. The page loads nothing: its CSS and SVG are inline, it has no script, and its
+//! Content-Security-Policy forbids scripts and every fetch, so even a mistake in escaping could
+//! not run code or call out. Every string from the state or the ledger passes through
+//! [`escape::text`].
+
+use std::fmt::Write;
+
+use crate::duration::human_ms;
+use crate::reason_code::ReasonCode;
+use crate::report::chart;
+use crate::report::cost::{Cost, human_dollars};
+use crate::report::escape::{self, truncate};
+use crate::report::model::{LoopReport, how_it_failed, ranges};
+use crate::state::Status;
+use crate::usage::human_tokens;
+
+const CSS: &str = include_str!("report.css");
+/// No scripts, no fetches: styles and images inline only.
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'";
+/// Files a per-iteration row names before it only counts them.
+const NAMED_FILES: usize = 12;
+
+/// What a reason code means, for people.
+pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
+    match code {
+        ReasonCode::Verified => "verified",
+        ReasonCode::Promise => "promise kept",
+        ReasonCode::CapReached => "cap reached",
+        ReasonCode::Cancelled => "cancelled",
+        ReasonCode::VerifyFailed => "verify failed",
+        ReasonCode::VerifyTimedOut => "verify timed out",
+        ReasonCode::PromiseMissing => "promise missing",
+        ReasonCode::NoCriterion => "no criterion",
+        ReasonCode::OracleChanged => "verify files changed",
+        ReasonCode::SameFailures => "same failure repeated",
+        ReasonCode::NoProgress => "no progress",
+        ReasonCode::TimeBudget => "time budget spent",
+        ReasonCode::HarnessOverride => "host overrode a block",
+        ReasonCode::AgentCommandRefused => "agent's loop command refused",
+        ReasonCode::RolledBack => "rolled back",
+        ReasonCode::Resumed => "resumed",
+        ReasonCode::ForeignSession => "another session",
+        ReasonCode::InternalError => "for-loop fault",
+    }
+}
+
+/// The badge and sentence at the top: how the loop stands.
+fn standing(report: &LoopReport) -> (&'static str, &'static str, String) {
+    let at = format!("at iteration {} of {}", report.iteration, report.max_iterations);
+    match (report.status, report.outcome) {
+        (Status::Active, _) => (
+            "info",
+            "Running",
+            format!("iteration {} of {} in progress", report.iteration, report.max_iterations),
+        ),
+        (Status::Parked, outcome) => (
+            "park",
+            "Parked",
+            format!("{} {at}; /for-loop:resume continues it", outcome.map_or("stopped", reason_label)),
+        ),
+        (Status::Ended, Some(ReasonCode::Verified)) => ("good", "Verified", format!("verify passed {at}")),
+        (Status::Ended, Some(ReasonCode::Promise)) => ("good", "Done", format!("promise kept {at}")),
+        (Status::Ended, Some(ReasonCode::CapReached)) => {
+            ("fail", "Not done", format!("all {} iterations used without a pass", report.max_iterations))
+        }
+        (Status::Ended, Some(ReasonCode::Cancelled)) => ("other", "Cancelled", format!("cancelled {at}")),
+        (Status::Ended, outcome) => {
+            ("other", "Ended", format!("{} {at}", outcome.map_or("ended", reason_label)))
+        }
+    }
+}
+
+/// `text` escaped, with its `backticked` spans set as code.
+fn with_code_spans(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        // An odd number of backticks: no pairing to trust.
+        return escape::text(text);
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(
+            |(i, part)| {
+                if i % 2 == 1 { format!("<code>{}</code>", escape::text(part)) } else { escape::text(part) }
+            },
+        )
+        .collect()
+}
+
+/// The whole page.
+pub(crate) fn render(report: &LoopReport) -> String {
+    let mut page = String::with_capacity(64 * 1024);
+    let title_task = report.task.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no task)");
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta name=\"generator\" content=\"for-loop {version}\">\n\
+         <title>for-loop · {title}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n",
+        version = escape::text(report.version),
+        title = escape::text(&truncate(title_task.trim(), 80)),
+    );
+    header(&mut page, report);
+    timeline(&mut page, report);
+    failures(&mut page, report);
+    if let Some(series) = report.metric() {
+        let _ = write!(
+            page,
+            "<section id=\"metric\">\n<h2>Metric{name}</h2>\n{chart}\n<ul class=\"legend\">\
+             <li><span class=\"swatch sw-good\"></span>kept</li>\
+             <li><span class=\"swatch sw-fail\"></span>discarded</li>\
+             <li><span class=\"swatch sw-info\"></span>measured</li>\
+             <li><span class=\"swatch bar-swatch sw-good\"></span>best so far</li>{target}</ul>\n\
+             <p class=\"note\">{direction} is better. Best: {best} at iteration {best_at}.</p>\n</section>\n",
+            name = series.name.as_deref().map(|n| format!(": {}", escape::text(n))).unwrap_or_default(),
+            chart = chart::metric(&series),
+            target = series
+                .target
+                .map(|t| format!(
+                    "<li><span class=\"swatch bar-swatch sw-fail\"></span>target {}</li>",
+                    chart::short_number(t)
+                ))
+                .unwrap_or_default(),
+            direction = match series.direction {
+                crate::report::model::Direction::Min => "Lower",
+                crate::report::model::Direction::Max => "Higher",
+            },
+            best = series.points.last().map(|p| chart::short_number(p.best)).unwrap_or_default(),
+            best_at = series
+                .points
+                .iter()
+                .find(|p| Some(p.value) == series.points.last().map(|l| l.best) && p.kept != Some(false))
+                .map_or_else(|| "-".into(), |p| p.iteration.to_string()),
+        );
+    }
+    files(&mut page, report);
+    tokens(&mut page, report);
+    stops(&mut page, report);
+    let _ = write!(
+        page,
+        "<footer>Generated {at} by loop-hook {version} · loop {id}{unreadable}{cut}</footer>\n</main>\n</body>\n</html>\n",
+        at = report.generated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        version = escape::text(report.version),
+        id = escape::text(&report.loop_id),
+        unreadable = match report.unreadable_lines {
+            0 => String::new(),
+            n => format!(" · {n} ledger line(s) could not be read and are left out"),
+        },
+        cut = if report.ledger_cut {
+            " · the ledger is too long to read whole: its oldest lines are left out"
+        } else {
+            ""
+        },
+    );
+    page
+}
+
+fn header(page: &mut String, report: &LoopReport) {
+    let (tone, badge, sentence) = standing(report);
+    let code = report.outcome.map_or("active", ReasonCode::as_str);
+    let task = report.task.trim_end();
+    let first = task.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no task)").trim();
+    let _ = write!(
+        page,
+        "<header class=\"top\" id=\"summary\">\n<div class=\"brand\"><strong>for-loop report</strong><span>loop <span class=\"mono\">{id}</span></span></div>\n\
+         <div class=\"outcome tone-{tone}\" data-outcome=\"{code}\"><span class=\"badge\">{badge}</span><code>{code}</code><span class=\"sentence\">{sentence}</span></div>\n\
+         <h1 id=\"task-title\">{title}</h1>\n",
+        id = escape::text(&report.loop_id),
+        sentence = escape::text(&sentence),
+        title = escape::text(&truncate(first, 200)),
+    );
+    // The whole task, unless its first line already is the whole task.
+    if task.trim() != first || first.chars().count() > 200 {
+        let _ = writeln!(page, "<pre class=\"task\" id=\"task\">{}</pre>", escape::text(task));
+    }
+    page.push_str("<dl class=\"facts\">\n");
+    let mut fact = |label: &str, value: String, class: &str| {
+        let _ = writeln!(page, "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>");
+    };
+    fact(
+        "Verify",
+        match &report.verify {
+            Some(v) => format!("<code id=\"verify-command\">{}</code>", escape::text(v)),
+            None => "<span class=\"muted\">none</span>".into(),
+        },
+        "wide",
+    );
+    fact("Done when", with_code_spans(&report.done_when), "wide");
+    fact("Outcome", format!("{badge} <span class=\"muted\">({code})</span>"), "");
+    fact("Iterations", format!("{} / {}", report.iteration, report.max_iterations), "");
+    fact("Elapsed", human_ms(report.elapsed_ms), "");
+    let share = if report.elapsed_ms > 0 {
+        format!(
+            " <span class=\"muted\">({:.0}%)</span>",
+            report.verify_ms as f64 * 100.0 / report.elapsed_ms as f64
+        )
+    } else {
+        String::new()
+    };
+    fact("Time in verify", format!("{}{share}", human_ms(report.verify_ms)), "");
+    fact("Host", escape::text(&report.host), "");
+    fact(
+        "Tier",
+        report
+            .tier
+            .as_deref()
+            .map_or_else(|| "<span class=\"muted\">not recorded</span>".into(), escape::text),
+        "",
+    );
+    if let Some(usage) = report.tokens() {
+        let counted = usage.total().counted();
+        let budget = report
+            .max_tokens
+            .map(|max| format!(" <span class=\"muted\">of {}</span>", human_tokens(max)))
+            .unwrap_or_default();
+        fact("Tokens", format!("{}{budget}", human_tokens(counted)), "");
+        let cost = Cost::of(&usage);
+        let value = match (cost.is_complete(), cost.dollars > 0.0) {
+            (true, _) => format!("{} <span class=\"muted\">est.</span>", human_dollars(cost.dollars)),
+            (false, true) => format!(
+                "≥ {} <span class=\"muted\">(no price for {})</span>",
+                human_dollars(cost.dollars),
+                escape::text(&cost.unpriced.join(", "))
+            ),
+            (false, false) => format!(
+                "<span class=\"muted\">no price for {}</span>",
+                escape::text(&cost.unpriced.join(", "))
+            ),
+        };
+        fact("Cost", value, "");
+    } else if let Some(max) = report.max_tokens {
+        fact(
+            "Tokens",
+            format!("<span class=\"muted\">none recorded, budget {}</span>", human_tokens(max)),
+            "",
+        );
+    }
+    fact("Started", report.started_at.strftime("%Y-%m-%d %H:%M UTC").to_string(), "");
+    fact("Directory", format!("<span class=\"mono\">{}</span>", escape::text(&report.cwd)), "wide");
+    page.push_str("</dl>\n</header>\n");
+}
+
+fn timeline(page: &mut String, report: &LoopReport) {
+    page.push_str("<section id=\"timeline\">\n<h2>Timeline</h2>\n");
+    if report.stops.is_empty() {
+        page.push_str("<p class=\"note\">No stop has been recorded yet.</p>\n</section>\n");
+        return;
+    }
+    page.push_str(&chart::timeline(report));
+    page.push_str("\n<ul class=\"legend\">");
+    let mut seen: Vec<ReasonCode> = Vec::new();
+    for stop in &report.stops {
+        if !seen.contains(&stop.reason) {
+            seen.push(stop.reason);
+        }
+    }
+    for code in seen {
+        let _ = write!(
+            page,
+            "<li data-reason=\"{c}\"><span class=\"swatch r-{c}\"></span>{label}</li>",
+            c = code.as_str(),
+            label = reason_label(code)
+        );
+    }
+    page.push_str("<li><span class=\"swatch bar-swatch verify-swatch\"></span>bar: verify duration</li></ul>\n</section>\n");
+}
+
+fn failures(page: &mut String, report: &LoopReport) {
+    page.push_str("<section id=\"failures\">\n<h2>Failures</h2>\n");
+    if report.failures.is_empty() {
+        page.push_str("<p class=\"note\">Verify never failed.</p>\n</section>\n");
+        return;
+    }
+    let _ = writeln!(
+        page,
+        "<p class=\"note\">{} distinct failure(s). Runs that differ only in times, counters, ids or temporary paths count as one.</p>",
+        report.failures.len()
+    );
+    let mut order: Vec<usize> = (0..report.failures.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(report.failures[*i].iterations.len()));
+    for i in order {
+        let failure = &report.failures[i];
+        let n = failure.iterations.len();
+        let _ = write!(
+            page,
+            "<article class=\"failure\" id=\"failure-{id}\" data-iterations=\"{n}\">\n<header><span class=\"mono\">#{id}</span>\
+             <span>{how}</span><span class=\"count\">{n} iteration{s}</span><span class=\"muted\">at {at}</span></header>\n\
+             <pre class=\"tail\">{tail}</pre>\n</article>\n",
+            id = escape::text(&failure.id),
+            how = escape::text(&failure.how),
+            s = if n == 1 { "" } else { "s" },
+            at = escape::text(&ranges(&failure.iterations)),
+            tail =
+                if failure.tail.is_empty() { "(no output)".to_string() } else { escape::text(&failure.tail) },
+        );
+    }
+    page.push_str("</section>\n");
+}
+
+fn files(page: &mut String, report: &LoopReport) {
+    page.push_str("<section id=\"files\">\n<h2>Files changed</h2>\n");
+    let files = &report.files;
+    match &files.total {
+        Some(total) if total.is_empty() => page.push_str("<p>No files changed since the loop started.</p>\n"),
+        Some(total) => {
+            let _ = writeln!(page, "<p><strong>{}</strong> file{} changed since the loop started:</p>\n<ul class=\"files mono\">", total.len(), if total.len() == 1 { "" } else { "s" });
+            for file in total {
+                let _ = writeln!(page, "<li>{}</li>", escape::text(file));
+            }
+            page.push_str("</ul>\n");
+        }
+        None => page.push_str("<p class=\"note\">The files changed in all are not known (the loop is not in a git repository, or git failed).</p>\n"),
+    }
+    if !files.per_iteration.is_empty() {
+        page.push_str("<div class=\"table-wrap\"><table id=\"files-per-iteration\">\n<thead><tr><th class=\"num narrow\">Iteration</th><th class=\"num narrow\">Files</th><th>Changed</th></tr></thead>\n<tbody>\n");
+        for (iteration, changed) in &files.per_iteration {
+            let mut names: Vec<String> = changed.iter().take(NAMED_FILES).map(|f| escape::text(f)).collect();
+            if changed.len() > NAMED_FILES {
+                names.push(format!("and {} more", changed.len() - NAMED_FILES));
+            }
+            let _ = writeln!(
+                page,
+                "<tr><td class=\"num\">{iteration}</td><td class=\"num\">{}</td><td class=\"mono\">{}</td></tr>",
+                changed.len(),
+                if names.is_empty() {
+                    "<span class=\"muted\">none</span>".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        page.push_str("</tbody></table></div>\n");
+    }
+    if let Some(note) = &files.note {
+        let _ = writeln!(page, "<p class=\"note\">{}</p>", escape::text(note));
+    }
+    page.push_str("</section>\n");
+}
+
+fn tokens(page: &mut String, report: &LoopReport) {
+    let Some(chart) = chart::tokens(report) else {
+        return;
+    };
+    let total = report.tokens().unwrap_or_default().total();
+    let _ = write!(
+        page,
+        "<section id=\"tokens\">\n<h2>Tokens</h2>\n{chart}\n<ul class=\"legend\">\
+         <li><span class=\"swatch bar-swatch t-input\" \"></span>input</li>\
+         <li><span class=\"swatch bar-swatch t-cache-write\"></span>cache write</li>\
+         <li><span class=\"swatch bar-swatch t-output\"></span>output</li></ul>\n\
+         <p class=\"note\">In all: {counted} counted ({input} input, {write} cache write, {output} output) and {read} read from the cache, which a token budget does not count.</p>\n</section>\n",
+        counted = human_tokens(total.counted()),
+        input = human_tokens(total.input),
+        write = human_tokens(total.cache_write),
+        output = human_tokens(total.output),
+        read = human_tokens(total.cache_read),
+    );
+}
+
+fn stops(page: &mut String, report: &LoopReport) {
+    page.push_str("<section id=\"stops\">\n<h2>Stops</h2>\n");
+    if report.stops.is_empty() {
+        page.push_str("<p class=\"note\">No stop has been recorded yet.</p>\n</section>\n");
+        return;
+    }
+    let with_tokens = report.stops.iter().any(|s| s.tokens.is_some());
+    let _ = write!(
+        page,
+        "<div class=\"table-wrap\"><table id=\"stops-table\">\n<thead><tr><th class=\"num\">#</th><th>Time (UTC)</th><th>Verdict</th><th>Reason</th><th>Verify</th><th>Failure</th>{}<th>Note</th></tr></thead>\n<tbody>\n",
+        if with_tokens { "<th class=\"num\">Tokens</th>" } else { "" }
+    );
+    for stop in &report.stops {
+        let verify = stop.verify.as_ref().map_or_else(
+            || "<span class=\"muted\">-</span>".into(),
+            |v| format!("{} · {}", escape::text(&how_it_failed(v)), human_ms(v.duration_ms)),
+        );
+        let failure = stop
+            .failure
+            .map(|i| {
+                let id = escape::text(&report.failures[i].id);
+                format!("<span class=\"mono\">#{id}</span>")
+            })
+            .unwrap_or_default();
+        let tokens = if with_tokens {
+            format!(
+                "<td class=\"num\">{}</td>",
+                stop.tokens.as_ref().map(|t| human_tokens(t.total().counted())).unwrap_or_default()
+            )
+        } else {
+            String::new()
+        };
+        let mut note = stop.detail.as_deref().map(escape::text).unwrap_or_default();
+        if !stop.oracle_changed.is_empty() {
+            let names: Vec<String> = stop.oracle_changed.iter().take(5).map(|p| escape::text(p)).collect();
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            let _ = write!(note, "changed: <span class=\"mono\">{}</span>", names.join(", "));
+        }
+        let _ = writeln!(
+            page,
+            "<tr data-reason=\"{code}\"><td class=\"num\">{it}</td><td class=\"nowrap\">{time}</td><td>{decision}</td>\
+             <td><span class=\"reason\"><span class=\"swatch r-{code}\"></span>{label}</span></td><td class=\"nowrap\">{verify}</td><td>{failure}</td>{tokens}<td>{note}</td></tr>",
+            code = stop.reason.as_str(),
+            it = stop.iteration,
+            time = stop.time.strftime("%H:%M:%S"),
+            decision = stop.decision,
+            label = reason_label(stop.reason),
+        );
+    }
+    page.push_str("</tbody></table></div>\n</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::VerifyRecord;
+    use crate::report::model::{FileChanges, LedgerLines};
+    use crate::state::tests::sample;
+    use serde_json::json;
+
+    fn report_with(task: &str, verify_tail: &str) -> LoopReport {
+        let mut state = sample();
+        state.task = task.to_string();
+        state.meta.settings.verify = Some(format!("{task} && true"));
+        let line = json!({
+            "time": "2026-11-22T03:01:00Z", "loop_id": state.meta.loop_id, "iteration": 1,
+            "max_iterations": 30, "decision": "block", "reason": "verify_failed",
+            "stop_hook_active": false, "detail": task, "oracle_changed": [task],
+            "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
+                output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into() },
+            "tokens": { task: {"input": 5, "output": 5} },
+            "metric": {"value": 3.0, "name": task},
+        })
+        .to_string();
+        let files = FileChanges {
+            per_iteration: vec![(1, vec![task.to_string()])],
+            total: Some(vec![task.to_string()]),
+            note: Some(task.to_string()),
+        };
+        let mut report = LoopReport::build(
+            &state,
+            LedgerLines::parse([line.as_bytes()], false),
+            files,
+            Some(task.to_string()),
+            "2026-11-22T04:00:00Z".parse().unwrap(),
+        );
+        report.host = task.to_string();
+        report.cwd = task.to_string();
+        report.loop_id = task.to_string();
+        report
+    }
+
+    const HOSTILE: &str =
+        "<script>alert(1)</script>\"'</style></title>]]><!--\u{0}\u{1b}[2J<img src=x onerror=alert(2)>";
+
+    #[test]
+    fn hostile_text_everywhere_renders_inert() {
+        let page = render(&report_with(HOSTILE, HOSTILE));
+        assert_eq!(page.matches("<script").count(), 0, "no script element anywhere");
+        assert_eq!(page.matches("<img").count(), 0);
+        assert_eq!(page.matches("</style>").count(), 1, "only the page's own style element ends");
+        assert_eq!(page.matches("</title>").count(), page.matches("<title").count());
+        assert!(!page.contains('\u{0}') && !page.contains('\u{1b}'));
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&lt;/style&gt;"));
+        assert!(page.contains("^@^[[2J"));
+        // No attribute value can be closed early: every quote in the page is ours.
+        for line in page.lines().filter(|l| l.contains("alert")) {
+            assert!(!line.contains("alert(1)</"), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_page_loads_nothing_and_runs_nothing() {
+        let page = render(&report_with("fix it", "boom"));
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains(&format!("content=\"{CSP}\"")));
+        for outside in ["http:", "https:", "src=", "href=", "url(", "@import", "<script", "<link"] {
+            assert!(!page.contains(outside), "the page must not reference {outside}");
+        }
+    }
+
+    #[test]
+    fn sections_follow_what_the_loop_recorded() {
+        let page = render(&report_with("fix it", "boom"));
+        for id in ["summary", "timeline", "failures", "metric", "files", "tokens", "stops"] {
+            assert!(page.contains(&format!("id=\"{id}\"")), "missing section {id}");
+        }
+        let mut plain = report_with("fix it", "boom");
+        for stop in &mut plain.stops {
+            stop.tokens = None;
+            stop.metric = None;
+        }
+        let page = render(&plain);
+        assert!(!page.contains("id=\"metric\"") && !page.contains("id=\"tokens\""));
+    }
+}
