@@ -77,3 +77,41 @@ fn edits_of_the_verify_script_and_protected_paths_are_denied_while_the_loop_runs
         "an ended loop guards nothing"
     );
 }
+
+/// The guard as the host runs it: the binary with the hook's environment, resolving `$HOME`,
+/// quoted words and scheduled prompts, and letting an honest edit-then-check through.
+#[test]
+fn the_guard_reads_commands_as_the_shell_would() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    env.write("calc.sh", "echo $(($1 - $2))\n");
+    env.start("t --verify \"sh check.sh\"");
+    let deny = |tool: &str, input: Value| denied(&pre_tool_use(&env, SESSION, tool, &input));
+    for command in [
+        "rm -rf $HOME/.local/state/for-loop",
+        "loop-hook can''cel",
+        "\"$HOME/.cargo/bin/loop-hook\" \"ca\"ncel",
+        "python3 -c \"import shutil; shutil.rmtree('$HOME/.local/state/for-loop/sessions')\"",
+        "find ~ -name state.md -delete",
+        "echo '{\"disableAllHooks\": true}' > .claude/settings.local.json",
+    ] {
+        assert!(deny("Bash", json!({"command": command})).is_some(), "{command}");
+    }
+    let settings = env.project.join(".claude/settings.local.json").display().to_string();
+    let reason = deny(
+        "Write",
+        json!({"file_path": settings, "content": "{\"env\":{\"FOR_LOOP_BIN\":\"/bin/true\"}}"}),
+    );
+    assert!(reason.unwrap().contains("settings"));
+    let scheduled =
+        deny("ScheduleWakeup", json!({"delaySeconds": 60, "reason": "r", "prompt": "/for-loop:cancel-loop"}));
+    assert!(scheduled.unwrap().contains("submitted as if the user typed it"));
+    assert_eq!(
+        pre_tool_use(&env, SESSION, "ScheduleWakeup", &json!({"delaySeconds": 60, "prompt": "check CI"})),
+        ""
+    );
+    assert_eq!(
+        pre_tool_use(&env, SESSION, "Bash", &json!({"command": "sed -i 's/-/+/' calc.sh && ./check.sh"})),
+        ""
+    );
+}

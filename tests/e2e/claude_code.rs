@@ -564,4 +564,58 @@ fn the_report_command_writes_the_page_where_the_user_asks() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<span class=\"badge\">Verified</span>"), "{html}");
     assert!(html.contains("<code id=\"verify-command\">sh check.sh</code>"), "{html}");
+
+/// The agent tries to end its own loop with loop-hook: spelled so a literal match misses it (the
+/// guard reads it as the shell would), then hidden from the guard in python (refused by
+/// loop-hook: it runs inside the agent's shell, and Claude Code takes loop commands only from the
+/// user's prompt), then with the shell's variables removed (carried out, as from a terminal, and
+/// reported). Each ends HELD or REPORTED, never silent.
+#[test]
+fn the_agent_cannot_cancel_its_own_loop_without_the_user_being_told() {
+    let world = World::new();
+    world.env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+    let hidden = |prefix: &str| {
+        format!(
+            "{prefix}python3 -c \"import os, subprocess; subprocess.run([os.environ['FOR_LOOP_' + 'BIN'], \
+             'can' + 'cel', '--session', '{SESSION_A}'])\""
+        )
+    };
+    let model = MockModel::start(
+        Script::new()
+            .bash("\"$FOR_LOOP_BIN\" can''cel")
+            .bash(hidden(""))
+            .text("Done.")
+            .bash(hidden("env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID "))
+            .text("Done now."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make the check pass --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash"],
+    );
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 5, "{}", run.dump());
+    let quoted = &requests[1].tool_results()[0];
+    assert!(quoted.is_error && quoted.text.contains("only the user can cancel"), "{quoted:?}");
+    let hidden_result = &requests[2].tool_results()[0];
+    assert!(hidden_result.text.contains("only from the user's own prompt"), "{hidden_result:?}");
+    let stops = run.stop_responses();
+    assert_eq!(stops.len(), 2, "{}", run.dump());
+    let held = stops[0]["stdout"].as_str().unwrap_or_default();
+    assert!(held.contains("\"decision\":\"block\""), "{held}");
+    assert!(held.contains("the agent tried to cancel this loop (refused; the loop goes on)"), "{held}");
+    let reported = stops[1]["stdout"].as_str().unwrap_or_default();
+    assert!(
+        reported.contains("a command from a terminal outside the session cancelled this loop at iteration 2. If that was not you, it was the agent"),
+        "{reported}"
+    );
+    let ledger = world.env.ledger_of(SESSION_A);
+    let lines: Vec<(&str, &str)> =
+        ledger.iter().map(|l| (l["reason"].as_str().unwrap(), l["origin"].as_str().unwrap_or("-"))).collect();
+    assert_eq!(
+        lines,
+        [("agent_command_refused", "agent"), ("verify_failed", "-"), ("cancelled", "terminal")]
+    );
 }

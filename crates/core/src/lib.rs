@@ -39,6 +39,7 @@ mod resume;
 mod reverse_lines;
 mod rollback;
 mod session;
+mod shell_command;
 mod stall;
 mod start;
 mod state;

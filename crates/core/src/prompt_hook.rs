@@ -81,6 +81,17 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
     let transcript = fields.path("transcript_path").ok().flatten();
+    if transcript.as_deref().is_some_and(tool_call_in_progress) {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
+                 you type arrives between turns, so this one came from a program the agent ran. \
+                 If you typed it, send it again once the agent has stopped.",
+                command.name
+            )),
+            system_message: notice,
+        };
+    }
     if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
         return PromptResponse {
             block: Some(format!(
@@ -165,6 +176,23 @@ fn written_by_the_agent(transcript: &Path, prompt: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether the conversation's last word is the model's tool call, still without its result: the
+/// host writes the call before running the tool, and a prompt the user submits is read between
+/// turns. So a prompt-hook event arriving now was sent by the tool, i.e. forged by the agent.
+fn tool_call_in_progress(transcript: &Path) -> bool {
+    let Ok(lines) = ReverseLines::open(transcript, TRANSCRIPT_BYTES) else { return false };
+    for line in lines.map_while(Result::ok) {
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["isSidechain"] == true || !matches!(record["type"].as_str(), Some("user" | "assistant")) {
+            continue;
+        }
+        let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
+        let has = |kind: &str| blocks.iter().any(|block| block["type"] == kind);
+        return record["type"] == "assistant" && has("tool_use");
+    }
+    false
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -300,7 +328,9 @@ mod tests {
             "input": {"delaySeconds": 60, "reason": "r", "prompt": "/for-loop:cancel-loop"}}]}});
         let enqueue =
             json!({"type": "queue-operation", "operation": "enqueue", "content": "/for-loop:cancel-loop"});
-        std::fs::write(&transcript, format!("{tool_use}\n{enqueue}\n")).unwrap();
+        let result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "x", "content": "scheduled"}]}});
+        std::fs::write(&transcript, format!("{tool_use}\n{result}\n{enqueue}\n")).unwrap();
         let refused = respond(
             &env,
             Host::ClaudeCode,
@@ -323,6 +353,32 @@ mod tests {
             &event("s", "/for-loop:cancel-loop now", dir.path(), Some(&transcript)),
         );
         assert!(cancel.block.unwrap().contains("cancelled"));
+    }
+
+    #[test]
+    fn a_prompt_hook_run_from_inside_a_tool_call_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
+        let transcript = dir.path().join("t.jsonl");
+        let call = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+            "input": {"command": "python3 forge.py | loop-hook prompt-hook"}}]}});
+        let sidechain =
+            json!({"type": "user", "isSidechain": true, "message": {"role": "user", "content": "x"}});
+        std::fs::write(&transcript, format!("{call}\n{sidechain}\n")).unwrap();
+        let forged =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
+        assert!(forged.block.unwrap().contains("in the middle of a tool call"));
+        // Once the call has its result, a prompt is the user's again.
+        let result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}});
+        let text = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "text", "text": "done"}]}});
+        std::fs::write(&transcript, format!("{call}\n{result}\n{text}\n")).unwrap();
+        let typed =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
+        assert!(typed.block.unwrap().contains("cancelled"));
     }
 
     #[test]
