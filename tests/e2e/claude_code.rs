@@ -564,6 +564,7 @@ fn the_report_command_writes_the_page_where_the_user_asks() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<span class=\"badge\">Verified</span>"), "{html}");
     assert!(html.contains("<code id=\"verify-command\">sh check.sh</code>"), "{html}");
+}
 
 /// The agent tries to end its own loop with loop-hook: spelled so a literal match misses it (the
 /// guard reads it as the shell would), then hidden from the guard in python (refused by

@@ -426,6 +426,7 @@ impl Guard<'_> {
     /// Interpreter code (`python -c`, `node -e`, a heredoc script) that names for-loop's files,
     /// binary or the host's settings and writes, deletes or runs something.
     fn code(&self, line: &str) -> Option<String> {
+        let line = &without_saved_originals(line);
         let names_protected = CODE_NAMES.iter().any(|name| line.contains(name))
             || self.protected.paths.iter().any(|(p, _)| line.contains(p.to_string_lossy().as_ref()));
         (names_protected && CODE_WRITES.iter().any(|w| line.contains(w))).then(|| {
@@ -510,6 +511,27 @@ fn file_contains(path: &Path, needles: &[&[u8]]) -> bool {
         window.drain(..keep);
     }
     false
+}
+
+/// `line` with every path into a loop's saved originals (`.../sessions/<id>/oracle/...`) blanked
+/// out: reading one back is how a changed check is restored, and the fingerprint, not the copy,
+/// decides whether the check is intact.
+fn without_saved_originals(line: &str) -> String {
+    let bounds = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | ',' | ';' | '`');
+    let mut out = line.to_string();
+    let mut from = 0;
+    while let Some(found) = out[from..].find("/oracle/") {
+        let at = from + found;
+        let start = out[..at].rfind(bounds).map_or(0, |i| i + 1);
+        let end = out[at..].find(bounds).map_or(out.len(), |i| at + i);
+        if out[start..end].contains("sessions/") || out[start..end].contains("FOR_LOOP_HOME") {
+            out.replace_range(start..end, "");
+            from = start;
+        } else {
+            from = at + "/oracle/".len();
+        }
+    }
+    out
 }
 
 /// Whether `path` is a small text file (a script `sh FILE` would run).
@@ -795,6 +817,11 @@ mod tests {
             format!("cp {store}/sessions/s/oracle/check.sh /tmp/x"),
             "python3 -c \"import json; print(json.load(open('.claude/settings.json')))\"".to_string(),
             "ls ~/.local/state".to_string(),
+            format!(
+                "python3 -c \"open('check.sh', 'w').write(open('{store}/sessions/s/oracle/check.sh').read())\""
+            ),
+            "node -e \"require('fs').copyFileSync('$FOR_LOOP_HOME/sessions/x/oracle/check.sh', 'check.sh')\""
+                .to_string(),
         ] {
             assert!(!w.denied(&command), "{command}");
         }
