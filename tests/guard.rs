@@ -115,3 +115,32 @@ fn the_guard_reads_commands_as_the_shell_would() {
         ""
     );
 }
+
+/// The strict tier also keeps file tools inside the project, and the shell inside the sandbox and
+/// in the foreground, each with a reason the model can act on.
+#[test]
+fn in_the_strict_tier_file_tools_stay_in_the_project_and_the_shell_in_the_sandbox() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    env.write(
+        ".claude/settings.json",
+        r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false,"failIfUnavailable":true}}"#,
+    );
+    env.start("t --verify true");
+    let deny = |tool: &str, input: &Value| denied(&pre_tool_use(&env, SESSION, tool, input));
+    let outside = env.home.join(".local/lib/python3/site-packages/x.pth").display().to_string();
+    let reason = deny("Write", &json!({"file_path": outside, "content": "import os"})).unwrap();
+    assert!(reason.contains("strict mode") && reason.contains("outside the project"), "{reason}");
+    let background = deny("Bash", &json!({"command": "sleep 100", "run_in_background": true})).unwrap();
+    assert!(background.contains("Run it in the foreground"), "{background}");
+    let unsandboxed = deny("Bash", &json!({"command": "ls", "dangerouslyDisableSandbox": true})).unwrap();
+    assert!(unsandboxed.contains("may not leave the sandbox"), "{unsandboxed}");
+    assert_eq!(pre_tool_use(&env, SESSION, "Write", &json!({"file_path": "src.rs", "content": "x"})), "");
+    assert_eq!(pre_tool_use(&env, SESSION, "Bash", &json!({"command": "sleep 1"})), "");
+
+    // The default tier refuses none of these: the sandbox is what they would escape.
+    let open = TestEnv::new();
+    open.start("t --verify true");
+    let bg = json!({"command": "sleep 100", "run_in_background": true});
+    assert_eq!(pre_tool_use(&open, SESSION, "Bash", &bg), "");
+}

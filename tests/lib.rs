@@ -8,6 +8,8 @@
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
+//! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
+//!   run in its own sandbox.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
 //!   headless Chromium loads, shows and prints it.
 
@@ -20,3 +22,4 @@ mod guard;
 mod hosts;
 mod report;
 mod stop_hook;
+mod strict;

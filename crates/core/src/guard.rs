@@ -175,6 +175,12 @@ fn objection(env: &Environment, object: &Map<String, Value>) -> Option<String> {
     let input = object.get("tool_input")?.as_object()?;
     let protected = Protected::of(env, store.root(), &cwd);
     let guard = Guard { state: &state, cwd: &cwd, env, protected: &protected };
+    if state.meta.host == Host::ClaudeCode
+        && crate::strict::sandbox_settings(env, &state.meta.cwd, store.root()).is_ok()
+        && let Some(reason) = strict_objection(&state, &cwd, &tool, input)
+    {
+        return Some(reason);
+    }
     match tool.as_str() {
         "Write" | "Edit" | "MultiEdit" => guard.file(input.get("file_path")?.as_str()?),
         "NotebookEdit" => guard.file(input.get("notebook_path")?.as_str()?),
@@ -184,6 +190,47 @@ fn objection(env: &Environment, object: &Map<String, Value>) -> Option<String> {
         // submitted later as if typed: none may be a for-loop command.
         _ => names_a_user_command(&Value::Object(input.clone())).then(scheduled_command_reason),
     }
+}
+
+/// What the strict tier also refuses while a loop runs: file tools writing outside the project
+/// (they are governed by permissions, not by the sandbox: a `.pth` file in site-packages or a
+/// program on PATH would run outside it), shell commands asking to leave the sandbox, and
+/// background commands, which keep running across the stop and could swap files while verify
+/// runs.
+fn strict_objection(state: &LoopState, cwd: &Path, tool: &str, input: &Map<String, Value>) -> Option<String> {
+    let project = normalize(&state.meta.cwd);
+    let path_field = match tool {
+        "Write" | "Edit" | "MultiEdit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        "Bash" => {
+            if input.get("dangerouslyDisableSandbox") == Some(&Value::Bool(true)) {
+                return Some(
+                    "for-loop (strict mode): commands may not leave the sandbox while the loop runs. \
+                     Run it inside the sandbox; if it cannot work there, say so and let the user decide."
+                        .into(),
+                );
+            }
+            if input.get("run_in_background") == Some(&Value::Bool(true)) {
+                return Some(
+                    "for-loop (strict mode): background commands are not allowed while the loop runs: \
+                     they keep running across the stop and could change files while verify runs. Run \
+                     it in the foreground, with a timeout if it is long."
+                        .into(),
+                );
+            }
+            return None;
+        }
+        _ => return None,
+    };
+    let target = normalize(&cwd.join(input.get(path_field)?.as_str()?));
+    (!target.starts_with(&project)).then(|| {
+        format!(
+            "for-loop (strict mode): {} is outside the project ({}); while the loop runs, files are \
+             written only inside it. Keep your changes in the project.",
+            target.display(),
+            project.display()
+        )
+    })
 }
 
 /// What the agent may not write: for-loop's files, its binary, and the host's settings.

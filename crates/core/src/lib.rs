@@ -46,6 +46,7 @@ mod state;
 mod status;
 mod stop_hook;
 mod store;
+mod strict;
 mod transcript;
 mod usage;
 mod user_command;

@@ -34,10 +34,11 @@ pub(crate) enum Flag {
     MaxTime,
     Escalate,
     Checkpoint,
+    RequireStrict,
 }
 
 impl Flag {
-    const ALL: [Flag; 9] = [
+    const ALL: [Flag; 10] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -47,6 +48,7 @@ impl Flag {
         Flag::MaxTime,
         Flag::Escalate,
         Flag::Checkpoint,
+        Flag::RequireStrict,
     ];
 
     /// Flags that may be given more than once, each adding a value.
@@ -56,7 +58,7 @@ impl Flag {
 
     /// Flags that take no value.
     fn is_switch(self) -> bool {
-        self == Flag::Checkpoint
+        matches!(self, Flag::Checkpoint | Flag::RequireStrict)
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -70,6 +72,7 @@ impl Flag {
             Flag::MaxTime => "--max-time",
             Flag::Escalate => "--escalate",
             Flag::Checkpoint => "--checkpoint",
+            Flag::RequireStrict => "--require-strict",
         }
     }
 
@@ -83,7 +86,7 @@ impl Flag {
             Flag::MaxSameFailures => "a whole number from 1 to 1000, e.g. --max-same-failures 8",
             Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
             Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
-            Flag::Checkpoint => "nothing: it is a switch",
+            Flag::Checkpoint | Flag::RequireStrict => "nothing: it is a switch",
         }
     }
 }
@@ -108,6 +111,8 @@ pub(crate) struct LoopRequest {
     pub max_time_secs: Option<u64>,
     pub escalation: Vec<u32>,
     pub checkpoint: bool,
+    /// Refuse to start unless the loop runs in the strict tier ([`crate::strict`]).
+    pub require_strict: bool,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -161,7 +166,7 @@ impl LoopRequest {
                     return Err(RequestError::BadValue {
                         flag,
                         value: text.to_string(),
-                        why: "it takes no value: write just --checkpoint".into(),
+                        why: format!("it takes no value: write just {flag}"),
                     });
                 }
                 (true, None) => (String::new(), word.end),
@@ -185,6 +190,7 @@ impl LoopRequest {
             max_time,
             escalate,
             checkpoint,
+            require_strict,
         ] = values;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
@@ -217,6 +223,7 @@ impl LoopRequest {
                 .transpose()?
                 .unwrap_or(crate::stall::DEFAULT_ESCALATION.to_vec()),
             checkpoint: checkpoint.is_some(),
+            require_strict: require_strict.is_some(),
         })
     }
 }

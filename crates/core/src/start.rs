@@ -27,6 +27,7 @@ Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iteratio
   --completion-promise TEXT  the final message must also contain <promise>TEXT</promise>
   --max-iterations N         turns the agent gets in all (default 30, at least 1)
   --verify-timeout SECS      verify is killed after this long (default 300; 90s, 5m, 1h also work)
+  --require-strict           start only in the strict tier (the host's sandbox on, verify sandboxed)
 
 Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" --max-iterations 20";
 
@@ -65,6 +66,18 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
+    let tier =
+        crate::strict::tier(env, host, &options.cwd.clone().unwrap_or_else(|| env.cwd.clone()), store.root());
+    if (request.require_strict || env.var("FOR_LOOP_REQUIRE_STRICT").is_some_and(|v| v != "0"))
+        && !tier.strict
+    {
+        return Outcome::refused(format!(
+            "for-loop: not started: strict mode is required ({}), but this loop would run in the {}. \
+             See the README's threat model for the settings that turn strict mode on.",
+            if request.require_strict { "--require-strict" } else { "FOR_LOOP_REQUIRE_STRICT" },
+            tier.line()
+        ));
+    }
     let (paths, session_id, claim_token) = match session::session_id(env, options.session_id.as_deref()) {
         Some(id) => (store.paths(id), id, None),
         None if !host.tells_commands_the_session() => {
@@ -166,10 +179,16 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
-    Outcome::ok(banner(&state, &paths, claim_token.as_deref(), env))
+    Outcome::ok(banner(&state, &paths, claim_token.as_deref(), env, &tier))
 }
 
-fn banner(state: &LoopState, paths: &LoopPaths, claim_token: Option<&str>, env: &Environment) -> String {
+fn banner(
+    state: &LoopState,
+    paths: &LoopPaths,
+    claim_token: Option<&str>,
+    env: &Environment,
+    tier: &crate::strict::Tier,
+) -> String {
     let settings = &state.meta.settings;
     let mut out = format!("for-loop: loop started, iteration 1 of {}.\n", settings.max_iterations);
     // First, so that a host keeping only the start of a long output still has it.
@@ -191,6 +210,7 @@ fn banner(state: &LoopState, paths: &LoopPaths, claim_token: Option<&str>, env: 
     out.push_str(&format!("Verify:      {verify}\n"));
     out.push_str(&format!("Done when:   {}\n", criterion(state)));
     out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
+    out.push_str(&format!("Tier:        {}\n", tier.line()));
     let oracle = &state.meta.oracle;
     if !oracle.files.is_empty() {
         let mut names: Vec<&str> = oracle.files.keys().take(6).map(String::as_str).collect();

@@ -107,6 +107,10 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         human_ms(meta.verify_total_ms)
     ));
     out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
+    if let Ok(store) = crate::store::Store::locate(env) {
+        let tier = crate::strict::tier(env, meta.host, &meta.cwd, store.root());
+        out.push_str(&format!("  tier:       {}\n", tier.line()));
+    }
     out.push_str(&format!(
         "  state:      {}\n  ledger:     {}\n",
         paths.state.display(),

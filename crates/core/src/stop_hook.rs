@@ -128,7 +128,8 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     }
 
     // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
-    let gathered = match Gathered::at(&state, event) {
+    let sandbox = crate::strict::sandbox_for_verify(env, &store, &state);
+    let gathered = match Gathered::at(&state, event, sandbox) {
         Ok(gathered) => gathered,
         Err(what) => return fault(&paths, Some(&state), event, env, &what),
     };
@@ -196,7 +197,11 @@ struct Gathered {
 impl Gathered {
     /// Runs verify and looks at the oracle and the working tree. `Err` is a fault of ours that
     /// kept verify from running at all.
-    fn at(state: &LoopState, event: &StopEvent) -> Result<Gathered, String> {
+    fn at(
+        state: &LoopState,
+        event: &StopEvent,
+        sandbox: Vec<std::ffi::OsString>,
+    ) -> Result<Gathered, String> {
         let (last_message, tool_uses) = current_turn(state, event);
         let verify = match &state.meta.settings.verify {
             None => None,
@@ -205,6 +210,7 @@ impl Gathered {
                     command: command.clone(),
                     cwd: state.meta.cwd.clone(),
                     timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
+                    sandbox,
                 };
                 Some(
                     spec.run()

@@ -26,6 +26,8 @@ pub(crate) struct VerifySpec {
     pub command: String,
     pub cwd: PathBuf,
     pub timeout: Duration,
+    /// A sandbox to run the shell in (strict mode): its program and arguments, ending in `--`.
+    pub sandbox: Vec<std::ffi::OsString>,
 }
 
 /// How a verify run ended.
@@ -74,7 +76,15 @@ impl VerifySpec {
         }
         let started = Instant::now();
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
-        let mut command = shell_command(&self.command);
+        let mut command = match self.sandbox.split_first() {
+            Some((program, args)) => {
+                let shell = shell_command(&self.command);
+                let mut wrapped = Command::new(program);
+                wrapped.args(args).arg(shell.get_program()).args(shell.get_args());
+                wrapped
+            }
+            None => shell_command(&self.command),
+        };
         command
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
@@ -205,6 +215,7 @@ mod tests {
             command: command.into(),
             cwd: std::env::temp_dir(),
             timeout: Duration::from_millis(timeout_ms),
+            sandbox: Vec::new(),
         }
         .run()
         .unwrap()
@@ -230,10 +241,14 @@ mod tests {
     #[test]
     fn runs_in_the_given_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let outcome =
-            VerifySpec { command: "pwd".into(), cwd: dir.path().into(), timeout: Duration::from_secs(10) }
-                .run()
-                .unwrap();
+        let outcome = VerifySpec {
+            command: "pwd".into(),
+            cwd: dir.path().into(),
+            timeout: Duration::from_secs(10),
+            sandbox: Vec::new(),
+        }
+        .run()
+        .unwrap();
         let printed = std::fs::canonicalize(outcome.output.excerpt(1_000).trim()).unwrap();
         assert_eq!(printed, std::fs::canonicalize(dir.path()).unwrap());
     }
@@ -267,6 +282,7 @@ mod tests {
             command: "true".into(),
             cwd: "/no/such/dir".into(),
             timeout: Duration::from_secs(1),
+            sandbox: Vec::new(),
         };
         assert!(matches!(spec.run(), Err(VerifyError::MissingCwd(_))));
     }
