@@ -52,6 +52,12 @@ fn start_refuses_bad_text_with_the_reason_and_usage() {
         ("", "no task given"),
         ("\"   \" --verify true", "no task given"),
         ("\u{3000}\t", "no task given"),
+        (
+            "t --protect 'tests/{unit,e2e/**'",
+            "is not a glob this engine can honour (unclosed alternate group",
+        ),
+        ("t --protect 'tests**'", "`**` must be a whole path component"),
+        ("t --protect '!tests/**'", "an exclusion"),
         ("fix it --verify \"cargo test", "opens a quote that is never closed"),
     ] {
         let run = env.run(&["start", "--session", SESSION], text);
@@ -83,6 +89,24 @@ fn start_in_a_directory_whose_name_is_not_utf8_refuses_and_writes_nothing() {
         assert!(!run.stdout.contains("loop started"), "{}", run.stdout);
         assert!(!env.state_path().exists(), "a state was written: {:?}", std::fs::read(env.state_path()));
     }
+}
+
+/// Regression: `tests/{unit,e2e}/**` was accepted and protected nothing. A brace set is a glob
+/// like any other now: its files are fingerprinted, and one added under it is a changed oracle.
+#[test]
+fn a_brace_set_in_protect_protects_its_files() {
+    let env = TestEnv::new();
+    for file in ["tests/unit/a.sh", "tests/e2e/b.sh", "tests/other/c.sh"] {
+        std::fs::create_dir_all(env.project.join(file).parent().unwrap()).unwrap();
+        env.write(file, "true\n");
+    }
+    let run = env.start("t --verify true --protect 'tests/{unit,e2e}/**' --protect docs/**");
+    assert!(run.stdout.contains("Protected:   tests/e2e/b.sh, tests/unit/a.sh (2 files"), "{}", run.stdout);
+    assert!(run.stdout.contains("--protect docs/** matches no file yet"), "{}", run.stdout);
+    env.write("tests/unit/new.sh", "true\n");
+    let stop = env.stop("done");
+    assert!(stop.blocked(), "{}", stop.stdout);
+    assert!(stop.reason().contains("tests/unit/new.sh (added)"), "{}", stop.reason());
 }
 
 #[test]

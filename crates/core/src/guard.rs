@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 use crate::environment::Environment;
 use crate::event::{self, Fields};
 use crate::host::Host;
-use crate::oracle::{ChangeKind, Oracle};
+use crate::oracle::Oracle;
 use crate::shell_command::{self, SimpleCommand};
 use crate::state::LoopState;
 use crate::store::Store;
@@ -490,9 +490,8 @@ impl Guard<'_> {
     fn intact_oracle_file(&self, path: &Path, deep: bool) -> Option<String> {
         let oracle: &Oracle = &self.state.meta.oracle;
         let loop_dir = &self.state.meta.cwd;
-        let changes = oracle.changes(loop_dir);
-        let intact =
-            |relative: &str| !changes.iter().any(|c| c.path == relative && c.kind != ChangeKind::Added);
+        // One file's digest each, not a walk of every protected path at every tool call.
+        let intact = |relative: &str| !oracle.is_changed(loop_dir, relative);
         if oracle.covers(loop_dir, path) {
             let relative = crate::oracle::relative_to(loop_dir, path)?;
             return intact(&relative).then_some(relative);

@@ -31,6 +31,7 @@ mod origin;
 mod outcome;
 mod promise;
 mod prompt_hook;
+mod protect;
 mod reason_code;
 mod receipt;
 mod report;
@@ -51,6 +52,7 @@ mod transcript;
 mod usage;
 mod user_command;
 mod verify;
+mod walk;
 mod worktree;
 
 use std::ffi::OsString;

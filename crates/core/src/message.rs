@@ -198,6 +198,9 @@ fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
             ChangeKind::Modified => "modified",
             ChangeKind::Deleted => "deleted",
             ChangeKind::Added => "added",
+            ChangeKind::Unchecked => {
+                "too many files to look through for added ones: delete the ones you created"
+            }
         };
         out.push_str(&format!("  - {} ({kind})\n", change.path));
     }

@@ -10,16 +10,17 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::bounded_read;
 use crate::digest::hex;
+use crate::protect::Protect;
+use crate::walk;
+use crate::worktree::WorkTree;
 
-/// Files examined per walk of the project for `--protect` globs; beyond this a walk stops.
-const MAX_WALK_FILES: usize = 50_000;
 /// Originals kept for restoring, in all.
 const MAX_SAVED_BYTES: u64 = 8 << 20;
 /// Oracle files are hashed whole up to this size. A larger one (a data fixture) is known by its
@@ -30,8 +31,6 @@ const MAX_HASHED_BYTES: u64 = 64 << 20;
 const MISSING: &str = "missing";
 const NOT_A_FILE: &str = "not-a-file";
 const UNREADABLE: &str = "unreadable";
-/// Directories never walked for globs: build output and dependencies, not sources.
-const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules", ".venv", "__pycache__"];
 
 /// What the oracle was at start.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +43,10 @@ pub(crate) struct Oracle {
     /// [`digest`]), or `missing`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// The walk for `--protect` files was cut at its bound at start: a cut walk at a stop is then
+    /// expected, not a sign of files created to hide others.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approximate: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +55,9 @@ pub(crate) enum ChangeKind {
     Modified,
     Deleted,
     Added,
+    /// Too many files where protected ones may be added to look at them all, when there were
+    /// not at start: the path is the directory that was walked.
+    Unchecked,
 }
 
 /// One oracle file that is not as it was at start.
@@ -64,16 +70,26 @@ pub(crate) struct OracleChange {
 impl Oracle {
     /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`.
     pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String]) -> Oracle {
+        Oracle::capture_within(cwd, verify, protect, walk::MAX_ENTRIES)
+    }
+
+    fn capture_within(cwd: &Path, verify: Option<&str>, protect: &[String], limit: usize) -> Oracle {
         let mut paths: Vec<String> = verify.map(|v| files_run_by(cwd, v)).unwrap_or_default();
-        paths.extend(matching_files(cwd, protect));
+        let found = matching_files(cwd, protect, limit);
+        paths.extend(found.files);
         paths.sort();
         paths.dedup();
         let files = paths.into_iter().map(|p| (digest(&cwd.join(&p)), p)).map(|(d, p)| (p, d)).collect();
-        Oracle { protect: protect.to_vec(), files }
+        Oracle { protect: protect.to_vec(), files, approximate: !found.complete }
     }
 
     /// The oracle files that differ from the start, in path order.
     pub(crate) fn changes(&self, cwd: &Path) -> Vec<OracleChange> {
+        self.changes_within(cwd, walk::MAX_ENTRIES)
+    }
+
+    /// [`Oracle::changes`], with the walk for added files cut after `limit` entries.
+    fn changes_within(&self, cwd: &Path, limit: usize) -> Vec<OracleChange> {
         let mut changes: Vec<OracleChange> = self
             .files
             .iter()
@@ -88,10 +104,19 @@ impl Oracle {
                 Some(OracleChange { path: path.clone(), kind })
             })
             .collect();
-        for path in matching_files(cwd, &self.protect) {
+        let found = matching_files(cwd, &self.protect, limit);
+        for path in found.files {
             if !self.files.contains_key(&path) {
                 changes.push(OracleChange { path, kind: ChangeKind::Added });
             }
+        }
+        if !found.complete && !self.approximate {
+            let walked: Vec<&str> = found
+                .scopes
+                .iter()
+                .map(|scope| if scope.is_empty() { "." } else { scope.as_str() })
+                .collect();
+            changes.push(OracleChange { path: walked.join(", "), kind: ChangeKind::Unchecked });
         }
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         changes
@@ -101,8 +126,13 @@ impl Oracle {
     /// path or glob.
     pub(crate) fn covers(&self, cwd: &Path, path: &Path) -> bool {
         let Some(relative) = relative_to(cwd, path) else { return false };
-        self.files.contains_key(&relative)
-            || self.protect.iter().any(|pattern| glob_matches(pattern, &relative))
+        self.files.contains_key(&relative) || Protect::stored(&self.protect).matches(&relative)
+    }
+
+    /// Whether the oracle file at `relative` (to `cwd`) was there at start and is not as it was:
+    /// one file's check, where [`Oracle::changes`] walks every protected path.
+    pub(crate) fn is_changed(&self, cwd: &Path, relative: &str) -> bool {
+        self.files.get(relative).is_some_and(|was| *was != digest(&cwd.join(relative)))
     }
 
     /// Copies the oracle files as they are now (at start) into `dir`, so a changed one can be
@@ -195,76 +225,43 @@ fn normal_components(path: &Path) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// The files under `cwd` matching any of `patterns` (relative paths or globs with `*`, `?` and
-/// `**`; a directory stands for everything below it).
-pub(crate) fn matching_files(cwd: &Path, patterns: &[String]) -> Vec<String> {
+/// What a search for protected files found.
+#[derive(Debug, Default)]
+struct Found {
+    /// Relative to the loop's directory, `/`-separated, sorted.
+    pub(crate) files: Vec<String>,
+    /// False when the walk was cut at its bound: protected files may be missing.
+    pub(crate) complete: bool,
+    /// The directories searched.
+    pub(crate) scopes: Vec<String>,
+}
+
+/// The files under `cwd` matching any of `patterns` (see [`crate::protect`]): what the shared
+/// walk finds below the patterns' directories in at most `limit` entries, plus, in a git work
+/// tree, every file git tracks or sees there, which no number of created files can push past
+/// the walk's bound.
+fn matching_files(cwd: &Path, patterns: &[String], limit: usize) -> Found {
     if patterns.is_empty() {
-        return Vec::new();
+        return Found { complete: true, ..Found::default() };
     }
-    let mut found = Vec::new();
-    let mut stack: Vec<PathBuf> = vec![PathBuf::new()];
-    let mut seen = 0usize;
-    while let Some(relative_dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(cwd.join(&relative_dir)) else { continue };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_WALK_FILES {
-                return found;
-            }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let relative = relative_dir.join(&name);
-            let Ok(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
-                if !SKIP_DIRS.contains(&name.as_str()) {
-                    stack.push(relative);
-                }
-            } else if kind.is_file() {
-                let path = relative.to_string_lossy().replace('\\', "/");
-                if patterns.iter().any(|p| glob_matches(p, &path)) {
-                    found.push(path);
-                }
-            }
-        }
+    let protect = Protect::stored(patterns);
+    let scopes = protect.scopes().to_vec();
+    let walked = walk::walk(cwd, &scopes, limit);
+    let mut files: Vec<String> = walked.files.iter().map(|entry| slash_path(&entry.path)).collect();
+    let tree = WorkTree::open(cwd);
+    if tree.is_git()
+        && let Ok(visible) = tree.visible_files(cwd, &scopes)
+    {
+        files.extend(visible.iter().map(|path| slash_path(path)));
     }
-    found.sort();
-    found
+    files.retain(|path| protect.matches(path));
+    files.sort();
+    files.dedup();
+    Found { files, complete: walked.complete, scopes }
 }
 
-/// Glob matching on `/`-separated relative paths. `**` spans any number of directories, `*` and
-/// `?` stay within one. A pattern without wildcards also matches everything below it, so
-/// `--protect tests` protects the directory.
-pub(crate) fn glob_matches(pattern: &str, path: &str) -> bool {
-    let pattern = pattern.trim_start_matches("./").trim_end_matches('/');
-    if pattern.is_empty() {
-        return false;
-    }
-    if !pattern.contains(['*', '?']) {
-        return path == pattern || path.starts_with(&format!("{pattern}/"));
-    }
-    let pattern: Vec<&str> = pattern.split('/').collect();
-    let path: Vec<&str> = path.split('/').collect();
-    match_segments(&pattern, &path)
-}
-
-fn match_segments(pattern: &[&str], path: &[&str]) -> bool {
-    match pattern.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|skip| match_segments(rest, &path[skip..])),
-        Some((segment, rest)) => {
-            !path.is_empty()
-                && match_segment(segment.as_bytes(), path[0].as_bytes())
-                && match_segments(rest, &path[1..])
-        }
-    }
-}
-
-fn match_segment(pattern: &[u8], name: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => name.is_empty(),
-        Some((b'*', rest)) => (0..=name.len()).any(|skip| match_segment(rest, &name[skip..])),
-        Some((b'?', rest)) => !name.is_empty() && match_segment(rest, &name[1..]),
-        Some((c, rest)) => name.first() == Some(c) && match_segment(rest, &name[1..]),
-    }
+fn slash_path(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
 }
 
 /// What an oracle file is now: `sha256:<hex>` of its bytes; for a file over
@@ -339,21 +336,6 @@ mod tests {
     }
 
     #[test]
-    fn globs() {
-        assert!(glob_matches("tests/**", "tests/a.rs"));
-        assert!(glob_matches("tests/**", "tests/deep/b.rs"));
-        assert!(glob_matches("tests", "tests/a.rs"));
-        assert!(glob_matches("./tests/", "tests/a.rs"));
-        assert!(glob_matches("*.py", "x.py"));
-        assert!(!glob_matches("*.py", "src/x.py"));
-        assert!(glob_matches("**/*.py", "src/x.py"));
-        assert!(glob_matches("**/test_?.py", "a/b/test_1.py"));
-        assert!(!glob_matches("tests/**", "src/tests.rs"));
-        assert!(!glob_matches("tests", "testsuite/a"));
-        assert!(!glob_matches("", "a"));
-    }
-
-    #[test]
     fn detects_modified_deleted_and_added_oracle_files() {
         let dir =
             project(&[("check.sh", "exit 1"), ("tests/a.rs", "a"), ("tests/b.rs", "b"), ("src/lib.rs", "l")]);
@@ -383,6 +365,102 @@ mod tests {
         fs::write(cwd.join("tests/a.rs"), "a").unwrap();
         fs::remove_file(cwd.join("tests/c.rs")).unwrap();
         assert!(oracle.changes(cwd).is_empty(), "restoring the files makes the oracle whole again");
+    }
+
+    fn kinds(changes: &[OracleChange]) -> Vec<(&str, ChangeKind)> {
+        changes.iter().map(|c| (c.path.as_str(), c.kind)).collect()
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgSign=false"])
+            .args(args)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Regression: the hand-written matcher knew no brace sets, so this protected nothing.
+    #[test]
+    fn brace_sets_protect_what_they_name() {
+        let dir = project(&[("tests/unit/a.rs", "a"), ("tests/e2e/b.rs", "b"), ("tests/other/c.rs", "c")]);
+        let cwd = dir.path();
+        let oracle = Oracle::capture(cwd, None, &["tests/{unit,e2e}/**".to_string()]);
+        assert_eq!(oracle.files.keys().collect::<Vec<_>>(), ["tests/e2e/b.rs", "tests/unit/a.rs"]);
+        fs::write(cwd.join("tests/unit/new.rs"), "n").unwrap();
+        fs::write(cwd.join("tests/other/d.rs"), "not protected").unwrap();
+        fs::write(cwd.join("tests/e2e/b.rs"), "edited").unwrap();
+        assert_eq!(
+            kinds(&oracle.changes(cwd)),
+            [("tests/e2e/b.rs", ChangeKind::Modified), ("tests/unit/new.rs", ChangeKind::Added)]
+        );
+    }
+
+    /// A `.gitignore` line the model writes does not hide an added protected file.
+    #[test]
+    fn ignore_files_do_not_hide_added_protected_files() {
+        let dir = project(&[("tests/a.rs", "a")]);
+        let cwd = dir.path();
+        git(cwd, &["init", "-q"]);
+        git(cwd, &["add", "-A"]);
+        git(cwd, &["commit", "-qm", "start"]);
+        let oracle = Oracle::capture(cwd, None, &["tests/**".to_string()]);
+        fs::write(cwd.join(".gitignore"), "tests/sneaky.rs\n").unwrap();
+        fs::write(cwd.join("tests/sneaky.rs"), "x").unwrap();
+        assert_eq!(kinds(&oracle.changes(cwd)), [("tests/sneaky.rs", ChangeKind::Added)]);
+    }
+
+    /// Regression: 50,000 files created where protected ones may be added used to end the walk
+    /// (at 50,000 files) before it reached the added file, and the oracle looked intact. Now a
+    /// cut walk is never taken as complete, and in git every file git sees is checked whatever
+    /// the walk's bound. (A bound of 100 here, so the test creates 150 files, not 50,000.)
+    #[test]
+    fn junk_files_past_the_walks_bound_do_not_hide_an_added_protected_file() {
+        for in_git in [true, false] {
+            let dir = project(&[("tests/a.rs", "a")]);
+            let cwd = dir.path();
+            if in_git {
+                git(cwd, &["init", "-q"]);
+                git(cwd, &["add", "-A"]);
+                git(cwd, &["commit", "-qm", "start"]);
+            }
+            let oracle = Oracle::capture_within(cwd, None, &["tests/**".to_string()], 100);
+            assert!(!oracle.approximate);
+            fs::create_dir(cwd.join("tests/aaa")).unwrap();
+            for n in 0..150 {
+                fs::File::create(cwd.join(format!("tests/aaa/junk{n}"))).unwrap();
+            }
+            fs::write(cwd.join("tests/zz_added.rs"), "x").unwrap();
+            let changes = oracle.changes_within(cwd, 100);
+            assert!(
+                changes.contains(&OracleChange { path: "tests".into(), kind: ChangeKind::Unchecked }),
+                "{changes:?}"
+            );
+            let added = OracleChange { path: "tests/zz_added.rs".into(), kind: ChangeKind::Added };
+            assert_eq!(changes.contains(&added), in_git, "in git: {in_git}: {changes:?}");
+        }
+    }
+
+    /// A project with more files than one walk looks at: the start says protection of added files
+    /// is approximate, and stops do not hold that against the model.
+    #[test]
+    fn a_walk_cut_at_start_is_approximate_not_a_change() {
+        let dir = project(&[("tests/a.rs", "a")]);
+        let cwd = dir.path();
+        fs::create_dir(cwd.join("tests/many")).unwrap();
+        for n in 0..150 {
+            fs::File::create(cwd.join(format!("tests/many/f{n}"))).unwrap();
+        }
+        let oracle = Oracle::capture_within(cwd, None, &["tests/**".to_string()], 100);
+        assert!(oracle.approximate);
+        fs::write(cwd.join("tests/many/f0"), "edited").unwrap();
+        let changes = oracle.changes_within(cwd, 100);
+        assert!(changes.iter().all(|c| c.kind != ChangeKind::Unchecked), "{changes:?}");
+        assert!(changes.contains(&OracleChange { path: "tests/many/f0".into(), kind: ChangeKind::Modified }));
     }
 
     #[test]

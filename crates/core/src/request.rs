@@ -12,6 +12,7 @@ use std::ops::Range;
 use thiserror::Error;
 
 use crate::duration::parse_seconds;
+use crate::protect::Protect;
 
 pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 30;
 pub(crate) const MAX_MAX_ITERATIONS: u32 = 10_000;
@@ -481,9 +482,7 @@ fn check_protect(value: &str) -> Result<String, RequestError> {
     if trimmed.is_empty() {
         return Err(RequestError::MissingValue { flag: Flag::Protect });
     }
-    if trimmed.starts_with('/') || trimmed.split('/').any(|part| part == "..") {
-        return Err(bad("give a path inside the project, relative to where the loop starts"));
-    }
+    Protect::check(trimmed).map_err(|why| bad(&why))?;
     Ok(trimmed.to_string())
 }
 

@@ -163,7 +163,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             last_verify: None,
             oracle: Oracle::capture(&cwd, request.verify.as_deref(), &request.protect),
             streaks: Streaks::default(),
-            baseline_tree: WorkTree::open(&cwd).fingerprint().ok(),
+            baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
             last_blocked: false,
             harness_overrides: 0,
             receipt: None,
@@ -223,6 +223,22 @@ fn banner(
             oracle.files.len(),
             if oracle.files.len() == 1 { "" } else { "s" }
         ));
+    }
+    if oracle.approximate {
+        out.push_str(&format!(
+            "             (over {} files where protected ones could be added: an added file may go unseen \
+             outside what git tracks and sees)\n",
+            crate::walk::MAX_ENTRIES
+        ));
+    }
+    for pattern in &oracle.protect {
+        let one = crate::protect::Protect::stored(std::slice::from_ref(pattern));
+        if !oracle.files.keys().any(|file| one.matches(file)) {
+            out.push_str(&format!(
+                "Note:        --protect {pattern} matches no file yet; a file created there counts as a \
+                 change to the check\n"
+            ));
+        }
     }
     if let Some(budget) = settings.max_time_secs {
         out.push_str(&format!("Time budget: {}\n", crate::duration::human_ms(budget * 1_000)));

@@ -22,7 +22,7 @@ use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::transcript::{self, Turn};
 use crate::verify::{VerifyOutcome, VerifySpec};
-use crate::worktree::WorkTree;
+use crate::worktree::{self, WorkTree};
 
 /// The longest the hook waits for a loop's lock before giving up on this stop.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -138,7 +138,8 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         match (decision::status_after(decision::code(&state, &facts)), &state.meta.baseline_tree) {
             // Only a loop that ends or parks shows what it changed.
             (Status::Ended | Status::Parked, Some(baseline)) => {
-                gathered.tree.as_deref().and_then(|now| gathered.worktree.changed_files(baseline, now).ok())
+                let now = gathered.worktree.tree_id().ok();
+                now.and_then(|now| gathered.worktree.changed_files(baseline, &now).ok())
             }
             _ => None,
         };
@@ -220,7 +221,8 @@ impl Gathered {
         };
         let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
         let worktree = WorkTree::open(&state.meta.cwd);
-        let tree = worktree.fingerprint().ok();
+        // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
+        let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
         let checkpoint_error = state
             .meta
             .settings
