@@ -231,7 +231,7 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
     let record = Store::locate(env)
         .ok()
         .map(|store| store.paths(session_id).dir.join("prompt.json"))
-        .and_then(|path: PathBuf| std::fs::read(path).ok())
+        .and_then(|path: PathBuf| crate::bounded_read::read(&path, 1 << 20).ok())
         .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
     match record {
         Some(r)
