@@ -12,6 +12,7 @@
 //!   run in its own sandbox.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
 //!   headless Chromium loads, shows and prints it.
+//! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
 
 mod util;
 
@@ -23,3 +24,4 @@ mod hosts;
 mod report;
 mod stop_hook;
 mod strict;
+mod tokens;

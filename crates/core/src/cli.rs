@@ -22,7 +22,7 @@ Usage:
   loop-hook prompt-hook [--host NAME]                    < the host's UserPromptSubmit event on stdin
   loop-hook shown COMMAND [--session ID] [--exit-zero]
   loop-hook cancel [--session ID] [--host NAME] [--exit-zero]
-  loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time DURATION] on stdin
+  loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time D] [--more-tokens N] on stdin
   loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
   loop-hook status [--session ID] [--host NAME] [--json] [--all] [--exit-zero]
   loop-hook report [--session ID] [--host NAME] [--out FILE] [--open] [--exit-zero]
@@ -36,7 +36,8 @@ Commands:
   guard      Denies file edits and shell commands that would change the loop's verify check or
              its files while the loop runs (prints the host's deny JSON, or nothing).
   cancel     Ends the session's loop now; its next stop is allowed.
-  resume     Continues a parked, capped or cancelled loop (--more adds iterations, --more-time time).
+  resume     Continues a parked, capped or cancelled loop (--more adds iterations, --more-time time,
+             --more-tokens tokens).
   rollback   Lists a --checkpoint loop's snapshots, or restores snapshot N (with --yes) without
              touching the git index, HEAD, branches or stash.
   status     Shows the session's loop, its last verify and recent stops; --all lists every loop.

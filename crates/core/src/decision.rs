@@ -19,6 +19,7 @@ use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::stall::Streaks;
 use crate::state::{LastVerify, LoopState, Status};
+use crate::usage::{Usage, UsageCursor};
 use crate::verify::VerifyOutcome;
 
 /// Whether a loop judges a stop at all.
@@ -68,6 +69,9 @@ pub(crate) struct StopFacts<'a> {
     pub stop_hook_active: Option<bool>,
     /// Why the checkpoint of this iteration could not be taken, when it could not.
     pub checkpoint_error: Option<&'a str>,
+    /// The transcript read up to this stop for model usage; `None` when it could not be read
+    /// (the loop's last reading stands).
+    pub usage: Option<&'a UsageCursor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +112,10 @@ impl Decision {
 pub(crate) fn status_after(code: ReasonCode) -> Status {
     match code {
         ReasonCode::Verified | ReasonCode::Promise | ReasonCode::CapReached => Status::Ended,
-        ReasonCode::TimeBudget | ReasonCode::SameFailures | ReasonCode::NoProgress => Status::Parked,
+        ReasonCode::TimeBudget
+        | ReasonCode::TokenBudget
+        | ReasonCode::SameFailures
+        | ReasonCode::NoProgress => Status::Parked,
         _ => Status::Active,
     }
 }
@@ -139,6 +146,7 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
     };
     let oracle_intact = facts.oracle_changes.is_empty();
     let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
+    let tokens_used = facts.usage.or(state.meta.usage.as_ref()).map_or(0, |u| u.used.total().counted());
     let code = if criteria_met && oracle_intact {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
@@ -148,6 +156,8 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
         .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX))
     {
         ReasonCode::TimeBudget
+    } else if settings.max_tokens.is_some_and(|budget| tokens_used > budget) {
+        ReasonCode::TokenBudget
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
@@ -178,6 +188,23 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
             Some(LastVerify { exit_code: outcome.exit_code, duration_ms: ms, timed_out: outcome.timed_out });
     }
     next.meta.streaks = streaks;
+    if let Some(usage) = facts.usage {
+        next.meta.usage = Some(usage.clone());
+    }
+    // What this iteration used: the growth of the loop's usage since the last stop.
+    let tokens = facts.usage.map(|now| {
+        let before = state.meta.usage.as_ref().map(|u| u.used.clone()).unwrap_or_default();
+        Usage(
+            now.used
+                .0
+                .iter()
+                .map(|(model, counts)| {
+                    (model.clone(), counts.growth_since(&before.0.get(model).copied().unwrap_or_default()))
+                })
+                .filter(|(_, counts)| !counts.is_zero())
+                .collect(),
+        )
+    });
     let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
     if harness_override {
         next.meta.harness_overrides += 1;
@@ -216,6 +243,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         detail: facts.checkpoint_error.map(|e| format!("checkpoint failed: {e}")),
         oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
         receipt: receipt.clone(),
+        tokens,
         ..LedgerEntry::new(state, facts.now, recorded, code)
     });
     Decision { verdict, code, system_message, next, receipt, ledger }
@@ -253,6 +281,7 @@ mod tests {
             tool_uses: None,
             stop_hook_active: None,
             checkpoint_error: None,
+            usage: None,
         }
     }
 
@@ -652,6 +681,44 @@ mod tests {
         }
         assert_eq!(decision.code, ReasonCode::NoProgress);
         assert_eq!(decision.next.meta.status, Status::Parked);
+    }
+
+    #[test]
+    fn a_spent_token_budget_parks_the_loop_and_each_stop_records_its_tokens() {
+        use crate::usage::TokenCounts;
+        let mut state = with(Some("false"), None, 1, 30);
+        state.meta.settings.max_tokens = Some(1_000);
+        let failed = outcome(Some(1), false, "");
+        let used = |input: u64| {
+            let mut used = Usage::default();
+            used.add("m", TokenCounts { input, cache_read: 50_000, ..TokenCounts::default() });
+            UsageCursor { used, ..UsageCursor::default() }
+        };
+        let (first, second) = (used(600), used(1_001));
+        let d1 = decide(&state, StopFacts { usage: Some(&first), ..facts(Some(&failed), None) });
+        assert_eq!(d1.code, ReasonCode::VerifyFailed, "cache reads do not count");
+        assert_eq!(d1.ledger[0].tokens.as_ref().map(|t| t.total().input), Some(600));
+        assert_eq!(d1.next.meta.usage.as_ref(), Some(&first));
+        // No reading at this stop: the last one stands, and nothing is recorded as used.
+        let unread = decide(&d1.next, facts(Some(&failed), None));
+        assert_eq!((unread.code, unread.ledger[0].tokens.clone()), (ReasonCode::VerifyFailed, None));
+        assert_eq!(unread.next.meta.usage.as_ref(), Some(&first));
+
+        let d2 = decide(&d1.next, StopFacts { usage: Some(&second), ..facts(Some(&failed), None) });
+        assert_eq!(d2.code, ReasonCode::TokenBudget);
+        assert_eq!(d2.next.meta.status, Status::Parked);
+        assert_eq!(d2.ledger[0].tokens.as_ref().map(|t| t.total().input), Some(401));
+        assert_eq!(d2.receipt.as_ref().and_then(|r| r.tokens), Some(1_001));
+        assert!(
+            d2.system_message.contains("the token budget of 1.0k is spent (1.0k used)"),
+            "{}",
+            d2.system_message
+        );
+        assert!(d2.system_message.contains("--more-tokens"), "{}", d2.system_message);
+        // A pass at the same stop is a pass.
+        let passed = outcome(Some(0), false, "");
+        let done = decide(&d1.next, StopFacts { usage: Some(&second), ..facts(Some(&passed), None) });
+        assert_eq!(done.code, ReasonCode::Verified);
     }
 
     #[test]

@@ -83,6 +83,12 @@ impl Host {
         matches!(self, Host::ClaudeCode | Host::Codex)
     }
 
+    /// Whether for-loop can read the model usage from the host's transcript (for `--max-tokens`
+    /// and the tokens in receipts and reports).
+    pub(crate) fn transcript_records_usage(self) -> bool {
+        self == Host::ClaudeCode
+    }
+
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
     pub(crate) fn sends_last_message(self) -> bool {

@@ -16,6 +16,7 @@ use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::reverse_lines::ReverseLines;
 use crate::state::LoopState;
+use crate::usage::Usage;
 use crate::verify::VerifyOutcome;
 
 /// What a ledger line records. Written as the lowercase word, so ledgers of every version read
@@ -88,6 +89,10 @@ pub(crate) struct LedgerEntry {
     /// refused command).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub origin: Option<Origin>,
+    /// The model usage of the iteration that ended at this stop, per model, where the host's
+    /// transcript records it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tokens: Option<Usage>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -139,6 +144,7 @@ impl LedgerEntry {
             oracle_changed: Vec::new(),
             receipt: None,
             origin: None,
+            tokens: None,
         }
     }
 
@@ -187,6 +193,7 @@ mod tests {
             oracle_changed: Vec::new(),
             receipt: None,
             origin: None,
+            tokens: None,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::duration::human;
 use crate::oracle::{ChangeKind, OracleChange};
 use crate::reason_code::ReasonCode;
 use crate::state::LoopState;
+use crate::usage::human_tokens;
 use crate::verify::VerifyOutcome;
 
 /// The whole re-injected prompt stays below this many characters.
@@ -179,6 +180,11 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode, verify: Option<&Veri
         ReasonCode::NoProgress => format!(
             "for-loop: parked at iteration {at}: the working tree did not change for {} stops. The loop is kept.",
             meta.streaks.no_change
+        ),
+        ReasonCode::TokenBudget => format!(
+            "for-loop: parked at iteration {at}: the token budget of {} is spent ({} used){still_fails}. The loop is kept.",
+            human_tokens(meta.settings.max_tokens.unwrap_or_default()),
+            human_tokens(meta.usage.as_ref().map_or(0, |u| u.used.total().counted()))
         ),
         ReasonCode::TimeBudget => format!(
             "for-loop: parked at iteration {at}: the time budget of {} is spent{still_fails}. The loop is kept.",

@@ -37,6 +37,8 @@ pub(crate) enum ReasonCode {
     NoProgress,
     /// The `--max-time` budget is spent.
     TimeBudget,
+    /// The `--max-tokens` budget is spent.
+    TokenBudget,
 
     // Events recorded in the ledger.
     /// The host ended a turn although the hook blocked it (Claude Code's block cap).
@@ -71,6 +73,7 @@ impl ReasonCode {
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
+            ReasonCode::TokenBudget => "token_budget",
             ReasonCode::HarnessOverride => "harness_override",
             ReasonCode::Resumed => "resumed",
             ReasonCode::AgentCommandRefused => "agent_command_refused",
@@ -106,6 +109,7 @@ mod tests {
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,
             ReasonCode::TimeBudget,
+            ReasonCode::TokenBudget,
             ReasonCode::HarnessOverride,
             ReasonCode::Resumed,
             ReasonCode::AgentCommandRefused,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::human_ms;
 use crate::reason_code::ReasonCode;
 use crate::state::{LoopState, Status};
+use crate::usage::human_tokens;
 
 /// How many changed files a receipt names before it only counts them.
 const NAMED_FILES: usize = 8;
@@ -29,6 +30,10 @@ pub(crate) struct Receipt {
     /// repository, or git failed).
     pub files_changed: Option<Vec<String>>,
     pub at: Timestamp,
+    /// Tokens counted toward a token budget since the loop started, where the host's transcript
+    /// records usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 impl Receipt {
@@ -53,6 +58,7 @@ impl Receipt {
             harness_overrides: meta.harness_overrides,
             files_changed,
             at: now,
+            tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
         }
     }
 
@@ -66,6 +72,9 @@ impl Receipt {
             human_ms(self.elapsed_ms),
             human_ms(self.verify_ms)
         );
+        if let Some(tokens) = self.tokens {
+            out.push_str(&format!(" · {} tokens", human_tokens(tokens)));
+        }
         if self.same_failure_streak > 1 || self.no_change_streak > 0 {
             out.push_str(&format!(
                 "\n  streaks: same failure ×{} · unchanged tree ×{}",
@@ -90,7 +99,9 @@ impl Receipt {
             }
             None => {}
         }
-        if self.status == Status::Parked || self.outcome == ReasonCode::CapReached {
+        if self.outcome == ReasonCode::TokenBudget {
+            out.push_str("\n  go on: /for-loop:resume (add --more-tokens 500k for a larger token budget)");
+        } else if self.status == Status::Parked || self.outcome == ReasonCode::CapReached {
             out.push_str("\n  go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)");
         }
         out

@@ -36,10 +36,11 @@ pub(crate) enum Flag {
     Escalate,
     Checkpoint,
     RequireStrict,
+    MaxTokens,
 }
 
 impl Flag {
-    const ALL: [Flag; 10] = [
+    const ALL: [Flag; 11] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -50,6 +51,7 @@ impl Flag {
         Flag::Escalate,
         Flag::Checkpoint,
         Flag::RequireStrict,
+        Flag::MaxTokens,
     ];
 
     /// Flags that may be given more than once, each adding a value.
@@ -74,6 +76,7 @@ impl Flag {
             Flag::Escalate => "--escalate",
             Flag::Checkpoint => "--checkpoint",
             Flag::RequireStrict => "--require-strict",
+            Flag::MaxTokens => "--max-tokens",
         }
     }
 
@@ -88,6 +91,7 @@ impl Flag {
             Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
             Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
             Flag::Checkpoint | Flag::RequireStrict => "nothing: it is a switch",
+            Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
         }
     }
 }
@@ -114,6 +118,8 @@ pub(crate) struct LoopRequest {
     pub checkpoint: bool,
     /// Refuse to start unless the loop runs in the strict tier ([`crate::strict`]).
     pub require_strict: bool,
+    /// Token budget (input + output + cache writes) for the session since the loop started.
+    pub max_tokens: Option<u64>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -192,6 +198,7 @@ impl LoopRequest {
             escalate,
             checkpoint,
             require_strict,
+            max_tokens,
         ] = values;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
@@ -225,6 +232,7 @@ impl LoopRequest {
                 .unwrap_or(crate::stall::DEFAULT_ESCALATION.to_vec()),
             checkpoint: checkpoint.is_some(),
             require_strict: require_strict.is_some(),
+            max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
         })
     }
 }
@@ -507,6 +515,14 @@ fn check_max_time(value: &str) -> Result<u64, RequestError> {
     }
 }
 
+fn check_max_tokens(value: &str) -> Result<u64, RequestError> {
+    crate::usage::parse_tokens(value).map_err(|why| RequestError::BadValue {
+        flag: Flag::MaxTokens,
+        value: value.to_string(),
+        why,
+    })
+}
+
 fn check_escalation(value: &str) -> Result<Vec<u32>, RequestError> {
     let bad = || RequestError::BadValue {
         flag: Flag::Escalate,
@@ -704,6 +720,19 @@ mod tests {
         assert_eq!(req.max_time_secs, Some(2_700));
         assert_eq!(req.escalation, [1, 3, 5]);
         assert!(req.checkpoint);
+        assert_eq!(LoopRequest::parse("t --max-tokens 2M").unwrap().max_tokens, Some(2_000_000));
+        assert_eq!(LoopRequest::parse("t --max-tokens=500k").unwrap().max_tokens, Some(500_000));
+        assert_eq!(LoopRequest::parse("t --max-tokens 1234").unwrap().max_tokens, Some(1_234));
+        for bad in ["0", "2.5M", "lots", "-1", "2G", "99999999999999M"] {
+            assert!(
+                matches!(
+                    err(&format!("t --max-tokens {bad}")),
+                    RequestError::BadValue { flag: Flag::MaxTokens, .. }
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(err("t --max-token 5"), RequestError::UnknownFlag { nearest: Flag::MaxTokens, .. }));
         let defaults = parse("t");
         assert_eq!(
             (defaults.max_same_failures, defaults.max_time_secs, defaults.checkpoint),

@@ -18,6 +18,7 @@ const DEFAULT_MORE: u32 = 10;
 pub(crate) struct ResumeOptions {
     pub more_iterations: Option<u32>,
     pub more_time_secs: Option<u64>,
+    pub more_tokens: Option<u64>,
 }
 
 impl ResumeOptions {
@@ -45,9 +46,15 @@ impl ResumeOptions {
                         .map_err(|why| format!("--more-time `{text}` is not valid: {why}"))?;
                     options.more_time_secs = Some(secs);
                 }
+                "--more-tokens" => {
+                    let text = value().ok_or("--more-tokens needs a token count, e.g. --more-tokens 500k")?;
+                    let tokens = crate::usage::parse_tokens(&text)
+                        .map_err(|why| format!("--more-tokens `{text}` is not valid: {why}"))?;
+                    options.more_tokens = Some(tokens);
+                }
                 other => {
                     return Err(format!(
-                        "`{other}` is not a resume option: use --more N and --more-time DURATION"
+                        "`{other}` is not a resume option: use --more N, --more-time DURATION and --more-tokens N"
                     ));
                 }
             }
@@ -109,6 +116,16 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
         meta.settings.max_time_secs = Some(spent + extra);
     }
+    let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
+    match (meta.settings.max_tokens, options.more_tokens) {
+        // A spent budget gets half again unless told how much.
+        (Some(budget), more) => {
+            let extra = more.unwrap_or(if used >= budget { budget / 2 } else { 0 });
+            meta.settings.max_tokens = Some(budget.max(used).saturating_add(extra));
+        }
+        (None, Some(extra)) => meta.settings.max_tokens = Some(used.saturating_add(extra)),
+        (None, None) => {}
+    }
     meta.status = Status::Active;
     meta.outcome = None;
     meta.receipt = None;
@@ -145,8 +162,12 @@ mod tests {
     #[test]
     fn parses_resume_options() {
         assert_eq!(ResumeOptions::parse("").unwrap(), ResumeOptions::default());
-        let o = ResumeOptions::parse("--more 5 --more-time=30m").unwrap();
-        assert_eq!((o.more_iterations, o.more_time_secs), (Some(5), Some(1_800)));
+        let o = ResumeOptions::parse("--more 5 --more-time=30m --more-tokens 2M").unwrap();
+        assert_eq!(
+            (o.more_iterations, o.more_time_secs, o.more_tokens),
+            (Some(5), Some(1_800), Some(2_000_000))
+        );
+        assert!(ResumeOptions::parse("--more-tokens many").is_err());
         assert!(ResumeOptions::parse("--more").is_err());
         assert!(ResumeOptions::parse("--more zero").is_err());
         assert!(ResumeOptions::parse("--more 0").is_err());

@@ -62,6 +62,14 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             host.name()
         ));
     }
+    if request.max_tokens.is_some() && !host.transcript_records_usage() {
+        return Outcome::refused(format!(
+            "for-loop: not started: --max-tokens needs the model usage the host's transcript records, \
+             and for-loop reads it only from Claude Code's transcripts, not {}'s. Use --max-time or \
+             --max-iterations to bound the loop.",
+            host.name()
+        ));
+    }
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
@@ -153,6 +161,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
                 escalation: request.escalation.clone(),
                 max_time_secs: request.max_time_secs,
                 checkpoint: request.checkpoint,
+                max_tokens: request.max_tokens,
             },
             iteration: 1,
             status: Status::Active,
@@ -167,6 +176,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             last_blocked: false,
             harness_overrides: 0,
             receipt: None,
+            usage: None,
         },
         task: request.task.clone(),
     };
@@ -242,6 +252,12 @@ fn banner(
     }
     if let Some(budget) = settings.max_time_secs {
         out.push_str(&format!("Time budget: {}\n", crate::duration::human_ms(budget * 1_000)));
+    }
+    if let Some(budget) = settings.max_tokens {
+        out.push_str(&format!(
+            "Token budget: {} (input + output + cache writes since now; cache reads not counted)\n",
+            crate::usage::human_tokens(budget)
+        ));
     }
     if settings.checkpoint {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");

@@ -15,6 +15,7 @@ use crate::oracle::Oracle;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::stall::Streaks;
+use crate::usage::UsageCursor;
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -71,6 +72,10 @@ pub(crate) struct Settings {
     /// Snapshot the working tree to `refs/for-loop/<loop id>/<n>` after each iteration.
     #[serde(default)]
     pub checkpoint: bool,
+    /// Token budget: the loop is parked once the session's model usage since the loop started
+    /// passes it ([`crate::usage::TokenCounts::counted`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -131,6 +136,9 @@ pub(crate) struct Meta {
     /// The end-of-loop receipt, once the loop has ended or parked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Receipt>,
+    /// How far the transcript was read for model usage, and the usage since the loop started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageCursor>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -200,6 +208,7 @@ pub(crate) mod tests {
                     escalation: vec![2, 4, 6],
                     max_time_secs: None,
                     checkpoint: false,
+                    max_tokens: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -214,6 +223,7 @@ pub(crate) mod tests {
                 last_blocked: false,
                 harness_overrides: 0,
                 receipt: None,
+                usage: None,
             },
             task: "fix the login\n".into(),
         }

@@ -10,6 +10,7 @@ use crate::outcome::Outcome;
 use crate::session::Target;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
+use crate::usage::human_tokens;
 
 const RECENT: usize = 5;
 
@@ -106,6 +107,14 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         elapsed(state, env.now),
         human_ms(meta.verify_total_ms)
     ));
+    if meta.usage.is_some() || settings.max_tokens.is_some() {
+        let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
+        out.push_str(&format!(
+            "  tokens:     {} counted{}\n",
+            human_tokens(used),
+            settings.max_tokens.map_or(String::new(), |max| format!(" of a {} budget", human_tokens(max)))
+        ));
+    }
     out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
     if let Ok(store) = crate::store::Store::locate(env) {
         let tier = crate::strict::tier(env, meta.host, &meta.cwd, store.root());

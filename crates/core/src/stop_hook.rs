@@ -21,6 +21,7 @@ use crate::reason_code::ReasonCode;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::transcript::{self, Turn};
+use crate::usage::UsageCursor;
 use crate::verify::{VerifyOutcome, VerifySpec};
 use crate::worktree::{self, WorkTree};
 
@@ -193,6 +194,7 @@ struct Gathered {
     worktree: WorkTree,
     tree: Option<String>,
     checkpoint_error: Option<String>,
+    usage: Option<UsageCursor>,
 }
 
 impl Gathered {
@@ -230,7 +232,16 @@ impl Gathered {
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration).err())
             .flatten()
             .map(|e| e.to_string());
-        Ok(Gathered { last_message, tool_uses, verify, oracle_changes, worktree, tree, checkpoint_error })
+        Ok(Gathered {
+            last_message,
+            tool_uses,
+            verify,
+            oracle_changes,
+            worktree,
+            tree,
+            checkpoint_error,
+            usage: usage_now(state, event),
+        })
     }
 
     fn facts<'a>(&'a self, paths: &'a LoopPaths, event: &StopEvent, env: &Environment) -> StopFacts<'a> {
@@ -246,8 +257,19 @@ impl Gathered {
             tool_uses: self.tool_uses,
             stop_hook_active: event.stop_hook_active,
             checkpoint_error: self.checkpoint_error.as_deref(),
+            usage: self.usage.as_ref(),
         }
     }
+}
+
+/// The session's model usage since the loop started, read from where the last stop left off;
+/// `None` when the host's transcript does not record it or cannot be read now.
+fn usage_now(state: &LoopState, event: &StopEvent) -> Option<UsageCursor> {
+    if !state.meta.host.transcript_records_usage() {
+        return None;
+    }
+    let path = event.claude_transcript()?;
+    UsageCursor::advance(state.meta.usage.as_ref(), path, state.meta.started_at).ok()
 }
 
 /// The current turn from the transcript, when the host keeps one in Claude Code's format: its

@@ -39,6 +39,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::SameFailures => "same failure repeated",
         ReasonCode::NoProgress => "no progress",
         ReasonCode::TimeBudget => "time budget spent",
+        ReasonCode::TokenBudget => "token budget spent",
         ReasonCode::HarnessOverride => "host overrode a block",
         ReasonCode::AgentCommandRefused => "agent's loop command refused",
         ReasonCode::RolledBack => "rolled back",

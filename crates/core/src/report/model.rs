@@ -29,8 +29,6 @@ struct Line {
     #[serde(flatten)]
     entry: LedgerEntry,
     #[serde(default)]
-    tokens: Option<Usage>,
-    #[serde(default)]
     metric: Option<MetricPoint>,
 }
 
@@ -152,7 +150,7 @@ impl LedgerLines {
                 continue;
             }
             match serde_json::from_slice::<Line>(line) {
-                Ok(Line { entry, tokens, metric }) => read.stops.push(Stop {
+                Ok(Line { entry, metric }) => read.stops.push(Stop {
                     loop_id: entry.loop_id,
                     time: entry.time,
                     iteration: entry.iteration,
@@ -161,7 +159,7 @@ impl LedgerLines {
                     verify: entry.verify,
                     detail: entry.detail,
                     oracle_changed: entry.oracle_changed,
-                    tokens,
+                    tokens: entry.tokens,
                     metric,
                     failure: None,
                 }),
@@ -210,7 +208,7 @@ impl LoopReport {
             verify_ms: meta.verify_total_ms,
             cwd: meta.cwd.display().to_string(),
             checkpoints: meta.settings.checkpoint,
-            max_tokens: None,
+            max_tokens: meta.settings.max_tokens,
             stops,
             failures,
             files,
