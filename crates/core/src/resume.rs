@@ -16,9 +16,9 @@ const DEFAULT_MORE: u32 = 10;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ResumeOptions {
-    pub more_iterations: Option<u32>,
-    pub more_time_secs: Option<u64>,
-    pub more_tokens: Option<u64>,
+    pub iterations: Option<u32>,
+    pub time_secs: Option<u64>,
+    pub tokens: Option<u64>,
 }
 
 impl ResumeOptions {
@@ -38,19 +38,19 @@ impl ResumeOptions {
                     let n: u32 = n.parse().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
                         format!("--more `{n}` is not valid: give a whole number from 1 to 10000")
                     })?;
-                    options.more_iterations = Some(n);
+                    options.iterations = Some(n);
                 }
                 "--more-time" => {
                     let text = value().ok_or("--more-time needs a duration, e.g. --more-time 30m")?;
                     let secs = parse_seconds(&text)
                         .map_err(|why| format!("--more-time `{text}` is not valid: {why}"))?;
-                    options.more_time_secs = Some(secs);
+                    options.time_secs = Some(secs);
                 }
                 "--more-tokens" => {
                     let text = value().ok_or("--more-tokens needs a token count, e.g. --more-tokens 500k")?;
                     let tokens = crate::usage::parse_tokens(&text)
                         .map_err(|why| format!("--more-tokens `{text}` is not valid: {why}"))?;
-                    options.more_tokens = Some(tokens);
+                    options.tokens = Some(tokens);
                 }
                 other => {
                     return Err(format!(
@@ -106,18 +106,18 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     // The stop that parked or ended the loop closed a turn; this resume opens the next one.
     meta.iteration += 1;
     let needed = meta.iteration.saturating_sub(meta.settings.max_iterations);
-    let more = options.more_iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
+    let more = options.iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
     meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
     if let Some(budget) = meta.settings.max_time_secs {
         let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
-        let extra = options.more_time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
+        let extra = options.time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
         meta.settings.max_time_secs = Some(budget.max(spent) + extra);
-    } else if let Some(extra) = options.more_time_secs {
+    } else if let Some(extra) = options.time_secs {
         let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
         meta.settings.max_time_secs = Some(spent + extra);
     }
     let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
-    match (meta.settings.max_tokens, options.more_tokens) {
+    match (meta.settings.max_tokens, options.tokens) {
         // A spent budget gets half again unless told how much.
         (Some(budget), more) => {
             let extra = more.unwrap_or(if used >= budget { budget / 2 } else { 0 });
@@ -163,10 +163,7 @@ mod tests {
     fn parses_resume_options() {
         assert_eq!(ResumeOptions::parse("").unwrap(), ResumeOptions::default());
         let o = ResumeOptions::parse("--more 5 --more-time=30m --more-tokens 2M").unwrap();
-        assert_eq!(
-            (o.more_iterations, o.more_time_secs, o.more_tokens),
-            (Some(5), Some(1_800), Some(2_000_000))
-        );
+        assert_eq!((o.iterations, o.time_secs, o.tokens), (Some(5), Some(1_800), Some(2_000_000)));
         assert!(ResumeOptions::parse("--more-tokens many").is_err());
         assert!(ResumeOptions::parse("--more").is_err());
         assert!(ResumeOptions::parse("--more zero").is_err());

@@ -189,20 +189,19 @@ impl UsageCursor {
             return;
         }
         let added = match record.id {
-            Some(id) => match self.recent.iter_mut().find(|m| m.id == id) {
-                Some(seen) => {
+            Some(id) => {
+                if let Some(seen) = self.recent.iter_mut().find(|m| m.id == id) {
                     let added = record.counts.growth_since(&seen.counts);
                     seen.counts = max_counts(&seen.counts, &record.counts);
                     added
-                }
-                None => {
+                } else {
                     if self.recent.len() == RECENT_MESSAGES {
                         self.recent.remove(0);
                     }
                     self.recent.push(CountedMessage { id, counts: record.counts });
                     record.counts
                 }
-            },
+            }
             None => record.counts,
         };
         if !added.is_zero() {
@@ -260,10 +259,11 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A digest of the [`ANCHOR_BYTES`] before `offset`.
 fn anchor(file: &mut File, offset: u64) -> io::Result<String> {
     let from = offset.saturating_sub(ANCHOR_BYTES);
-    let mut bytes = vec![0; (offset - from) as usize];
+    // At most ANCHOR_BYTES, so it fits in memory on any target.
+    let mut bytes = vec![0; usize::try_from(offset - from).map_err(io::Error::other)?];
     file.seek(SeekFrom::Start(from))?;
     file.read_exact(&mut bytes)?;
-    Ok(Sha256::digest(&bytes).iter().take(8).map(|b| format!("{b:02x}")).collect())
+    Ok(crate::digest::hex(&Sha256::digest(&bytes)[..8]))
 }
 
 /// Calls `each` with every complete line from `start` to the end of the file and returns the
