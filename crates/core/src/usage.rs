@@ -152,10 +152,8 @@ impl UsageCursor {
         transcript: &Path,
         started_at: Timestamp,
     ) -> io::Result<UsageCursor> {
-        let mut file = File::open(transcript)?;
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::other("the transcript is not a regular file"));
-        }
+        // The model can replace the transcript with a FIFO or a device: never block on it.
+        let mut file = crate::bounded_read::open(transcript)?;
         let len = file.metadata()?.len();
         let mut cursor = previous.cloned().unwrap_or_default();
         let same_file = previous.is_some_and(|p| p.transcript == transcript)
