@@ -13,6 +13,7 @@
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
+//! - `notify`: `--notify` commands that work, fail, hang or flood their output.
 
 mod util;
 
@@ -21,6 +22,7 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod notify;
 mod report;
 mod stop_hook;
 mod strict;

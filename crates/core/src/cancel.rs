@@ -79,6 +79,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     .append_to(&paths.ledger);
     origin::after(&paths, &state, Mutation::Cancel, origin);
     drop(lock);
+    crate::notify::after_end(&paths, &state, &receipt, env.now);
     let mut ledger = paths.ledger.clone();
     // A loop still waiting to be claimed is moved out of the way of the stops that search for it.
     if state.meta.session_id.is_empty()

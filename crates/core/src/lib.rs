@@ -26,6 +26,7 @@ mod host;
 mod ledger;
 mod lock;
 mod message;
+mod notify;
 mod oracle;
 mod origin;
 mod outcome;

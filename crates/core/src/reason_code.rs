@@ -50,6 +50,8 @@ pub(crate) enum ReasonCode {
     AgentCommandRefused,
     /// The working tree was restored to a checkpoint.
     RolledBack,
+    /// The `--notify` command failed, timed out or could not start; the loop is unaffected.
+    NotifyFailed,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -78,6 +80,7 @@ impl ReasonCode {
             ReasonCode::Resumed => "resumed",
             ReasonCode::AgentCommandRefused => "agent_command_refused",
             ReasonCode::RolledBack => "rolled_back",
+            ReasonCode::NotifyFailed => "notify_failed",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
         }
@@ -114,6 +117,7 @@ mod tests {
             ReasonCode::Resumed,
             ReasonCode::AgentCommandRefused,
             ReasonCode::RolledBack,
+            ReasonCode::NotifyFailed,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
         ] {

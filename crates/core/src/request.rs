@@ -37,10 +37,11 @@ pub(crate) enum Flag {
     Checkpoint,
     RequireStrict,
     MaxTokens,
+    Notify,
 }
 
 impl Flag {
-    const ALL: [Flag; 11] = [
+    const ALL: [Flag; 12] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -52,6 +53,7 @@ impl Flag {
         Flag::Checkpoint,
         Flag::RequireStrict,
         Flag::MaxTokens,
+        Flag::Notify,
     ];
 
     /// Flags that may be given more than once, each adding a value.
@@ -77,6 +79,7 @@ impl Flag {
             Flag::Checkpoint => "--checkpoint",
             Flag::RequireStrict => "--require-strict",
             Flag::MaxTokens => "--max-tokens",
+            Flag::Notify => "--notify",
         }
     }
 
@@ -92,6 +95,7 @@ impl Flag {
             Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
             Flag::Checkpoint | Flag::RequireStrict => "nothing: it is a switch",
             Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
+            Flag::Notify => "a command, e.g. --notify 'notify-send \"$FOR_LOOP_SUMMARY\"'",
         }
     }
 }
@@ -120,6 +124,8 @@ pub(crate) struct LoopRequest {
     pub require_strict: bool,
     /// Token budget (input + output + cache writes) for the session since the loop started.
     pub max_tokens: Option<u64>,
+    /// Command run when the loop ends or parks.
+    pub notify: Option<String>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -199,6 +205,7 @@ impl LoopRequest {
             checkpoint,
             require_strict,
             max_tokens,
+            notify,
         ] = values;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
@@ -210,7 +217,7 @@ impl LoopRequest {
         }
         Ok(LoopRequest {
             task,
-            verify: verify.map(|v| check_verify(&v)).transpose()?,
+            verify: verify.map(|v| check_command(Flag::Verify, &v)).transpose()?,
             completion_promise: completion_promise.map(|p| check_promise(&p)).transpose()?,
             max_iterations: max_iterations
                 .map(|v| check_max_iterations(&v))
@@ -233,6 +240,7 @@ impl LoopRequest {
             checkpoint: checkpoint.is_some(),
             require_strict: require_strict.is_some(),
             max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
+            notify: notify.map(|v| check_command(Flag::Notify, &v)).transpose()?,
         })
     }
 }
@@ -446,9 +454,9 @@ fn cut_out(raw: &str, cuts: &[Range<usize>]) -> String {
     out
 }
 
-fn check_verify(value: &str) -> Result<String, RequestError> {
+fn check_command(flag: Flag, value: &str) -> Result<String, RequestError> {
     if value.trim().is_empty() {
-        return Err(RequestError::MissingValue { flag: Flag::Verify });
+        return Err(RequestError::MissingValue { flag });
     }
     Ok(value.to_string())
 }
@@ -707,6 +715,23 @@ mod tests {
         let req = parse("fix \"the quote --verify \"cargo test\"");
         assert_eq!(req.task, "fix \"the quote");
         assert_eq!(req.verify.as_deref(), Some("cargo test"));
+    }
+
+    /// The README's one-liners arrive in the shell exactly as written inside the quotes.
+    #[test]
+    fn notify_commands_keep_their_inner_quotes_and_dollars() {
+        for command in [
+            r#"notify-send "for-loop" "$FOR_LOOP_SUMMARY""#,
+            r#"osascript -e "on run argv" -e "display notification (item 1 of argv) with title \"for-loop\"" -e "end run" "$FOR_LOOP_SUMMARY""#,
+            r#"curl -fsS -d "$FOR_LOOP_SUMMARY" https://ntfy.sh/my-for-loop-topic"#,
+            r#"jq -n --arg t "$FOR_LOOP_SUMMARY" "{text: \$t}" | curl -fsS -H "Content-Type: application/json" -d @- "$SLACK_WEBHOOK_URL""#,
+        ] {
+            let req = parse(&format!("fix it --verify true --notify '{command}'"));
+            assert_eq!(req.notify.as_deref(), Some(command));
+            assert_eq!(req.task, "fix it");
+        }
+        assert_eq!(err("t --notify ''"), RequestError::MissingValue { flag: Flag::Notify });
+        assert_eq!(err("t --notify"), RequestError::MissingValue { flag: Flag::Notify });
     }
 
     #[test]

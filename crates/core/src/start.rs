@@ -162,6 +162,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
                 max_time_secs: request.max_time_secs,
                 checkpoint: request.checkpoint,
                 max_tokens: request.max_tokens,
+                notify: request.notify.clone(),
             },
             iteration: 1,
             status: Status::Active,
@@ -257,6 +258,12 @@ fn banner(
         out.push_str(&format!(
             "Token budget: {} (input + output + cache writes since now; cache reads not counted)\n",
             crate::usage::human_tokens(budget)
+        ));
+    }
+    if let Some(command) = &settings.notify {
+        out.push_str(&format!(
+            "Notify:      {command}  (when the loop ends or parks; killed after {} s)\n",
+            crate::notify::NOTIFY_TIMEOUT.as_secs()
         ));
     }
     if settings.checkpoint {

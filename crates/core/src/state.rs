@@ -76,6 +76,9 @@ pub(crate) struct Settings {
     /// passes it ([`crate::usage::TokenCounts::counted`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// Shell command run when the loop ends or parks ([`crate::notify`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -209,6 +212,7 @@ pub(crate) mod tests {
                     max_time_secs: None,
                     checkpoint: false,
                     max_tokens: None,
+                    notify: None,
                 },
                 iteration: 1,
                 status: Status::Active,

@@ -145,7 +145,7 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
             _ => None,
         };
 
-    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+    let lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
         Ok(lock) => lock,
         Err(e) => {
             return fault(&paths, Some(&state), event, env, &format!("{e}. This stop is allowed."));
@@ -180,6 +180,11 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
                 paths.ledger.display()
             ));
         }
+    }
+    // 4. Effects of the committed verdict, outside the lock: they change nothing in the loop.
+    drop(lock);
+    if let Some(receipt) = &decision.receipt {
+        crate::notify::after_end(&paths, &decision.next, receipt, env.now);
     }
     decision.response()
 }

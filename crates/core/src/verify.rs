@@ -3,7 +3,7 @@
 //! process group is killed (a shell's grandchildren would otherwise hold the output pipe open and
 //! keep the hook waiting past the host's own timeout).
 
-use std::io;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -28,6 +28,14 @@ pub(crate) struct VerifySpec {
     pub timeout: Duration,
     /// A sandbox to run the shell in (strict mode): its program and arguments, ending in `--`.
     pub sandbox: Vec<std::ffi::OsString>,
+}
+
+/// What a command gets besides its command line: bytes on its stdin (closed when empty) and
+/// variables added to its environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommandInput {
+    pub stdin: Vec<u8>,
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// How a verify run ended.
@@ -69,8 +77,13 @@ pub(crate) enum VerifyError {
 }
 
 impl VerifySpec {
-    /// Runs the command to completion or to its deadline.
+    /// Runs the command to completion or to its deadline, with stdin closed.
     pub(crate) fn run(&self) -> Result<VerifyOutcome, VerifyError> {
+        self.run_with(&CommandInput::default())
+    }
+
+    /// Runs the command with `input` to completion or to its deadline.
+    pub(crate) fn run_with(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
         if !self.cwd.is_dir() {
             return Err(VerifyError::MissingCwd(self.cwd.clone()));
         }
@@ -87,11 +100,20 @@ impl VerifySpec {
         };
         command
             .current_dir(&self.cwd)
-            .stdin(Stdio::null())
+            .stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() })
             .stdout(writer.try_clone().map_err(VerifyError::Spawn)?)
-            .stderr(writer);
+            .stderr(writer)
+            .envs(input.env.iter().map(|(name, value)| (name, value)));
         platform::own_group(&mut command);
-        let child = command.spawn().map_err(VerifyError::Spawn)?;
+        let mut child = command.spawn().map_err(VerifyError::Spawn)?;
+        if let Some(mut pipe) = child.stdin.take() {
+            // A command that never reads its stdin must not hold us up: the write waits in its
+            // own thread, and fails once the command's group is gone.
+            let bytes = input.stdin.clone();
+            thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+        }
         // The command holds our copies of the pipe's write end: drop it, or EOF never comes.
         drop(command);
 

@@ -43,6 +43,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::HarnessOverride => "host overrode a block",
         ReasonCode::AgentCommandRefused => "agent's loop command refused",
         ReasonCode::RolledBack => "rolled back",
+        ReasonCode::NotifyFailed => "notification failed",
         ReasonCode::Resumed => "resumed",
         ReasonCode::ForeignSession => "another session",
         ReasonCode::InternalError => "for-loop fault",
