@@ -53,6 +53,7 @@ mod transcript;
 mod usage;
 mod user_command;
 mod verify;
+mod version;
 mod walk;
 mod worktree;
 
@@ -115,7 +116,13 @@ pub fn run(
                 eprintln!("loop-hook: guard: {e}; the tool call is not examined");
                 return 0;
             }
+            // Through a plugin of another version, an option this binary does not know is the
+            // version gap, not a typo: say so, and never fail the host's command for it.
             None => {
+                if let Some(line) = version::mismatch(env, current_exe().as_deref()) {
+                    let _ = writeln!(stdout, "{line}\n(loop-hook: {e})");
+                    return 0;
+                }
                 let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
                 return Code::Usage as i32;
             }
@@ -124,9 +131,11 @@ pub fn run(
     // Where a command line comes from: mutations from an agent's shell are refused on hosts
     // whose prompt hook carries out the user's own commands.
     let origin = origin::Origin::of_command_line(env);
+    let user_command =
+        matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
-        Cli::Version => Outcome::ok(format!("loop-hook {VERSION}")),
+        Cli::Version => Outcome::ok(version::version_text(env)),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
         Cli::Start(options) if !origin::command_line_allowed(options.host.unwrap_or_default(), origin) => {
             Outcome::refused(origin::refusal(options.host.unwrap_or_default(), origin::Mutation::Start))
@@ -151,7 +160,13 @@ pub fn run(
             Ok(text) => rollback::run(env, &target, &text, origin),
             Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
         },
-        Cli::Status(options) => status::run(env, &options),
+        Cli::Status(options) => {
+            let mut outcome = status::run(env, &options);
+            if !options.json {
+                outcome.stdout.push_str(&format!("\n{}", version::describe(env, current_exe().as_deref())));
+            }
+            outcome
+        }
         Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
         Cli::Shown { session_id, command } => prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Report(mut options) => {
@@ -163,8 +178,22 @@ pub fn run(
             }
         }
     };
+    let outcome = if user_command { with_version_notice(env, outcome) } else { outcome };
     let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }
+}
+
+/// The path of this binary, for messages that say which `loop-hook` ran.
+fn current_exe() -> Option<std::path::PathBuf> {
+    std::env::current_exe().ok()
+}
+
+/// A user command run through a plugin of another version says so on its first line.
+fn with_version_notice(env: &Environment, mut outcome: Outcome) -> Outcome {
+    if let Some(line) = version::mismatch(env, current_exe().as_deref()) {
+        outcome.stdout = format!("{line}\n{}", outcome.stdout);
+    }
+    outcome
 }
 
 /// Prints `text` as one line, or nothing when it is empty.
