@@ -6,6 +6,8 @@
 //! - `faults`: bad input and broken surroundings; every one must allow the stop with a message.
 //! - `hosts`: every other host: recorded payloads, foreign and malformed events, loops claimed by
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
+//! - `packaging`: every host's hook configuration, generated from one source, and the launcher
+//!   that finds the binary, run as each host runs it.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
@@ -23,6 +25,7 @@ mod faults;
 mod guard;
 mod hosts;
 mod notify;
+mod packaging;
 mod report;
 mod stop_hook;
 mod strict;

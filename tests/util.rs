@@ -194,6 +194,20 @@ pub(crate) fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
     }
 }
 
+/// Copies a directory tree, as a plugin install copies a package.
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Real agent CLIs (tests/clients).
 

@@ -1,0 +1,745 @@
+//! Every host's hook configuration is generated here, from one description of how a hook finds
+//! `loop-hook`: the launcher `scripts/loop-hook` (one file, copied byte for byte into each host
+//! package that has a directory of its own), called the same way from every config.
+//!
+//! `packaging_is_generated_from_one_source` fails when a file differs from what this module
+//! renders. After changing a hook, regenerate the files with
+//!
+//! ```sh
+//! FOR_LOOP_WRITE_PACKAGING=1 cargo nextest run -E 'test(packaging_is_generated)'
+//! ```
+//!
+//! and review the diff. The other tests run the generated commands the way each host runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::util::{TestEnv, copy_dir, path_without_loop_hook, repo, run_command};
+
+/// The launcher, relative to a package root.
+const LAUNCHER: &str = "scripts/loop-hook";
+
+/// Host packages that carry their own copy of the launcher (their hooks know their root).
+const LAUNCHER_COPIES: [&str; 4] = ["codex", "gemini-cli", "antigravity", "cursor"];
+
+/// The Claude Code Stop hook's timeout: past the longest verify (1 h) plus the hook's own work.
+const STOP_TIMEOUT_SECS: u64 = 3660;
+
+/// The prompt hook's timeout: it starts, cancels or reports a loop, never runs verify.
+const PROMPT_TIMEOUT_SECS: u64 = 60;
+
+/// A hook command for a shell that reads POSIX syntax (Claude Code's bash or sh, Git Bash on
+/// Windows; Gemini CLI's bash): run the launcher at `launcher` with `args`, or, when the package
+/// has lost it, do `otherwise` (the host's plain "let it stop"). `sh` reads the launcher, so its
+/// executable bit does not matter; `[ -f ]` first, because `sh` exits 2 on a missing file and
+/// exit 2 blocks the stop on Claude Code.
+fn posix_command(launcher: &str, args: &str, otherwise: &str) -> String {
+    format!("f=\"{launcher}\"; [ -f \"$f\" ] && exec sh \"$f\" {args}; {otherwise}")
+}
+
+/// The same for hosts that run hooks through the user's login shell, which may be fish (Codex
+/// runs `$SHELL -lc`) or an unknown one (Cursor): everything shell-specific is inside a
+/// single-quoted `sh -c` program, which every shell passes through unchanged.
+fn any_shell_command(launcher: &str, args: &str, otherwise: &str) -> String {
+    format!("sh -c '[ -f \"$1\" ] && exec sh \"$@\"; {otherwise}' sh \"{launcher}\" {args}")
+}
+
+/// For a hook file that lives alone (Copilot CLI's, or Cursor's copied to `~/.cursor/`): no
+/// package directory, so no launcher. The binary is taken from the places a user installs it:
+/// `$FOR_LOOP_BIN`, `cargo install`'s directory, then PATH without relative or project entries.
+fn standalone_lookup(args: &str, otherwise: &str) -> String {
+    format!(
+        "for b in \"$FOR_LOOP_BIN\" \"${{CARGO_HOME:-$HOME/.cargo}}/bin/loop-hook\" \"$(command -v loop-hook)\"; do \
+         case \"$b\" in /*) case \"$b\" in \"$PWD\"/*) ;; *) [ -f \"$b\" ] && [ -x \"$b\" ] && exec \"$b\" {args};; esac;; esac; \
+         done; {otherwise}"
+    )
+}
+
+/// The Gemini CLI session map: `SessionStart` records the session id for the CLI process (hooks
+/// get the id, `!{…}` commands do not, and both are children of the CLI), and drops the records
+/// of CLI processes that are gone, so a reused process id never finds an old session;
+/// `SessionEnd` removes the process's own record.
+const GEMINI_SESSIONS: &str =
+    "d=\"${FOR_LOOP_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/for-loop}/gemini-sessions\"";
+
+fn gemini_session_start() -> String {
+    format!(
+        "{GEMINI_SESSIONS}; mkdir -p \"$d\" && for f in \"$d\"/*; do [ -f \"$f\" ] && ! kill -0 \"${{f##*/}}\" 2>/dev/null && rm -f \"$f\"; done; \
+         printf '%s' \"$GEMINI_SESSION_ID\" > \"$d/$PPID\"; cat >/dev/null; echo '{{}}'"
+    )
+}
+
+fn gemini_session_end() -> String {
+    format!("{GEMINI_SESSIONS}; rm -f \"$d/$PPID\"; cat >/dev/null; echo '{{}}'")
+}
+
+/// What a Gemini CLI `!{…}` command runs: the launcher in the installed extension (commands get
+/// no `${extensionPath}`), with the session id its `SessionStart` hook recorded, and `stdin` piped
+/// in. Kept short, because Gemini CLI shows the command when it asks to run it.
+fn gemini_shell(args: &str, stdin: &str) -> String {
+    format!(
+        "{GEMINI_SESSIONS}; f=\"${{GEMINI_CLI_HOME:-$HOME}}/.gemini/extensions/for-loop/{LAUNCHER}\"; \
+         [ -f \"$f\" ] || {{ echo \"for-loop: $f is missing: reinstall the extension.\"; exit 0; }}; \
+         {stdin}FOR_LOOP_SESSION_ID=$(cat \"$d/$PPID\" 2>/dev/null) sh \"$f\" {args}"
+    )
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+/// Every generated file: its path in the repository and its full content.
+fn generated() -> Vec<(&'static str, String)> {
+    let claude = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
+    let claude_hooks = json!({
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check. Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
+        "hooks": {
+            "Stop": [{"hooks": [{
+                "type": "command",
+                "command": claude("stop-hook"),
+                "timeout": STOP_TIMEOUT_SECS,
+                "statusMessage": "for-loop",
+            }]}],
+            "PreToolUse": [{
+                "matcher": "Write|Edit|MultiEdit|NotebookEdit|Bash|ScheduleWakeup|CronCreate|Skill|SendMessage|RemoteTrigger",
+                "hooks": [{"type": "command", "command": claude("guard"), "timeout": 30}],
+            }],
+            "UserPromptSubmit": [{"hooks": [{
+                "type": "command",
+                "command": claude("prompt-hook"),
+                "timeout": PROMPT_TIMEOUT_SECS,
+                "statusMessage": "for-loop",
+            }]}],
+        },
+    });
+    let codex = |args: &str| any_shell_command(&format!("${{PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
+    let codex_hooks = json!({"hooks": {
+        "UserPromptSubmit": [{"hooks": [{
+            "type": "command",
+            "command": codex("prompt-hook --host codex"),
+            "timeout": PROMPT_TIMEOUT_SECS,
+            "statusMessage": "for-loop",
+        }]}],
+        "Stop": [{"hooks": [{
+            "type": "command",
+            "command": codex("stop-hook --host codex"),
+            "timeout": STOP_TIMEOUT_SECS,
+            "statusMessage": "for-loop: running verify",
+        }]}],
+    }});
+    let gemini_hook = |name: &str, description: &str, command: String, timeout_ms: u64| {
+        json!({"hooks": [{
+            "type": "command",
+            "name": name,
+            "description": description,
+            "command": command,
+            "timeout": timeout_ms,
+        }]})
+    };
+    let gemini_hooks = json!({
+        "description": "for-loop: AfterAgent judges each turn end with the loop's verify command. SessionStart records this session's id for /for-loop (Gemini CLI gives hooks the session id but not commands) and SessionEnd removes it.",
+        "hooks": {
+            "SessionStart": [gemini_hook(
+                "for-loop-session",
+                "Records the session id so /for-loop can start a loop in this session.",
+                gemini_session_start(),
+                10_000,
+            )],
+            "SessionEnd": [gemini_hook(
+                "for-loop-session-end",
+                "Removes this session's record.",
+                gemini_session_end(),
+                10_000,
+            )],
+            "AfterAgent": [gemini_hook(
+                "for-loop",
+                "Runs the loop's verify command and keeps the agent working until it passes.",
+                posix_command(
+                    "${extensionPath}${/}scripts${/}loop-hook",
+                    "stop-hook --host gemini-cli",
+                    "cat >/dev/null; echo '{\"decision\":\"allow\"}'",
+                ),
+                STOP_TIMEOUT_SECS * 1000,
+            )],
+        },
+    });
+    let cursor_hooks = json!({"version": 1, "hooks": {"stop": [{
+        "command": format!(
+            "if [ -n \"$CURSOR_PLUGIN_ROOT\" ]; then {}; else {}; fi",
+            any_shell_command(&format!("$CURSOR_PLUGIN_ROOT/{LAUNCHER}"), "stop-hook --host cursor", "echo {}"),
+            standalone_lookup("stop-hook --host cursor", "cat >/dev/null; echo '{}'"),
+        ),
+        "timeout": STOP_TIMEOUT_SECS,
+        "loop_limit": null,
+    }]}});
+    let copilot_hooks = json!({"version": 1, "hooks": {"agentStop": [{
+        "type": "command",
+        "bash": standalone_lookup("stop-hook --host copilot-cli", "cat >/dev/null; echo '{}'"),
+        "timeoutSec": STOP_TIMEOUT_SECS,
+    }]}});
+    let antigravity_stop = format!(
+        "#!/bin/sh\n\
+         # Antigravity's Stop hook. Antigravity runs hook commands from the folder holding hooks.json,\n\
+         # and some versions take only a program path with no arguments, so this script adds them.\n\
+         # Generated by tests/packaging.rs.\n\
+         f=\"${{0%/*}}/../{LAUNCHER}\"\n\
+         [ -f \"$f\" ] && exec sh \"$f\" stop-hook --host antigravity\n\
+         cat >/dev/null\n\
+         echo '{{\"decision\":\"stop\"}}'\n"
+    );
+    let gemini_command = |description: &str, shell: String, text: &str| {
+        format!("description = {}\nprompt = \"\"\"\n!{{{shell}}}\n\n{text}\"\"\"\n", json!(description))
+    };
+    let mut files = vec![
+        ("hooks/hooks.json", pretty(&claude_hooks)),
+        ("plugin/codex/hooks/hooks.json", pretty(&codex_hooks)),
+        ("plugin/gemini-cli/hooks/hooks.json", pretty(&gemini_hooks)),
+        ("plugin/cursor/hooks/hooks.json", pretty(&cursor_hooks)),
+        ("plugin/copilot-cli/for-loop.json", pretty(&copilot_hooks)),
+        ("plugin/antigravity/hooks/stop-hook", antigravity_stop),
+        (
+            "plugin/gemini-cli/commands/for-loop.toml",
+            gemini_command(
+                "Start a verified loop: the agent keeps working on TASK until the verify command passes. Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]",
+                gemini_shell("start --host gemini-cli --exit-zero", "printf '%s\\n' {{args}} | "),
+                "If the output above says the loop was not started, or that loop-hook is not installed, tell the user
+exactly what it says, in one or two lines, and do nothing else.
+
+Otherwise a verified loop is now running in this session, and the output above is its task.
+Work on that task now. You cannot end the loop by saying you are done: each time you stop, for-loop
+runs the verify command; if it fails you get the task back with its output, if it passes the loop
+ends. Run the verify command yourself before you stop. Never edit, weaken, skip or delete the
+verify command, the tests it runs, or the loop's files: fix the code under test instead. If a
+completion promise is set, write <promise>TEXT</promise> only when it is completely true.
+",
+            ),
+        ),
+        (
+            "plugin/gemini-cli/commands/cancel-loop.toml",
+            gemini_command(
+                "Cancel the for-loop running in this session. Its next stop is allowed.",
+                gemini_shell("cancel --host gemini-cli --exit-zero", ""),
+                "The user cancelled the loop; the output above is the result. Tell the user that result in one
+line. Do not continue the loop's task.
+",
+            ),
+        ),
+        (
+            "plugin/gemini-cli/commands/loop-status.toml",
+            gemini_command(
+                "Show the for-loop in this session: iteration, last verify result, elapsed time, files and recent stops.",
+                gemini_shell("status --host gemini-cli --exit-zero", ""),
+                "Show the user the status above exactly as it is, in a code block. Add nothing else.
+",
+            ),
+        ),
+    ];
+    let launcher = std::fs::read_to_string(repo().join(LAUNCHER)).unwrap();
+    for host in LAUNCHER_COPIES {
+        let path: &'static str = Box::leak(format!("plugin/{host}/{LAUNCHER}").into_boxed_str());
+        files.push((path, launcher.clone()));
+    }
+    files
+}
+
+#[test]
+fn packaging_is_generated_from_one_source() {
+    let write = std::env::var_os("FOR_LOOP_WRITE_PACKAGING").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (path, content) in generated() {
+        let file = repo().join(path);
+        if std::fs::read_to_string(&file).ok().as_deref() == Some(content.as_str()) {
+            continue;
+        }
+        if write {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, &content).unwrap();
+        } else {
+            stale.push(path);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "these files differ from what tests/packaging.rs renders: {stale:?}. \
+         Regenerate them with FOR_LOOP_WRITE_PACKAGING=1 and review the diff."
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The launcher, run as the hooks run it: `sh scripts/loop-hook ARGS`.
+
+/// This machine's platform as the launcher and `scripts/release` name it.
+pub(crate) fn platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// A plugin tree in a temporary directory: the launcher, and optionally a release's `bin/`.
+struct Tree {
+    env: TestEnv,
+    root: PathBuf,
+    data: PathBuf,
+    /// Directories put on PATH for the launcher, before the system's.
+    path_dirs: Vec<PathBuf>,
+    vars: Vec<(&'static str, String)>,
+}
+
+impl Tree {
+    /// A checkout: the launcher, no `bin/SHA256SUMS`. `root_name` may hold odd characters.
+    fn checkout(root_name: &str) -> Tree {
+        let env = TestEnv::new();
+        let root = env.home.join(root_name);
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::copy(repo().join(LAUNCHER), root.join(LAUNCHER)).unwrap();
+        let data = env.home.join("plugin-data");
+        std::fs::create_dir_all(&data).unwrap();
+        Tree { env, root, data, path_dirs: Vec::new(), vars: Vec::new() }
+    }
+
+    /// A release: the launcher, a stand-in binary (a script printing `SHIPPED`) under
+    /// `bin/<platform>/`, and its checksum.
+    fn release() -> Tree {
+        let tree = Tree::checkout("for-loop");
+        Tree::plant(&tree.shipped(), "SHIPPED");
+        tree.write_sums();
+        tree
+    }
+
+    /// A release shipping the real `loop-hook`.
+    fn release_of_loop_hook() -> Tree {
+        let tree = Tree::release();
+        std::fs::copy(env!("CARGO_BIN_EXE_loop-hook"), tree.shipped()).unwrap();
+        tree.write_sums();
+        tree
+    }
+
+    fn shipped(&self) -> PathBuf {
+        self.root.join("bin").join(platform()).join("loop-hook")
+    }
+
+    fn write_sums(&self) {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(std::fs::read(self.shipped()).unwrap());
+        let hex: String = digest.iter().fold(String::new(), |hex, b| hex + &format!("{b:02x}"));
+        std::fs::write(self.root.join("bin/SHA256SUMS"), format!("{hex}  {}/loop-hook\n", platform()))
+            .unwrap();
+    }
+
+    /// An executable script at `path` that prints `what` and the variables the launcher sets.
+    fn plant(path: &Path, what: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            path,
+            format!("#!/bin/sh\ncat >/dev/null\necho \"{what} $FOR_LOOP_BIN_SOURCE $FOR_LOOP_PLUGIN_VERSION $*\"\n"),
+        )
+        .unwrap();
+        set_mode(path, 0o755);
+    }
+
+    fn launcher(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("/bin/sh");
+        let mut path = std::env::split_paths(&path_without_loop_hook()).collect::<Vec<_>>();
+        path.splice(0..0, self.path_dirs.iter().cloned());
+        cmd.arg(self.root.join(LAUNCHER))
+            .args(args)
+            .env_clear()
+            .env("HOME", &self.env.home)
+            .env("PATH", std::env::join_paths(path).unwrap())
+            .env("CLAUDE_PLUGIN_DATA", &self.data)
+            .env("CLAUDE_CODE_SESSION_ID", crate::util::SESSION)
+            .envs(self.vars.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(&self.env.project);
+        cmd
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> crate::util::Run {
+        run_command(self.launcher(args), stdin.as_bytes())
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Appends to a file and moves its modification time past any stamp written before.
+fn tamper(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.extend_from_slice(b"tampered");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_release_runs_its_shipped_binary_only_while_the_checksum_matches() {
+    let tree = Tree::release_of_loop_hook();
+    let status = tree.run(&["status"], "");
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    assert!(status.stdout.contains("(shipped with the plugin, SHA-256 verified)"), "{}", status.stdout);
+    assert!(status.stdout.contains(&tree.shipped().display().to_string()), "{}", status.stdout);
+    // Verified once, remembered: the next run needs no `uname` and no checksum tool at all.
+    let remembered = std::fs::read_to_string(tree.data.join("for-loop-launcher")).unwrap();
+    assert_eq!(remembered, format!("{}/scripts/..\n{}\n", tree.root.display(), platform()));
+    let mut bare = tree.launcher(&["--version"]);
+    bare.env("PATH", "");
+    let run = run_command(bare, b"");
+    assert_eq!(run.stdout.trim(), format!("loop-hook {}", env!("CARGO_PKG_VERSION")), "{}", run.stderr);
+
+    // A memory that names anything but a known platform is not followed.
+    std::fs::write(
+        tree.data.join("for-loop-launcher"),
+        format!("{}/scripts/..\n../../tmp\n", tree.root.display()),
+    )
+    .unwrap();
+    assert!(tree.run(&["status"], "").stdout.contains("SHA-256 verified"));
+
+    // Changed after it was verified: checked again, refused in one line, nothing trapped.
+    tree.env.start("task --verify false");
+    tamper(&tree.shipped());
+    let refused = tree.run(&["status"], "");
+    assert_eq!(refused.code, 0);
+    assert_eq!(
+        refused.stdout,
+        format!(
+            "for-loop: the shipped loop-hook binary for {} does not match its SHA-256 checksum, so it was not run. \
+             Reinstall the plugin (claude plugin uninstall for-loop@for-loop, then claude plugin install for-loop@for-loop).\n",
+            platform()
+        )
+    );
+    let stop = tree.run(&["stop-hook"], "{}");
+    assert_eq!(stop.code, 0);
+    let message = stop.system_message();
+    assert!(
+        message.contains("does not match its SHA-256") && message.contains("This stop is allowed"),
+        "{message}"
+    );
+    assert!(!stop.blocked());
+    let guard = tree.run(&["guard"], "{}");
+    assert_eq!((guard.code, guard.stdout.as_str()), (0, ""));
+    for (host, allow) in crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| *h != "claude-code") {
+        let run = tree.run(&["stop-hook", "--host", host], "{}");
+        assert_eq!((run.code, run.stdout.trim_end()), (0, *allow), "{host}");
+    }
+}
+
+#[test]
+fn a_release_never_runs_a_binary_planted_in_its_tree_on_path_or_by_a_relative_override() {
+    let mut tree = Tree::release();
+    Tree::plant(&tree.root.join("target/release/loop-hook"), "PLANTED");
+    Tree::plant(&tree.root.join("target/debug/loop-hook"), "PLANTED");
+    let on_path = tree.env.home.join("on-path");
+    Tree::plant(&on_path.join("loop-hook"), "PLANTED");
+    tree.path_dirs.push(on_path);
+    Tree::plant(&tree.env.project.join("planted/loop-hook"), "PLANTED");
+    tree.vars.push(("FOR_LOOP_BIN", "planted/loop-hook".into()));
+    let run = tree.run(&["status"], "");
+    assert_eq!(run.stdout, format!("SHIPPED shipped {} status\n", env!("CARGO_PKG_VERSION")));
+    // With the shipped binary refused, nothing else stands in for it.
+    tamper(&tree.shipped());
+    let run = tree.run(&["status"], "");
+    assert!(run.stdout.starts_with("for-loop: the shipped loop-hook binary"), "{}", run.stdout);
+    assert!(!run.stdout.contains("PLANTED"));
+}
+
+#[test]
+fn cargo_install_and_a_checkout_build_win_and_get_the_plugin_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut tree = Tree::release();
+    let cargo_home = tree.env.home.join("cargo");
+    Tree::plant(&cargo_home.join("bin/loop-hook"), "CARGO");
+    tree.vars.push(("CARGO_HOME", cargo_home.display().to_string()));
+    assert_eq!(tree.run(&["status"], "").stdout, format!("CARGO cargo {version} status\n"));
+    tree.vars.push(("FOR_LOOP_BIN", tree.env.home.join("override").display().to_string()));
+    Tree::plant(&tree.env.home.join("override"), "OVERRIDE");
+    assert_eq!(tree.run(&["status"], "").stdout, format!("OVERRIDE FOR_LOOP_BIN {version} status\n"));
+
+    let checkout = Tree::checkout("for-loop");
+    Tree::plant(&checkout.root.join("target/debug/loop-hook"), "DEBUG");
+    assert_eq!(checkout.run(&["x"], "").stdout, format!("DEBUG checkout {version} x\n"));
+    Tree::plant(&checkout.root.join("target/release/loop-hook"), "RELEASE");
+    assert_eq!(checkout.run(&["x"], "").stdout, format!("RELEASE checkout {version} x\n"));
+}
+
+#[test]
+fn a_checkout_takes_path_last_and_never_from_the_project() {
+    let mut tree = Tree::checkout("for-loop");
+    let in_project = tree.env.project.join("node_modules/.bin");
+    Tree::plant(&in_project.join("loop-hook"), "PROJECT");
+    tree.path_dirs.push(in_project);
+    let run = tree.run(&["status"], "");
+    assert!(run.stdout.starts_with("for-loop: the loop-hook binary is not installed."), "{}", run.stdout);
+    let elsewhere = tree.env.home.join("bin");
+    Tree::plant(&elsewhere.join("loop-hook"), "ELSEWHERE");
+    tree.path_dirs.push(elsewhere);
+    assert_eq!(
+        tree.run(&["status"], "").stdout,
+        format!("ELSEWHERE PATH {} status\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn a_platform_without_a_binary_is_refused_in_one_line() {
+    let tree = Tree::release();
+    std::fs::write(tree.root.join("bin/SHA256SUMS"), "00  plan9-mips/loop-hook\n").unwrap();
+    let run = tree.run(&["status"], "");
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "for-loop: this plugin ships no loop-hook binary for {}. Build one with `cargo install --locked \
+             --path <a for-loop checkout>` (needs Rust), then try again.\n",
+            platform()
+        )
+    );
+}
+
+#[test]
+fn a_verified_binary_that_lost_its_executable_bit_still_runs() {
+    let tree = Tree::release();
+    set_mode(&tree.shipped(), 0o644);
+    let run = tree.run(&["--version"], "");
+    assert_eq!(
+        run.stdout,
+        format!("SHIPPED shipped {} --version\n", env!("CARGO_PKG_VERSION")),
+        "{}",
+        run.stderr
+    );
+}
+
+/// No binary anywhere, in a plugin directory whose name holds a quote, a backslash and a space:
+/// every command says how to install in one line, every hook lets the stop happen, and the Claude
+/// Code Stop hook of a session with a loop says why in valid JSON.
+#[test]
+fn without_any_binary_hooks_allow_and_commands_say_how_to_install() {
+    let tree = Tree::checkout("odd \"name\" \\ dir");
+    tree.env.start("task --verify false");
+    let run = tree.run(&["start"], "task");
+    assert_eq!(run.code, 0);
+    assert!(
+        run.stdout.starts_with(
+            "for-loop: the loop-hook binary is not installed. Install it once with: cargo install"
+        )
+    );
+    assert_eq!(run.stdout.lines().count(), 1);
+    let stop = tree.run(&["stop-hook"], "{}");
+    assert_eq!(stop.code, 0);
+    assert!(stop.system_message().contains("This stop is allowed"), "{}", stop.stdout);
+    let mut other_session = tree.launcher(&["stop-hook"]);
+    other_session.env("CLAUDE_CODE_SESSION_ID", "another-session");
+    assert_eq!(run_command(other_session, b"{}").stdout, "");
+    for (host, allow) in crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| *h != "claude-code") {
+        let run = tree.run(&["stop-hook", "--host", host], "{}");
+        assert_eq!((run.code, run.stdout.trim_end()), (0, *allow), "{host}");
+    }
+    for hook in ["guard", "prompt-hook"] {
+        let run = tree.run(&[hook], "{}");
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{hook}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generated hook commands, run the way each host runs them.
+
+/// Each host's hook command, with the host's own substitutions, run by the host's shell from
+/// `package` (a copy of the host's package directory): `(host, program, args, payload fixture)`.
+fn host_hook(host: &str, package: &Path) -> (Command, &'static str) {
+    let config = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(package.join(path)).unwrap()).unwrap()
+    };
+    let text = |value: &Value| value.as_str().unwrap().to_string();
+    let root = package.to_str().unwrap();
+    let shell = |shell: &str, command: String| {
+        let mut cmd = Command::new(shell);
+        cmd.args(["-c", &command]);
+        cmd
+    };
+    match host {
+        "claude-code" => {
+            let mut cmd =
+                shell("bash", text(&config("hooks/hooks.json")["hooks"]["Stop"][0]["hooks"][0]["command"]));
+            cmd.env("CLAUDE_PLUGIN_ROOT", root);
+            // Claude Code's Stop has the shape Codex's recorded one has.
+            (cmd, "codex/0.169.0-stop.json")
+        }
+        "codex" => (
+            // Codex substitutes ${PLUGIN_ROOT} itself, then runs `$SHELL -lc`.
+            shell(
+                "bash",
+                text(&config("hooks/hooks.json")["hooks"]["Stop"][0]["hooks"][0]["command"])
+                    .replace("${PLUGIN_ROOT}", root),
+            ),
+            "codex/0.169.0-stop.json",
+        ),
+        "gemini-cli" => (
+            shell(
+                "bash",
+                text(&config("hooks/hooks.json")["hooks"]["AfterAgent"][0]["hooks"][0]["command"])
+                    .replace("${extensionPath}", root)
+                    .replace("${/}", "/"),
+            ),
+            "gemini-cli/0.61.0-after-agent.json",
+        ),
+        "cursor" => {
+            let mut cmd = shell("sh", text(&config("hooks/hooks.json")["hooks"]["stop"][0]["command"]));
+            cmd.env("CURSOR_PLUGIN_ROOT", root);
+            (cmd, "cursor/3.17.19-stop-completed.json")
+        }
+        "copilot-cli" => (
+            shell("bash", text(&config("for-loop.json")["hooks"]["agentStop"][0]["bash"])),
+            "copilot-cli/1.0.41-agent-stop.json",
+        ),
+        "antigravity" => (Command::new(package.join("hooks/stop-hook")), "antigravity/2.0-docs-stop.json"),
+        other => panic!("{other}"),
+    }
+}
+
+/// The hook of every host runs the binary for its host from a package that was copied elsewhere
+/// (as every host's install does), answers the host's plain allow without any binary, and still
+/// exits 0 with that answer when the package has lost its launcher.
+#[test]
+fn every_hosts_hook_command_runs_the_hook_for_its_host() {
+    let hosts = ["claude-code", "codex", "gemini-cli", "cursor", "copilot-cli", "antigravity"];
+    for host in hosts {
+        let env = TestEnv::new();
+        let package = env.home.join("installed copy");
+        let source = if host == "claude-code" { repo() } else { repo().join("plugin").join(host) };
+        std::fs::create_dir_all(&package).unwrap();
+        for dir in ["hooks", "scripts", "commands"] {
+            if source.join(dir).is_dir() {
+                copy_dir(&source.join(dir), &package.join(dir));
+            }
+        }
+        for file in ["for-loop.json"] {
+            if source.join(file).is_file() {
+                std::fs::copy(source.join(file), package.join(file)).unwrap();
+            }
+        }
+        let session = "fixture-session-0001";
+        env.run(&["start", "--session", session, "--host", host], "wrapped task --verify false");
+        let (_, fixture) = host_hook(host, &package);
+        let stdin = crate::hosts::payload(&env, session, &crate::hosts::fixtures().join(fixture));
+        let run = |bin: Option<&str>| {
+            let (mut cmd, _) = host_hook(host, &package);
+            cmd.env("HOME", &env.home).env("CLAUDE_CODE_SESSION_ID", session).current_dir(&env.project);
+            match bin {
+                Some(bin) => cmd.env("PATH", path_without_loop_hook()).env("FOR_LOOP_BIN", bin),
+                None => cmd.env("PATH", "/usr/bin:/bin").env_remove("FOR_LOOP_BIN"),
+            };
+            run_command(cmd, &stdin)
+        };
+        let held = run(Some(env!("CARGO_BIN_EXE_loop-hook")));
+        assert_eq!(held.code, 0, "{host}: {}", held.stderr);
+        assert!(held.stdout.contains("wrapped task"), "{host}: {}{}", held.stdout, held.stderr);
+        let allow = crate::hosts::PLAIN_ALLOW.iter().find(|(h, _)| *h == host).unwrap().1;
+        let without = run(None);
+        assert_eq!(without.code, 0, "{host}: {}", without.stderr);
+        if host == "claude-code" {
+            // A session with a loop hears why its stop was let through.
+            assert!(without.system_message().contains("not installed"), "{}", without.stdout);
+        } else {
+            assert_eq!(without.stdout.trim_end(), allow, "{host} without a binary");
+        }
+        if !package.join("scripts").exists() {
+            continue; // Copilot CLI's hook file stands alone: it has no launcher to lose.
+        }
+        std::fs::remove_dir_all(package.join("scripts")).unwrap();
+        let broken = run(Some(env!("CARGO_BIN_EXE_loop-hook")));
+        assert_eq!(
+            (broken.code, broken.stdout.trim_end()),
+            (0, allow),
+            "{host} without its launcher: {}",
+            broken.stderr
+        );
+    }
+}
+
+/// Gemini CLI's session map: `SessionStart` records this CLI process's session and drops the
+/// records of processes that are gone (a reused process id then finds nothing stale);
+/// `SessionEnd` removes the process's own record.
+#[test]
+fn gemini_session_records_are_swept_and_removed() {
+    let env = TestEnv::new();
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("plugin/gemini-cli/hooks/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    let command = |event: &str| hooks["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let records = env.store().join("gemini-sessions");
+    std::fs::create_dir_all(&records).unwrap();
+    // A process that is gone, and a name that is no process at all.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(records.join(gone_pid.to_string()), "old-session").unwrap();
+    std::fs::write(records.join("junk"), "x").unwrap();
+    // A live process's record stays.
+    let mut live = Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(records.join(live.id().to_string()), "live-session").unwrap();
+
+    // `bash -c` from a parent shell whose pid plays the CLI's.
+    let hook = |event: &str| {
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", &format!("bash -c {} </dev/null; echo $$", shell_quote(&command(event)))])
+            .env("HOME", &env.home)
+            .env("GEMINI_SESSION_ID", "new-session");
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let pid = text.lines().last().unwrap().to_string();
+        (text, pid)
+    };
+    let (out, cli_pid) = hook("SessionStart");
+    assert!(out.starts_with("{}"), "{out}");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&records).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    let mut expected = vec![live.id().to_string(), cli_pid.clone()];
+    expected.sort();
+    assert_eq!(names, expected);
+    assert_eq!(std::fs::read_to_string(records.join(&cli_pid)).unwrap(), "new-session");
+    let _ = live.kill();
+    let _ = live.wait();
+
+    let mut end = Command::new("bash");
+    end.args([
+        "-c",
+        &format!(
+            "printf s > {dir}/$$; bash -c {} </dev/null; echo $$; ls {dir}",
+            shell_quote(&command("SessionEnd")),
+            dir = records.display()
+        ),
+    ])
+    .env("HOME", &env.home);
+    let listed = String::from_utf8_lossy(&end.output().unwrap().stdout).into_owned();
+    let mut lines = listed.lines().skip(1);
+    let ended = lines.next().unwrap().to_string();
+    assert!(!lines.any(|l| l == ended), "the ending process's record was kept: {listed}");
+    assert!(records.join(&cli_pid).exists(), "another process's record was removed");
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Versions.
+
+/// The crate, the Claude Code plugin and its marketplace entry, every host package and the
+/// launcher carry one version (the release workflow also checks the tag against it).
+#[test]
+fn every_manifest_carries_the_crate_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let json = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(repo().join(path)).unwrap()).unwrap()
+    };
+    assert_eq!(json(".claude-plugin/plugin.json")["version"], version);
+    assert_eq!(json(".claude-plugin/marketplace.json")["plugins"][0]["version"], version);
+    assert_eq!(json("plugin/codex/.codex-plugin/plugin.json")["version"], version);
+    assert_eq!(json("plugin/cursor/.cursor-plugin/plugin.json")["version"], version);
+    assert_eq!(json("plugin/gemini-cli/gemini-extension.json")["version"], version);
+    let launcher = std::fs::read_to_string(repo().join(LAUNCHER)).unwrap();
+    assert!(
+        launcher.contains(&format!("\nplugin_version={version}\n")),
+        "scripts/loop-hook's plugin_version"
+    );
+}
