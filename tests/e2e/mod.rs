@@ -4,6 +4,7 @@
 //! - `claude_code`: Claude Code with this repository as its plugin.
 //! - `demo`: `scripts/demo` run end to end, so it cannot rot.
 //! - `gemini_cli`, `codex`: the packaging under `plugin/`, installed the way users install it.
+//! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
 //! scripts/test` filters this module out (`e2e::`), so its tests are reported as skipped; CI
@@ -17,6 +18,7 @@ mod claude_code;
 mod codex;
 mod demo;
 mod gemini_cli;
+mod release;
 
 /// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
 pub(crate) fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
