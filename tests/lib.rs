@@ -8,6 +8,7 @@
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
 //! - `packaging`: every host's hook configuration, generated from one source, and the launcher
 //!   that finds the binary, run as each host runs it.
+//! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
@@ -26,6 +27,7 @@ mod guard;
 mod hosts;
 mod notify;
 mod packaging;
+mod release_workflow;
 mod report;
 mod stop_hook;
 mod strict;

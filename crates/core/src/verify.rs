@@ -315,3 +315,45 @@ mod tests {
         assert_eq!(outcome.exit_code, Some(127));
     }
 }
+
+/// Windows runs verify through `cmd.exe` and kills it with `taskkill /T`; these run in the
+/// release workflow's Windows job.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    fn run(command: &str, timeout_ms: u64) -> VerifyOutcome {
+        VerifySpec {
+            command: command.into(),
+            cwd: std::env::temp_dir(),
+            timeout: Duration::from_millis(timeout_ms),
+        }
+        .run()
+        .unwrap()
+    }
+
+    #[test]
+    fn passing_and_failing_commands() {
+        assert!(run("exit /b 0", 10_000).passed());
+        let failed = run("echo out& exit /b 3", 10_000);
+        assert!(!failed.passed());
+        assert_eq!(failed.exit_code, Some(3));
+        assert!(failed.output.excerpt(1_000).contains("out"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("grandchild-survived");
+        let command = format!(
+            "start /b cmd /c \"ping -n 4 127.0.0.1 >nul & echo x> \"{}\"\" & ping -n 31 127.0.0.1 >nul",
+            marker.display()
+        );
+        let started = Instant::now();
+        let outcome = run(&command, 500);
+        assert!(outcome.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        thread::sleep(Duration::from_millis(5_000));
+        assert!(!marker.exists(), "a grandchild outlived the timeout");
+    }
+}
