@@ -76,8 +76,10 @@ impl Machine {
     /// `claude -p PROMPT` in the test session, as stream-json events.
     fn run(&self, model: &MockModel, prompt: &str, extra: &[&str]) -> Vec<Value> {
         let mut args =
-            vec!["-p", prompt, "--session-id", SESSION, "--output-format", "stream-json", "--verbose"];
-        args.push("--include-hook-events");
+            vec!["-p", prompt, "--output-format", "stream-json", "--verbose", "--include-hook-events"];
+        if !extra.contains(&"--resume") {
+            args.extend(["--session-id", SESSION]);
+        }
         args.extend(extra);
         let (stdout, _) = run_text(self.claude(model, &args), "claude -p", b"");
         stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
