@@ -133,7 +133,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
 fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, command: &UserCommand) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
     let here = env.with_cwd(cwd.to_path_buf());
-    match command.kind {
+    let outcome = match command.kind {
         CommandKind::Start => {
             let options = StartOptions {
                 session_id: Some(session_id.to_string()),
@@ -143,13 +143,19 @@ fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, comman
             start::run(&here, &options, &command.args)
         }
         CommandKind::Cancel => cancel::run(&here, &target, Origin::User),
-        CommandKind::Status => status::run(&here, &StatusOptions { target, ..StatusOptions::default() }),
+        CommandKind::Status => {
+            let mut outcome = status::run(&here, &StatusOptions { target, ..StatusOptions::default() });
+            let binary = crate::version::describe(env, crate::current_exe().as_deref());
+            outcome.stdout.push_str(&format!("\n{binary}"));
+            outcome
+        }
         CommandKind::Resume => match ResumeOptions::parse(&command.args) {
             Ok(options) => resume::run(&here, &target, &options, Origin::User),
             Err(e) => Outcome::refused(format!("for-loop: not resumed: {e}")),
         },
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
-    }
+    };
+    crate::with_version_notice(env, outcome)
 }
 
 /// The agent's tool that holds `prompt` in its input, if one does: the model wrote this text.
