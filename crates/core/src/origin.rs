@@ -154,8 +154,30 @@ pub(crate) fn gate(
 /// Records who made a change that went ahead: a change not from the user's own prompt is left
 /// as a notice for the user.
 pub(crate) fn after(paths: &LoopPaths, state: &LoopState, mutation: Mutation, origin: Origin) {
-    if origin != Origin::User {
-        Notice::post(&paths.dir, &notice_text(mutation, origin, state.meta.iteration, false));
+    if origin == Origin::User {
+        return;
+    }
+    let text = if state.meta.host.has_prompt_hook() {
+        notice_text(mutation, origin, state.meta.iteration, false)
+    } else {
+        // The user's own command runs in the agent's shell here too: nothing tells them apart.
+        format!(
+            "for-loop: a `loop-hook {}` command {} this loop at iteration {}. If you did not ask \
+             for it, the agent did it on its own.",
+            mutation.verb(),
+            done(mutation),
+            state.meta.iteration
+        )
+    };
+    Notice::post(&paths.dir, &text);
+}
+
+fn done(mutation: Mutation) -> &'static str {
+    match mutation {
+        Mutation::Cancel => "cancelled",
+        Mutation::Start => "started",
+        Mutation::Resume => "resumed",
+        Mutation::Rollback => "rolled back the working tree of",
     }
 }
 
