@@ -272,7 +272,9 @@ impl Protected {
         }
         self.paths.iter().find_map(|(protected, what)| {
             let protected = normalize(protected);
-            (path.starts_with(&protected) || (deep && protected.starts_with(&path))).then_some(*what)
+            // Below a path, only what exists can be deleted with it.
+            let below = deep && protected.starts_with(&path) && protected.exists();
+            (path.starts_with(&protected) || below).then_some(*what)
         })
     }
 }
@@ -424,14 +426,21 @@ impl Guard<'_> {
                 reason = reason.or_else(|| self.simple(&runs, depth + 1));
                 let program = inner.first().map_or("", |w| base(w));
                 if WRITES_ALL.contains(&program) || WRITES_LAST.contains(&program) || program == "sed" {
-                    reason = reason.or_else(|| starts.iter().find_map(|s| self.written(s, true)));
+                    reason = reason.or_else(|| starts.iter().find_map(|s| self.protected_below(s)));
                 }
             }
         }
         if deletes {
-            reason = reason.or_else(|| starts.iter().find_map(|s| self.written(s, true)));
+            reason = reason.or_else(|| starts.iter().find_map(|s| self.protected_below(s)));
         }
         reason
+    }
+
+    /// Why a `find` that deletes below `start` is refused: when for-loop's files are there. Its
+    /// tests are not evaluated, so `find . -name '*.pyc' -delete` is not taken for a delete of
+    /// the check; if the check goes anyway, the fingerprint sees it at the next stop.
+    fn protected_below(&self, start: &str) -> Option<String> {
+        self.protected.touched(&self.cwd.join(start), true).map(protected_reason)
     }
 
     /// Why writing `target` is refused, if it is. `deep`: the command also changes what is
@@ -737,7 +746,6 @@ mod tests {
             "cd . && rm check.sh",
             "echo x | tee check.sh",
             "dd if=/dev/zero of=check.sh count=1",
-            "find . -name check.sh -delete",
         ] {
             assert!(w.denied(command), "{command}");
         }
@@ -751,6 +759,8 @@ mod tests {
             "rm -rf target",
             "cp check.sh /tmp/check.copy",
             "find . -name '*.o' -newer check.sh",
+            "find . -name '*.pyc' -delete",
+            "find . -type d -name __pycache__ -exec rm -rf {} +",
         ] {
             assert!(!w.denied(command), "{command}");
         }
@@ -871,6 +881,16 @@ mod tests {
         ] {
             assert!(!w.denied(&command), "{command}");
         }
+    }
+
+    #[test]
+    fn a_find_that_deletes_is_refused_only_where_for_loop_or_host_files_are() {
+        let w = world();
+        assert!(!w.denied("find . -name '*.json' -delete"));
+        fs::create_dir_all(w.project.join(".claude")).unwrap();
+        fs::write(w.project.join(".claude/settings.json"), "{}").unwrap();
+        assert!(w.denied("find . -name '*.json' -delete"));
+        assert!(w.denied("rm -rf ."));
     }
 
     #[test]

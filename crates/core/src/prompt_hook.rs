@@ -176,7 +176,12 @@ fn written_by_the_agent(transcript: &Path, prompt: &str) -> Option<String> {
         }
         let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
         for block in blocks {
-            if block["type"] == "tool_use" && mentions(&block["input"], wanted) {
+            let name = block["name"].as_str().unwrap_or_default();
+            // A tool that submits prompts later holds the command anywhere in its input (`/loop
+            // 5m /cancel-loop`); any other tool only as a whole value, not a mention in a
+            // command line such as `grep -r /cancel-loop docs`.
+            let schedules = SCHEDULERS.contains(&name);
+            if block["type"] == "tool_use" && mentions(&block["input"], wanted, schedules) {
                 return Some(block["name"].as_str().unwrap_or("tool").to_string());
             }
         }
@@ -205,11 +210,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn mentions(value: &Value, text: &str) -> bool {
+/// Tools whose input becomes a prompt submitted later, as if typed.
+const SCHEDULERS: &[&str] = &["ScheduleWakeup", "CronCreate", "Skill", "SendMessage", "RemoteTrigger"];
+
+fn mentions(value: &Value, text: &str, anywhere: bool) -> bool {
     match value {
-        Value::String(s) => s.contains(text),
-        Value::Array(items) => items.iter().any(|v| mentions(v, text)),
-        Value::Object(map) => map.values().any(|v| mentions(v, text)),
+        Value::String(s) if anywhere => s.contains(text),
+        Value::String(s) => s.trim() == text,
+        Value::Array(items) => items.iter().any(|v| mentions(v, text, anywhere)),
+        Value::Object(map) => map.values().any(|v| mentions(v, text, anywhere)),
         _ => false,
     }
 }
@@ -352,6 +361,15 @@ mod tests {
             },
         );
         assert!(status.stdout.contains("active"), "{}", status.stdout);
+        // A tool call that merely mentions the command is not the agent submitting it.
+        let grep = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "g", "name": "Bash",
+            "input": {"command": "grep -rn '/for-loop:cancel-loop now' docs"}}]}});
+        let grep_result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "g", "content": "none"}]}});
+        let mut text = std::fs::read_to_string(&transcript).unwrap();
+        text.push_str(&format!("{grep}\n{grep_result}\n"));
+        std::fs::write(&transcript, text).unwrap();
         // The user's own, with a word added, is theirs.
         let cancel = respond(
             &env,
