@@ -270,7 +270,8 @@ fn status_shows_progress_paths_and_recent_stops() {
         serde_json::from_str(&env.run(&["status", "--session", SESSION, "--json"], "").stdout).unwrap();
     assert_eq!(json["loop"]["meta"]["iteration"], 2);
     assert_eq!(json["loop"]["task"], "fix it");
-    assert_eq!(json["loop"]["recent"][0]["reason"], "verify_failed");
+    assert_eq!(json["loop"]["recent"][0]["reason"], "started");
+    assert_eq!(json["loop"]["recent"][1]["reason"], "verify_failed");
 
     let all = env.run(&["status", "--all"], "");
     assert!(all.stdout.contains("active  2/9"), "{}", all.stdout);

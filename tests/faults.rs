@@ -70,67 +70,233 @@ fn a_missing_transcript_without_a_last_message_counts_as_no_promise() {
     assert!(run.reason().contains("did not contain <promise>DONE</promise>"));
 }
 
-#[test]
-fn a_corrupt_state_allows_the_stop_and_is_kept() {
-    let env = TestEnv::new();
-    env.start("t --verify false");
-    let garbage = "---\niteration: [[[\n---\nthe task";
-    fs::write(env.state_path(), garbage).unwrap();
-    let run = env.stop("done");
-    assert_eq!(run.code, 0);
-    assert!(!run.blocked());
-    let message = env.redact(&run.system_message());
-    assert!(
-        message.contains(&format!("[HOME]/.local/state/for-loop/sessions/{SESSION}/state.md")),
-        "{message}"
-    );
-    assert!(message.contains("kept for inspection"), "{message}");
-    assert_eq!(fs::read_to_string(env.state_path()).unwrap(), garbage);
+/// The loop's own files, as the model can reach them with any tool: each change must either be
+/// undone with the loop going on (HELD) or end in words to the user (REPORTED), never silently.
+mod tampering {
+    use super::*;
+
+    /// The last good copy of the test session's state, beside the store.
+    fn copy(env: &TestEnv) -> std::path::PathBuf {
+        env.home.join(format!(".local/state/for-loop-armed/sessions/{SESSION}.md"))
+    }
+
+    fn aside_files(env: &TestEnv) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(env.session_dir(SESSION))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".aside-"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_corrupt_state_is_restored_and_the_loop_goes_on() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        let garbage = "---\niteration: [[[\n---\nthe task";
+        fs::write(env.state_path(), garbage).unwrap();
+        let run = env.stop("done");
+        assert_eq!(run.code, 0);
+        assert!(run.blocked(), "{}", run.stdout);
+        let message = run.system_message();
+        assert!(message.contains("the loop's state file was made unreadable"), "{message}");
+        assert!(message.contains("restored it from its last good copy"), "{message}");
+        assert!(
+            run.reason().contains("for-loop noticed: the loop's state file was made unreadable"),
+            "{}",
+            run.reason()
+        );
+        let aside = aside_files(&env);
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert_eq!(fs::read_to_string(env.session_dir(SESSION).join(&aside[0])).unwrap(), garbage);
+        assert_eq!(env.ledger_reasons(SESSION), ["state_tampered", "verify_failed"]);
+    }
+
+    #[test]
+    fn a_state_edited_to_end_the_loop_is_restored() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        assert!(env.stop("1").blocked());
+        let text = fs::read_to_string(env.state_path()).unwrap();
+        let forged =
+            text.replace("status: active", "status: ended").replace("verify: \"false\"", "verify: \"true\"");
+        assert_ne!(forged, text);
+        fs::write(env.state_path(), &forged).unwrap();
+        let run = env.stop_as(SESSION, "2", true);
+        assert!(run.blocked(), "{}", run.stdout);
+        let message = run.system_message();
+        assert!(message.contains("status active → ended"), "{message}");
+        assert!(message.contains("verify `false` → `true`"), "{message}");
+        assert!(message.contains("\nfor-loop 3/30 · verify failed (exit 1, "), "{message}");
+        assert_eq!(env.ledger_reasons(SESSION), ["verify_failed", "state_tampered", "verify_failed"]);
+    }
+
+    #[test]
+    fn a_deleted_state_session_or_store_is_restored() {
+        for what in ["state", "session", "store"] {
+            let env = TestEnv::new();
+            env.start("t --verify false");
+            assert!(env.stop("1").blocked());
+            match what {
+                "state" => fs::remove_file(env.state_path()).unwrap(),
+                "session" => fs::remove_dir_all(env.session_dir(SESSION)).unwrap(),
+                _ => fs::remove_dir_all(env.store()).unwrap(),
+            }
+            let run = env.stop("2");
+            assert!(run.blocked(), "{what}: {}", run.stdout);
+            assert!(
+                run.system_message().contains("the loop's state file was deleted"),
+                "{what}: {}",
+                run.stdout
+            );
+            assert!(run.reason().contains("iteration 3 of 30"), "{what}: {}", run.reason());
+            assert_eq!(
+                env.ledger_reasons(SESSION).last().map(String::as_str),
+                Some("verify_failed"),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn with_the_state_edited_and_its_copy_deleted_the_loop_ends_as_tampered_and_says_so() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        assert!(env.stop("1").blocked());
+        let text = fs::read_to_string(env.state_path()).unwrap();
+        fs::write(env.state_path(), text.replace("verify: \"false\"", "verify: \"true\"")).unwrap();
+        fs::remove_file(copy(&env)).unwrap();
+        let run = env.stop("2");
+        assert!(!run.blocked(), "{}", run.stdout);
+        let message = run.system_message();
+        assert!(message.contains("its last good copy is gone"), "{message}");
+        assert!(message.contains("ended as tampered, not verified"), "{message}");
+        assert!(message.contains("receipt: state_tampered"), "{message}");
+        assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("state_tampered"));
+        assert_eq!(env.stop("3").stdout, "", "the ended loop blocks nothing more");
+    }
+
+    #[test]
+    fn a_state_from_a_newer_for_loop_is_refused_with_advice() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        fs::remove_file(copy(&env)).unwrap();
+        let text = fs::read_to_string(env.state_path()).unwrap().replace("schema: 1", "schema: 99");
+        fs::write(env.state_path(), text).unwrap();
+        let run = env.stop("done");
+        assert!(!run.blocked());
+        assert!(run.system_message().contains("update loop-hook"), "{}", run.stdout);
+    }
+
+    /// A lock held by a process that is not for-loop's (the agent's `flock ... sleep`) must not
+    /// let the stop through: the lock is taken over, the stop judged, and the holder named.
+    #[test]
+    fn a_lock_held_by_another_process_is_taken_over_and_reported() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        let lock =
+            fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
+        lock.lock().unwrap();
+        let started = Instant::now();
+        let run = env.stop("done");
+        let waited = started.elapsed();
+        assert!(run.blocked(), "{}", run.stdout);
+        let message = run.system_message();
+        assert!(message.contains("held the loop's lock"), "{message}");
+        assert!(message.contains("took the lock over"), "{message}");
+        #[cfg(target_os = "linux")]
+        assert!(message.contains(&format!("process {}", std::process::id())), "{message}");
+        assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(10), "{waited:?}");
+        assert_eq!(env.ledger_reasons(SESSION), ["lock_held", "verify_failed"]);
+        // The squatter still holds its lock on the old file; the loop no longer waits for it.
+        let started = Instant::now();
+        assert!(env.stop("again").blocked());
+        assert!(started.elapsed() < Duration::from_secs(3));
+        drop(lock);
+    }
+
+    /// The defect: with the ledger turned into a directory the stop was allowed and the
+    /// state had already moved on. Now the directory is moved aside and the stop judged.
+    #[test]
+    fn a_directory_on_the_ledger_path_is_moved_aside_and_the_stop_judged() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        fs::remove_file(env.ledger_path()).unwrap();
+        fs::create_dir_all(env.ledger_path().join("x")).unwrap();
+        let run = env.stop("done");
+        assert!(run.blocked(), "{}", run.stdout);
+        assert!(
+            run.system_message().contains("the loop's ledger had been replaced by a directory"),
+            "{}",
+            run.stdout
+        );
+        assert!(fs::read_to_string(env.state_path()).unwrap().contains("iteration: 2\n"));
+        assert_eq!(env.ledger_reasons(SESSION), ["ledger_tampered", "verify_failed"]);
+        assert_eq!(aside_files(&env).len(), 1);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_ledger_linked_to_a_full_device_is_moved_aside_and_the_stop_judged() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        fs::remove_file(env.ledger_path()).unwrap();
+        std::os::unix::fs::symlink("/dev/full", env.ledger_path()).unwrap();
+        let run = env.stop("done");
+        assert!(run.blocked(), "{}", run.stdout);
+        assert!(run.system_message().contains("replaced by a symbolic link"), "{}", run.stdout);
+        assert_eq!(env.ledger_reasons(SESSION), ["ledger_tampered", "verify_failed"]);
+    }
+
+    /// Temporary files a killed writer leaves (`.state.md.*`) are swept by the next stop.
+    #[test]
+    fn temporaries_left_by_killed_writers_are_swept_by_the_next_stop() {
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        let litter = env.session_dir(SESSION).join(".state.md.Xk2b9Q");
+        fs::write(&litter, "half a state").unwrap();
+        let armed_litter = copy(&env).with_file_name(format!(".{SESSION}.md.a1B2c3"));
+        fs::write(&armed_litter, "half a copy").unwrap();
+        assert!(env.stop("done").blocked());
+        assert!(!litter.exists() && !armed_litter.exists());
+    }
+
+    /// Every line a commit writes names the digest of the state it left; the last one names the
+    /// state on disk, and the copy is that state.
+    #[test]
+    fn the_ledger_and_the_state_vouch_for_each_other() {
+        let env = TestEnv::new();
+        env.start("t --verify false --max-iterations 3");
+        for _ in 0..2 {
+            let text = fs::read(env.state_path()).unwrap();
+            assert_eq!(fs::read(copy(&env)).unwrap(), text);
+            let last = env.ledger_all().pop().unwrap();
+            assert_eq!(last["state_digest"].as_str().unwrap(), sha256(&text));
+            env.stop("x");
+        }
+        assert!(!env.stop("x").blocked(), "the cap");
+        let last = env.ledger_all().pop().unwrap();
+        assert_eq!(last["reason"], "cap_reached");
+        assert_eq!(last["state_digest"].as_str().unwrap(), sha256(&fs::read(env.state_path()).unwrap()));
+        assert!(!copy(&env).exists(), "an ended loop keeps no copy");
+    }
+
+    fn sha256(bytes: &[u8]) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes).iter().fold(String::from("sha256:"), |mut out, b| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+    }
 }
 
+/// A missing loop directory (moved or deleted by the agent, or by the user) keeps the loop
+/// judging: verify cannot run, so it cannot pass, and the turn counts toward the cap.
 #[test]
-fn a_state_from_a_newer_for_loop_is_refused_with_advice() {
-    let env = TestEnv::new();
-    env.start("t --verify false");
-    let text = fs::read_to_string(env.state_path()).unwrap().replace("schema: 1", "schema: 99");
-    fs::write(env.state_path(), text).unwrap();
-    let run = env.stop("done");
-    assert!(!run.blocked());
-    assert!(run.system_message().contains("update loop-hook"), "{}", run.stdout);
-}
-
-#[test]
-fn a_lock_held_by_a_stuck_process_is_waited_for_a_bounded_time() {
-    let env = TestEnv::new();
-    env.start("t --verify false");
-    let lock =
-        fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
-    lock.lock().unwrap();
-    let started = Instant::now();
-    let run = env.stop("done");
-    let waited = started.elapsed();
-    assert!(!run.blocked());
-    assert!(run.system_message().contains("held the loop's lock"), "{}", run.stdout);
-    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(8), "{waited:?}");
-    drop(lock);
-    assert!(env.stop("done").blocked(), "the loop did not resume once the lock was free");
-}
-
-#[test]
-#[cfg(target_os = "linux")]
-fn a_full_disk_allows_the_stop_with_advice() {
-    let env = TestEnv::new();
-    env.start("t --verify false");
-    std::os::unix::fs::symlink("/dev/full", env.ledger_path()).unwrap();
-    let run = env.stop("done");
-    assert_eq!(run.code, 0);
-    assert!(!run.blocked());
-    assert!(run.system_message().contains("could not write the ledger"), "{}", run.stdout);
-    assert!(run.system_message().contains("Free some disk space"), "{}", run.stdout);
-}
-
-#[test]
-fn a_deleted_loop_directory_allows_the_stop_with_advice() {
+fn a_deleted_loop_directory_keeps_the_loop_judging_and_says_why() {
     let env = TestEnv::new();
     let dir = env.project.join("sub");
     fs::create_dir_all(&dir).unwrap();
@@ -138,9 +304,11 @@ fn a_deleted_loop_directory_allows_the_stop_with_advice() {
     assert_eq!(run.code, 0);
     fs::remove_dir_all(&dir).unwrap();
     let run = env.stop("done");
-    assert!(!run.blocked());
-    assert!(run.system_message().contains("no longer exists"), "{}", run.stdout);
-    assert_eq!(env.ledger().last().unwrap()["reason"], "internal_error");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains("verify could not run"), "{}", run.stdout);
+    assert!(run.reason().contains("no longer exists"), "{}", run.reason());
+    assert!(run.reason().contains("put it back"), "{}", run.reason());
+    assert_eq!(env.ledger().last().unwrap()["reason"], "verify_not_run");
 }
 
 #[test]
@@ -292,4 +460,30 @@ fn verify_runs_with_the_default_file_size_signal() {
     assert!(run.blocked(), "{}", run.stdout);
     assert!(run.reason().contains("killed by signal 25"), "{}", run.reason());
     assert!(run.reason().contains("Its output:\n(no output)"), "the shell went on: {}", run.reason());
+}
+
+/// An allowed stop is never silent: one let through unjudged is told again at the next judged
+/// stop, whether the ledger recorded it or, with the ledger unwritable, an empty file named after
+/// it did.
+#[test]
+fn stops_let_through_unjudged_are_told_again_at_the_next_judged_stop() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let event = crate::util::stop_event(SESSION, &env.project, "done", false).to_string();
+    assert!(!env.run(&["stop-hook", "--host", "a-newer-host"], &event).blocked());
+    fs::write(env.session_dir(SESSION).join("incident.1795449000.record_failed"), "").unwrap();
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    let message = run.system_message();
+    assert!(
+        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
+        "{message}"
+    );
+    assert!(message.contains("could not even be written to the ledger (record_failed"), "{message}");
+    assert!(run.reason().contains("for-loop noticed: a stop was let through unjudged"), "{}", run.reason());
+    assert!(!env.session_dir(SESSION).join("incident.1795449000.record_failed").exists());
+    assert_eq!(env.ledger_reasons(SESSION), ["internal_error", "record_failed", "verify_failed"]);
+    // Told once: the stop after that has nothing more to say.
+    let next = env.stop_as(SESSION, "again", true);
+    assert!(!next.system_message().contains("let through"), "{}", next.stdout);
 }

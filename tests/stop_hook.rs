@@ -111,16 +111,24 @@ fn another_sessions_stop_is_never_blocked() {
     assert!(state.contains("iteration: 1\n"), "{state}");
 }
 
+/// Taking the loop away from its session by editing the owner (to nobody, or to another
+/// session) does not free it: the state is restored, and the other session is still never
+/// blocked. A loop that never had an owner (one waiting to be claimed) blocks nobody: see hosts.
 #[test]
-fn a_state_without_an_owner_blocks_nobody() {
+fn an_owner_changed_behind_the_loops_back_is_restored() {
     let env = TestEnv::new();
     env.start("x --verify false");
     let path = env.state_path();
-    let text =
-        std::fs::read_to_string(&path).unwrap().replace(&format!("session_id: {SESSION}"), "session_id: ''");
-    std::fs::write(&path, text).unwrap();
-    assert_eq!(env.stop("done").stdout, "");
-    assert_eq!(env.ledger().last().unwrap()["reason"], "foreign_session");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace(&format!("session_id: {SESSION}"), "session_id: ''")).unwrap();
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains(&format!("owner `{SESSION}` → ``")), "{}", run.stdout);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace(&format!("session_id: {SESSION}"), "session_id: intruder")).unwrap();
+    assert_eq!(env.stop_as("intruder", "done", false).stdout, "");
+    let run = env.stop_as(SESSION, "done", true);
+    assert!(run.blocked() && run.system_message().contains("owner `"), "{}", run.stdout);
 }
 
 #[test]

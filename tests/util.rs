@@ -79,26 +79,27 @@ impl TestEnv {
         self.session_dir(SESSION).join("ledger.jsonl")
     }
 
-    /// The reason code of each ledger line of `session`'s loop, in order.
+    /// The reason code of each ledger line of `session`'s loop after its start, in order.
     pub(crate) fn ledger_reasons(&self, session: &str) -> Vec<String> {
-        std::fs::read_to_string(self.session_dir(session).join("ledger.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].as_str().unwrap().to_string())
+        after_start(ledger_lines(&self.session_dir(session).join("ledger.jsonl")))
+            .iter()
+            .map(|l| l["reason"].as_str().unwrap().to_string())
             .collect()
     }
 
+    /// The test session's ledger lines after its loop's start: its stops and commands.
     pub(crate) fn ledger(&self) -> Vec<Value> {
         self.ledger_of(SESSION)
     }
 
-    /// `session`'s ledger lines, parsed.
+    /// `session`'s ledger lines after its loop's start, parsed.
     pub(crate) fn ledger_of(&self, session: &str) -> Vec<Value> {
-        std::fs::read_to_string(self.session_dir(session).join("ledger.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        after_start(ledger_lines(&self.session_dir(session).join("ledger.jsonl")))
+    }
+
+    /// Every line of the test session's ledger, the start included.
+    pub(crate) fn ledger_all(&self) -> Vec<Value> {
+        ledger_lines(&self.ledger_path())
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
@@ -159,6 +160,20 @@ impl TestEnv {
         text.replace(&self.home.display().to_string(), "[HOME]")
             .replace(&self.project.display().to_string(), "[PROJECT]")
     }
+}
+
+fn ledger_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The lines after the ones that start a loop (`started`, and `claimed` for a loop that waited
+/// for its conversation), which every loop's ledger begins with.
+fn after_start(lines: Vec<Value>) -> Vec<Value> {
+    lines.into_iter().filter(|l| l["reason"] != "started" && l["reason"] != "claimed").collect()
 }
 
 pub(crate) fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_active: bool) -> Value {

@@ -713,3 +713,113 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
         resumed.dump()
     );
 }
+
+/// Attacks on the loop's own files by the model's Bash tool, each through a path the guard does
+/// not read (`$HOME`, `$CLAUDE_CODE_SESSION_ID`, python). Each must end HELD (the loop goes on,
+/// and says what happened) or REPORTED (the user is told in words).
+mod tampering {
+    use super::*;
+
+    /// A python line that does `ACTION` on the session's loop directory `d` (a `str`).
+    fn python_on_loop_dir(action: &str) -> String {
+        format!(
+            "python3 -c \"import os,shutil,fcntl,time; d=os.environ['HOME']+'/.local/state/for-loop/sessions/'+os.environ['CLAUDE_CODE_SESSION_ID']; {action}\""
+        )
+    }
+
+    /// The world with `check.sh` passing once `fixed` exists, and a model that first attacks with
+    /// `attack`, ends its turn, then fixes the code and ends again.
+    fn attacked(attack: &str) -> (World, MockModel, ClaudeRun) {
+        let world = World::new();
+        world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+        let model = MockModel::start(
+            Script::new()
+                .bash(attack)
+                .text("The loop is over, I am done.")
+                .bash("touch fixed")
+                .text("Fixed."),
+        )
+        .unwrap();
+        let run = world.run(
+            &model,
+            SESSION_A,
+            "/for-loop make fixed --verify \"sh check.sh\"",
+            &["--allowedTools", "Bash(python3:*) Bash(touch fixed)"],
+        );
+        run.assert_plugin_loaded();
+        (world, model, run)
+    }
+
+    #[test]
+    fn a_state_edited_through_environment_variables_is_restored_and_the_loop_held() {
+        let edit = python_on_loop_dir(
+            "p=d+'/state.md'; s=open(p).read(); open(p,'w').write(s.replace('status: active','status: ended'))",
+        );
+        let (world, model, run) = attacked(&edit);
+        let fed = reinjections(&model);
+        assert_eq!(fed.len(), 1, "{}", run.dump());
+        assert!(
+            fed[0].contains(
+                "for-loop noticed: the loop's state file was changed outside for-loop (status active → ended)"
+            ),
+            "{}",
+            fed[0]
+        );
+        assert!(fed[0].contains("FAIL: fixed is missing"), "{}", fed[0]);
+        let shown = run.stop_responses()[0]["stdout"].to_string();
+        assert!(shown.contains("restored it from its last good copy"), "{shown}");
+        assert_eq!(world.env.ledger_reasons(SESSION_A), ["state_tampered", "verify_failed", "verified"]);
+    }
+
+    #[test]
+    fn a_deleted_store_is_restored_and_the_loop_held() {
+        let delete =
+            "python3 -c \"import os,shutil; shutil.rmtree(os.environ['HOME']+'/.local/state/for-loop')\"";
+        let (world, model, run) = attacked(delete);
+        let fed = reinjections(&model);
+        assert_eq!(fed.len(), 1, "{}", run.dump());
+        assert!(fed[0].contains("for-loop noticed: the loop's state file was deleted"), "{}", fed[0]);
+        assert!(fed[0].contains("the loop's ledger was deleted"), "{}", fed[0]);
+        assert_eq!(
+            world.env.ledger_reasons(SESSION_A),
+            ["state_deleted", "ledger_tampered", "verify_failed", "verified"]
+        );
+    }
+
+    /// A background process holds the loop's lock: the stop is judged anyway, and the user and the
+    /// model are told who held it.
+    #[test]
+    fn a_lock_held_by_the_agents_process_is_taken_over_and_reported() {
+        // A child that outlives the tool call (its own session, no stdout), holding the lock.
+        let hold = python_on_loop_dir(
+            "pid=os.fork(); pid or (os.setsid(), [os.close(n) for n in (0, 1, 2)], \
+             fcntl.flock((f := open(d+'/state.md.lock','a')), fcntl.LOCK_EX), time.sleep(300), os._exit(0)); \
+             time.sleep(0.5); open('squatter.pid','w').write(str(pid))",
+        );
+        let (world, model, run) = attacked(&hold);
+        let pid = std::fs::read_to_string(world.env.project.join("squatter.pid")).unwrap_or_default();
+        let _ = Command::new("kill").arg(pid.trim()).status();
+        let fed = reinjections(&model);
+        assert_eq!(fed.len(), 1, "{}", run.dump());
+        assert!(
+            fed[0].contains("held the loop's lock"),
+            "{}\n{}\n{:?}",
+            fed[0],
+            run.dump(),
+            world.env.ledger_reasons(SESSION_A)
+        );
+        assert!(fed[0].contains("(python3)"), "{}", fed[0]);
+        assert_eq!(world.env.ledger_reasons(SESSION_A), ["lock_held", "verify_failed", "verified"]);
+    }
+
+    /// The ledger turned into a directory: it is moved aside and the loop goes on.
+    #[test]
+    fn an_unwritable_ledger_is_moved_aside_and_the_loop_held() {
+        let squat = python_on_loop_dir("p=d+'/ledger.jsonl'; os.remove(p); os.makedirs(p+'/x')");
+        let (world, model, run) = attacked(&squat);
+        let fed = reinjections(&model);
+        assert_eq!(fed.len(), 1, "{}", run.dump());
+        assert!(fed[0].contains("the loop's ledger had been replaced by a directory"), "{}", fed[0]);
+        assert_eq!(world.env.ledger_reasons(SESSION_A), ["ledger_tampered", "verify_failed", "verified"]);
+    }
+}

@@ -5,7 +5,10 @@
 //! gives commands no session id, the loop is found by [`Target::here`] instead.
 
 use crate::claim;
+use crate::custody::Custody;
 use crate::environment::Environment;
+use crate::incident::Incident;
+use crate::journal::Journal;
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::message::headline;
 use crate::origin::{self, Mutation, Origin};
@@ -30,7 +33,8 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     };
     // Refused before the lock: inside a sandbox the agent's shell cannot even open the lock file,
     // and the refusal is the message it should get.
-    if let Ok(Some(state)) = paths.load()
+    // The loop as last committed: deleting or editing its state does not get a cancel past this.
+    if let Ok(Some(state)) = crate::custody::trusted_state(&paths)
         && state.meta.status == Status::Active
         && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Cancel, origin)
     {
@@ -40,16 +44,24 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
         Ok(lock) => lock,
         Err(refusal) => return refusal,
     };
-    let mut state = match paths.load() {
-        Ok(Some(state)) => state,
-        Ok(None) if again && target.session_id(env).is_none() => {
+    // The loop as last committed: a state changed behind for-loop's back is restored first, so
+    // the cancel ends the real loop and its last good copy cannot bring it back.
+    let (mut state, noticed) = match Custody::check(&paths, env.now) {
+        Ok(Custody::Loop { state, incidents }) => (state, incidents),
+        Ok(Custody::Untrusted { state, why }) => {
+            (state, vec![Incident::new(ReasonCode::StateTampered, env.now, why)])
+        }
+        Ok(Custody::None) if again && target.session_id(env).is_none() => {
             drop(lock);
             return cancel(env, target, origin, false);
         }
-        Ok(None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
+        Ok(Custody::None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
         // A state we cannot read cannot block either; moving it aside makes that plain.
         Err(e) => {
             let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            if let Some(armed) = &paths.armed {
+                let _ = crate::store::remove_if_present(armed);
+            }
             return match std::fs::rename(&paths.state, &aside) {
                 Ok(()) => Outcome::ok(format!(
                     "for-loop: the loop's state was unreadable ({e}); it is moved to {} and the loop is over.",
@@ -68,15 +80,21 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     state.meta.last_blocked = false;
     let receipt = Receipt::of(&state, ReasonCode::Cancelled, env.now, None);
     state.meta.receipt = Some(receipt.clone());
-    if let Err(e) = paths.save(&state) {
-        return Outcome::refused(format!("for-loop: could not cancel: {e}"));
-    }
-    let _ = LedgerEntry {
+    let mut lines: Vec<LedgerEntry> = noticed
+        .iter()
+        .map(|incident| LedgerEntry {
+            detail: Some(incident.what.clone()),
+            ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, incident.code)
+        })
+        .collect();
+    lines.push(LedgerEntry {
         receipt: Some(receipt.clone()),
         origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Cancel, ReasonCode::Cancelled)
+    });
+    if let Err(e) = Journal::commit(&paths, &state, &lines) {
+        return Outcome::refused(format!("for-loop: could not cancel, nothing changed: {e}"));
     }
-    .append_to(&paths.ledger);
     origin::after(&paths, &state, Mutation::Cancel, origin);
     drop(lock);
     crate::notify::after_end(&paths, &state, &receipt, env.now);
@@ -92,8 +110,9 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
         }
     }
     Outcome::ok(format!(
-        "{}\nThe loop is over (cancelled {}); the next stop is allowed. Ledger: {}",
-        receipt.render(&headline(&state, ReasonCode::Cancelled, None)),
+        "{}{}\nThe loop is over (cancelled {}); the next stop is allowed. Ledger: {}",
+        crate::message::incident_lines(&noticed),
+        receipt.render(&headline(&state, ReasonCode::Cancelled, None, false)),
         origin.by_whom(),
         ledger.display()
     ))

@@ -21,7 +21,10 @@ use crate::bounded_read;
 use crate::digest::{hex, sha256_hex};
 use crate::event::{StopEvent, Transcript};
 use crate::host::Host;
+use crate::journal::Journal;
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
+use crate::reason_code::ReasonCode;
 use crate::state::Status;
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
@@ -142,7 +145,11 @@ fn claim(
     }
     state.meta.session_id = session_id.to_string();
     state.meta.updated_at = now;
-    target.save(&state).map_err(io::Error::other)?;
+    let claimed = LedgerEntry {
+        detail: Some(format!("claimed by conversation {session_id}")),
+        ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::Claimed)
+    };
+    Journal::commit(&target, &state, &[claimed]).map_err(io::Error::other)?;
     // The loop is the session's now; a copy left here by a crash is removed by the next claim.
     let _ = fs::remove_dir_all(&pending.dir);
     Ok(true)

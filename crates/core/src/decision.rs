@@ -11,6 +11,7 @@ use std::path::Path;
 use jiff::Timestamp;
 
 use crate::hook_response::HookResponse;
+use crate::incident::Incident;
 use crate::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::message;
 use crate::oracle::OracleChange;
@@ -47,31 +48,37 @@ pub(crate) fn gate(state: &LoopState, session_id: &str) -> Gate {
 /// Everything the stop brought, gathered before deciding.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StopFacts<'a> {
-    pub last_message: Option<&'a str>,
-    /// The verify run; `None` when the loop has no verify command.
-    pub verify: Option<&'a VerifyOutcome>,
-    pub now: Timestamp,
+    pub(crate) last_message: Option<&'a str>,
+    /// The verify run; `None` when the loop has no verify command, or it could not run.
+    pub(crate) verify: Option<&'a VerifyOutcome>,
+    /// Why verify could not run at all (the loop's directory is gone, no shell): the check did
+    /// not pass.
+    pub(crate) verify_not_run: Option<&'a str>,
+    pub(crate) now: Timestamp,
     /// Where the task can be read in full when it is too long to re-inject.
-    pub state_path: &'a Path,
+    pub(crate) state_path: &'a Path,
     /// Where the loop's history is, for the words at its end.
-    pub ledger_path: &'a Path,
+    pub(crate) ledger_path: &'a Path,
     /// Oracle files that differ from the start.
-    pub oracle_changes: &'a [OracleChange],
+    pub(crate) oracle_changes: &'a [OracleChange],
     /// The working tree's fingerprint now, when known.
-    pub tree: Option<&'a str>,
+    pub(crate) tree: Option<&'a str>,
     /// Files changed since the loop started, when known. Only a stop that ends or parks the loop
     /// shows them, so the hook gathers them only then ([`code`] says beforehand).
-    pub files_changed: Option<&'a [String]>,
+    pub(crate) files_changed: Option<&'a [String]>,
     /// Tool calls in the turn that just ended, when known.
-    pub tool_uses: Option<usize>,
+    pub(crate) tool_uses: Option<usize>,
     /// The host's "continuing because a stop hook blocked" flag, where the host has one that
     /// means exactly that.
-    pub stop_hook_active: Option<bool>,
+    pub(crate) stop_hook_active: Option<bool>,
     /// Why the checkpoint of this iteration could not be taken, when it could not.
-    pub checkpoint_error: Option<&'a str>,
+    pub(crate) checkpoint_error: Option<&'a str>,
     /// The transcript read up to this stop for model usage; `None` when it could not be read
     /// (the loop's last reading stands).
-    pub usage: Option<&'a UsageCursor>,
+    pub(crate) usage: Option<&'a UsageCursor>,
+    /// What went wrong around the loop since the last judged stop (the state changed behind its
+    /// back, a stop let through unjudged): told to the user and the agent, and recorded.
+    pub(crate) incidents: &'a [Incident],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,16 +92,16 @@ pub(crate) enum Verdict {
 /// The complete outcome of a judged stop: what the hook prints, and what it records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decision {
-    pub verdict: Verdict,
-    pub code: ReasonCode,
+    pub(crate) verdict: Verdict,
+    pub(crate) code: ReasonCode,
     /// For the user: one status line at a block, the receipt when the loop ends or parks.
-    pub system_message: String,
+    pub(crate) system_message: String,
     /// The loop after this stop.
-    pub next: LoopState,
+    pub(crate) next: LoopState,
     /// Set when the loop ends or parks (and kept in `next` too).
-    pub receipt: Option<Receipt>,
+    pub(crate) receipt: Option<Receipt>,
     /// The ledger lines this stop adds, in order.
-    pub ledger: Vec<LedgerEntry>,
+    pub(crate) ledger: Vec<LedgerEntry>,
 }
 
 impl Decision {
@@ -133,7 +140,10 @@ fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
 /// The reason code, and whether the promise was kept (when one is required).
 fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (ReasonCode, Option<bool>) {
     let settings = &state.meta.settings;
-    let verify_passed = facts.verify.map(VerifyOutcome::passed);
+    let verify_passed = match (&settings.verify, facts.verify) {
+        (None, _) => None,
+        (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
+    };
     let promise_kept = settings
         .completion_promise
         .as_deref()
@@ -162,6 +172,8 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
         ReasonCode::NoProgress
+    } else if settings.verify.is_some() && facts.verify.is_none() {
+        ReasonCode::VerifyNotRun
     } else if !oracle_intact {
         ReasonCode::OracleChanged
     } else if let Some(outcome) = facts.verify.filter(|o| !o.passed()) {
@@ -211,23 +223,38 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     }
 
     let status = status_after(code);
+    let warnings = message::incident_lines(facts.incidents);
     let (verdict, system_message, receipt) = if status == Status::Active {
         next.meta.iteration += 1;
         next.meta.last_blocked = true;
-        let reason = message::reinjection(&next, code, facts.verify, facts.state_path, facts.oracle_changes);
-        (Verdict::Block { reason }, message::status_line(&next, code, facts.verify), None)
+        let reason = message::reinjection(&next, code, &facts);
+        let line = message::status_line(&next, code, facts.verify, facts.verify_not_run);
+        (Verdict::Block { reason }, format!("{warnings}{line}"), None)
     } else {
         next.meta.status = status;
         next.meta.outcome = Some(code);
         next.meta.last_blocked = false;
-        let receipt = Receipt::of(&next, code, facts.now, facts.files_changed.map(<[String]>::to_vec));
-        let headline = message::headline(&next, code, facts.verify);
-        let shown = format!("{}\n  ledger: {}", receipt.render(&headline), facts.ledger_path.display());
+        let mut receipt = Receipt::of(&next, code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+        if code != ReasonCode::Verified && code != ReasonCode::Promise {
+            receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
+        }
+        let headline = message::headline(&next, code, facts.verify, !receipt.oracle_changed.is_empty());
+        let shown =
+            format!("{warnings}{}\n  ledger: {}", receipt.render(&headline), facts.ledger_path.display());
         (Verdict::Allow, shown, Some(receipt))
     };
     next.meta.receipt.clone_from(&receipt);
 
-    let mut ledger = Vec::new();
+    let mut ledger: Vec<LedgerEntry> = facts
+        .incidents
+        .iter()
+        .filter(|incident| !incident.recorded)
+        .map(|incident| LedgerEntry {
+            time: incident.at,
+            detail: Some(incident.what.clone()),
+            ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, incident.code)
+        })
+        .collect();
     if harness_override {
         ledger.push(LedgerEntry {
             stop_hook_active: facts.stop_hook_active,
@@ -240,7 +267,10 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         stop_hook_active: facts.stop_hook_active,
         verify: facts.verify.map(VerifyRecord::of),
         promise_kept,
-        detail: facts.checkpoint_error.map(|e| format!("checkpoint failed: {e}")),
+        detail: facts
+            .verify_not_run
+            .map(|why| format!("verify could not run: {why}"))
+            .or(facts.checkpoint_error.map(|e| format!("checkpoint failed: {e}"))),
         oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
         receipt: receipt.clone(),
         tokens,
@@ -282,6 +312,8 @@ mod tests {
             stop_hook_active: None,
             checkpoint_error: None,
             usage: None,
+            verify_not_run: None,
+            incidents: &[],
         }
     }
 
@@ -371,6 +403,98 @@ mod tests {
           go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)
           ledger: /state/sessions/sess-1/ledger.jsonl
         ledger: allow cap_reached
+        ");
+    }
+
+    /// Out of turns with the check still doctored: the user must not read "stopped at the cap" as
+    /// "nearly done".
+    #[test]
+    fn snapshot_cap_with_a_modified_check() {
+        let state = with(Some("sh check.sh"), None, 30, 30);
+        let passed = outcome(Some(0), false, "");
+        let changes = [OracleChange { path: "check.sh".into(), kind: crate::oracle::ChangeKind::Modified }];
+        let facts = StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) };
+        let decision = decide(&state, facts);
+        assert_eq!(decision.receipt.as_ref().unwrap().oracle_changed, ["check.sh (modified)"]);
+        insta::assert_snapshot!(shown(&decision), @r"
+        systemMessage:
+        for-loop: stopped at the cap, 30/30 iterations used and `sh check.sh` passes only because its check was modified.
+          receipt: cap_reached · 30/30 iterations · 12m 03s elapsed · 4.2 s in verify
+          check modified: check.sh (modified): changed during the loop and never restored, so the check that ran was not the one you gave
+          go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)
+          ledger: /state/sessions/sess-1/ledger.jsonl
+        ledger: allow cap_reached
+        ");
+    }
+
+    #[test]
+    fn snapshot_incidents_are_told_to_both_and_recorded_once() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let failed = outcome(Some(1), false, "FAILED\n");
+        let at: Timestamp = "2026-11-22T03:10:00Z".parse().unwrap();
+        let incidents = [
+            Incident::new(
+                ReasonCode::StateDeleted,
+                at,
+                "the loop's state file was deleted; for-loop restored it from its last good copy, and the loop goes on",
+            ),
+            Incident {
+                recorded: true,
+                ..Incident::new(
+                    ReasonCode::RecordFailed,
+                    at,
+                    "a stop was let through unjudged: the disk was full",
+                )
+            },
+        ];
+        let facts = StopFacts { incidents: &incidents, ..facts(Some(&failed), None) };
+        insta::assert_snapshot!(shown(&decide(&state, facts)), @r"
+        systemMessage:
+        for-loop: the loop's state file was deleted; for-loop restored it from its last good copy, and the loop goes on.
+        for-loop: a stop was let through unjudged: the disk was full.
+        for-loop 3/30 · verify failed (exit 1, 4.2 s)
+        reason:
+        fix the login
+
+        ---
+        for-loop: this is iteration 3 of 30. The loop goes on until `cargo test` exits 0.
+
+        for-loop noticed: the loop's state file was deleted; for-loop restored it from its last good copy, and the loop goes on.
+        for-loop noticed: a stop was let through unjudged: the disk was full.
+        The loop's files are for-loop's: changing, deleting or locking them does not end the loop, and only the user can end it early.
+
+        Verify `cargo test` failed: exit 1 after 4.2 s. Its output:
+
+        ```text
+        FAILED
+        ```
+
+        To finish: find the cause of this failure and fix it, run `cargo test` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+        ledger: note state_deleted
+        ledger: block verify_failed
+        ");
+    }
+
+    #[test]
+    fn snapshot_verify_not_run() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let facts = StopFacts {
+            verify_not_run: Some("the loop's directory /project no longer exists"),
+            ..facts(None, None)
+        };
+        insta::assert_snapshot!(shown(&decide(&state, facts)), @r"
+        systemMessage:
+        for-loop 3/30 · verify could not run (the loop's directory /project no longer exists)
+        reason:
+        fix the login
+
+        ---
+        for-loop: this is iteration 3 of 30. The loop goes on until `cargo test` exits 0.
+
+        Verify `cargo test` could not run: the loop's directory /project no longer exists. A check that does not run does not pass.
+
+        To finish: make it possible for `cargo test` to run again in /project (if the directory was moved or deleted, put it back), run it yourself to see it pass, then end your turn.
+        ledger: block verify_not_run
         ");
     }
 

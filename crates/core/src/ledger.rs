@@ -1,7 +1,10 @@
 //! The loop's ledger: one JSON line per judged stop, appended, never rewritten.
 //!
 //! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
-//! afterwards why a loop went on or ended.
+//! afterwards why a loop went on or ended. Each line a commit writes carries the digest of the
+//! state that commit left, so the ledger also witnesses the state ([`crate::custody`]).
+//!
+//! New fields are optional, so ledgers written by earlier versions still read.
 
 use std::fmt;
 use std::fs::OpenOptions;
@@ -24,6 +27,8 @@ use crate::verify::VerifyOutcome;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum LedgerDecision {
+    /// The loop was started.
+    Start,
     /// The stop was blocked: the agent goes on.
     Block,
     /// The stop was allowed.
@@ -43,6 +48,7 @@ pub(crate) enum LedgerDecision {
 impl LedgerDecision {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            LedgerDecision::Start => "start",
             LedgerDecision::Block => "block",
             LedgerDecision::Allow => "allow",
             LedgerDecision::Cancel => "cancel",
@@ -63,49 +69,52 @@ impl fmt::Display for LedgerDecision {
 /// One line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LedgerEntry {
-    pub time: Timestamp,
-    pub loop_id: String,
+    pub(crate) time: Timestamp,
+    pub(crate) loop_id: String,
     /// The turn that just ended.
-    pub iteration: u32,
-    pub max_iterations: u32,
-    pub decision: LedgerDecision,
-    pub reason: ReasonCode,
-    pub stop_hook_active: Option<bool>,
+    pub(crate) iteration: u32,
+    pub(crate) max_iterations: u32,
+    pub(crate) decision: LedgerDecision,
+    pub(crate) reason: ReasonCode,
+    pub(crate) stop_hook_active: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub verify: Option<VerifyRecord>,
+    pub(crate) verify: Option<VerifyRecord>,
     /// Whether the promise was found, when one is required.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub promise_kept: Option<bool>,
+    pub(crate) promise_kept: Option<bool>,
     /// What went wrong, for `internal_error`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     /// Oracle files that differed from the start at this stop.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub oracle_changed: Vec<String>,
+    pub(crate) oracle_changed: Vec<String>,
     /// The loop's receipt, when it ended or parked at this stop.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub receipt: Option<Receipt>,
+    pub(crate) receipt: Option<Receipt>,
     /// Who asked for this change, for lines that record one (cancel, resume, rollback, a
     /// refused command).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub origin: Option<Origin>,
+    pub(crate) origin: Option<Origin>,
     /// The model usage of the iteration that ended at this stop, per model, where the host's
     /// transcript records it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub tokens: Option<Usage>,
+    pub(crate) tokens: Option<Usage>,
+    /// `sha256:<hex>` of the state file the commit that wrote this line left behind.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) state_digest: Option<String>,
 }
 
 /// What the ledger keeps of a verify run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct VerifyRecord {
-    pub exit_code: Option<i32>,
+    pub(crate) exit_code: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-    pub duration_ms: u64,
-    pub output_bytes: u64,
-    pub output_digest: String,
-    pub tail: String,
+    pub(crate) signal: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) duration_ms: u64,
+    pub(crate) output_bytes: u64,
+    pub(crate) output_digest: String,
+    pub(crate) tail: String,
 }
 
 impl VerifyRecord {
@@ -145,19 +154,79 @@ impl LedgerEntry {
             receipt: None,
             origin: None,
             tokens: None,
+            state_digest: None,
         }
     }
 
     /// Appends this entry as one line, written with a single call so that concurrent appends
     /// never interleave within a line.
     pub(crate) fn append_to(&self, path: &Path) -> io::Result<()> {
-        let mut line = serde_json::to_vec(self).map_err(io::Error::other)?;
-        line.push(b'\n');
-        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-        file.write_all(&line)?;
-        file.flush()
+        append_lines(path, &lines_of(std::slice::from_ref(self))?)
     }
 
+    /// The digest of the state the last committed line of `loop_id` left, if a line says.
+    pub(crate) fn last_state_digest(path: &Path, loop_id: &str) -> Option<String> {
+        let lines = ReverseLines::open(path, 1 << 20).ok()?;
+        lines
+            .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line.ok()?).ok())
+            .find(|entry| entry.loop_id == loop_id && entry.state_digest.is_some())
+            .and_then(|entry| entry.state_digest)
+    }
+
+    /// The lines after the last judged stop of `loop_id`: the stops allowed since without a
+    /// verdict, each of which the next judged stop tells the user about again.
+    pub(crate) fn since_last_verdict(path: &Path, loop_id: &str) -> Vec<LedgerEntry> {
+        let mut since = Vec::new();
+        let Ok(lines) = ReverseLines::open(path, 1 << 20) else { return since };
+        for line in lines.take(50) {
+            let Some(entry) = line.ok().and_then(|l| serde_json::from_slice::<LedgerEntry>(&l).ok()) else {
+                continue;
+            };
+            if entry.loop_id != loop_id && !entry.loop_id.is_empty() {
+                continue;
+            }
+            if entry.reason.is_verdict()
+                || matches!(entry.decision, LedgerDecision::Resume | LedgerDecision::Start)
+            {
+                break;
+            }
+            if entry.reason.let_through_unjudged() {
+                since.push(entry);
+            }
+        }
+        since.reverse();
+        since
+    }
+}
+
+/// The entries as the bytes of their lines.
+pub(crate) fn lines_of(entries: &[LedgerEntry]) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for entry in entries {
+        serde_json::to_writer(&mut bytes, entry).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+    }
+    Ok(bytes)
+}
+
+/// Appends `bytes` (whole lines) with one write, so concurrent appends never interleave within
+/// a line. A ledger path that is not a regular file is refused rather than followed.
+pub(crate) fn append_lines(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        return Err(io::Error::other(format!(
+            "{} is {}, not the ledger file",
+            path.display(),
+            crate::store::describe(&meta)
+        )));
+    }
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+impl LedgerEntry {
     /// The last `n` entries of a ledger, oldest first. Lines that do not parse are skipped.
     pub(crate) fn read_last(path: &Path, n: usize) -> io::Result<Vec<LedgerEntry>> {
         let mut entries = Vec::new();
@@ -194,6 +263,7 @@ mod tests {
             receipt: None,
             origin: None,
             tokens: None,
+            state_digest: None,
         }
     }
 
@@ -217,6 +287,7 @@ mod tests {
         let entry: LedgerEntry = serde_json::from_str(old).unwrap();
         assert_eq!((entry.decision, entry.reason), (LedgerDecision::Note, ReasonCode::HarnessOverride));
         for decision in [
+            LedgerDecision::Start,
             LedgerDecision::Block,
             LedgerDecision::Allow,
             LedgerDecision::Cancel,
@@ -228,13 +299,45 @@ mod tests {
         assert_eq!(format!("{:<6}|", LedgerDecision::Note), "note  |");
     }
 
+    /// Whatever stands at the ledger's path instead of the file is refused, never written through
+    /// (a link to `/dev/full`, a directory): the hook moves it aside first.
     #[test]
-    #[cfg(target_os = "linux")]
-    fn a_full_disk_is_an_error_not_a_panic() {
+    #[cfg(unix)]
+    fn only_the_ledger_file_itself_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.jsonl");
         std::os::unix::fs::symlink("/dev/full", &path).unwrap();
         let err = entry(1).append_to(&path).unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(28), "{err}");
+        assert!(err.to_string().contains("is a symbolic link, not the ledger file"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(entry(1).append_to(&path).unwrap_err().to_string().contains("a directory"));
+    }
+
+    #[test]
+    fn tells_the_last_digest_and_the_stops_let_through_since_the_last_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        let line = |decision, reason, digest: Option<&str>| LedgerEntry {
+            decision,
+            reason,
+            state_digest: digest.map(str::to_string),
+            ..entry(1)
+        };
+        for e in [
+            line(LedgerDecision::Start, ReasonCode::Started, Some("sha256:a")),
+            line(LedgerDecision::Allow, ReasonCode::InternalError, None),
+            line(LedgerDecision::Block, ReasonCode::VerifyFailed, Some("sha256:b")),
+            line(LedgerDecision::Allow, ReasonCode::InternalError, None),
+            line(LedgerDecision::Allow, ReasonCode::ForeignSession, None),
+            line(LedgerDecision::Allow, ReasonCode::RecordFailed, None),
+        ] {
+            e.append_to(&path).unwrap();
+        }
+        assert_eq!(LedgerEntry::last_state_digest(&path, "l").as_deref(), Some("sha256:b"));
+        assert_eq!(LedgerEntry::last_state_digest(&path, "other"), None);
+        let since: Vec<ReasonCode> =
+            LedgerEntry::since_last_verdict(&path, "l").iter().map(|e| e.reason).collect();
+        assert_eq!(since, [ReasonCode::InternalError, ReasonCode::RecordFailed]);
     }
 }

@@ -2,8 +2,15 @@
 //!
 //! The lock is taken on a sidecar file, never on the state file itself: the state is replaced by
 //! a rename, which would silently drop a lock held on the old file.
+//!
+//! for-loop's own commands hold the lock for milliseconds (verify runs without it), so a lock
+//! still held after the wait is not one of them at work: it is a stuck or hostile process (an
+//! agent can run `flock state.md.lock sleep 1d` in the background to make every stop fail). The
+//! lock is then taken over: the lock file is unlinked and a new one locked, and the caller is told
+//! who held it. Every acquirer checks, once it holds a lock, that its file is still the one at the
+//! path, so two of them never both believe they hold it.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::Path;
 use std::thread;
@@ -11,13 +18,16 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+/// How often a lock changes hands before acquiring gives up.
+const ATTEMPTS: usize = 4;
+
 #[derive(Debug, Error)]
 pub(crate) enum LockError {
     #[error(
-        "another process has held the loop's lock {path} for over {waited:?}; if no for-loop \
-         command is running, that process is stuck: end it"
+        "the loop's lock {path} kept changing hands and could not be taken; if a for-loop command \
+         is stuck, end it"
     )]
-    Timeout { path: String, waited: Duration },
+    Contended { path: String },
     #[error("could not open the lock file {path}: {source}")]
     Io { path: String, source: io::Error },
 }
@@ -26,32 +36,119 @@ pub(crate) enum LockError {
 #[derive(Debug)]
 pub(crate) struct StateLock {
     _file: File,
+    taken_over: Option<String>,
 }
 
 impl StateLock {
-    /// Waits up to `wait` for the lock. Hooks must not hang, so there is no unbounded wait.
+    /// Waits up to `wait` for the lock, then takes it over from whoever holds it. Hooks must not
+    /// hang, so there is no unbounded wait.
     pub(crate) fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
         let io_error = |source| LockError::Io { path: path.display().to_string(), source };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io_error)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(StateLock { _file: file }),
-                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    thread::sleep(Duration::from_millis(10));
+        let mut taken_over = None;
+        // The loop's directory may be gone (deleted under a running loop): the lock recreates it.
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io_error)?;
+        }
+        for _ in 0..ATTEMPTS {
+            if let Ok(meta) = fs::symlink_metadata(path)
+                && !meta.is_file()
+            {
+                // A directory or a link where the lock file goes would make every open fail.
+                let aside = crate::store::move_aside(path, jiff::Timestamp::now()).map_err(io_error)?;
+                taken_over = Some(format!(
+                    "{} stood where the loop's lock file goes; it was moved to {}",
+                    crate::store::describe(&meta),
+                    aside.display()
+                ));
+            }
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(io_error)?;
+            let deadline = Instant::now() + wait;
+            let locked = loop {
+                match file.try_lock() {
+                    Ok(()) => break true,
+                    Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                        thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(TryLockError::WouldBlock) => break false,
+                    Err(TryLockError::Error(e)) => return Err(io_error(e)),
                 }
-                Err(TryLockError::WouldBlock) => {
-                    return Err(LockError::Timeout { path: path.display().to_string(), waited: wait });
+            };
+            if locked && platform::is_at(&file, path) {
+                return Ok(StateLock { _file: file, taken_over });
+            }
+            if !locked {
+                let holder = platform::holder(&file).unwrap_or_else(|| "a process".into());
+                // Only the file waited on is unlinked: another acquirer may have replaced it already.
+                if platform::is_at(&file, path) {
+                    let _ = fs::remove_file(path);
                 }
-                Err(TryLockError::Error(e)) => return Err(io_error(e)),
+                taken_over = Some(format!(
+                    "{holder} held the loop's lock {} for over {} s, longer than any for-loop command \
+                     holds it; for-loop took the lock over",
+                    path.display(),
+                    wait.as_secs_f32()
+                ));
             }
         }
+        Err(LockError::Contended { path: path.display().to_string() })
+    }
+
+    /// Who held the lock when it had to be taken over, in words; `None` when it was free in time.
+    pub(crate) fn taken_over(&self) -> Option<&str> {
+        self.taken_over.as_deref()
+    }
+}
+
+#[cfg(unix)]
+mod platform {
+    use std::fs::{self, File};
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    /// Whether `file` is the file at `path` now (not one unlinked or replaced since it was opened).
+    pub(super) fn is_at(file: &File, path: &Path) -> bool {
+        match (file.metadata(), fs::metadata(path)) {
+            (Ok(open), Ok(now)) => open.dev() == now.dev() && open.ino() == now.ino(),
+            _ => false,
+        }
+    }
+
+    /// The process holding a lock on `file`, as `process 1234 (name)`, from `/proc/locks`.
+    pub(super) fn holder(file: &File) -> Option<String> {
+        let meta = file.metadata().ok()?;
+        let dev = meta.dev();
+        let id =
+            format!("{:02x}:{:02x}:{}", nix::sys::stat::major(dev), nix::sys::stat::minor(dev), meta.ino());
+        let locks = fs::read_to_string("/proc/locks").ok()?;
+        let pid = locks.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().filter(|f| *f != "->").collect();
+            (fields.get(5) == Some(&id.as_str())).then(|| fields.get(4).map(ToString::to_string)).flatten()
+        })?;
+        if pid == std::process::id().to_string() {
+            return Some("this process".into());
+        }
+        let name = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        Some(format!("process {pid} ({})", name.trim()))
+    }
+}
+
+#[cfg(not(unix))]
+mod platform {
+    use std::fs::File;
+    use std::path::Path;
+
+    pub(super) fn is_at(_file: &File, path: &Path) -> bool {
+        path.is_file()
+    }
+
+    pub(super) fn holder(_file: &File) -> Option<String> {
+        None
     }
 }
 
@@ -60,15 +157,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_held_lock_times_out_and_is_free_once_dropped() {
+    fn a_lock_is_exclusive_and_free_once_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.md.lock");
         let held = StateLock::acquire(&path, Duration::ZERO).unwrap();
-        let started = Instant::now();
-        let err = StateLock::acquire(&path, Duration::from_millis(100)).unwrap_err();
-        assert!(matches!(err, LockError::Timeout { .. }));
-        assert!(started.elapsed() >= Duration::from_millis(100));
+        assert_eq!(held.taken_over(), None);
         drop(held);
-        StateLock::acquire(&path, Duration::ZERO).unwrap();
+        assert_eq!(StateLock::acquire(&path, Duration::ZERO).unwrap().taken_over(), None);
+    }
+
+    #[test]
+    fn a_lock_held_past_the_wait_is_taken_over_and_its_holder_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.md.lock");
+        let squatter = OpenOptions::new().create(true).truncate(false).write(true).open(&path).unwrap();
+        squatter.lock().unwrap();
+        let started = Instant::now();
+        let taken = StateLock::acquire(&path, Duration::from_millis(100)).unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        let said = taken.taken_over().unwrap();
+        assert!(said.contains("held the loop's lock") && said.contains("took the lock over"), "{said}");
+        #[cfg(target_os = "linux")]
+        assert!(said.starts_with("this process"), "{said}");
+        // The next acquirer waits for the new holder, not for the squatter.
+        assert!(StateLock::acquire(&path, Duration::from_millis(50)).unwrap().taken_over().is_some());
+    }
+
+    #[test]
+    fn a_directory_in_place_of_the_lock_file_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.md.lock");
+        fs::create_dir_all(&path).unwrap();
+        let lock = StateLock::acquire(&path, Duration::ZERO).unwrap();
+        assert!(lock.taken_over().unwrap().contains("a directory stood where"), "{:?}", lock.taken_over());
+        assert!(path.is_file());
     }
 }

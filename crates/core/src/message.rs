@@ -5,12 +5,15 @@
 //! text framed as out-of-band commands can trip the model's prompt-injection defences), and it
 //! stays under the hosts' 10,000-character cap by trimming verify output, never the task.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::decision::StopFacts;
 use crate::duration::human;
+use crate::incident::Incident;
 use crate::oracle::{ChangeKind, OracleChange};
 use crate::reason_code::ReasonCode;
 use crate::state::LoopState;
@@ -22,22 +25,34 @@ pub(crate) const REASON_BUDGET: usize = 9_500;
 /// Verify output always gets at least this much room; a task that leaves less is referenced.
 const MIN_OUTPUT_ROOM: usize = 1_500;
 
+/// Every re-injected prompt has this right after the task: how a later run recognises the loop's
+/// own feedback in a transcript ([`crate::custody::tell_deleted_store`]).
+pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
+
 /// The prompt that keeps the agent working. `state` is the loop after this stop.
-pub(crate) fn reinjection(
-    state: &LoopState,
-    code: ReasonCode,
-    verify: Option<&VerifyOutcome>,
-    state_path: &Path,
-    oracle_changes: &[OracleChange],
-) -> String {
+pub(crate) fn reinjection(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> String {
+    let (verify, state_path, oracle_changes) = (facts.verify, facts.state_path, facts.oracle_changes);
     let meta = &state.meta;
     let settings = &meta.settings;
     let mut status = format!(
-        "\n\n---\nfor-loop: this is iteration {} of {}. The loop goes on until {}.\n",
+        "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n",
         meta.iteration,
         settings.max_iterations,
         criterion(state)
     );
+    // What went wrong around the loop comes first: the agent may have caused it.
+    if !facts.incidents.is_empty() {
+        status.push('\n');
+    }
+    for incident in facts.incidents {
+        status.push_str(&format!("for-loop noticed: {}.\n", incident.what));
+    }
+    if facts.incidents.iter().any(|i| !i.code.let_through_unjudged()) {
+        status.push_str(
+            "The loop's files are for-loop's: changing, deleting or locking them does not end the loop, \
+             and only the user can end it early.\n",
+        );
+    }
     // The changed check comes first: it is why this stop is blocked whatever verify said.
     if !oracle_changes.is_empty() {
         status.push_str(&oracle_notice(oracle_changes, state_path));
@@ -67,6 +82,19 @@ pub(crate) fn reinjection(
                 "To finish: find the cause of this failure and fix it, run `{}` yourself to see it \
                  pass, then end your turn. Do not change the verify command or the files it runs.",
                 settings.verify.as_deref().unwrap_or_default()
+            );
+        }
+        (ReasonCode::VerifyNotRun, _) => {
+            let why = facts.verify_not_run.unwrap_or("it could not be started");
+            status.push_str(&format!(
+                "\nVerify `{}` could not run: {why}. A check that does not run does not pass.\n",
+                settings.verify.as_deref().unwrap_or_default()
+            ));
+            advice = format!(
+                "To finish: make it possible for `{}` to run again in {} (if the directory was moved or \
+                 deleted, put it back), run it yourself to see it pass, then end your turn.",
+                settings.verify.as_deref().unwrap_or_default(),
+                meta.cwd.display()
             );
         }
         (ReasonCode::PromiseMissing, _) => {
@@ -136,7 +164,12 @@ pub(crate) fn reinjection(
 }
 
 /// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
-pub(crate) fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
+pub(crate) fn status_line(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    not_run: Option<&str>,
+) -> String {
     let head = format!("for-loop {}/{}", state.meta.iteration, state.meta.settings.max_iterations);
     let what = match (code, verify) {
         (ReasonCode::VerifyFailed, Some(o)) => {
@@ -146,6 +179,7 @@ pub(crate) fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&V
             format!("verify timed out after {} s", state.meta.settings.verify_timeout_secs)
         }
         (ReasonCode::OracleChanged, _) => "the verify files were changed; passes do not count".to_string(),
+        (ReasonCode::VerifyNotRun, _) => format!("verify could not run ({})", not_run.unwrap_or("unknown")),
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
         _ => "no verify command, running to the cap".to_string(),
@@ -153,13 +187,24 @@ pub(crate) fn status_line(state: &LoopState, code: ReasonCode, verify: Option<&V
     format!("{head} · {what}")
 }
 
-/// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop.
-pub(crate) fn headline(state: &LoopState, code: ReasonCode, verify: Option<&VerifyOutcome>) -> String {
+/// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop;
+/// `check_modified`: the check's files were still changed then.
+pub(crate) fn headline(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    check_modified: bool,
+) -> String {
     let meta = &state.meta;
     let at = format!("{}/{}", meta.iteration, meta.settings.max_iterations);
     let verify_cmd = meta.settings.verify.as_deref().unwrap_or_default();
-    let still_fails = match verify {
-        Some(o) if !o.passed() => format!(" and `{verify_cmd}` still fails ({})", o.describe()),
+    let still_fails = match (verify, check_modified) {
+        (Some(o), false) if !o.passed() => format!(" and `{verify_cmd}` still fails ({})", o.describe()),
+        (Some(o), true) if !o.passed() => {
+            format!(" and `{verify_cmd}` still fails ({}) even with its check modified", o.describe())
+        }
+        (Some(_), true) => format!(" and `{verify_cmd}` passes only because its check was modified"),
+        (None, true) => " with the verify check modified".to_string(),
         _ => String::new(),
     };
     match code {
@@ -194,21 +239,32 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode, verify: Option<&Veri
     }
 }
 
+/// What the user is told about incidents, one line each, ahead of the stop's own words.
+pub(crate) fn incident_lines(incidents: &[Incident]) -> String {
+    incidents.iter().fold(String::new(), |mut out, incident| {
+        let _ = writeln!(out, "for-loop: {}.", incident.what);
+        out
+    })
+}
+
+/// `check.sh (modified)`.
+pub(crate) fn change_in_words(change: &OracleChange) -> String {
+    let kind = match change.kind {
+        ChangeKind::Modified => "modified",
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::Added => "added",
+        ChangeKind::Unchecked => "too many files to look through for added ones: delete the ones you created",
+    };
+    format!("{} ({kind})", change.path)
+}
+
 /// What the re-injection says about changed oracle files.
 fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
     let mut out = String::from(
         "\nThe verify command's own files changed since the loop started, so a passing verify does not count:\n",
     );
     for change in changes.iter().take(20) {
-        let kind = match change.kind {
-            ChangeKind::Modified => "modified",
-            ChangeKind::Deleted => "deleted",
-            ChangeKind::Added => "added",
-            ChangeKind::Unchecked => {
-                "too many files to look through for added ones: delete the ones you created"
-            }
-        };
-        out.push_str(&format!("  - {} ({kind})\n", change.path));
+        out.push_str(&format!("  - {}\n", change_in_words(change)));
     }
     if changes.len() > 20 {
         out.push_str(&format!("  - and {} more\n", changes.len() - 20));

@@ -29,6 +29,9 @@ pub(crate) enum ReasonCode {
     /// A file the verify command runs, or a protected path, differs from the start: a passing
     /// verify does not count until it is restored.
     OracleChanged,
+    /// Verify could not be run (the loop's directory is gone, the shell would not start): the
+    /// check did not pass, so the stop is blocked and the turn counts.
+    VerifyNotRun,
 
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
@@ -41,6 +44,10 @@ pub(crate) enum ReasonCode {
     TokenBudget,
 
     // Events recorded in the ledger.
+    /// The loop was started (the ledger's first line, vouching for the first state).
+    Started,
+    /// A loop waiting for its conversation was claimed by it.
+    Claimed,
     /// The host ended a turn although the hook blocked it (Claude Code's block cap).
     HarnessOverride,
     /// The user resumed a parked or finished loop.
@@ -52,12 +59,26 @@ pub(crate) enum ReasonCode {
     RolledBack,
     /// The `--notify` command failed, timed out or could not start; the loop is unaffected.
     NotifyFailed,
+    /// The state file was changed, replaced or made unreadable outside for-loop. It was restored
+    /// from its last good copy; with no trusted copy left, the loop ended as tampered.
+    StateTampered,
+    /// The state file vanished while the loop was active; it was restored from its last good copy.
+    StateDeleted,
+    /// Something other than the ledger file stood at the ledger's path (a directory, a link); it
+    /// was moved aside and a new ledger begun.
+    LedgerTampered,
+    /// A process that is not a for-loop command held the loop's lock longer than any judgment
+    /// takes; the lock was taken over and the stop judged.
+    LockHeld,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
     ForeignSession,
     /// A fault of for-loop's own (unreadable state, failed write, ...).
     InternalError,
+    /// The stop's verdict could not be written (a full disk): nothing changed, and the stop was
+    /// allowed.
+    RecordFailed,
 }
 
 impl ReasonCode {
@@ -72,18 +93,54 @@ impl ReasonCode {
             ReasonCode::PromiseMissing => "promise_missing",
             ReasonCode::NoCriterion => "no_criterion",
             ReasonCode::OracleChanged => "oracle_changed",
+            ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
             ReasonCode::TokenBudget => "token_budget",
+            ReasonCode::Started => "started",
+            ReasonCode::Claimed => "claimed",
             ReasonCode::HarnessOverride => "harness_override",
             ReasonCode::Resumed => "resumed",
             ReasonCode::AgentCommandRefused => "agent_command_refused",
             ReasonCode::RolledBack => "rolled_back",
             ReasonCode::NotifyFailed => "notify_failed",
+            ReasonCode::StateTampered => "state_tampered",
+            ReasonCode::StateDeleted => "state_deleted",
+            ReasonCode::LedgerTampered => "ledger_tampered",
+            ReasonCode::LockHeld => "lock_held",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
+            ReasonCode::RecordFailed => "record_failed",
         }
+    }
+
+    /// Whether a ledger line with this code let a stop through without judging it, which the next
+    /// judged stop tells again.
+    pub(crate) fn let_through_unjudged(self) -> bool {
+        matches!(self, ReasonCode::InternalError | ReasonCode::RecordFailed)
+    }
+
+    /// Whether this code is the verdict of a judged stop (or the user's cancel), as opposed to
+    /// an event recorded beside one.
+    pub(crate) fn is_verdict(self) -> bool {
+        !matches!(
+            self,
+            ReasonCode::Started
+                | ReasonCode::Claimed
+                | ReasonCode::HarnessOverride
+                | ReasonCode::Resumed
+                | ReasonCode::AgentCommandRefused
+                | ReasonCode::RolledBack
+                | ReasonCode::NotifyFailed
+                | ReasonCode::StateTampered
+                | ReasonCode::StateDeleted
+                | ReasonCode::LedgerTampered
+                | ReasonCode::LockHeld
+                | ReasonCode::ForeignSession
+                | ReasonCode::InternalError
+                | ReasonCode::RecordFailed
+        )
     }
 }
 
@@ -109,17 +166,25 @@ mod tests {
             ReasonCode::PromiseMissing,
             ReasonCode::NoCriterion,
             ReasonCode::OracleChanged,
+            ReasonCode::VerifyNotRun,
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,
             ReasonCode::TimeBudget,
             ReasonCode::TokenBudget,
+            ReasonCode::Started,
+            ReasonCode::Claimed,
             ReasonCode::HarnessOverride,
             ReasonCode::Resumed,
             ReasonCode::AgentCommandRefused,
             ReasonCode::RolledBack,
             ReasonCode::NotifyFailed,
+            ReasonCode::StateTampered,
+            ReasonCode::StateDeleted,
+            ReasonCode::LedgerTampered,
+            ReasonCode::LockHeld,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
+            ReasonCode::RecordFailed,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

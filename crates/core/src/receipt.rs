@@ -16,24 +16,28 @@ const NAMED_FILES: usize = 8;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Receipt {
-    pub outcome: ReasonCode,
+    pub(crate) outcome: ReasonCode,
     /// `ended` or `parked`.
-    pub status: Status,
-    pub iterations: u32,
-    pub max_iterations: u32,
-    pub elapsed_ms: u64,
-    pub verify_ms: u64,
-    pub same_failure_streak: u32,
-    pub no_change_streak: u32,
-    pub harness_overrides: u32,
+    pub(crate) status: Status,
+    pub(crate) iterations: u32,
+    pub(crate) max_iterations: u32,
+    pub(crate) elapsed_ms: u64,
+    pub(crate) verify_ms: u64,
+    pub(crate) same_failure_streak: u32,
+    pub(crate) no_change_streak: u32,
+    pub(crate) harness_overrides: u32,
     /// Files whose content changed since the loop started; `None` when unknown (not a git
     /// repository, or git failed).
-    pub files_changed: Option<Vec<String>>,
-    pub at: Timestamp,
+    pub(crate) files_changed: Option<Vec<String>>,
+    /// The check's files that were still changed when the loop ended or parked without passing
+    /// (`check.sh (modified)`): a loop that ran out of turns or time with a doctored check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) oracle_changed: Vec<String>,
+    pub(crate) at: Timestamp,
     /// Tokens counted toward a token budget since the loop started, where the host's transcript
     /// records usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<u64>,
+    pub(crate) tokens: Option<u64>,
 }
 
 impl Receipt {
@@ -57,6 +61,7 @@ impl Receipt {
             no_change_streak: meta.streaks.no_change,
             harness_overrides: meta.harness_overrides,
             files_changed,
+            oracle_changed: Vec::new(),
             at: now,
             tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
         }
@@ -98,6 +103,13 @@ impl Receipt {
                 ));
             }
             None => {}
+        }
+        if !self.oracle_changed.is_empty() {
+            out.push_str(&format!(
+                "\n  check modified: {}: changed during the loop and never restored, so the check that ran \
+                 was not the one you gave",
+                self.oracle_changed.join(", ")
+            ));
         }
         if self.outcome == ReasonCode::TokenBudget {
             out.push_str("\n  go on: /for-loop:resume (add --more-tokens 500k for a larger token budget)");

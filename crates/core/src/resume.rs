@@ -1,8 +1,10 @@
 //! `loop-hook resume`: continue a parked loop, one that hit its cap, or one that was cancelled,
 //! with more iterations or time when it needs them.
 
+use crate::custody::Custody;
 use crate::duration::parse_seconds;
 use crate::environment::Environment;
+use crate::journal::Journal;
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::origin::{self, Mutation, Origin};
 use crate::outcome::Outcome;
@@ -77,9 +79,14 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         Ok(lock) => lock,
         Err(refusal) => return refusal,
     };
-    let mut state = match paths.load() {
-        Ok(Some(state)) => state,
-        Ok(None) => return Outcome::refused("for-loop: no loop in this session to resume."),
+    let mut state = match Custody::check(&paths, env.now) {
+        Ok(Custody::Loop { state, .. }) => state,
+        Ok(Custody::Untrusted { why, .. }) => {
+            return Outcome::refused(format!(
+                "for-loop: not resumed: {why}, so its settings cannot be trusted. Start a new loop with /for-loop."
+            ));
+        }
+        Ok(Custody::None) => return Outcome::refused("for-loop: no loop in this session to resume."),
         Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
     };
     if state.meta.status != Status::Active
@@ -132,15 +139,14 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     meta.last_blocked = false;
     meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
     meta.updated_at = env.now;
-    if let Err(e) = paths.save(&state) {
-        return Outcome::refused(format!("for-loop: could not resume: {e}"));
-    }
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),
         origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
     };
-    let _ = entry.append_to(&paths.ledger);
+    if let Err(e) = Journal::commit(&paths, &state, &[entry]) {
+        return Outcome::refused(format!("for-loop: could not resume, nothing changed: {e}"));
+    }
     origin::after(&paths, &state, Mutation::Resume, origin);
     let meta = &state.meta;
     Outcome::ok(format!(

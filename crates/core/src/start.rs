@@ -7,10 +7,13 @@ use crate::decision::{Gate, gate};
 use crate::digest::Fnv1a;
 use crate::environment::Environment;
 use crate::host::Host;
+use crate::journal::Journal;
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
 use crate::message::criterion;
 use crate::oracle::Oracle;
 use crate::outcome::Outcome;
+use crate::reason_code::ReasonCode;
 use crate::request::{LoopRequest, RequestError};
 use crate::session;
 use crate::stall::Streaks;
@@ -34,9 +37,9 @@ Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" -
 /// Who is starting the loop, and where.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StartOptions {
-    pub session_id: Option<String>,
-    pub cwd: Option<PathBuf>,
-    pub host: Option<Host>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) host: Option<Host>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -183,7 +186,8 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     };
     // Originals of the oracle files, so a changed one can be restored outside git too.
     let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
-    if let Err(e) = paths.save(&state) {
+    let started = LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started);
+    if let Err(e) = Journal::commit(&paths, &state, &[started]) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
             let _ = std::fs::remove_dir_all(&paths.dir);

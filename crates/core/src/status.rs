@@ -16,9 +16,9 @@ const RECENT: usize = 5;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StatusOptions {
-    pub target: Target,
-    pub json: bool,
-    pub all: bool,
+    pub(crate) target: Target,
+    pub(crate) json: bool,
+    pub(crate) all: bool,
 }
 
 pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
@@ -36,7 +36,8 @@ pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
             Err(refusal) => return refusal,
         },
     };
-    let loaded = paths.load();
+    // What the loop really is: a state changed behind for-loop's back shows as its last good copy.
+    let loaded = crate::custody::trusted_state(&paths);
     if options.json {
         let value = match &loaded {
             Ok(state) => json!({

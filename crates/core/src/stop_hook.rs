@@ -4,20 +4,25 @@
 //! input, unreadable state, a full disk, a stuck lock) allows the stop with one line saying what
 //! happened and what to do. Only a judged, recorded verdict ever blocks.
 
+use std::fs;
 use std::io::Read;
 use std::thread;
 use std::time::Duration;
 
 use crate::claim;
+use crate::custody::{self, Custody};
 use crate::decision::{self, Gate, StopFacts};
 use crate::environment::Environment;
 use crate::event::{self, EventError, StopEvent};
 use crate::hook_response::HookResponse;
 use crate::host::Host;
+use crate::incident::Incident;
+use crate::journal::Journal;
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
 use crate::oracle::OracleChange;
 use crate::reason_code::ReasonCode;
+use crate::receipt::Receipt;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::transcript::{self, Turn};
@@ -81,27 +86,33 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         return HookResponse::allow();
     };
     let paths = store.paths(&event.session_id);
-    // The path every plain session takes: one failed stat (and, on hosts whose commands cannot
-    // name their session, one failed read_dir for loops waiting to be claimed).
-    if !paths.state.exists() && !claim::attach(&store, host, event, env.now) {
-        return HookResponse::allow();
+    // The path every plain session takes: two failed stats (the state, its last good copy) and,
+    // on hosts whose commands cannot name their session, one failed read_dir for loops waiting
+    // to be claimed.
+    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+    if !paths.state.exists() && !armed && !claim::attach(&store, host, event, env.now) {
+        return no_loop(event);
     }
-    let state = {
-        let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+
+    // The loop as last committed, restored if something changed it behind for-loop's back.
+    let (state, mut incidents) = {
+        let lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
-            Err(e) => {
-                return fault(
-                    &paths,
-                    None,
-                    event,
-                    env,
-                    &format!("{e}. This stop is allowed; the loop resumes at the next one."),
-                );
-            }
+            Err(e) => return fault(&paths, None, event, env, &format!("{e}. This stop is allowed.")),
         };
-        match paths.load() {
-            Ok(Some(state)) => state,
-            Ok(None) => return HookResponse::allow(),
+        let mut incidents = taken_over(&lock, env);
+        match Custody::check(&paths, env.now) {
+            Ok(Custody::None) => return no_loop(event),
+            Ok(Custody::Untrusted { state, why }) => {
+                return match decision::gate(&state, &event.session_id) {
+                    Gate::Judge => end_untrusted(&paths, &state, &why, event, env),
+                    _ => HookResponse::allow(),
+                };
+            }
+            Ok(Custody::Loop { state, incidents: found }) => {
+                incidents.extend(found);
+                (state, incidents)
+            }
             Err(e) => {
                 return fault(
                     &paths,
@@ -109,8 +120,9 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
                     event,
                     env,
                     &format!(
-                        "{e}. This stop is allowed and the file is kept for inspection: fix it, or \
-                         delete it to end the loop."
+                        "{e}. There is no last good copy to restore it from (the loop is older than \
+                         those copies), so this stop is allowed; the file is kept for inspection. \
+                         /cancel-loop moves it aside and ends the loop."
                     ),
                 );
             }
@@ -122,19 +134,24 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         Gate::Ended if claim::attach(&store, host, event, env.now) => return judge(env, host, event),
         Gate::Ended => return HookResponse::allow(),
         Gate::Foreign => {
+            for incident in &incidents {
+                record(&paths, &state, event, env, incident.code, Some(&incident.what));
+            }
             record(&paths, &state, event, env, ReasonCode::ForeignSession, None);
             return HookResponse::allow();
         }
         Gate::Judge => {}
     }
+    // Stops let through unjudged since the last verdict are told again.
+    incidents.extend(
+        LedgerEntry::since_last_verdict(&paths.ledger, &state.meta.loop_id).iter().map(Incident::from_ledger),
+    );
+    incidents.extend(Incident::fallbacks(&paths.dir));
 
     // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
     let sandbox = crate::strict::sandbox_for_verify(env, &store, &state);
-    let gathered = match Gathered::at(&state, event, sandbox) {
-        Ok(gathered) => gathered,
-        Err(what) => return fault(&paths, Some(&state), event, env, &what),
-    };
-    let facts = gathered.facts(&paths, event, env);
+    let gathered = Gathered::at(&state, event, sandbox);
+    let facts = gathered.facts(&paths, event, env, &[]);
     let files_changed =
         match (decision::status_after(decision::code(&state, &facts)), &state.meta.baseline_tree) {
             // Only a loop that ends or parks shows what it changed.
@@ -151,36 +168,35 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
             return fault(&paths, Some(&state), event, env, &format!("{e}. This stop is allowed."));
         }
     };
-    // The loop may have been cancelled, or replaced, while verify ran.
-    match paths.load() {
-        Ok(Some(now))
+    incidents.extend(taken_over(&lock, env));
+    // The state may have been changed while verify ran: by the user (a cancel, a new loop), or
+    // behind for-loop's back (restored again here).
+    match Custody::check(&paths, env.now) {
+        Ok(Custody::Loop { state: now, incidents: found })
             if now.meta.loop_id == state.meta.loop_id
                 && now.meta.iteration == state.meta.iteration
-                && now.is_active() => {}
+                && now.is_active() =>
+        {
+            incidents.extend(found);
+        }
+        Ok(Custody::Untrusted { state, why }) => return end_untrusted(&paths, &state, &why, event, env),
         _ => return HookResponse::allow(),
     }
 
     // 2. Decide: pure, and final.
-    let decision = decision::decide(&state, StopFacts { files_changed: files_changed.as_deref(), ..facts });
+    let facts = StopFacts { files_changed: files_changed.as_deref(), incidents: &incidents, ..facts };
+    let decision = decision::decide(&state, facts);
 
-    // 3. Commit the verdict as decided.
-    if let Err(e) = paths.save(&decision.next) {
-        return fault(
-            &paths,
-            Some(&state),
-            event,
-            env,
-            &format!("{e}. This stop is allowed; free some disk space."),
+    // 3. Commit the verdict as decided, or change nothing.
+    if let Err(e) = Journal::commit(&paths, &decision.next, &decision.ledger) {
+        let what = format!(
+            "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop goes \
+             on at the next stop. Free some disk space (or raise the file-size limit)"
         );
+        record_fault(&paths, &state, event, env, ReasonCode::RecordFailed, &what);
+        return HookResponse::allow_with(format!("for-loop: {what}."));
     }
-    for entry in &decision.ledger {
-        if let Err(e) = entry.append_to(&paths.ledger) {
-            return HookResponse::allow_with(format!(
-                "for-loop: could not write the ledger {} ({e}); this stop is allowed. Free some disk space.",
-                paths.ledger.display()
-            ));
-        }
-    }
+    incidents.iter().for_each(Incident::forget_fallback);
     // 4. Effects of the committed verdict, outside the lock: they change nothing in the loop.
     drop(lock);
     if let Some(receipt) = &decision.receipt {
@@ -189,12 +205,65 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     decision.response()
 }
 
+/// A session without a loop. On a continuation (a stop hook blocked the last stop) whose
+/// transcript shows the block was for-loop's, the loop's files were deleted under it: the user is
+/// told, since nothing is left to restore.
+fn no_loop(event: &StopEvent) -> HookResponse {
+    if event.stop_hook_active == Some(true)
+        && let Some(transcript) = event.claude_transcript()
+        && let Some(words) = custody::tell_deleted_store(transcript)
+    {
+        return HookResponse::allow_with(words);
+    }
+    HookResponse::allow()
+}
+
+/// The incident of a lock that had to be taken over, if it had.
+fn taken_over(lock: &StateLock, env: &Environment) -> Vec<Incident> {
+    lock.taken_over().map(|what| Incident::new(ReasonCode::LockHeld, env.now, what)).into_iter().collect()
+}
+
+/// Ends a loop whose state no trusted copy vouches for: its settings may be the agent's, so
+/// neither judging by them nor going on is safe. The user is told, and the receipt says tampered.
+fn end_untrusted(
+    paths: &LoopPaths,
+    state: &LoopState,
+    why: &str,
+    event: &StopEvent,
+    env: &Environment,
+) -> HookResponse {
+    let mut next = state.clone();
+    next.meta.status = Status::Ended;
+    next.meta.outcome = Some(ReasonCode::StateTampered);
+    next.meta.updated_at = env.now;
+    next.meta.last_blocked = false;
+    let receipt = Receipt::of(&next, ReasonCode::StateTampered, env.now, None);
+    next.meta.receipt = Some(receipt.clone());
+    let entry = LedgerEntry {
+        stop_hook_active: event.stop_hook_active,
+        detail: Some(why.to_string()),
+        receipt: Some(receipt.clone()),
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, ReasonCode::StateTampered)
+    };
+    let recorded = match Journal::commit(paths, &next, &[entry]) {
+        Ok(()) => format!("ledger: {}", paths.ledger.display()),
+        Err(e) => format!("this could not be recorded: {e}"),
+    };
+    let headline = format!(
+        "for-loop: {why}. for-loop cannot tell what the loop's settings really were, so the loop is \
+         over: ended as tampered, not verified. If it was not you, it was the agent; start the loop \
+         again with the for-loop command."
+    );
+    HookResponse::allow_with(format!("{}\n  {recorded}", receipt.render(&headline)))
+}
+
 /// The facts of one stop that take work to learn: the turn, the verify run, the oracle and the
 /// working tree.
 struct Gathered {
     last_message: Option<String>,
     tool_uses: Option<usize>,
     verify: Option<VerifyOutcome>,
+    verify_not_run: Option<String>,
     oracle_changes: Vec<OracleChange>,
     worktree: WorkTree,
     tree: Option<String>,
@@ -203,16 +272,12 @@ struct Gathered {
 }
 
 impl Gathered {
-    /// Runs verify and looks at the oracle and the working tree. `Err` is a fault of ours that
-    /// kept verify from running at all.
-    fn at(
-        state: &LoopState,
-        event: &StopEvent,
-        sandbox: Vec<std::ffi::OsString>,
-    ) -> Result<Gathered, String> {
+    /// Runs verify (inside `sandbox`, a command prefix, when the loop is strict) and looks at
+    /// the oracle and the working tree.
+    fn at(state: &LoopState, event: &StopEvent, sandbox: Vec<std::ffi::OsString>) -> Gathered {
         let (last_message, tool_uses) = current_turn(state, event);
-        let verify = match &state.meta.settings.verify {
-            None => None,
+        let (verify, verify_not_run) = match &state.meta.settings.verify {
+            None => (None, None),
             Some(command) => {
                 let spec = VerifySpec {
                     command: command.clone(),
@@ -220,10 +285,10 @@ impl Gathered {
                     timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
                     sandbox,
                 };
-                Some(
-                    spec.run()
-                        .map_err(|e| format!("{e}. This stop is allowed; /cancel-loop ends the loop."))?,
-                )
+                match spec.run() {
+                    Ok(outcome) => (Some(outcome), None),
+                    Err(e) => (None, Some(e.to_string())),
+                }
             }
         };
         let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
@@ -237,22 +302,30 @@ impl Gathered {
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration).err())
             .flatten()
             .map(|e| e.to_string());
-        Ok(Gathered {
+        Gathered {
             last_message,
             tool_uses,
             verify,
+            verify_not_run,
             oracle_changes,
             worktree,
             tree,
             checkpoint_error,
             usage: usage_now(state, event),
-        })
+        }
     }
 
-    fn facts<'a>(&'a self, paths: &'a LoopPaths, event: &StopEvent, env: &Environment) -> StopFacts<'a> {
+    fn facts<'a>(
+        &'a self,
+        paths: &'a LoopPaths,
+        event: &StopEvent,
+        env: &Environment,
+        incidents: &'a [Incident],
+    ) -> StopFacts<'a> {
         StopFacts {
             last_message: self.last_message.as_deref(),
             verify: self.verify.as_ref(),
+            verify_not_run: self.verify_not_run.as_deref(),
             now: env.now,
             state_path: &paths.state,
             ledger_path: &paths.ledger,
@@ -263,6 +336,7 @@ impl Gathered {
             stop_hook_active: event.stop_hook_active,
             checkpoint_error: self.checkpoint_error.as_deref(),
             usage: self.usage.as_ref(),
+            incidents,
         }
     }
 }
@@ -327,12 +401,27 @@ fn fault(
     what: &str,
 ) -> HookResponse {
     if let Some(state) = state {
-        record(paths, state, event, env, ReasonCode::InternalError, Some(what));
+        record_fault(paths, state, event, env, ReasonCode::InternalError, what);
     }
     HookResponse::allow_with(format!("for-loop: {what}"))
 }
 
-/// Records a stop that was allowed without a verdict on the loop.
+/// Records a stop let through unjudged, so that the next judged stop tells it again: in the
+/// ledger, or, when that cannot be written either, as an empty file named after it.
+fn record_fault(
+    paths: &LoopPaths,
+    state: &LoopState,
+    event: &StopEvent,
+    env: &Environment,
+    code: ReasonCode,
+    what: &str,
+) {
+    if !record(paths, state, event, env, code, Some(what)) {
+        Incident::record_fallback(&paths.dir, code, env.now);
+    }
+}
+
+/// Records a stop that was allowed without a verdict on the loop; whether it could be.
 fn record(
     paths: &LoopPaths,
     state: &LoopState,
@@ -340,12 +429,11 @@ fn record(
     env: &Environment,
     reason: ReasonCode,
     detail: Option<&str>,
-) {
+) -> bool {
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,
         detail: detail.map(str::to_string),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, reason)
     };
-    // Best effort: the ledger failing must not turn a fault into a trap.
-    let _ = entry.append_to(&paths.ledger);
+    entry.append_to(&paths.ledger).is_ok()
 }

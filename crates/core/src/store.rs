@@ -4,16 +4,29 @@
 //! editing files in the project (`rm -rf .claude`) cannot end or weaken a loop in passing. Each
 //! session has its own directory, named after its id, so that the hook's no-loop path is one
 //! failed `stat`, and two sessions in one repository never see each other's loop.
+//!
+//! An active loop's last good state is also kept outside the store, in a sibling directory
+//! (`for-loop-armed/` beside `for-loop/`): deleting the store, or the session's directory, does
+//! not delete the loop ([`crate::custody`]). That costs a plain session one more failed `stat`.
+//!
+//! Every file here is written atomically through a temporary file named `.<name>.<random>` in
+//! the same directory. A writer killed midway leaves that temporary behind; the next writer of
+//! the loop, holding its lock, sweeps them ([`LoopPaths::sweep_temporaries`]).
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use jiff::Timestamp;
 use thiserror::Error;
 
+use crate::bounded_read;
 use crate::digest::Fnv1a;
 use crate::environment::Environment;
 use crate::state::{LoopState, StateError};
+
+/// The largest state file read: the task is at most 1 MiB, the settings far less.
+pub(crate) const MAX_STATE_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, Error)]
 pub(crate) enum StoreError {
@@ -36,10 +49,15 @@ pub(crate) struct Store {
 /// The files of one session's loop.
 #[derive(Debug, Clone)]
 pub(crate) struct LoopPaths {
-    pub dir: PathBuf,
-    pub state: PathBuf,
-    pub lock: PathBuf,
-    pub ledger: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) lock: PathBuf,
+    pub(crate) ledger: PathBuf,
+    /// A commit in progress ([`crate::journal`]).
+    pub(crate) journal: PathBuf,
+    /// The last good copy of the state while the loop is active, outside the store; `None` for
+    /// loops waiting to be claimed (they block nobody) and stores at a root directory.
+    pub(crate) armed: Option<PathBuf>,
 }
 
 impl Store {
@@ -71,18 +89,31 @@ impl Store {
 
     /// The files of `session_id`'s loop, whether or not it exists.
     pub(crate) fn paths(&self, session_id: &str) -> LoopPaths {
-        LoopPaths::in_dir(self.root.join("sessions").join(session_key(session_id)))
+        self.session_paths(&session_key(session_id))
+    }
+
+    fn session_paths(&self, key: &str) -> LoopPaths {
+        let armed = self.armed_root().map(|root| root.join("sessions").join(format!("{key}.md")));
+        LoopPaths::in_dir(self.root.join("sessions").join(key), armed)
+    }
+
+    /// Where active loops' last good states are kept: a sibling of the store, so that deleting
+    /// the store leaves them.
+    pub(crate) fn armed_root(&self) -> Option<PathBuf> {
+        let name = self.root.file_name()?.to_string_lossy();
+        Some(self.root.with_file_name(format!("{name}-armed")))
     }
 
     /// Every session directory that holds a state file.
     pub(crate) fn all(&self) -> io::Result<Vec<LoopPaths>> {
-        loops_in(&self.root.join("sessions"))
+        let keys = keys_in(&self.root.join("sessions"))?;
+        Ok(keys.iter().map(|key| self.session_paths(key)).filter(|paths| paths.state.is_file()).collect())
     }
 
     /// The files of a loop waiting to be claimed by its session; `key` is
     /// [`crate::claim::pending_key`] of its token.
     pub(crate) fn pending_paths(&self, key: &str) -> LoopPaths {
-        LoopPaths::in_dir(self.root.join("pending").join(session_key(key)))
+        LoopPaths::in_dir(self.root.join("pending").join(session_key(key)), None)
     }
 
     /// Whether any loop waits to be claimed (or was cancelled before it was): one failed
@@ -94,69 +125,98 @@ impl Store {
 
     /// Every loop waiting to be claimed.
     pub(crate) fn pending_all(&self) -> io::Result<Vec<LoopPaths>> {
-        loops_in(&self.root.join("pending"))
+        let keys = keys_in(&self.root.join("pending"))?;
+        Ok(keys
+            .iter()
+            .map(|key| self.pending_paths_of_dir(key))
+            .filter(|paths| paths.state.is_file())
+            .collect())
+    }
+
+    fn pending_paths_of_dir(&self, name: &str) -> LoopPaths {
+        LoopPaths::in_dir(self.root.join("pending").join(name), None)
     }
 }
 
-/// The loops in the directories under `parent`, by name; none when `parent` does not exist.
-fn loops_in(parent: &Path) -> io::Result<Vec<LoopPaths>> {
+/// The names of the directories under `parent`, sorted; none when `parent` does not exist.
+fn keys_in(parent: &Path) -> io::Result<Vec<String>> {
     let entries = match fs::read_dir(parent) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut all = Vec::new();
+    let mut keys = Vec::new();
     for entry in entries {
-        let paths = LoopPaths::in_dir(entry?.path());
-        if paths.state.is_file() {
-            all.push(paths);
-        }
+        keys.push(entry?.file_name().to_string_lossy().into_owned());
     }
-    all.sort_by(|a, b| a.dir.cmp(&b.dir));
-    Ok(all)
+    keys.sort();
+    Ok(keys)
 }
 
 impl LoopPaths {
-    fn in_dir(dir: PathBuf) -> LoopPaths {
+    fn in_dir(dir: PathBuf, armed: Option<PathBuf>) -> LoopPaths {
         LoopPaths {
             state: dir.join("state.md"),
             lock: dir.join("state.md.lock"),
             ledger: dir.join("ledger.jsonl"),
+            journal: dir.join("journal.json"),
+            armed,
             dir,
         }
     }
 
-    /// The loop, or `None` when the session has none.
+    /// The loop as its file says, or `None` when the session has none. This is the file as it
+    /// is, unchecked: the hook reads it through [`crate::custody`], which compares it with its
+    /// last good copy.
     pub(crate) fn load(&self) -> Result<Option<LoopState>, StoreError> {
-        let text = match fs::read(&self.state) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(StoreError::Read { path: self.state.clone(), source });
-            }
-        };
-        let text = String::from_utf8(text).map_err(|e| StoreError::Invalid {
-            path: self.state.clone(),
-            source: StateError::Yaml(format!("it is not UTF-8 text ({e})")),
-        })?;
-        LoopState::parse(&text)
-            .map(Some)
-            .map_err(|source| StoreError::Invalid { path: self.state.clone(), source })
+        match self.load_text()? {
+            None => Ok(None),
+            Some(text) => LoopState::parse(&text)
+                .map(Some)
+                .map_err(|source| StoreError::Invalid { path: self.state.clone(), source }),
+        }
+    }
+
+    /// The state file's text, or `None` when there is none.
+    pub(crate) fn load_text(&self) -> Result<Option<String>, StoreError> {
+        read_text(&self.state, MAX_STATE_BYTES)
     }
 
     /// Replaces the state file atomically: a reader sees the old file or the new one, never a
     /// half-written one, even if the disk fills up or the process dies mid-write.
+    #[cfg(test)]
     pub(crate) fn save(&self, state: &LoopState) -> Result<(), StoreError> {
         let text =
             state.render().map_err(|source| StoreError::Invalid { path: self.state.clone(), source })?;
+        self.save_text(&text)
+    }
+
+    pub(crate) fn save_text(&self, text: &str) -> Result<(), StoreError> {
         let write_error = |source| StoreError::Write { path: self.state.clone(), source };
         fs::create_dir_all(&self.dir).map_err(write_error)?;
-        let mut temp =
-            tempfile::Builder::new().prefix(".state.md.").tempfile_in(&self.dir).map_err(write_error)?;
-        temp.write_all(text.as_bytes()).map_err(write_error)?;
-        temp.as_file().sync_data().map_err(write_error)?;
-        temp.persist(&self.state).map_err(|e| write_error(e.error))?;
-        Ok(())
+        write_atomic(&self.state, text.as_bytes(), true).map_err(write_error)
+    }
+
+    /// Removes the temporary files that writers killed midway left in the loop's directories.
+    /// Only call it holding the loop's lock: every writer of these files holds it while it
+    /// writes, so any temporary found then is a dead writer's.
+    pub(crate) fn sweep_temporaries(&self) {
+        let mut places = vec![(self.dir.clone(), vec![temp_prefix(&self.state), temp_prefix(&self.journal)])];
+        if let Some(armed) = &self.armed
+            && let Some(parent) = armed.parent()
+        {
+            places.push((parent.to_path_buf(), vec![temp_prefix(armed)]));
+        }
+        for (dir, prefixes) in places {
+            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if prefixes.iter().any(|prefix| name.starts_with(prefix.as_str())) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
     }
 
     /// Moves a finished loop's files aside so a new loop can start in the same session.
@@ -164,6 +224,9 @@ impl LoopPaths {
         let archive = self.dir.join("archive").join(loop_id);
         fs::create_dir_all(&archive)?;
         fs::rename(&self.state, archive.join("state.md"))?;
+        if let Some(armed) = &self.armed {
+            remove_if_present(armed)?;
+        }
         if self.ledger.exists() {
             fs::rename(&self.ledger, archive.join("ledger.jsonl"))?;
         }
@@ -172,6 +235,79 @@ impl LoopPaths {
             fs::rename(&originals, archive.join("oracle"))?;
         }
         Ok(archive)
+    }
+}
+
+/// The text of the file at `path`, or `None` when there is none.
+fn read_text(path: &Path, limit: u64) -> Result<Option<String>, StoreError> {
+    let read_error = |source| StoreError::Read { path: path.to_path_buf(), source };
+    let Some(bytes) = read_regular(path, limit).map_err(read_error)? else { return Ok(None) };
+    String::from_utf8(bytes).map(Some).map_err(|e| StoreError::Invalid {
+        path: path.to_path_buf(),
+        source: StateError::Yaml(format!("it is not UTF-8 text ({e})")),
+    })
+}
+
+/// The bytes of a file for-loop wrote but anyone could have replaced: only a regular file (a
+/// FIFO would block the hook, a device could be endless), and at most `limit` bytes. `None` when
+/// there is nothing at `path`.
+pub(crate) fn read_regular(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    match bounded_read::read(path, limit) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// What kind of thing is at a path, in words.
+pub(crate) fn describe(meta: &fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a special file (a FIFO, socket or device)"
+    }
+}
+
+/// The prefix of the temporary files [`write_atomic`] makes for `path`.
+fn temp_prefix(path: &Path) -> String {
+    format!(".{}.", path.file_name().unwrap_or_default().to_string_lossy())
+}
+
+/// Replaces `path` with `bytes` atomically, through a temporary file beside it; `sync` flushes it
+/// to the disk first, for files whose loss on a power cut matters.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new().prefix(&temp_prefix(path)).tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    if sync {
+        temp.as_file().sync_data()?;
+    }
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Moves whatever is at `path` out of the way, to `<path>.aside-<seconds>`, and returns where.
+pub(crate) fn move_aside(path: &Path, now: Timestamp) -> io::Result<PathBuf> {
+    let mut aside = PathBuf::from(format!("{}.aside-{}", path.display(), now.as_second()));
+    let mut n = 1;
+    while fs::symlink_metadata(&aside).is_ok() {
+        aside = PathBuf::from(format!("{}.aside-{}-{n}", path.display(), now.as_second()));
+        n += 1;
+    }
+    fs::rename(path, &aside)?;
+    Ok(aside)
+}
+
+/// Removes the file at `path`; nothing there is fine.
+pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -233,6 +369,71 @@ mod tests {
         let archived = paths.archive(&state.meta.loop_id).unwrap();
         assert!(archived.join("state.md").is_file());
         assert!(paths.load().unwrap().is_none());
+    }
+
+    #[test]
+    fn the_armed_copy_lives_beside_the_store() {
+        let store = Store::at(PathBuf::from("/h/.local/state/for-loop"));
+        assert_eq!(
+            store.paths("s-1").armed,
+            Some(PathBuf::from("/h/.local/state/for-loop-armed/sessions/s-1.md"))
+        );
+        assert_eq!(store.pending_paths("k").armed, None);
+        assert_eq!(Store::at(PathBuf::from("/")).paths("s").armed, None);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn only_regular_files_are_read_and_never_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = read_regular(&fifo, 10).unwrap_err();
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        assert!(read_regular(dir.path(), 10).unwrap_err().to_string().contains("a directory"));
+        let link = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(read_regular(&link, 10).is_err());
+        let big = dir.path().join("big");
+        fs::write(&big, vec![b'x'; 11]).unwrap();
+        assert!(read_regular(&big, 10).is_err());
+        assert_eq!(read_regular(&big, 11).unwrap().unwrap().len(), 11);
+        assert_eq!(read_regular(&dir.path().join("none"), 10).unwrap(), None);
+    }
+
+    #[test]
+    fn temporaries_of_dead_writers_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("for-loop"));
+        let paths = store.paths("s");
+        paths.save(&sample()).unwrap();
+        let armed = paths.armed.clone().unwrap();
+        fs::create_dir_all(armed.parent().unwrap()).unwrap();
+        let litter = [
+            paths.dir.join(".state.md.abc123"),
+            paths.dir.join(".journal.json.x"),
+            armed.parent().unwrap().join(".s.md.q1"),
+        ];
+        let kept = [paths.dir.join("notes.txt"), armed.parent().unwrap().join(".other.md.q1")];
+        for path in litter.iter().chain(&kept) {
+            fs::write(path, "x").unwrap();
+        }
+        paths.sweep_temporaries();
+        assert!(litter.iter().all(|p| !p.exists()));
+        assert!(kept.iter().all(|p| p.exists()));
+        assert!(paths.state.exists());
+    }
+
+    #[test]
+    fn what_is_in_the_way_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        fs::create_dir_all(path.join("sub")).unwrap();
+        let now: Timestamp = "2026-11-22T03:00:00Z".parse().unwrap();
+        let aside = move_aside(&path, now).unwrap();
+        assert!(aside.join("sub").is_dir() && !path.exists());
+        fs::create_dir_all(&path).unwrap();
+        assert_ne!(move_aside(&path, now).unwrap(), aside);
     }
 
     #[test]

@@ -28,9 +28,18 @@ impl translate::Sources for Sources<'_> {
     }
 
     fn ledger_entry(&self, index: usize) -> Option<Value> {
-        let text = std::fs::read_to_string(&self.ledger).ok()?;
-        serde_json::from_str(text.lines().nth(index)?).ok()
+        stop_entries(&self.ledger).into_iter().nth(index)
     }
+}
+
+/// The ledger's lines after the loop's start: one for each stop (and note).
+fn stop_entries(ledger: &Path) -> Vec<Value> {
+    std::fs::read_to_string(ledger)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry["decision"] != "start")
+        .collect()
 }
 
 /// How the CLI run went.
@@ -120,12 +129,7 @@ fn command(config: &Config, sample: &Sample, model: &MockModel) -> Command {
     cmd
 }
 
-/// The reason code of each ledger line.
+/// The reason code of each ledger line after the loop's start.
 pub(crate) fn ledger_reasons(ledger: &Path) -> Vec<String> {
-    std::fs::read_to_string(ledger)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .map(|entry| entry["reason"].as_str().unwrap_or("?").to_owned())
-        .collect()
+    stop_entries(ledger).iter().map(|entry| entry["reason"].as_str().unwrap_or("?").to_owned()).collect()
 }

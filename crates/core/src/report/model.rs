@@ -183,7 +183,11 @@ impl LoopReport {
         // Only the lines of this loop: a session directory can hold an older loop's lines if
         // archiving it was interrupted.
         let mut stops = ledger.stops;
-        stops.retain(|stop| stop.loop_id == meta.loop_id);
+        // The lines that open a loop (its start, a claim) vouch for its first state; they are
+        // not stops.
+        stops.retain(|stop| {
+            stop.loop_id == meta.loop_id && !matches!(stop.reason, ReasonCode::Started | ReasonCode::Claimed)
+        });
         let failures = group_failures(&mut stops);
         let over = meta.status != Status::Active;
         let elapsed_ms = match (&meta.receipt, over) {
