@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::util::{SESSION, TestEnv, run_command, stop_event};
+use crate::util::{SESSION, TestEnv, run_command, sha256, stop_event};
 
 fn stop_raw(env: &TestEnv, stdin: &[u8], session_env: bool) -> crate::util::Run {
     let mut cmd = env.command(&["stop-hook"]);
@@ -282,15 +282,6 @@ mod tampering {
         assert_eq!(last["state_digest"].as_str().unwrap(), sha256(&fs::read(env.state_path()).unwrap()));
         assert!(!copy(&env).exists(), "an ended loop keeps no copy");
     }
-
-    fn sha256(bytes: &[u8]) -> String {
-        use sha2::Digest;
-        sha2::Sha256::digest(bytes).iter().fold(String::from("sha256:"), |mut out, b| {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{b:02x}");
-            out
-        })
-    }
 }
 
 /// A missing loop directory (moved or deleted by the agent, or by the user) keeps the loop
@@ -486,4 +477,32 @@ fn stops_let_through_unjudged_are_told_again_at_the_next_judged_stop() {
     // Told once: the stop after that has nothing more to say.
     let next = env.stop_as(SESSION, "again", true);
     assert!(!next.system_message().contains("let through"), "{}", next.stdout);
+}
+
+/// A check script that kills the hook running it (the `loop-hook` among its ancestors), once.
+#[cfg(target_os = "linux")]
+pub(crate) const KILLS_ITS_HOOK_ONCE: &str = "test -f killed || { touch killed; p=$PPID; \
+    while [ \"$p\" -gt 1 ]; do [ \"$(cat /proc/$p/comm)\" = loop-hook ] && { kill -9 \"$p\"; break; }; \
+    p=$(cut -d' ' -f4 /proc/$p/stat); done; sleep 5; }\n";
+
+/// A hook killed in the middle of a judgment (here by the code verify runs) prints nothing, so
+/// the host lets that stop through; the next stop must not be silent about it. It records
+/// `hook_interrupted`, keeps the loop on and tells the user and the model; `status` tells too.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_hook_killed_from_verify_is_recorded_and_told_at_the_next_stop() {
+    let env = TestEnv::new();
+    env.write("check.sh", &format!("{KILLS_ITS_HOOK_ONCE}exit 1\n"));
+    env.start("t --verify \"sh check.sh\"");
+    let killed = env.stop("done");
+    assert_eq!((killed.code, killed.stdout.as_str()), (-1, ""), "the hook was not killed: {}", killed.stderr);
+    assert!(env.session_dir(SESSION).join("judging.json").is_file());
+    let status = env.run(&["status", "--session", SESSION], "");
+    assert!(status.stdout.contains("judging iteration 1"), "{}", status.stdout);
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains("was killed before it answered"), "{}", run.stdout);
+    assert!(run.reason().contains("for-loop noticed: the hook judging iteration 1"), "{}", run.reason());
+    assert_eq!(env.ledger_reasons(SESSION), ["hook_interrupted", "verify_failed"]);
+    assert!(!env.session_dir(SESSION).join("judging.json").exists());
 }

@@ -317,3 +317,55 @@ fn a_transcript_that_is_a_fifo_does_not_hang_the_claim_search() {
     let run = env.run_quickly(&["stop-hook", "--host", "cursor"], event.to_string());
     assert_eq!((run.code, run.stdout.trim_end()), (0, "{}"), "{}", run.stderr);
 }
+
+/// Each host's user is told how to resume, cancel and see a loop in that host's own words, and
+/// each command named is one the packaging for that host provides (Gemini CLI and Codex have no
+/// `/for-loop:resume`).
+#[test]
+fn each_host_is_told_commands_its_packaging_has() {
+    let provided = |host: &str, command: &str| -> bool {
+        let name = command.trim_start_matches(['/', '$']);
+        match host {
+            "claude-code" => match name {
+                "for-loop:resume" => repo().join("commands/resume.md").is_file(),
+                other => repo().join("skills").join(other).join("SKILL.md").is_file(),
+            },
+            "gemini-cli" => repo().join("plugin/gemini-cli/commands").join(format!("{name}.toml")).is_file(),
+            host => repo().join("plugin").join(host).join("skills").join(name).join("SKILL.md").is_file(),
+        }
+    };
+    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli"] {
+        let env = TestEnv::new();
+        let started =
+            env.run(&["start", "--session", "s", "--host", host], "t --verify false --max-iterations 1");
+        assert_eq!(started.code, 0, "{}", started.stdout);
+        env.run(&["cancel", "--session", "s"], "");
+        let status = env.run(&["status", "--session", "s"], "").stdout;
+        let go_on =
+            status.lines().find(|l| l.contains("go on:")).unwrap_or_else(|| panic!("{host}: {status}"));
+        if host == "copilot-cli" {
+            assert!(go_on.contains("`loop-hook resume --host copilot-cli`"), "{go_on}");
+            continue;
+        }
+        assert_eq!(go_on.contains("/for-loop:resume"), host == "claude-code", "{host}: {go_on}");
+        let command = go_on
+            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+            .find(|w| w.starts_with('/') || w.starts_with('$'))
+            .unwrap_or_else(|| panic!("{host}: no command in {go_on}"));
+        assert!(provided(host, command), "{host}: `{command}` is not in its packaging");
+    }
+    for host in ["cursor", "antigravity"] {
+        let skill =
+            std::fs::read_to_string(repo().join("plugin").join(host).join("skills/resume-loop/SKILL.md"))
+                .unwrap();
+        assert!(
+            skill.contains(&format!("resume --host {host} --exit-zero <<'FOR_LOOP_ARGS_END'")),
+            "{skill}"
+        );
+    }
+    // On Codex the prompt hook carries out `$resume-loop` itself; the skill only shows the result.
+    let codex = std::fs::read_to_string(repo().join("plugin/codex/skills/resume-loop/SKILL.md")).unwrap();
+    assert!(codex.contains("shown resume-loop --exit-zero"), "{codex}");
+    let gemini = std::fs::read_to_string(repo().join("plugin/gemini-cli/commands/resume-loop.toml")).unwrap();
+    assert!(gemini.contains("resume --host gemini-cli --exit-zero"), "{gemini}");
+}

@@ -3,12 +3,15 @@
 //! - `cli`: `loop-hook` commands as a user or a slash command runs them (start, cancel, status).
 //! - `stop_hook`: Stop events piped into the binary, and the JSON it answers.
 //! - `guard`: `PreToolUse` events and the guard's deny JSON.
-//! - `faults`: bad input and broken surroundings; every one must allow the stop with a message.
+//! - `faults`: bad input, broken surroundings and tampering with the loop's own files; each is
+//!   undone with the loop going on, or allows the stop with a message.
 //! - `hosts`: every other host: recorded payloads, foreign and malformed events, loops claimed by
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
 //! - `packaging`: every host's hook configuration, generated from one source, and the launcher
 //!   that finds the binary, run as each host runs it.
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
+//! - `stress`: many sessions' stops at once with hooks killed at random moments.
+//! - `properties`: arbitrary bytes as event, state and transcript, for every host.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
@@ -27,8 +30,10 @@ mod guard;
 mod hosts;
 mod notify;
 mod packaging;
+mod properties;
 mod release_workflow;
 mod report;
 mod stop_hook;
+mod stress;
 mod strict;
 mod tokens;

@@ -227,6 +227,16 @@ line. Do not continue the loop's task.
             ),
         ),
         (
+            "plugin/gemini-cli/commands/resume-loop.toml",
+            gemini_command(
+                "Resume this session's parked, capped or cancelled for-loop. Add --more N for more iterations or --more-time 30m for more time.",
+                gemini_shell("resume --host gemini-cli --exit-zero", "printf '%s\\n' {{args}} | "),
+                "If the output above says the loop was not resumed, tell the user what it says in one line and stop.
+Otherwise the loop is running again: work on its task, shown above, as before.
+",
+            ),
+        ),
+        (
             "plugin/gemini-cli/commands/loop-status.toml",
             gemini_command(
                 "Show the for-loop in this session: iteration, last verify result, elapsed time, files and recent stops.",

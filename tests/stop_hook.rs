@@ -214,3 +214,35 @@ fn the_ledger_and_state_live_outside_the_project() {
     std::fs::create_dir_all(&env.project).unwrap();
     assert!(env.stop("deleted everything, done").blocked());
 }
+
+/// A check doctored before verify that puts itself back while verify runs is the same after
+/// verify as at the start; the fingerprint taken before verify still sees it.
+#[test]
+fn a_check_that_restores_itself_while_verify_runs_does_not_count() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    env.write("saved", "exit 1\n");
+    env.start("t --verify \"sh check.sh\"");
+    env.write("check.sh", "cp saved check.sh; exit 0\n");
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("check.sh (changed while verify ran)"), "{}", run.reason());
+    assert_eq!(std::fs::read_to_string(env.project.join("check.sh")).unwrap(), "exit 1\n");
+    assert_eq!(env.ledger().last().unwrap()["reason"], "oracle_changed");
+}
+
+/// A check that swaps itself out and back within one verify run is the same before and after; on
+/// Linux the watch on its directory sees the swap.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_check_swapped_and_put_back_during_verify_does_not_count() {
+    let env = TestEnv::new();
+    env.write(
+        "check.sh",
+        "cp check.sh .orig; printf 'exit 0\\n' > check.sh; cp .orig check.sh; rm .orig; exit 0\n",
+    );
+    env.start("t --verify \"sh check.sh\"");
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("check.sh (changed while verify ran)"), "{}", run.reason());
+}

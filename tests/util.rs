@@ -293,3 +293,18 @@ pub(crate) fn run_within(mut cmd: Command, what: &str, stdin: &[u8], limit: Dura
 fn a_missing_agent_cli_fails_the_test() {
     client_bin("no-such-agent", "FOR_LOOP_TEST_NO_SUCH_AGENT");
 }
+
+/// `sha256:<hex>` of `bytes`, as ledger lines name the state they vouch for.
+pub(crate) fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex(&sha2::Sha256::digest(bytes)))
+}
+
+/// Lowercase hexadecimal of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut out, b| {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}

@@ -714,17 +714,22 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
     );
 }
 
-/// Attacks on the loop's own files by the model's Bash tool, each through a path the guard does
-/// not read (`$HOME`, `$CLAUDE_CODE_SESSION_ID`, python). Each must end HELD (the loop goes on,
-/// and says what happened) or REPORTED (the user is told in words).
+/// Attacks on the loop's own files by the model's Bash tool. The guard refuses the plain forms,
+/// so each attack here is python whose source is hex-encoded, which the guard cannot read: what
+/// is tested is the second line, the hook. Each must end HELD (the loop goes on, and says what
+/// happened) or REPORTED (the user is told in words).
 mod tampering {
     use super::*;
 
-    /// A python line that does `ACTION` on the session's loop directory `d` (a `str`).
-    fn python_on_loop_dir(action: &str) -> String {
-        format!(
-            "python3 -c \"import os,shutil,fcntl,time; d=os.environ['HOME']+'/.local/state/for-loop/sessions/'+os.environ['CLAUDE_CODE_SESSION_ID']; {action}\""
-        )
+    /// A Bash command running python `code` that the guard cannot read, with `d` bound to the
+    /// session's loop directory (reached through `$HOME` and `$CLAUDE_CODE_SESSION_ID`).
+    fn python_on_loop_dir(code: &str) -> String {
+        let source = format!(
+            "import os, shutil, fcntl, time\n\
+             d = os.environ['HOME'] + '/.local/state/for-loop/sessions/' + os.environ['CLAUDE_CODE_SESSION_ID']\n\
+             {code}\n"
+        );
+        format!("python3 -c \"exec(bytes.fromhex('{}').decode())\"", crate::util::hex(source.as_bytes()))
     }
 
     /// The world with `check.sh` passing once `fixed` exists, and a model that first attacks with
@@ -753,7 +758,7 @@ mod tampering {
     #[test]
     fn a_state_edited_through_environment_variables_is_restored_and_the_loop_held() {
         let edit = python_on_loop_dir(
-            "p=d+'/state.md'; s=open(p).read(); open(p,'w').write(s.replace('status: active','status: ended'))",
+            "p = d + '/state.md'\ntext = open(p).read()\nopen(p, 'w').write(text.replace('status: active', 'status: ended'))",
         );
         let (world, model, run) = attacked(&edit);
         let fed = reinjections(&model);
@@ -773,9 +778,8 @@ mod tampering {
 
     #[test]
     fn a_deleted_store_is_restored_and_the_loop_held() {
-        let delete =
-            "python3 -c \"import os,shutil; shutil.rmtree(os.environ['HOME']+'/.local/state/for-loop')\"";
-        let (world, model, run) = attacked(delete);
+        let delete = python_on_loop_dir("shutil.rmtree(os.environ['HOME'] + '/.local/state/for-loop')");
+        let (world, model, run) = attacked(&delete);
         let fed = reinjections(&model);
         assert_eq!(fed.len(), 1, "{}", run.dump());
         assert!(fed[0].contains("for-loop noticed: the loop's state file was deleted"), "{}", fed[0]);
@@ -821,5 +825,32 @@ mod tampering {
         assert_eq!(fed.len(), 1, "{}", run.dump());
         assert!(fed[0].contains("the loop's ledger had been replaced by a directory"), "{}", fed[0]);
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["ledger_tampered", "verify_failed", "verified"]);
+    }
+
+    /// The code under test kills the hook while verify runs: Claude Code shows a hook error and
+    /// lets that stop through. At the next prompt's stop the loop is still on and says so.
+    #[test]
+    fn a_hook_killed_from_verify_is_told_and_the_loop_held() {
+        let world = World::new();
+        world.env.write("check.sh", &format!("{}test -f fixed\n", crate::faults::KILLS_ITS_HOOK_ONCE));
+        let model = MockModel::start(
+            Script::new().text("Done.").text("Still here.").bash("touch fixed").text("Fixed."),
+        )
+        .unwrap();
+        let first = world.run(&model, SESSION_A, "/for-loop make fixed --verify \"sh check.sh\"", &[]);
+        first.assert_plugin_loaded();
+        assert!(world.env.project.join("killed").exists(), "{}", first.dump());
+        assert!(reinjections(&model).is_empty(), "{}", first.dump());
+        let next = world.run(
+            &model,
+            SESSION_A,
+            "go on",
+            &["--resume", SESSION_A, "--allowedTools", "Bash(touch fixed)"],
+        );
+        let fed = reinjections(&model);
+        assert_eq!(fed.len(), 1, "{}", next.dump());
+        assert!(fed[0].contains("for-loop noticed: the hook judging iteration 1"), "{}", fed[0]);
+        assert!(fed[0].contains("was killed before it answered"), "{}", fed[0]);
+        assert_eq!(world.env.ledger_reasons(SESSION_A), ["hook_interrupted", "verify_failed", "verified"]);
     }
 }

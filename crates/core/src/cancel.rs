@@ -112,7 +112,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     Outcome::ok(format!(
         "{}{}\nThe loop is over (cancelled {}); the next stop is allowed. Ledger: {}",
         crate::message::incident_lines(&noticed),
-        receipt.render(&headline(&state, ReasonCode::Cancelled, None, false)),
+        receipt.render(&headline(&state, ReasonCode::Cancelled, None, false), state.meta.host),
         origin.by_whom(),
         ledger.display()
     ))

@@ -239,8 +239,11 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
             receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
         }
         let headline = message::headline(&next, code, facts.verify, !receipt.oracle_changed.is_empty());
-        let shown =
-            format!("{warnings}{}\n  ledger: {}", receipt.render(&headline), facts.ledger_path.display());
+        let shown = format!(
+            "{warnings}{}\n  ledger: {}",
+            receipt.render(&headline, state.meta.host),
+            facts.ledger_path.display()
+        );
         (Verdict::Allow, shown, Some(receipt))
     };
     next.meta.receipt.clone_from(&receipt);

@@ -95,6 +95,32 @@ impl Host {
         matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
     }
 
+    /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
+    /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
+    pub(crate) fn commands(self) -> Commands {
+        match self {
+            Host::ClaudeCode => {
+                Commands { resume: "/for-loop:resume", cancel: "/cancel-loop", status: "/loop-status" }
+            }
+            Host::GeminiCli => {
+                Commands { resume: "/resume-loop", cancel: "/cancel-loop", status: "/loop-status" }
+            }
+            Host::Codex => {
+                Commands { resume: "$resume-loop", cancel: "$cancel-loop", status: "$loop-status" }
+            }
+            Host::Antigravity | Host::Cursor => Commands {
+                resume: "the resume-loop skill (ask for /resume-loop)",
+                cancel: "the cancel-loop skill (ask for /cancel-loop)",
+                status: "the loop-status skill (ask for /loop-status)",
+            },
+            Host::CopilotCli => Commands {
+                resume: "`loop-hook resume --host copilot-cli` in the project's directory",
+                cancel: "`loop-hook cancel --host copilot-cli` in the project's directory",
+                status: "`loop-hook status --host copilot-cli` in the project's directory",
+            },
+        }
+    }
+
     /// The names `--host` accepts, for error messages.
     pub(crate) fn names() -> String {
         Host::ALL.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
@@ -162,6 +188,14 @@ fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
         .into_iter()
         .find(|(other, markers, _)| *other != host && fields.has_any(markers))
         .map(|(_, _, what)| what)
+}
+
+/// How a host's user runs for-loop's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Commands {
+    pub(crate) resume: &'static str,
+    pub(crate) cancel: &'static str,
+    pub(crate) status: &'static str,
 }
 
 /// One JSON object as a single line.

@@ -254,6 +254,7 @@ pub(crate) fn change_in_words(change: &OracleChange) -> String {
         ChangeKind::Deleted => "deleted",
         ChangeKind::Added => "added",
         ChangeKind::Unchecked => "too many files to look through for added ones: delete the ones you created",
+        ChangeKind::ChangedDuringVerify => "changed while verify ran",
     };
     format!("{} ({kind})", change.path)
 }
@@ -270,11 +271,19 @@ fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
         out.push_str(&format!("  - and {} more\n", changes.len() - 20));
     }
     let originals = state_path.with_file_name("oracle");
-    out.push_str(&format!(
-        "Restore them exactly as they were (`git checkout -- <path>`, or copy the originals saved in {}; \
-         delete the added ones). Fix the code under test instead of the check.\n",
-        originals.display()
-    ));
+    if changes.iter().any(|c| c.kind != ChangeKind::ChangedDuringVerify) {
+        out.push_str(&format!(
+            "Restore them exactly as they were (`git checkout -- <path>`, or copy the originals saved in {}; \
+             delete the added ones). Fix the code under test instead of the check.\n",
+            originals.display()
+        ));
+    } else {
+        out.push_str(
+            "They are as they were now, but not while verify ran: nothing may change them during the \
+             check, neither the code under test nor a process left running. Fix the code under test \
+             instead of the check.\n",
+        );
+    }
     out
 }
 

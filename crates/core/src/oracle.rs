@@ -58,6 +58,9 @@ pub(crate) enum ChangeKind {
     /// Too many files where protected ones may be added to look at them all, when there were
     /// not at start: the path is the directory that was walked.
     Unchecked,
+    /// Changed while verify ran and put back (or restored by verify itself): the same before and
+    /// after, but not during the run that passed ([`crate::oracle_watch`]).
+    ChangedDuringVerify,
 }
 
 /// One oracle file that is not as it was at start.

@@ -95,13 +95,11 @@ impl Mutation {
     /// The user's own command for it on `host`.
     pub(crate) fn user_command(self, host: Host) -> &'static str {
         match (host, self) {
+            (_, Mutation::Cancel) => host.commands().cancel,
+            (_, Mutation::Resume) => host.commands().resume,
             (Host::Codex, Mutation::Start) => "$for-loop",
-            (Host::Codex, Mutation::Cancel) => "$cancel-loop",
-            (Host::Codex, Mutation::Resume) => "`loop-hook resume` in a terminal",
             (Host::Codex, Mutation::Rollback) => "`loop-hook rollback` in a terminal",
             (_, Mutation::Start) => "/for-loop",
-            (_, Mutation::Cancel) => "/cancel-loop",
-            (_, Mutation::Resume) => "/for-loop:resume",
             (_, Mutation::Rollback) => "/for-loop:rollback",
         }
     }

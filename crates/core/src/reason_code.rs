@@ -70,6 +70,9 @@ pub(crate) enum ReasonCode {
     /// A process that is not a for-loop command held the loop's lock longer than any judgment
     /// takes; the lock was taken over and the stop judged.
     LockHeld,
+    /// A hook was killed while it judged a stop (its marker was found with its process gone), so
+    /// the host let that stop through unjudged.
+    HookInterrupted,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -109,6 +112,7 @@ impl ReasonCode {
             ReasonCode::StateDeleted => "state_deleted",
             ReasonCode::LedgerTampered => "ledger_tampered",
             ReasonCode::LockHeld => "lock_held",
+            ReasonCode::HookInterrupted => "hook_interrupted",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -137,6 +141,7 @@ impl ReasonCode {
                 | ReasonCode::StateDeleted
                 | ReasonCode::LedgerTampered
                 | ReasonCode::LockHeld
+                | ReasonCode::HookInterrupted
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -182,6 +187,7 @@ mod tests {
             ReasonCode::StateDeleted,
             ReasonCode::LedgerTampered,
             ReasonCode::LockHeld,
+            ReasonCode::HookInterrupted,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::human_ms;
+use crate::host::Host;
 use crate::reason_code::ReasonCode;
 use crate::state::{LoopState, Status};
 use crate::usage::human_tokens;
@@ -67,8 +68,8 @@ impl Receipt {
         }
     }
 
-    /// The receipt's lines, under a headline.
-    pub(crate) fn render(&self, headline: &str) -> String {
+    /// The receipt's lines, under a headline, with `host`'s words for going on.
+    pub(crate) fn render(&self, headline: &str, host: Host) -> String {
         let mut out = format!(
             "{headline}\n  receipt: {} · {}/{} iterations · {} elapsed · {} in verify",
             self.outcome,
@@ -112,9 +113,17 @@ impl Receipt {
             ));
         }
         if self.outcome == ReasonCode::TokenBudget {
-            out.push_str("\n  go on: /for-loop:resume (add --more-tokens 500k for a larger token budget)");
-        } else if self.status == Status::Parked || self.outcome == ReasonCode::CapReached {
-            out.push_str("\n  go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)");
+            out.push_str(&format!(
+                "\n  go on: {} (add --more-tokens 500k for a larger token budget)",
+                host.commands().resume
+            ));
+        } else if self.status == Status::Parked
+            || matches!(self.outcome, ReasonCode::CapReached | ReasonCode::Cancelled)
+        {
+            out.push_str(&format!(
+                "\n  go on: {} (add --more N for more iterations, --more-time 30m for more time)",
+                host.commands().resume
+            ));
         }
         out
     }
@@ -134,8 +143,8 @@ mod tests {
         state.meta.streaks.same_failure = 8;
         let files = (0..10).map(|i| format!("src/f{i}.rs")).collect();
         let now: Timestamp = "2026-11-22T03:12:03Z".parse().unwrap();
-        let text =
-            Receipt::of(&state, ReasonCode::SameFailures, now, Some(files)).render("for-loop: parked.");
+        let text = Receipt::of(&state, ReasonCode::SameFailures, now, Some(files))
+            .render("for-loop: parked.", Host::ClaudeCode);
         assert!(
             text.contains("receipt: same_failures · 8/30 iterations · 12m 03s elapsed · 12.3 s in verify"),
             "{text}"
@@ -150,8 +159,8 @@ mod tests {
     fn a_verified_loop_has_no_resume_line() {
         let mut state = sample();
         state.meta.status = Status::Ended;
-        let text =
-            Receipt::of(&state, ReasonCode::Verified, state.meta.started_at, Some(vec![])).render("done");
+        let text = Receipt::of(&state, ReasonCode::Verified, state.meta.started_at, Some(vec![]))
+            .render("done", Host::ClaudeCode);
         assert!(text.contains("changed: no files"), "{text}");
         assert!(!text.contains("resume"), "{text}");
     }

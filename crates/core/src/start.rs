@@ -125,8 +125,10 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => {
             return Outcome::refused(format!(
                 "for-loop: not started: this session already has a loop at iteration {} of {}. \
-                 Run /cancel-loop first, or let it finish.",
-                existing.meta.iteration, existing.meta.settings.max_iterations
+                 Cancel it first ({}), or let it finish.",
+                existing.meta.iteration,
+                existing.meta.settings.max_iterations,
+                existing.meta.host.commands().cancel
             ));
         }
         Ok(Some(existing)) => {

@@ -77,10 +77,11 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             format!("ended at iteration {} of {}", meta.iteration, settings.max_iterations)
         }
         (Status::Parked, outcome) => format!(
-            "parked ({}) at iteration {} of {}; /for-loop:resume continues it",
+            "parked ({}) at iteration {} of {}; {} continues it",
             outcome.map_or("unknown".into(), |o| o.to_string()),
             meta.iteration,
-            settings.max_iterations
+            settings.max_iterations,
+            meta.host.commands().resume
         ),
     };
     let first_line = state.task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
@@ -140,6 +141,9 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             meta.streaks.same_failure, meta.streaks.no_change
         ));
     }
+    if let Some(what) = crate::judgment::Judgment::interrupted(paths, env.now) {
+        out.push_str(&format!("  warning:    {what}\n"));
+    }
     if meta.harness_overrides > 0 {
         out.push_str(&format!(
             "  overrides:  the host ended {} turn(s) despite a block (its block cap); the loop goes on at the next prompt\n",
@@ -171,7 +175,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         }
     }
     if let Some(receipt) = &meta.receipt {
-        out.push_str(&receipt.render("  last receipt:").replace("\n  ", "\n    "));
+        out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
     }
     out.trim_end().to_string()
 }

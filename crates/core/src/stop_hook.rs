@@ -18,9 +18,11 @@ use crate::hook_response::HookResponse;
 use crate::host::Host;
 use crate::incident::Incident;
 use crate::journal::Journal;
+use crate::judgment::{Found, Judgment};
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
-use crate::oracle::OracleChange;
+use crate::oracle::{ChangeKind, OracleChange};
+use crate::oracle_watch::{OracleWatch, Touched};
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::state::{LoopState, Status};
@@ -95,11 +97,11 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     }
 
     // The loop as last committed, restored if something changed it behind for-loop's back.
+    let lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return fault(&paths, None, event, env, &format!("{e}. This stop is allowed.")),
+    };
     let (state, mut incidents) = {
-        let lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
-            Ok(lock) => lock,
-            Err(e) => return fault(&paths, None, event, env, &format!("{e}. This stop is allowed.")),
-        };
         let mut incidents = taken_over(&lock, env);
         match Custody::check(&paths, env.now) {
             Ok(Custody::None) => return no_loop(event),
@@ -122,7 +124,8 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
                     &format!(
                         "{e}. There is no last good copy to restore it from (the loop is older than \
                          those copies), so this stop is allowed; the file is kept for inspection. \
-                         /cancel-loop moves it aside and ends the loop."
+                         {} moves it aside and ends the loop.",
+                        host.commands().cancel
                     ),
                 );
             }
@@ -131,8 +134,13 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     match decision::gate(&state, &event.session_id) {
         // A new loop this conversation started, on a host whose commands cannot name it, may
         // be waiting to replace the ended one.
-        Gate::Ended if claim::attach(&store, host, event, env.now) => return judge(env, host, event),
-        Gate::Ended => return HookResponse::allow(),
+        Gate::Ended => {
+            drop(lock);
+            if claim::attach(&store, host, event, env.now) {
+                return judge(env, host, event);
+            }
+            return HookResponse::allow();
+        }
         Gate::Foreign => {
             for incident in &incidents {
                 record(&paths, &state, event, env, incident.code, Some(&incident.what));
@@ -147,6 +155,27 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         LedgerEntry::since_last_verdict(&paths.ledger, &state.meta.loop_id).iter().map(Incident::from_ledger),
     );
     incidents.extend(Incident::fallbacks(&paths.dir));
+    // A judgment of this loop that never finished (its hook was killed), or one still running in
+    // another hook process (the hook installed twice: that one answers).
+    match Judgment::found(&paths, env.now) {
+        Found::Running(other) => {
+            let what = format!(
+                "another for-loop hook (process {}) is judging this stop right now, so this one lets it \
+                 through and that one answers; if the hook is installed twice, remove one",
+                other.pid
+            );
+            return fault(&paths, Some(&state), event, env, &what);
+        }
+        Found::Interrupted(judgment) => {
+            if judgment.loop_id == state.meta.loop_id {
+                incidents.push(judgment.incident(env.now));
+            }
+            Judgment::clear(&paths);
+        }
+        Found::None => {}
+    }
+    let judging = Judgment::begin(&paths, &state, env.now);
+    drop(lock);
 
     // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
     let sandbox = crate::strict::sandbox_for_verify(env, &store, &state);
@@ -197,6 +226,8 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         return HookResponse::allow_with(format!("for-loop: {what}."));
     }
     incidents.iter().for_each(Incident::forget_fallback);
+    // The judgment is over: a later stop must not take a slow notification for one in progress.
+    drop(judging);
     // 4. Effects of the committed verdict, outside the lock: they change nothing in the loop.
     drop(lock);
     if let Some(receipt) = &decision.receipt {
@@ -254,7 +285,7 @@ fn end_untrusted(
          over: ended as tampered, not verified. If it was not you, it was the agent; start the loop \
          again with the for-loop command."
     );
-    HookResponse::allow_with(format!("{}\n  {recorded}", receipt.render(&headline)))
+    HookResponse::allow_with(format!("{}\n  {recorded}", receipt.render(&headline, state.meta.host)))
 }
 
 /// The facts of one stop that take work to learn: the turn, the verify run, the oracle and the
@@ -276,6 +307,11 @@ impl Gathered {
     /// the oracle and the working tree.
     fn at(state: &LoopState, event: &StopEvent, sandbox: Vec<std::ffi::OsString>) -> Gathered {
         let (last_message, tool_uses) = current_turn(state, event);
+        // The check is fingerprinted before verify and after it, and watched in between: a check
+        // that differs at any point does not count.
+        let (oracle, cwd) = (&state.meta.oracle, &state.meta.cwd);
+        let watch = OracleWatch::start(cwd, oracle);
+        let before = oracle.changes(cwd);
         let (verify, verify_not_run) = match &state.meta.settings.verify {
             None => (None, None),
             Some(command) => {
@@ -291,7 +327,8 @@ impl Gathered {
                 }
             }
         };
-        let oracle_changes = state.meta.oracle.changes(&state.meta.cwd);
+        let touched = watch.finish();
+        let oracle_changes = oracle_changes(before, oracle.changes(cwd), &touched);
         let worktree = WorkTree::open(&state.meta.cwd);
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
         let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
@@ -349,6 +386,24 @@ fn usage_now(state: &LoopState, event: &StopEvent) -> Option<UsageCursor> {
     }
     let path = event.claude_transcript()?;
     UsageCursor::advance(state.meta.usage.as_ref(), path, state.meta.started_at).ok()
+}
+
+/// The oracle's changes as verify saw them: those after it, and any file that differed before it
+/// or was touched while it ran although it is back as it was.
+fn oracle_changes(
+    before: Vec<OracleChange>,
+    after: Vec<OracleChange>,
+    touched: &Touched,
+) -> Vec<OracleChange> {
+    let mut changes = after;
+    let during = before.into_iter().map(|c| c.path).chain(touched.files.iter().cloned());
+    for path in during {
+        if !changes.iter().any(|c| c.path == path) {
+            changes.push(OracleChange { path, kind: ChangeKind::ChangedDuringVerify });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
 }
 
 /// The current turn from the transcript, when the host keeps one in Claude Code's format: its

@@ -201,7 +201,11 @@ impl LoopPaths {
     /// Only call it holding the loop's lock: every writer of these files holds it while it
     /// writes, so any temporary found then is a dead writer's.
     pub(crate) fn sweep_temporaries(&self) {
-        let mut places = vec![(self.dir.clone(), vec![temp_prefix(&self.state), temp_prefix(&self.journal)])];
+        let marker = self.dir.join("judging.json");
+        let mut places = vec![(
+            self.dir.clone(),
+            vec![temp_prefix(&self.state), temp_prefix(&self.journal), temp_prefix(&marker)],
+        )];
         if let Some(armed) = &self.armed
             && let Some(parent) = armed.parent()
         {

@@ -38,6 +38,7 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("$for-loop", CommandKind::Start),
             ("$cancel-loop", CommandKind::Cancel),
             ("$loop-status", CommandKind::Status),
+            ("$resume-loop", CommandKind::Resume),
         ],
         _ => &[
             ("/for-loop:for-loop", CommandKind::Start),

@@ -53,6 +53,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::StateDeleted => "state deleted and restored",
         ReasonCode::LedgerTampered => "ledger tampered with",
         ReasonCode::LockHeld => "lock held by another process",
+        ReasonCode::HookInterrupted => "hook killed mid-judgment",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
     }
@@ -70,7 +71,11 @@ fn standing(report: &LoopReport) -> (&'static str, &'static str, String) {
         (Status::Parked, outcome) => (
             "park",
             "Parked",
-            format!("{} {at}; /for-loop:resume continues it", outcome.map_or("stopped", reason_label)),
+            format!(
+                "{} {at}; {} continues it",
+                outcome.map_or("stopped", reason_label),
+                crate::host::Host::from_name(&report.host).unwrap_or_default().commands().resume
+            ),
         ),
         (Status::Ended, Some(ReasonCode::Verified)) => ("good", "Verified", format!("verify passed {at}")),
         (Status::Ended, Some(ReasonCode::Promise)) => ("good", "Done", format!("promise kept {at}")),
