@@ -499,10 +499,38 @@ fn a_hook_killed_from_verify_is_recorded_and_told_at_the_next_stop() {
     assert!(env.session_dir(SESSION).join("judging.json").is_file());
     let status = env.run(&["status", "--session", SESSION], "");
     assert!(status.stdout.contains("judging iteration 1"), "{}", status.stdout);
+    // The user's next prompt hears it first.
+    let prompt = serde_json::json!({"session_id": SESSION, "hook_event_name": "UserPromptSubmit",
+        "prompt": "go on", "cwd": env.project});
+    let told = env.run(&["prompt-hook"], prompt.to_string());
+    assert!(told.stdout.contains("was killed before it answered"), "{}", told.stdout);
     let run = env.stop("done");
     assert!(run.blocked(), "{}", run.stdout);
     assert!(run.system_message().contains("was killed before it answered"), "{}", run.stdout);
     assert!(run.reason().contains("for-loop noticed: the hook judging iteration 1"), "{}", run.reason());
     assert_eq!(env.ledger_reasons(SESSION), ["hook_interrupted", "verify_failed"]);
     assert!(!env.session_dir(SESSION).join("judging.json").exists());
+}
+
+/// The guard reads the loop as last committed: deleting the state, or making it unreadable, does
+/// not switch it off.
+#[test]
+fn the_guard_guards_a_loop_whose_state_was_deleted_or_garbled() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    env.start("t --verify \"sh check.sh\"");
+    let write_check = serde_json::json!({
+        "session_id": SESSION, "cwd": env.project, "hook_event_name": "PreToolUse",
+        "tool_name": "Write", "tool_input": {"file_path": env.project.join("check.sh"), "content": "exit 0\n"},
+    })
+    .to_string();
+    for damage in ["deleted", "garbled"] {
+        match damage {
+            "deleted" => fs::remove_file(env.state_path()).unwrap(),
+            _ => fs::write(env.state_path(), "not a state").unwrap(),
+        }
+        let run = env.run(&["guard"], &write_check);
+        assert!(run.stdout.contains("\"permissionDecision\":\"deny\""), "{damage}: {}", run.stdout);
+        assert!(run.stdout.contains("check.sh"), "{damage}: {}", run.stdout);
+    }
 }

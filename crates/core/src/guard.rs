@@ -163,10 +163,13 @@ fn objection(env: &Environment, object: &Map<String, Value>) -> Option<String> {
     let session_id = fields.required_string("session_id").ok()?;
     let store = Store::locate(env).ok()?;
     let paths = store.paths(&session_id);
-    if !paths.state.exists() {
+    // A state made unreadable, edited or deleted does not switch the guard off: it guards the
+    // loop as last committed, from the state's last good copy.
+    let armed = paths.armed.as_ref().is_some_and(|armed| armed.exists());
+    if !paths.state.exists() && !armed {
         return None;
     }
-    let state = paths.load().ok()??;
+    let state = crate::custody::trusted_state(&paths).ok()??;
     if !state.is_active() || !state.is_owned_by(&session_id) {
         return None;
     }

@@ -74,8 +74,17 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return PromptResponse::default();
     };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
-    let dir = store.paths(&session_id).dir;
-    let notice = if dir.exists() { Notice::take(&dir) } else { None };
+    let paths = store.paths(&session_id);
+    let dir = paths.dir.clone();
+    let mut notice = if dir.exists() { Notice::take(&dir) } else { None };
+    // A hook killed while it judged the last stop let that stop through: the user hears it now,
+    // and the next stop records it.
+    if dir.exists()
+        && let Some(what) = crate::judgment::Judgment::interrupted(&paths, env.now)
+    {
+        let line = format!("for-loop: {what}.");
+        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
+    }
     let Some(command) = UserCommand::parse(host, &prompt) else {
         return PromptResponse { block: None, system_message: notice };
     };
