@@ -28,6 +28,7 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod metric;
 mod notify;
 mod packaging;
 mod properties;

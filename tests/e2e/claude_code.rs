@@ -854,3 +854,50 @@ mod tampering {
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["hook_interrupted", "verify_failed", "verified"]);
     }
 }
+
+#[test]
+fn a_worse_change_is_rolled_back_and_the_loop_ends_when_the_target_is_met() {
+    let world = World::new();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
+            .args(args)
+            .current_dir(&world.env.project)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    world.env.write("bench.sh", "echo \"METRIC ms=$(cat value.txt)\"\n");
+    world.env.write("value.txt", "130\n");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "init"]);
+    let model = MockModel::start(
+        Script::new()
+            .bash("python3 -c \"open('value.txt', 'w').write('140\\n')\"")
+            .text("Made it faster.")
+            .bash("python3 -c \"open('value.txt', 'w').write('110\\n')\"")
+            .text("Now it is really faster."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make the benchmark faster --metric \"sh bench.sh\" --target \"<= 120\" --max-iterations 5",
+        &["--allowedTools", "Bash(python3:*)"],
+    );
+    run.assert_plugin_loaded();
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(
+        fed[0].contains("discarded: 140 ms vs best 130 ms (noise ±0); your change was rolled back"),
+        "{}",
+        fed[0]
+    );
+    // The second change was measured on the rolled-back tree, and kept.
+    assert_eq!(std::fs::read_to_string(world.env.project.join("value.txt")).unwrap(), "110\n");
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["metric_kept", "metric_discarded", "target_met"]);
+    let told = run.told_the_user();
+    assert!(told.contains("target <= 120 met at iteration 2/5: 130 → 110 ms (baseline → best)"), "{told}");
+    assert!(told.contains("metric: 130 → 110 ms (baseline → best) · 1 kept · 1 discarded"), "{told}");
+}

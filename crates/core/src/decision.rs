@@ -12,8 +12,12 @@ use jiff::Timestamp;
 
 use crate::hook_response::HookResponse;
 use crate::incident::Incident;
+use crate::keep::{self, Judgement, Measured, MetricFacts, MetricProgress, MetricRecord, Rung};
 use crate::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
+use crate::lessons::Lesson;
 use crate::message;
+use crate::metric::Number;
+use crate::metric_message::{self, Step};
 use crate::oracle::OracleChange;
 use crate::promise;
 use crate::reason_code::ReasonCode;
@@ -79,6 +83,8 @@ pub(crate) struct StopFacts<'a> {
     /// What went wrong around the loop since the last judged stop (the state changed behind its
     /// back, a stop let through unjudged): told to the user and the agent, and recorded.
     pub(crate) incidents: &'a [Incident],
+    /// A metric loop's attempt: its measurement, guard run and change summary.
+    pub(crate) metric: Option<&'a MetricFacts>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +108,10 @@ pub(crate) struct Decision {
     pub(crate) receipt: Option<Receipt>,
     /// The ledger lines this stop adds, in order.
     pub(crate) ledger: Vec<LedgerEntry>,
+    /// Metric mode: the checkpoint the working tree goes back to (a discarded change).
+    pub(crate) rollback_to: Option<u32>,
+    /// Metric mode: the line this attempt adds to the project's lessons.
+    pub(crate) lesson: Option<Lesson>,
 }
 
 impl Decision {
@@ -118,11 +128,14 @@ impl Decision {
 /// then blocked).
 pub(crate) fn status_after(code: ReasonCode) -> Status {
     match code {
-        ReasonCode::Verified | ReasonCode::Promise | ReasonCode::CapReached => Status::Ended,
+        ReasonCode::Verified | ReasonCode::Promise | ReasonCode::CapReached | ReasonCode::TargetMet => {
+            Status::Ended
+        }
         ReasonCode::TimeBudget
         | ReasonCode::TokenBudget
         | ReasonCode::SameFailures
-        | ReasonCode::NoProgress => Status::Parked,
+        | ReasonCode::NoProgress
+        | ReasonCode::MetricPlateau => Status::Parked,
         _ => Status::Active,
     }
 }
@@ -130,7 +143,67 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
 /// Why this stop ends, parks or continues the loop: the first step of [`decide`], for a caller
 /// that gathers some facts only when the loop ends. `facts.files_changed` does not affect it.
 pub(crate) fn code(state: &LoopState, facts: &StopFacts<'_>) -> ReasonCode {
-    classify(state, facts, &streaks_after(state, facts)).0
+    let step = metric_step(state, facts);
+    classify(state, facts, &streaks_after(state, facts), step.as_ref()).0
+}
+
+/// A metric loop's attempt, judged.
+struct MetricStep {
+    judgement: Judgement,
+    /// The progress after this attempt.
+    after: MetricProgress,
+    rung: Rung,
+    /// The guard and verify passed (or are not set).
+    correct: bool,
+}
+
+fn metric_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<MetricStep> {
+    let (settings, progress, attempt) =
+        (state.meta.settings.metric.as_ref()?, state.meta.metric.as_ref()?, facts.metric?);
+    let correct = facts.verify.is_none_or(VerifyOutcome::passed)
+        && attempt.guard.as_ref().is_none_or(VerifyOutcome::passed);
+    let judgement = keep::judge(
+        settings,
+        progress.best.0,
+        progress.noise.0,
+        &attempt.measured,
+        correct,
+        facts.oracle_changes.is_empty(),
+    );
+    let (after, rung) =
+        progress.after(settings, state.meta.iteration, &attempt.measured, &judgement, &attempt.summary);
+    Some(MetricStep { judgement, after, rung, correct })
+}
+
+/// Why a metric loop's stop ends, parks or continues it.
+fn classify_metric(
+    state: &LoopState,
+    facts: &StopFacts<'_>,
+    streaks: &Streaks,
+    step: &MetricStep,
+    out_of_time: bool,
+) -> ReasonCode {
+    let settings = &state.meta.settings;
+    let oracle_intact = facts.oracle_changes.is_empty();
+    let measured = facts.metric.is_some_and(|m| matches!(m.measured, Measured::Value { .. }));
+    let target_met = settings.metric.as_ref().is_some_and(|s| step.after.target_met(s));
+    if target_met && step.correct && oracle_intact && measured {
+        ReasonCode::TargetMet
+    } else if state.meta.iteration >= settings.max_iterations {
+        ReasonCode::CapReached
+    } else if out_of_time {
+        ReasonCode::TimeBudget
+    } else if step.rung == Rung::Park {
+        ReasonCode::MetricPlateau
+    } else if streaks.no_change >= settings.max_same_failures {
+        ReasonCode::NoProgress
+    } else if !oracle_intact {
+        ReasonCode::OracleChanged
+    } else if step.judgement == Judgement::Kept {
+        ReasonCode::MetricKept
+    } else {
+        ReasonCode::MetricDiscarded
+    }
 }
 
 fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
@@ -138,7 +211,12 @@ fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
 }
 
 /// The reason code, and whether the promise was kept (when one is required).
-fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (ReasonCode, Option<bool>) {
+fn classify(
+    state: &LoopState,
+    facts: &StopFacts<'_>,
+    streaks: &Streaks,
+    metric: Option<&MetricStep>,
+) -> (ReasonCode, Option<bool>) {
     let settings = &state.meta.settings;
     let verify_passed = match (&settings.verify, facts.verify) {
         (None, _) => None,
@@ -157,14 +235,17 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
     let oracle_intact = facts.oracle_changes.is_empty();
     let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
     let tokens_used = facts.usage.or(state.meta.usage.as_ref()).map_or(0, |u| u.used.total().counted());
+    let out_of_time = settings
+        .max_time_secs
+        .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX));
+    if let Some(step) = metric {
+        return (classify_metric(state, facts, streaks, step, out_of_time), promise_kept);
+    }
     let code = if criteria_met && oracle_intact {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
-    } else if settings
-        .max_time_secs
-        .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX))
-    {
+    } else if out_of_time {
         ReasonCode::TimeBudget
     } else if settings.max_tokens.is_some_and(|budget| tokens_used > budget) {
         ReasonCode::TokenBudget
@@ -189,7 +270,8 @@ fn classify(state: &LoopState, facts: &StopFacts<'_>, streaks: &Streaks) -> (Rea
 /// Judges the owner's stop of an active loop.
 pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let streaks = streaks_after(state, &facts);
-    let (code, promise_kept) = classify(state, &facts, &streaks);
+    let step = metric_step(state, &facts);
+    let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref());
 
     let mut next = state.clone();
     next.meta.updated_at = facts.now;
@@ -217,6 +299,9 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
                 .collect(),
         )
     });
+    if let Some(step) = &step {
+        next.meta.metric = Some(step.after.clone());
+    }
     let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
     if harness_override {
         next.meta.harness_overrides += 1;
@@ -227,9 +312,15 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let (verdict, system_message, receipt) = if status == Status::Active {
         next.meta.iteration += 1;
         next.meta.last_blocked = true;
-        let reason = message::reinjection(&next, code, &facts);
-        let line = message::status_line(&next, code, facts.verify, facts.verify_not_run);
-        (Verdict::Block { reason }, format!("{warnings}{line}"), None)
+        if let Some(words) = words(state, step.as_ref(), &facts) {
+            let reason = metric_message::reinjection(&next, &words, facts.state_path, facts.oracle_changes);
+            let line = metric_message::status_line(&next, &words);
+            (Verdict::Block { reason }, format!("{warnings}{line}"), None)
+        } else {
+            let reason = message::reinjection(&next, code, &facts);
+            let line = message::status_line(&next, code, facts.verify, facts.verify_not_run);
+            (Verdict::Block { reason }, format!("{warnings}{line}"), None)
+        }
     } else {
         next.meta.status = status;
         next.meta.outcome = Some(code);
@@ -238,7 +329,9 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         if code != ReasonCode::Verified && code != ReasonCode::Promise {
             receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
         }
-        let headline = message::headline(&next, code, facts.verify, !receipt.oracle_changed.is_empty());
+        let headline = metric_message::headline(&next, code).unwrap_or_else(|| {
+            message::headline(&next, code, facts.verify, !receipt.oracle_changed.is_empty())
+        });
         let shown = format!(
             "{warnings}{}\n  ledger: {}",
             receipt.render(&headline, state.meta.host),
@@ -277,9 +370,51 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
         receipt: receipt.clone(),
         tokens,
+        metric: metric_record(state, step.as_ref(), &facts),
         ..LedgerEntry::new(state, facts.now, recorded, code)
     });
-    Decision { verdict, code, system_message, next, receipt, ledger }
+    let rollback_to =
+        step.as_ref().filter(|s| s.judgement != Judgement::Kept).map(|s| s.after.best_checkpoint);
+    let lesson = lesson(state, step.as_ref(), &facts);
+    Decision { verdict, code, system_message, next, receipt, ledger, rollback_to, lesson }
+}
+
+fn words<'a>(state: &'a LoopState, step: Option<&'a MetricStep>, facts: &StopFacts<'a>) -> Option<Step<'a>> {
+    let step = step?;
+    Some(Step {
+        before: state.meta.metric.as_ref()?,
+        facts: facts.metric?,
+        judgement: &step.judgement,
+        rung: step.rung,
+        verify: facts.verify,
+    })
+}
+
+fn metric_record(
+    state: &LoopState,
+    step: Option<&MetricStep>,
+    facts: &StopFacts<'_>,
+) -> Option<MetricRecord> {
+    let (settings, step) = (state.meta.settings.metric.as_ref()?, step?);
+    let Measured::Value { value, .. } = facts.metric?.measured else { return None };
+    Some(MetricRecord::of(settings, &step.after, value, step.judgement == Judgement::Kept))
+}
+
+fn lesson(state: &LoopState, step: Option<&MetricStep>, facts: &StopFacts<'_>) -> Option<Lesson> {
+    let (before, step, attempt) = (state.meta.metric.as_ref()?, step?, facts.metric?);
+    let value = match attempt.measured {
+        Measured::Value { value, .. } => Some(value),
+        Measured::Failed(_) => None,
+    };
+    Some(Lesson {
+        time: facts.now,
+        loop_id: state.meta.loop_id.clone(),
+        iteration: state.meta.iteration,
+        value: value.map(Number),
+        delta: value.map(|v| Number(v - before.best.0)),
+        kept: step.judgement == Judgement::Kept,
+        summary: attempt.summary.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -317,6 +452,7 @@ mod tests {
             usage: None,
             verify_not_run: None,
             incidents: &[],
+            metric: None,
         }
     }
 

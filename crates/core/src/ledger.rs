@@ -102,6 +102,9 @@ pub(crate) struct LedgerEntry {
     /// `sha256:<hex>` of the state file the commit that wrote this line left behind.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) state_digest: Option<String>,
+    /// A metric loop's measurement at this stop ([`crate::keep::MetricRecord`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) metric: Option<crate::keep::MetricRecord>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -155,6 +158,7 @@ impl LedgerEntry {
             origin: None,
             tokens: None,
             state_digest: None,
+            metric: None,
         }
     }
 
@@ -264,6 +268,7 @@ mod tests {
             origin: None,
             tokens: None,
             state_digest: None,
+            metric: None,
         }
     }
 

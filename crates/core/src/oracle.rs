@@ -72,12 +72,18 @@ pub(crate) struct OracleChange {
 
 impl Oracle {
     /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`.
+    #[cfg(test)]
     pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String]) -> Oracle {
-        Oracle::capture_within(cwd, verify, protect, walk::MAX_ENTRIES)
+        Oracle::capture_within(cwd, verify.as_slice(), protect, walk::MAX_ENTRIES)
     }
 
-    fn capture_within(cwd: &Path, verify: Option<&str>, protect: &[String], limit: usize) -> Oracle {
-        let mut paths: Vec<String> = verify.map(|v| files_run_by(cwd, v)).unwrap_or_default();
+    /// [`Oracle::capture`] for several commands that judge the loop (verify, a metric, a guard).
+    pub(crate) fn capture_commands(cwd: &Path, commands: &[&str], protect: &[String]) -> Oracle {
+        Oracle::capture_within(cwd, commands, protect, walk::MAX_ENTRIES)
+    }
+
+    fn capture_within(cwd: &Path, commands: &[&str], protect: &[String], limit: usize) -> Oracle {
+        let mut paths: Vec<String> = commands.iter().flat_map(|c| files_run_by(cwd, c)).collect();
         let found = matching_files(cwd, protect, limit);
         paths.extend(found.files);
         paths.sort();
@@ -431,7 +437,7 @@ mod tests {
                 git(cwd, &["add", "-A"]);
                 git(cwd, &["commit", "-qm", "start"]);
             }
-            let oracle = Oracle::capture_within(cwd, None, &["tests/**".to_string()], 100);
+            let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], 100);
             assert!(!oracle.approximate);
             fs::create_dir(cwd.join("tests/aaa")).unwrap();
             for n in 0..150 {
@@ -458,7 +464,7 @@ mod tests {
         for n in 0..150 {
             fs::File::create(cwd.join(format!("tests/many/f{n}"))).unwrap();
         }
-        let oracle = Oracle::capture_within(cwd, None, &["tests/**".to_string()], 100);
+        let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], 100);
         assert!(oracle.approximate);
         fs::write(cwd.join("tests/many/f0"), "edited").unwrap();
         let changes = oracle.changes_within(cwd, 100);

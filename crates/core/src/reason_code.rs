@@ -16,6 +16,8 @@ pub(crate) enum ReasonCode {
     CapReached,
     /// The user cancelled the loop.
     Cancelled,
+    /// Metric mode: a kept state meets the target (guard passing, oracle intact).
+    TargetMet,
 
     // The loop goes on (the stop is blocked).
     /// Verify ran and failed.
@@ -32,6 +34,10 @@ pub(crate) enum ReasonCode {
     /// Verify could not be run (the loop's directory is gone, the shell would not start): the
     /// check did not pass, so the stop is blocked and the turn counts.
     VerifyNotRun,
+    /// Metric mode: the change improved the number and is kept.
+    MetricKept,
+    /// Metric mode: the change was not kept and was rolled back.
+    MetricDiscarded,
 
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
@@ -42,6 +48,8 @@ pub(crate) enum ReasonCode {
     TimeBudget,
     /// The `--max-tokens` budget is spent.
     TokenBudget,
+    /// Metric mode: the pivot ladder's last rung, pivots without a keep.
+    MetricPlateau,
 
     // Events recorded in the ledger.
     /// The loop was started (the ledger's first line, vouching for the first state).
@@ -91,6 +99,10 @@ impl ReasonCode {
             ReasonCode::Promise => "promise",
             ReasonCode::CapReached => "cap_reached",
             ReasonCode::Cancelled => "cancelled",
+            ReasonCode::TargetMet => "target_met",
+            ReasonCode::MetricKept => "metric_kept",
+            ReasonCode::MetricDiscarded => "metric_discarded",
+            ReasonCode::MetricPlateau => "metric_plateau",
             ReasonCode::VerifyFailed => "verify_failed",
             ReasonCode::VerifyTimedOut => "verify_timed_out",
             ReasonCode::PromiseMissing => "promise_missing",
@@ -166,6 +178,10 @@ mod tests {
             ReasonCode::Promise,
             ReasonCode::CapReached,
             ReasonCode::Cancelled,
+            ReasonCode::TargetMet,
+            ReasonCode::MetricKept,
+            ReasonCode::MetricDiscarded,
+            ReasonCode::MetricPlateau,
             ReasonCode::VerifyFailed,
             ReasonCode::VerifyTimedOut,
             ReasonCode::PromiseMissing,

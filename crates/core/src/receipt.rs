@@ -7,9 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::human_ms;
 use crate::host::Host;
+use crate::metric::Number;
 use crate::reason_code::ReasonCode;
 use crate::state::{LoopState, Status};
 use crate::usage::human_tokens;
+use crate::worktree::checkpoint_ref;
 
 /// How many changed files a receipt names before it only counts them.
 const NAMED_FILES: usize = 8;
@@ -39,6 +41,23 @@ pub(crate) struct Receipt {
     /// records usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tokens: Option<u64>,
+    /// A metric loop's baseline → best, keeps, discards and best checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricSummary>,
+}
+
+/// What a metric loop's receipt says about its number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricSummary {
+    pub baseline: Number,
+    pub best: Number,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub keeps: u32,
+    pub discards: u32,
+    /// The ref of the best state (the baseline's when nothing was kept).
+    pub best_checkpoint: String,
 }
 
 impl Receipt {
@@ -65,6 +84,14 @@ impl Receipt {
             oracle_changed: Vec::new(),
             at: now,
             tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
+            metric: meta.metric.as_ref().map(|m| MetricSummary {
+                baseline: m.baseline,
+                best: m.best,
+                name: m.name.clone(),
+                keeps: m.keeps,
+                discards: m.discards,
+                best_checkpoint: checkpoint_ref(&meta.loop_id, m.best_checkpoint),
+            }),
         }
     }
 
@@ -85,6 +112,13 @@ impl Receipt {
             out.push_str(&format!(
                 "\n  streaks: same failure ×{} · unchanged tree ×{}",
                 self.same_failure_streak, self.no_change_streak
+            ));
+        }
+        if let Some(m) = &self.metric {
+            let unit = m.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+            out.push_str(&format!(
+                "\n  metric: {} → {}{unit} (baseline → best) · {} kept · {} discarded · best checkpoint {}",
+                m.baseline, m.best, m.keeps, m.discards, m.best_checkpoint
             ));
         }
         if self.harness_overrides > 0 {

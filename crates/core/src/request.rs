@@ -12,6 +12,8 @@ use std::ops::Range;
 use thiserror::Error;
 
 use crate::duration::parse_seconds;
+use crate::keep::{self, MetricSettings};
+use crate::metric::{Direction, Target};
 use crate::protect::Protect;
 
 pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 30;
@@ -38,10 +40,19 @@ pub(crate) enum Flag {
     RequireStrict,
     MaxTokens,
     Notify,
+    Metric,
+    Target,
+    Guard,
+    MetricRuns,
+    MinGain,
+    Direction,
+    RefineAfter,
+    PivotAfter,
+    ParkAfterPivots,
 }
 
 impl Flag {
-    const ALL: [Flag; 12] = [
+    const ALL: [Flag; 21] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -54,6 +65,15 @@ impl Flag {
         Flag::RequireStrict,
         Flag::MaxTokens,
         Flag::Notify,
+        Flag::Metric,
+        Flag::Target,
+        Flag::Guard,
+        Flag::MetricRuns,
+        Flag::MinGain,
+        Flag::Direction,
+        Flag::RefineAfter,
+        Flag::PivotAfter,
+        Flag::ParkAfterPivots,
     ];
 
     /// Flags that may be given more than once, each adding a value.
@@ -80,6 +100,15 @@ impl Flag {
             Flag::RequireStrict => "--require-strict",
             Flag::MaxTokens => "--max-tokens",
             Flag::Notify => "--notify",
+            Flag::Metric => "--metric",
+            Flag::Target => "--target",
+            Flag::Guard => "--guard",
+            Flag::MetricRuns => "--metric-runs",
+            Flag::MinGain => "--min-gain",
+            Flag::Direction => "--direction",
+            Flag::RefineAfter => "--refine-after",
+            Flag::PivotAfter => "--pivot-after",
+            Flag::ParkAfterPivots => "--park-after-pivots",
         }
     }
 
@@ -96,6 +125,15 @@ impl Flag {
             Flag::Checkpoint | Flag::RequireStrict => "nothing: it is a switch",
             Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
             Flag::Notify => "a command, e.g. --notify 'notify-send \"$FOR_LOOP_SUMMARY\"'",
+            Flag::Metric => "a command that prints a number, e.g. --metric \"sh bench.sh\"",
+            Flag::Target => "a comparison, e.g. --target \"<= 120\" or --target \">= 0.93\"",
+            Flag::Guard => "a command that must pass for a change to be kept, e.g. --guard \"cargo test\"",
+            Flag::MetricRuns => "a whole number from 1 to 100, e.g. --metric-runs 5",
+            Flag::MinGain => "a number or a percentage, e.g. --min-gain 2 or --min-gain 1%",
+            Flag::Direction => "min (lower is better) or max (higher is better)",
+            Flag::RefineAfter => "a whole number from 1 to 1000, e.g. --refine-after 3",
+            Flag::PivotAfter => "a whole number from 1 to 1000, e.g. --pivot-after 5",
+            Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
         }
     }
 }
@@ -126,6 +164,8 @@ pub(crate) struct LoopRequest {
     pub max_tokens: Option<u64>,
     /// Command run when the loop ends or parks.
     pub notify: Option<String>,
+    /// Metric mode ([`crate::keep`]), when `--metric` is given.
+    pub metric: Option<MetricSettings>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -206,7 +246,28 @@ impl LoopRequest {
             require_strict,
             max_tokens,
             notify,
+            metric,
+            target,
+            guard,
+            metric_runs,
+            min_gain,
+            direction,
+            refine_after,
+            pivot_after,
+            park_after_pivots,
         ] = values;
+        let metric = MetricFlags {
+            command: metric,
+            target,
+            guard,
+            runs: metric_runs,
+            min_gain,
+            direction,
+            refine_after,
+            pivot_after,
+            park_after_pivots,
+        }
+        .settings()?;
 
         let task = unquote_whole(cut_out(raw, &cuts).trim());
         if is_blank(&task) {
@@ -241,7 +302,111 @@ impl LoopRequest {
             require_strict: require_strict.is_some(),
             max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
             notify: notify.map(|v| check_command(Flag::Notify, &v)).transpose()?,
+            metric,
         })
+    }
+}
+
+/// The metric flags as typed, before they are checked together.
+struct MetricFlags {
+    command: Option<String>,
+    target: Option<String>,
+    guard: Option<String>,
+    runs: Option<String>,
+    min_gain: Option<String>,
+    direction: Option<String>,
+    refine_after: Option<String>,
+    pivot_after: Option<String>,
+    park_after_pivots: Option<String>,
+}
+
+impl MetricFlags {
+    fn settings(self) -> Result<Option<MetricSettings>, RequestError> {
+        let bad =
+            |flag: Flag, value: &str, why: String| RequestError::BadValue { flag, value: value.into(), why };
+        let Some(command) = self.command else {
+            let given = [
+                (Flag::Target, &self.target),
+                (Flag::Guard, &self.guard),
+                (Flag::MetricRuns, &self.runs),
+                (Flag::MinGain, &self.min_gain),
+                (Flag::Direction, &self.direction),
+                (Flag::RefineAfter, &self.refine_after),
+                (Flag::PivotAfter, &self.pivot_after),
+                (Flag::ParkAfterPivots, &self.park_after_pivots),
+            ];
+            if let Some((flag, Some(value))) = given.into_iter().find(|(_, v)| v.is_some()) {
+                return Err(bad(flag, value, "it belongs to metric mode: add --metric CMD".into()));
+            }
+            return Ok(None);
+        };
+        if command.trim().is_empty() {
+            return Err(RequestError::MissingValue { flag: Flag::Metric });
+        }
+        let target: Option<Target> =
+            self.target.as_deref().map(|t| t.parse().map_err(|why| bad(Flag::Target, t, why))).transpose()?;
+        let direction: Option<Direction> = self
+            .direction
+            .as_deref()
+            .map(|d| d.parse().map_err(|why| bad(Flag::Direction, d, why)))
+            .transpose()?;
+        let direction = match (target, direction) {
+            (Some(t), Some(d)) if t.direction() != d => {
+                return Err(bad(
+                    Flag::Direction,
+                    self.direction.as_deref().unwrap_or_default(),
+                    format!(
+                        "--target {t} already means {} is better: drop --direction",
+                        t.direction().word()
+                    ),
+                ));
+            }
+            (Some(t), _) => t.direction(),
+            (None, Some(d)) => d,
+            (None, None) => {
+                return Err(bad(
+                    Flag::Metric,
+                    &command,
+                    "say which way is better: --target \"<= 120\" (the loop ends when it is met) or \
+                     --direction min|max (the loop runs to its cap keeping the best)"
+                        .into(),
+                ));
+            }
+        };
+        let guard = self
+            .guard
+            .map(|g| {
+                if g.trim().is_empty() {
+                    Err(RequestError::MissingValue { flag: Flag::Guard })
+                } else {
+                    Ok(g)
+                }
+            })
+            .transpose()?;
+        let count = |flag: Flag, value: Option<String>, most: u32, default: u32| {
+            value.map(|v| check_count(flag, &v, most)).transpose().map(|n| n.unwrap_or(default))
+        };
+        Ok(Some(MetricSettings {
+            command,
+            target,
+            direction,
+            guard,
+            runs: count(Flag::MetricRuns, self.runs, 100, keep::DEFAULT_METRIC_RUNS)?,
+            min_gain: self
+                .min_gain
+                .as_deref()
+                .map(|g| g.parse().map_err(|why| bad(Flag::MinGain, g, why)))
+                .transpose()?
+                .unwrap_or_default(),
+            refine_after: count(Flag::RefineAfter, self.refine_after, 1_000, keep::DEFAULT_REFINE_AFTER)?,
+            pivot_after: count(Flag::PivotAfter, self.pivot_after, 1_000, keep::DEFAULT_PIVOT_AFTER)?,
+            park_after_pivots: count(
+                Flag::ParkAfterPivots,
+                self.park_after_pivots,
+                1_000,
+                keep::DEFAULT_PARK_AFTER_PIVOTS,
+            )?,
+        }))
     }
 }
 

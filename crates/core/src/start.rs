@@ -58,6 +58,13 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         ));
     }
     let host = options.host.unwrap_or_default();
+    if request.metric.is_some() && !WorkTree::open(&cwd).is_git() {
+        return Outcome::refused(format!(
+            "for-loop: not started: metric mode keeps and rolls back changes with git checkpoints, and {} is \
+             not in a git repository: run `git init` there first.",
+            cwd.display()
+        ));
+    }
     if request.completion_promise.is_some() && !host.sends_last_message() {
         return Outcome::refused(format!(
             "for-loop: not started: --completion-promise needs the agent's last message, which {} \
@@ -150,7 +157,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         }
     }
 
-    let state = LoopState {
+    let mut state = LoopState {
         meta: Meta {
             schema: SCHEMA_VERSION,
             loop_id: loop_id(env, session_id),
@@ -168,6 +175,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
                 checkpoint: request.checkpoint,
                 max_tokens: request.max_tokens,
                 notify: request.notify.clone(),
+                metric: request.metric.clone(),
             },
             iteration: 1,
             status: Status::Active,
@@ -176,16 +184,29 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             updated_at: env.now,
             verify_total_ms: 0,
             last_verify: None,
-            oracle: Oracle::capture(&cwd, request.verify.as_deref(), &request.protect),
+            oracle: Oracle::capture_commands(&cwd, &judges(&request), &request.protect),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
             last_blocked: false,
             harness_overrides: 0,
             receipt: None,
             usage: None,
+            metric: None,
         },
         task: request.task.clone(),
     };
+    let mut lessons = Vec::new();
+    if let Some(metric) = &request.metric {
+        match crate::metric_start::baseline(env, &store, &mut state, metric) {
+            Ok(found) => lessons = found,
+            Err(why) => {
+                if claim_token.is_some() {
+                    let _ = std::fs::remove_dir_all(&paths.dir);
+                }
+                return Outcome::refused(format!("for-loop: not started: {why}"));
+            }
+        }
+    }
     // Originals of the oracle files, so a changed one can be restored outside git too.
     let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
     let started = LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started);
@@ -196,7 +217,21 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
-    Outcome::ok(banner(&state, &paths, claim_token.as_deref(), env, &tier))
+    crate::metric_start::record_baseline(&state, &paths.ledger, env.now);
+    let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
+    if let Some(words) = crate::metric_start::banner(&state, &lessons) {
+        shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
+    }
+    Outcome::ok(shown)
+}
+
+/// The commands whose files are the oracle: verify, and a metric loop's metric and guard.
+fn judges(request: &LoopRequest) -> Vec<&str> {
+    let metric = request.metric.as_ref();
+    [request.verify.as_deref(), metric.map(|m| m.command.as_str()), metric.and_then(|m| m.guard.as_deref())]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 fn banner(

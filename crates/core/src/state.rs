@@ -79,6 +79,9 @@ pub(crate) struct Settings {
     /// Shell command run when the loop ends or parks ([`crate::notify`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<String>,
+    /// Metric mode: keep what improves a number, discard what does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<crate::keep::MetricSettings>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -142,6 +145,9 @@ pub(crate) struct Meta {
     /// How far the transcript was read for model usage, and the usage since the loop started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageCursor>,
+    /// A metric loop's baseline, best and attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<crate::keep::MetricProgress>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -213,6 +219,7 @@ pub(crate) mod tests {
                     checkpoint: false,
                     max_tokens: None,
                     notify: None,
+                    metric: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -228,6 +235,7 @@ pub(crate) mod tests {
                 harness_overrides: 0,
                 receipt: None,
                 usage: None,
+                metric: None,
             },
             task: "fix the login\n".into(),
         }

@@ -187,7 +187,27 @@ fn loop_json(state: &LoopState, paths: &LoopPaths) -> Value {
         "task": state.task,
         "paths": { "state": paths.state, "ledger": paths.ledger },
         "recent": recent,
+        "metric_series": metric_series(state, paths),
     })
+}
+
+/// A metric loop's measurements in order, from its ledger: `{iteration, value, kept, best, ...}`
+/// per measured stop, the baseline first. `null` for other loops.
+fn metric_series(state: &LoopState, paths: &LoopPaths) -> Value {
+    if state.meta.settings.metric.is_none() {
+        return Value::Null;
+    }
+    let entries = LedgerEntry::read_last(&paths.ledger, usize::MAX).unwrap_or_default();
+    let points: Vec<Value> = entries
+        .iter()
+        .filter(|e| e.loop_id == state.meta.loop_id)
+        .filter_map(|e| {
+            let mut point = serde_json::to_value(e.metric.as_ref()?).ok()?;
+            point["iteration"] = json!(e.iteration);
+            Some(point)
+        })
+        .collect();
+    Value::Array(points)
 }
 
 fn all(store: &Store, as_json: bool) -> Outcome {

@@ -19,8 +19,10 @@ use crate::host::Host;
 use crate::incident::Incident;
 use crate::journal::Journal;
 use crate::judgment::{Found, Judgment};
+use crate::keep::{Measured, MetricFacts};
 use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
+use crate::measure;
 use crate::oracle::{ChangeKind, OracleChange};
 use crate::oracle_watch::{OracleWatch, Touched};
 use crate::reason_code::ReasonCode;
@@ -179,7 +181,7 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
 
     // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
     let sandbox = crate::strict::sandbox_for_verify(env, &store, &state);
-    let gathered = Gathered::at(&state, event, sandbox);
+    let gathered = Gathered::at(&state, event, &sandbox);
     let facts = gathered.facts(&paths, event, env, &[]);
     let files_changed =
         match (decision::status_after(decision::code(&state, &facts)), &state.meta.baseline_tree) {
@@ -228,6 +230,24 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     incidents.iter().for_each(Incident::forget_fallback);
     // The judgment is over: a later stop must not take a slow notification for one in progress.
     drop(judging);
+    if let Some(lesson) = &decision.lesson {
+        // Best effort: lessons help the next loop; losing one must not end this one.
+        let _ = lesson.append_to(&crate::lessons::path(store.root(), &state.meta.cwd));
+    }
+    if let Some(n) = decision.rollback_to
+        && let Err(e) = gathered.worktree.rollback(&state.meta.loop_id, n)
+    {
+        return fault(
+            &paths,
+            Some(&decision.next),
+            event,
+            env,
+            &format!(
+                "the discarded change could not be rolled back to checkpoint {n} ({e}). This stop is \
+                 allowed; /for-loop:rollback {n} restores it by hand."
+            ),
+        );
+    }
     // 4. Effects of the committed verdict, outside the lock: they change nothing in the loop.
     drop(lock);
     if let Some(receipt) = &decision.receipt {
@@ -300,12 +320,13 @@ struct Gathered {
     tree: Option<String>,
     checkpoint_error: Option<String>,
     usage: Option<UsageCursor>,
+    metric: Option<MetricFacts>,
 }
 
 impl Gathered {
     /// Runs verify (inside `sandbox`, a command prefix, when the loop is strict) and looks at
     /// the oracle and the working tree.
-    fn at(state: &LoopState, event: &StopEvent, sandbox: Vec<std::ffi::OsString>) -> Gathered {
+    fn at(state: &LoopState, event: &StopEvent, sandbox: &[std::ffi::OsString]) -> Gathered {
         let (last_message, tool_uses) = current_turn(state, event);
         // The check is fingerprinted before verify and after it, and watched in between: a check
         // that differs at any point does not count.
@@ -319,7 +340,7 @@ impl Gathered {
                     command: command.clone(),
                     cwd: state.meta.cwd.clone(),
                     timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-                    sandbox,
+                    sandbox: sandbox.to_vec(),
                 };
                 match spec.run() {
                     Ok(outcome) => (Some(outcome), None),
@@ -332,13 +353,44 @@ impl Gathered {
         let worktree = WorkTree::open(&state.meta.cwd);
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
         let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
-        let checkpoint_error = state
-            .meta
-            .settings
-            .checkpoint
-            .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration).err())
-            .flatten()
-            .map(|e| e.to_string());
+        let settings = &state.meta.settings;
+        let checkpoint = (settings.checkpoint || settings.metric.is_some())
+            .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration));
+        let checkpoint_error = checkpoint.as_ref().and_then(|c| c.as_ref().err()).map(ToString::to_string);
+        let metric = match (&settings.metric, &state.meta.metric) {
+            (Some(metric), Some(progress)) => {
+                let timeout = Duration::from_secs(settings.verify_timeout_secs);
+                // A command that cannot run at all measures nothing: never a keep.
+                let (guard, guard_not_run) = match measure::guard(metric, cwd, timeout, sandbox) {
+                    Ok(guard) => (guard, None),
+                    Err(e) => (None, Some(format!("the guard could not run: {e}"))),
+                };
+                let mut measured = match measure::measure(metric, None, cwd, timeout, sandbox) {
+                    Ok(measurement) => measurement.measured,
+                    Err(e) => Measured::Failed(format!("it could not run: {e}")),
+                };
+                if let Some(why) = guard_not_run {
+                    measured = Measured::Failed(why);
+                }
+                let summary = if let Some(Ok(commit)) = checkpoint {
+                    worktree
+                        .checkpoints(&state.meta.loop_id)
+                        .ok()
+                        .and_then(|all| all.into_iter().find(|(n, _)| *n == progress.best_checkpoint))
+                        .and_then(|(_, best)| worktree.diff_summary(&best, &commit).ok())
+                        .unwrap_or_else(|| "change not known".into())
+                } else {
+                    // Without a checkpoint the change could never be rolled back to later.
+                    measured = Measured::Failed(format!(
+                        "the checkpoint could not be taken: {}",
+                        checkpoint_error.as_deref().unwrap_or("unknown")
+                    ));
+                    "change not known".into()
+                };
+                Some(MetricFacts { measured, guard, summary })
+            }
+            _ => None,
+        };
         Gathered {
             last_message,
             tool_uses,
@@ -349,6 +401,7 @@ impl Gathered {
             tree,
             checkpoint_error,
             usage: usage_now(state, event),
+            metric,
         }
     }
 
@@ -374,6 +427,7 @@ impl Gathered {
             checkpoint_error: self.checkpoint_error.as_deref(),
             usage: self.usage.as_ref(),
             incidents,
+            metric: self.metric.as_ref(),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::git::{TempIndex, path_from_git, run_git, split_z, trim_newline};
+use super::git::{TempIndex, object_id, path_from_git, run_git, split_z, trim_newline};
 use super::{WorkTree, WorkTreeError, io_error};
 
 /// Where a loop's checkpoints live, as `<REFS>/<loop-id>/<n>`.
@@ -102,6 +102,31 @@ impl WorkTree {
             .collect();
         found.sort_by_key(|(n, _)| *n);
         Ok(found)
+    }
+
+    /// A one-line summary of what changed between two commits or trees, from the diff stat:
+    /// `2 files (+14 -3): src/lib.rs, src/parse.rs`, or `no change`.
+    pub(crate) fn diff_summary(&self, from: &str, to: &str) -> Result<String, WorkTreeError> {
+        self.repo()?;
+        let (from, to) = (object_id(from)?, object_id(to)?);
+        let out = self.git(&["diff-tree", "-r", "-z", "--no-renames", "--numstat", from, to], None, None)?;
+        let (mut added, mut deleted, mut files) = (0u64, 0u64, Vec::new());
+        for record in split_z(&out).filter(|r| !r.is_empty()) {
+            let text = String::from_utf8_lossy(record);
+            let mut parts = text.splitn(3, '\t');
+            let (Some(a), Some(d), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            // Binary files count as `-`.
+            added += a.parse::<u64>().unwrap_or(0);
+            deleted += d.parse::<u64>().unwrap_or(0);
+            files.push(path.to_string());
+        }
+        if files.is_empty() {
+            return Ok("no change".into());
+        }
+        let named: Vec<&str> = files.iter().take(3).map(String::as_str).collect();
+        let more = if files.len() > 3 { format!(" and {} more", files.len() - 3) } else { String::new() };
+        let plural = if files.len() == 1 { "" } else { "s" };
+        Ok(format!("{} file{plural} (+{added} -{deleted}): {}{more}", files.len(), named.join(", ")))
     }
 
     /// What [`WorkTree::rollback`] to checkpoint `n` would do now.

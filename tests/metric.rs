@@ -1,0 +1,176 @@
+//! Metric mode end to end through the binary: a generated git project whose metric prints a
+//! value read from a file, and scripted stops that improve it, worsen it and break the guard.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::{SESSION, TestEnv};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What the user's git state is: HEAD, the index, the stash, the branches.
+fn users_git(dir: &Path) -> (String, String, String, String) {
+    (
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["ls-files", "-s"]),
+        git(dir, &["stash", "list"]),
+        git(dir, &["for-each-ref", "refs/heads"]),
+    )
+}
+
+fn project() -> TestEnv {
+    let env = TestEnv::new();
+    let p = &env.project;
+    git(p, &["init", "-q"]);
+    env.write("bench.sh", "cat value.txt\n");
+    env.write("guard.sh", "test ! -f broken\n");
+    env.write("value.txt", "130\n");
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "init"]);
+    env.write("staged.txt", "in the index only\n");
+    git(p, &["add", "staged.txt"]);
+    env.write("stashed.txt", "x\n");
+    git(p, &["stash", "push", "-q", "-u", "--", "stashed.txt"]);
+    env
+}
+
+fn read(env: &TestEnv, name: &str) -> Option<String> {
+    std::fs::read_to_string(env.project.join(name)).ok()
+}
+
+#[test]
+fn improvements_are_kept_and_worse_or_incorrect_changes_rolled_back_exactly() {
+    let env = project();
+    let before = users_git(&env.project);
+    let start = env.start(r#"make it faster --metric "sh bench.sh" --target "<= 100" --guard "sh guard.sh""#);
+    assert!(start.stdout.contains("Baseline:    130"), "{}", start.stdout);
+
+    // 1. Better: kept, with the file it created.
+    env.write("value.txt", "120\n");
+    env.write("a.txt", "a\n");
+    let run = env.stop("");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("kept: 130 → 120 (best so far)"), "{}", run.reason());
+    assert_eq!(read(&env, "a.txt").as_deref(), Some("a\n"));
+
+    // 2. Worse: discarded, the edit undone and the new file deleted.
+    env.write("value.txt", "125\n");
+    env.write("b.txt", "b\n");
+    let run = env.stop_as(SESSION, "", true);
+    assert!(
+        run.reason().contains("discarded: 125 vs best 120 (noise ±0); your change was rolled back"),
+        "{}",
+        run.reason()
+    );
+    assert_eq!(read(&env, "value.txt").as_deref(), Some("120\n"));
+    assert_eq!(read(&env, "b.txt"), None);
+    assert_eq!(read(&env, "a.txt").as_deref(), Some("a\n"));
+
+    // 3. Better but the guard fails: discarded.
+    env.write("value.txt", "110\n");
+    env.write("broken", "\n");
+    let run = env.stop_as(SESSION, "", true);
+    assert!(run.reason().contains("but the guard failed"), "{}", run.reason());
+    assert!(run.reason().contains("Last attempts:"), "{}", run.reason());
+    assert_eq!(read(&env, "value.txt").as_deref(), Some("120\n"));
+    assert_eq!(read(&env, "broken"), None);
+
+    // 4. Meets the target: kept, and the loop ends with baseline → best.
+    env.write("value.txt", "95\n");
+    let run = env.stop_as(SESSION, "", true);
+    assert!(!run.blocked(), "{}", run.stdout);
+    let shown = run.system_message();
+    assert!(shown.contains("target <= 100 met"), "{shown}");
+    assert!(shown.contains("metric: 130 → 95 (baseline → best) · 2 kept · 2 discarded"), "{shown}");
+    assert_eq!(read(&env, "value.txt").as_deref(), Some("95\n"));
+
+    let ledger = env.ledger();
+    let reasons: Vec<&str> = ledger.iter().map(|l| l["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["metric_kept", "metric_kept", "metric_discarded", "metric_discarded", "target_met"]);
+    let series: Vec<(f64, bool, f64)> = ledger
+        .iter()
+        .map(|l| {
+            (
+                l["metric"]["value"].as_f64().unwrap(),
+                l["metric"]["kept"].as_bool().unwrap(),
+                l["metric"]["best"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        series,
+        [
+            (130.0, true, 130.0),
+            (120.0, true, 120.0),
+            (125.0, false, 120.0),
+            (110.0, false, 120.0),
+            (95.0, true, 95.0)
+        ]
+    );
+    assert_eq!(ledger[1]["metric"]["direction"], "min");
+    assert_eq!(ledger[1]["metric"]["target"], 100.0);
+    assert_eq!(users_git(&env.project), before, "the user's HEAD, index, stash and branches are untouched");
+
+    // `status --json` carries the series a report plots.
+    let status = env.run(&["status", "--json", "--session", crate::util::SESSION], "");
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let values: Vec<f64> = status["loop"]["metric_series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values, [130.0, 120.0, 125.0, 110.0, 95.0]);
+    assert_eq!(status["loop"]["meta"]["metric"]["best_checkpoint"], 4);
+
+    // A new metric loop here is shown what this one learnt.
+    let start = env.start(r#"again --metric "sh bench.sh" --direction min"#);
+    assert!(start.stdout.contains("Lessons from earlier metric loops here"), "{}", start.stdout);
+    assert!(start.stdout.contains("discarded 125 (+5)"), "{}", start.stdout);
+}
+
+#[test]
+fn metric_mode_refuses_outside_git_and_without_a_number() {
+    let env = TestEnv::new();
+    env.write("bench.sh", "echo 5\n");
+    let run = env.run(&["start", "--session", "s"], r#"x --metric "sh bench.sh" --target "< 3""#);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stdout.contains("not in a git repository") || run.stderr.contains("not in a git repository"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+
+    let env = project();
+    env.write("bench.sh", "echo none\n");
+    git(&env.project, &["add", "bench.sh"]);
+    let run = env.run(&["start", "--session", "s"], r#"x --metric "sh bench.sh" --target "< 3""#);
+    assert_ne!(run.code, 0);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("the baseline could not be measured") && said.contains("printed no number"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_metric_that_changes_its_own_definition_does_not_count() {
+    let env = project();
+    env.start(r#"faster --metric "sh bench.sh" --direction min"#);
+    env.write("bench.sh", "echo 1\n");
+    let run = env.stop("");
+    assert!(run.blocked());
+    assert!(run.reason().contains("does not count"), "{}", run.reason());
+    assert_eq!(read(&env, "bench.sh").as_deref(), Some("cat value.txt\n"), "rolled back with the change");
+    assert_eq!(env.ledger().last().unwrap()["metric"]["kept"], false);
+}
