@@ -19,6 +19,7 @@ mod codex;
 mod demo;
 mod gemini_cli;
 mod release;
+mod run;
 
 /// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
 pub(crate) fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {

@@ -26,6 +26,8 @@ Usage:
   loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
   loop-hook status [--session ID] [--host NAME] [--json] [--all] [--exit-zero]
   loop-hook report [--session ID] [--host NAME] [--out FILE] [--open] [--exit-zero]
+  loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--agent-arg ARG ...] [--json] [loop flags]
+  loop-hook run --resume [LOOP]
   loop-hook help | --help | --version
 
 Commands:
@@ -49,6 +51,9 @@ Commands:
   report     Writes one self-contained HTML page about the loop (timeline, failures, files changed,
              tokens) next to its state, or to --out FILE, and prints its path; --open opens it.
              --options-on-stdin reads --out and --open from stdin, as typed after /for-loop:report.
+  run        The fresh-context loop: runs an agent CLI headless (claude -p, gemini -p, codex exec),
+             one new session per iteration, judged by verify like the in-session loop; Ctrl-C
+             parks it (`run --resume` continues). `loop-hook run --help` explains it.
 
 Options:
   --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
@@ -134,6 +139,7 @@ pub(crate) enum Cli {
         command: String,
     },
     Report(ReportOptions),
+    Run(crate::run::RunOptions),
     Help,
     Version,
 }
@@ -156,6 +162,11 @@ impl Invocation {
             Some(Value(word)) => word.string()?,
             Some(other) => return Err(other.unexpected()),
         };
+        if command == "run" {
+            let rest = parser.raw_args()?.collect();
+            let options = crate::run::RunOptions::parse(rest).map_err(|e| lexopt::Error::Custom(e.into()))?;
+            return plain(Cli::Run(options));
+        }
         let mut exit_zero = false;
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
@@ -219,7 +230,7 @@ impl Invocation {
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, resume, rollback or shown").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback or shown").into(),
                 ));
             }
         };

@@ -42,6 +42,11 @@ impl Environment {
         Environment { cwd, ..self.clone() }
     }
 
+    /// The same variables and directory at another time: a long-running command's clock.
+    pub fn with_now(&self, now: Timestamp) -> Environment {
+        Environment { now, ..self.clone() }
+    }
+
     /// A variable's value, if set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())

@@ -81,6 +81,12 @@ pub(crate) enum ReasonCode {
     /// A hook was killed while it judged a stop (its marker was found with its process gone), so
     /// the host let that stop through unjudged.
     HookInterrupted,
+    /// `loop-hook run`: an agent run ended on a rate or usage limit; not an iteration.
+    AgentLimited,
+    /// `loop-hook run`: an agent run failed; three in a row park the loop.
+    AgentFailed,
+    /// `loop-hook run`: parked by Ctrl-C; `loop-hook run --resume` continues it.
+    Interrupted,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -125,6 +131,9 @@ impl ReasonCode {
             ReasonCode::LedgerTampered => "ledger_tampered",
             ReasonCode::LockHeld => "lock_held",
             ReasonCode::HookInterrupted => "hook_interrupted",
+            ReasonCode::AgentLimited => "agent_limited",
+            ReasonCode::AgentFailed => "agent_failed",
+            ReasonCode::Interrupted => "interrupted",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -196,6 +205,9 @@ mod tests {
             ReasonCode::Claimed,
             ReasonCode::HarnessOverride,
             ReasonCode::Resumed,
+            ReasonCode::AgentLimited,
+            ReasonCode::AgentFailed,
+            ReasonCode::Interrupted,
             ReasonCode::AgentCommandRefused,
             ReasonCode::RolledBack,
             ReasonCode::NotifyFailed,

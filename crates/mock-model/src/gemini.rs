@@ -22,6 +22,8 @@ pub(crate) fn part(step: Option<&Step>, exhausted: &str) -> Value {
     match step {
         None => json!({"text": exhausted}),
         Some(Step::Text(text)) => json!({"text": text}),
+        // Served as an HTTP error before a reply is built.
+        Some(Step::Error { status, .. }) => json!({"text": format!("error {status}")}),
         Some(Step::Bash { command }) => {
             json!({"functionCall": {"name": "run_shell_command", "args": {"command": command}}})
         }

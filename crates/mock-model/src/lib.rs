@@ -26,6 +26,7 @@
 //! on a free port; it stops when the [`MockModel`] is dropped.
 
 mod agent;
+mod api_error;
 mod gemini;
 mod http;
 mod record;
@@ -269,10 +270,21 @@ impl Shared {
         state.replies += 1;
         let serial = state.replies;
         let path = request.path();
-        let (api, served, is_main, mut response) = match (request.method.as_str(), path) {
+        let (api, served, is_main, response) = match (request.method.as_str(), path) {
             ("POST", "/v1/messages") => match &body {
                 Ok(body) => {
                     let is_main = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
+                    if let Some((served, response)) =
+                        is_main.then(|| state.take_error(Api::Messages)).flatten()
+                    {
+                        return self.record(
+                            state,
+                            request,
+                            (Api::Messages, served, true),
+                            body.clone(),
+                            response,
+                        );
+                    }
                     let (served, content) = if is_main {
                         state.next_main_content(serial)
                     } else {
@@ -316,6 +328,17 @@ impl Shared {
                 Ok(body) => {
                     let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
                     let is_main = !tools.is_empty();
+                    if let Some((served, response)) =
+                        is_main.then(|| state.take_error(Api::Responses)).flatten()
+                    {
+                        return self.record(
+                            state,
+                            request,
+                            (Api::Responses, served, true),
+                            body.clone(),
+                            response,
+                        );
+                    }
                     let (served, step) = if is_main {
                         state.next_step()
                     } else {
@@ -336,6 +359,16 @@ impl Shared {
                 Ok(body) => {
                     let streaming = path.ends_with(":streamGenerateContent");
                     let is_main = streaming && gemini::is_main(body);
+                    if let Some((served, response)) = is_main.then(|| state.take_error(Api::Gemini)).flatten()
+                    {
+                        return self.record(
+                            state,
+                            request,
+                            (Api::Gemini, served, true),
+                            body.clone(),
+                            response,
+                        );
+                    }
                     let (served, step) = if is_main {
                         state.next_step()
                     } else {
@@ -367,14 +400,26 @@ impl Shared {
                 ),
             ),
         };
-        response.headers.push(("request-id", format!("req_mock_{serial}")));
+        self.record(state, request, (api, served, is_main), body.unwrap_or(Value::Null), response)
+    }
+
+    /// Records a request and what it was served, then gives back the response.
+    fn record(
+        &self,
+        mut state: MutexGuard<'_, State>,
+        request: &Request,
+        (api, served, is_main): (Api, Served, bool),
+        body: Value,
+        mut response: Response,
+    ) -> Response {
+        response.headers.push(("request-id", format!("req_mock_{}", state.replies)));
         let recorded = Recorded {
             api,
             method: request.method.clone(),
             path: request.path().to_owned(),
             query: request.query().map(str::to_owned),
             headers: request.headers.clone(),
-            body: body.unwrap_or(Value::Null),
+            body,
             is_main,
             served,
         };
@@ -387,6 +432,15 @@ impl Shared {
 }
 
 impl State {
+    /// When the next step is a scripted error, takes it and gives its response in `api`'s shape.
+    fn take_error(&mut self, api: Api) -> Option<(Served, Response)> {
+        let Some(Step::Error { status, retry_after }) = self.steps.get(self.next_step).cloned() else {
+            return None;
+        };
+        self.next_step += 1;
+        Some((Served::Step(self.next_step - 1), api_error::response(api, status, retry_after)))
+    }
+
     /// The next step for a main request of any dialect; `None` once the script has run out.
     fn next_step(&mut self) -> (Served, Option<Step>) {
         match self.steps.get(self.next_step).cloned() {

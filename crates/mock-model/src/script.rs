@@ -10,6 +10,10 @@
 //!  {"edit": {"file_path": "/abs/x", "old_string": "y", "new_string": "z"}},
 //!  {"text": "done"}]
 //! ```
+//!
+//! An `{"error": {"status": 429, "retry_after": 2}}` step answers the request with an API error in
+//! the dialect of the API asked (a rate limit for 429, an overload for 529/503), with the wait in
+//! the protocol's own header or field, so a test can see how a CLI reports a limit.
 
 use std::fmt;
 use std::path::Path;
@@ -34,13 +38,16 @@ pub enum Step {
     Write { file_path: String, content: String },
     /// Call the `Edit` tool. Claude Code 2.1.328 edits a file it has not read in the session.
     Edit { file_path: String, old_string: String, new_string: String },
+    /// Answer with an API error of this HTTP status, saying the limit resets in
+    /// `retry_after` seconds when given.
+    Error { status: u16, retry_after: Option<u64> },
 }
 
 impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(&'static str, Value)> {
         match self {
-            Step::Text(_) => None,
+            Step::Text(_) | Step::Error { .. } => None,
             Step::Bash { command } => {
                 Some(("Bash", json!({"command": command, "description": BASH_DESCRIPTION})))
             }
@@ -62,6 +69,7 @@ impl fmt::Display for Step {
             Step::Bash { command } => write!(f, "bash {command:?}"),
             Step::Write { file_path, .. } => write!(f, "write {file_path}"),
             Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
+            Step::Error { status, .. } => write!(f, "error {status}"),
         }
     }
 }
@@ -73,8 +81,20 @@ impl fmt::Display for Step {
 enum StepRepr {
     Text(String),
     Bash(BashRepr),
-    Write { file_path: String, content: String },
-    Edit { file_path: String, old_string: String, new_string: String },
+    Write {
+        file_path: String,
+        content: String,
+    },
+    Edit {
+        file_path: String,
+        old_string: String,
+        new_string: String,
+    },
+    Error {
+        status: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after: Option<u64>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -101,6 +121,7 @@ impl From<StepRepr> for Step {
             StepRepr::Edit { file_path, old_string, new_string } => {
                 Step::Edit { file_path, old_string, new_string }
             }
+            StepRepr::Error { status, retry_after } => Step::Error { status, retry_after },
         }
     }
 }
@@ -114,6 +135,7 @@ impl From<Step> for StepRepr {
             Step::Edit { file_path, old_string, new_string } => {
                 StepRepr::Edit { file_path, old_string, new_string }
             }
+            Step::Error { status, retry_after } => StepRepr::Error { status, retry_after },
         }
     }
 }
@@ -161,6 +183,13 @@ impl Script {
             old_string: old_string.into(),
             new_string: new_string.into(),
         });
+        self
+    }
+
+    /// Appends an API error of HTTP `status` (429: rate limit), with the reset `retry_after`
+    /// seconds away when given.
+    pub fn error(mut self, status: u16, retry_after: Option<u64>) -> Script {
+        self.steps.push(Step::Error { status, retry_after });
         self
     }
 
@@ -212,10 +241,16 @@ mod tests {
     #[test]
     fn json_form_round_trips() {
         let text = r#"[{"text":"done"},{"bash":"cargo test"},{"write":{"file_path":"/abs/x","content":"y"}},
-            {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}}]"#;
+            {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}},
+            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}}]"#;
         let script = Script::from_json(text).unwrap();
-        let expected =
-            Script::new().text("done").bash("cargo test").write("/abs/x", "y").edit("/abs/x", "y", "z");
+        let expected = Script::new()
+            .text("done")
+            .bash("cargo test")
+            .write("/abs/x", "y")
+            .edit("/abs/x", "y", "z")
+            .error(429, Some(2))
+            .error(529, None);
         assert_eq!(script, expected);
         let back = serde_json::to_string(&script).unwrap();
         assert_eq!(Script::from_json(&back).unwrap(), expected);

@@ -1,0 +1,153 @@
+//! The agent CLIs `loop-hook run` drives, one headless run per iteration: how each is started,
+//! its safe default permissions, and the final message it reports.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::host::Host;
+
+/// An agent CLI with a headless mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Agent {
+    Claude,
+    Gemini,
+    Codex,
+}
+
+impl Agent {
+    pub(crate) const ALL: [Agent; 3] = [Agent::Claude, Agent::Gemini, Agent::Codex];
+
+    pub(crate) fn from_name(name: &str) -> Option<Agent> {
+        match name {
+            "claude" | "claude-code" => Some(Agent::Claude),
+            "gemini" | "gemini-cli" => Some(Agent::Gemini),
+            "codex" => Some(Agent::Codex),
+            _ => None,
+        }
+    }
+
+    /// The program's name on `PATH`.
+    pub(crate) fn program(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Gemini => "gemini",
+            Agent::Codex => "codex",
+        }
+    }
+
+    /// The host whose loop settings apply (what it reports to hooks, its tier).
+    pub(crate) fn host(self) -> Host {
+        match self {
+            Agent::Claude => Host::ClaudeCode,
+            Agent::Gemini => Host::GeminiCli,
+            Agent::Codex => Host::Codex,
+        }
+    }
+
+    /// The permission flags used when the user gives no `--agent-arg`: file edits in the project
+    /// are allowed, anything else stays under the CLI's own rules (Claude Code denies what it
+    /// would have asked about, Gemini CLI the same, Codex runs commands in its workspace sandbox).
+    pub(crate) fn default_args(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &["--permission-mode", "acceptEdits"],
+            Agent::Gemini => &["--approval-mode", "auto_edit"],
+            Agent::Codex => &["--sandbox", "workspace-write"],
+        }
+    }
+
+    /// The headless command for one iteration: structured output on stdout, `prompt` as the
+    /// one user message of a new session.
+    pub(crate) fn command(self, program: &Path, prompt: &str, user_args: &[String]) -> Command {
+        let mut cmd = Command::new(program);
+        match self {
+            Agent::Claude => cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"]),
+            Agent::Gemini => cmd.args(["-p", prompt, "--output-format", "stream-json"]),
+            Agent::Codex => cmd.args(["exec", "--json", "--skip-git-repo-check"]),
+        };
+        if user_args.is_empty() {
+            cmd.args(self.default_args());
+        } else {
+            cmd.args(user_args);
+        }
+        if self == Agent::Codex {
+            // After the options: codex exec's prompt is its positional argument.
+            cmd.arg("--").arg(prompt);
+        }
+        cmd
+    }
+
+    /// The agent's final message, from its structured output.
+    pub(crate) fn final_message(self, output: &str) -> Option<String> {
+        let events = output.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok());
+        let mut last = None;
+        let mut gemini_text = String::new();
+        for event in events {
+            match self {
+                Agent::Claude if event["type"] == "result" => {
+                    last = event["result"].as_str().map(str::to_owned);
+                }
+                Agent::Gemini if event["type"] == "message" && event["role"] == "assistant" => {
+                    if event["delta"] != true {
+                        gemini_text.clear();
+                    }
+                    gemini_text.push_str(event["content"].as_str().unwrap_or_default());
+                }
+                Agent::Gemini if event["type"] == "message" && event["role"] == "user" => gemini_text.clear(),
+                Agent::Codex
+                    if event["type"] == "item.completed" && event["item"]["type"] == "agent_message" =>
+                {
+                    last = event["item"]["text"].as_str().map(str::to_owned);
+                }
+                _ => {}
+            }
+        }
+        if self == Agent::Gemini && !gemini_text.is_empty() {
+            last = Some(gemini_text);
+        }
+        last
+    }
+
+    /// The first of the agents installed on `path`, or the named one's location.
+    pub(crate) fn locate(self, path: Option<&str>) -> Option<std::path::PathBuf> {
+        path.unwrap_or_default()
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(dir).join(self.program()))
+            .find(|candidate| candidate.is_file())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_message_of_each_cli() {
+        let claude = "{\"type\":\"system\"}\n{\"type\":\"result\",\"result\":\"done\"}\n";
+        assert_eq!(Agent::Claude.final_message(claude).as_deref(), Some("done"));
+        let gemini = concat!(
+            "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"a\",\"delta\":true}\n",
+            "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"b\",\"delta\":true}\n",
+            "{\"type\":\"result\",\"status\":\"success\"}\n"
+        );
+        assert_eq!(Agent::Gemini.final_message(gemini).as_deref(), Some("ab"));
+        let codex = "{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"ok\"}}\n";
+        assert_eq!(Agent::Codex.final_message(codex).as_deref(), Some("ok"));
+        assert_eq!(Agent::Codex.final_message("not json\n"), None);
+    }
+
+    #[test]
+    fn user_args_replace_the_default_permissions() {
+        let cmd = Agent::Codex.command(Path::new("codex"), "fix it", &[]);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            args,
+            ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "--", "fix it"]
+        );
+        let cmd = Agent::Claude.command(Path::new("claude"), "p", &["--allowedTools".into(), "Bash".into()]);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert!(args.ends_with(&["--allowedTools", "Bash"]) && !args.contains(&"acceptEdits"), "{args:?}");
+    }
+}

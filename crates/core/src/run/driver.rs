@@ -1,0 +1,469 @@
+//! The fresh-context loop itself: start (or resume) the loop, then per iteration run the agent,
+//! read how it ended, and hand the iteration to the Stop hook's own judge.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::RunOptions;
+use super::agent::Agent;
+use super::limits::{self, AgentEnd};
+use crate::environment::Environment;
+use crate::event::StopEvent;
+use crate::journal::Journal;
+use crate::ledger::{LedgerDecision, LedgerEntry};
+use crate::lock::StateLock;
+use crate::outcome::Outcome;
+use crate::reason_code::ReasonCode;
+use crate::start::{self, StartOptions};
+use crate::state::{LoopState, Status};
+use crate::stop_hook::{self, LOCK_WAIT};
+use crate::store::{LoopPaths, Store};
+
+/// Agent runs that fail in a row before the loop is parked.
+const MAX_AGENT_FAILURES: u32 = 3;
+/// The first wait after a limit that gives no reset time.
+const DEFAULT_BACKOFF: Duration = Duration::from_secs(30);
+/// Limits waited out in a row before the loop is parked: never retry forever.
+const MAX_LIMIT_WAITS: u32 = 20;
+/// The variable the driver sets for the agents it starts, naming its loop.
+pub(crate) const RUN_VAR: &str = "FOR_LOOP_RUN";
+
+/// Ctrl-C presses seen since the driver started.
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+
+/// The driver's settings kept beside the loop, so `--resume` runs the same agent.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct RunRecord {
+    agent: String,
+    agent_args: Vec<String>,
+    backoff_secs: u64,
+}
+
+pub(crate) struct Driver {
+    env: Environment,
+    paths: LoopPaths,
+    session_id: String,
+    agent: Agent,
+    program: PathBuf,
+    agent_args: Vec<String>,
+    backoff: Duration,
+    json: bool,
+    started: Instant,
+}
+
+impl Driver {
+    pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
+        let mut driver = match Driver::prepare(env, options) {
+            Ok(driver) => driver,
+            Err(outcome) => return outcome,
+        };
+        catch_interrupts();
+        driver.drive()
+    }
+
+    fn prepare(env: &Environment, options: &RunOptions) -> Result<Driver, Outcome> {
+        let refuse = |what: String| Outcome::refused(format!("for-loop: run: {what}"));
+        let store = Store::locate(env).map_err(|e| refuse(e.to_string()))?;
+        let path = env.var("PATH");
+        let (session_id, record) = if let Some(wanted) = &options.resume {
+            {
+                let session_id = newest_run(&store, wanted).ok_or_else(|| {
+                    refuse(format!(
+                        "no run loop to resume{}. `loop-hook status --all` lists the loops.",
+                        if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
+                    ))
+                })?;
+                let paths = store.paths(&session_id);
+                let text = fs::read_to_string(paths.dir.join("run.json"))
+                    .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
+                let record: RunRecord =
+                    serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
+                reactivate(&paths, env).map_err(refuse)?;
+                (session_id, record)
+            }
+        } else {
+            {
+                let agent = match options.agent {
+                    Some(agent) => agent,
+                    None => Agent::ALL.into_iter().find(|a| a.locate(path).is_some()).ok_or_else(|| {
+                        refuse("no agent CLI found on PATH (claude, gemini or codex); install one or pass --agent".into())
+                    })?,
+                };
+                let token = crate::claim::new_token().map_err(|e| refuse(format!("no random bytes: {e}")))?;
+                // The token's random hex after its prefix, behind the time: sortable and unique.
+                let random: String = token.chars().rev().take(8).collect();
+                let session_id = format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S"));
+                let started = start::run(
+                    env,
+                    &StartOptions {
+                        session_id: Some(session_id.clone()),
+                        cwd: None,
+                        host: Some(agent.host()),
+                    },
+                    &options.loop_text,
+                );
+                if started.code != crate::outcome::Code::Success || options.loop_text.trim().is_empty() {
+                    return Err(Outcome {
+                        stdout: started.stdout.replace("/for-loop", "loop-hook run"),
+                        ..started
+                    });
+                }
+                let record = RunRecord {
+                    agent: agent.program().into(),
+                    agent_args: options.agent_args.clone(),
+                    backoff_secs: options.backoff.unwrap_or(DEFAULT_BACKOFF).as_secs(),
+                };
+                let paths = store.paths(&session_id);
+                let _ =
+                    fs::write(paths.dir.join("run.json"), serde_json::to_string(&record).unwrap_or_default());
+                (session_id, record)
+            }
+        };
+        let agent = Agent::from_name(&record.agent)
+            .ok_or_else(|| refuse(format!("unknown agent {}", record.agent)))?;
+        let program = agent.locate(path).ok_or_else(|| {
+            refuse(format!("`{}` is not on PATH: install it, or pick another with --agent", agent.program()))
+        })?;
+        let paths = store.paths(&session_id);
+        Ok(Driver {
+            env: env.clone(),
+            paths,
+            session_id,
+            agent,
+            program,
+            agent_args: record.agent_args,
+            backoff: Duration::from_secs(record.backoff_secs.max(1)),
+            json: options.json,
+            started: Instant::now(),
+        })
+    }
+
+    fn drive(&mut self) -> Outcome {
+        let progress = self.paths.dir.join("progress.md");
+        if !progress.exists() {
+            let _ = fs::write(&progress, "# Progress\n\nNotes each iteration leaves for the next one.\n");
+        }
+        let mut failures = 0;
+        let mut limit_waits = 0;
+        loop {
+            let state = match self.paths.load() {
+                Ok(Some(state)) => state,
+                Ok(None) => return Outcome::refused("for-loop: run: the loop's state is gone"),
+                Err(e) => return Outcome::refused(format!("for-loop: run: {e}")),
+            };
+            if !state.is_active() {
+                return self.finish(&state);
+            }
+            let iteration = state.meta.iteration;
+            let prompt = self.prompt(&state, &progress);
+            // A run held by a limit keeps its log: the retry writes its own.
+            let retry = if limit_waits == 0 { String::new() } else { format!("-retry-{limit_waits}") };
+            let log = self.paths.dir.join("logs").join(format!("iteration-{iteration}{retry}.jsonl"));
+            self.event(
+                json!({"event": "iteration", "iteration": iteration,
+                "max_iterations": state.meta.settings.max_iterations, "log": log}),
+                &format!(
+                    "iteration {iteration}/{}: {} running, log {}",
+                    state.meta.settings.max_iterations,
+                    self.agent.program(),
+                    log.display()
+                ),
+            );
+            let (code, output) = match self.run_agent(&prompt, &log) {
+                Ok(ran) => ran,
+                Err(e) => {
+                    return Outcome::refused(format!(
+                        "for-loop: run: could not start {}: {e}",
+                        self.program.display()
+                    ));
+                }
+            };
+            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+                return self.park_interrupted(&state);
+            }
+            match limits::classify(self.agent, code, &output) {
+                AgentEnd::Limited { what, wait } => {
+                    limit_waits += 1;
+                    let wait = wait.unwrap_or_else(|| limits::backoff(self.backoff, limit_waits - 1));
+                    self.record(&state, LedgerDecision::Allow, ReasonCode::AgentLimited, Some(&what));
+                    if limit_waits > MAX_LIMIT_WAITS {
+                        return self.park(&state, ReasonCode::AgentLimited, &what);
+                    }
+                    self.event(json!({"event": "limit", "iteration": iteration, "wait_secs": wait.as_secs(), "what": what}),
+                        &format!("iteration {iteration}: {} hit a limit ({what}); waiting {} s, not counted",
+                            self.agent.program(), wait.as_secs()));
+                    if Driver::sleep(wait) {
+                        return self.park_interrupted(&state);
+                    }
+                    continue;
+                }
+                AgentEnd::Failed { what } => {
+                    failures += 1;
+                    self.record(&state, LedgerDecision::Allow, ReasonCode::AgentFailed, Some(&what));
+                    self.event(json!({"event": "agent_failed", "iteration": iteration, "what": what, "in_a_row": failures}),
+                        &format!("iteration {iteration}: {} failed ({what}), {failures} in a row", self.agent.program()));
+                    if failures >= MAX_AGENT_FAILURES {
+                        return self.park(&state, ReasonCode::AgentFailed, &what);
+                    }
+                }
+                AgentEnd::Finished => failures = 0,
+            }
+            limit_waits = 0;
+            let event = StopEvent {
+                session_id: self.session_id.clone(),
+                stop_hook_active: None,
+                last_assistant_message: self.agent.final_message(&output),
+                transcript: None,
+            };
+            let env = self.env.with_now(Timestamp::now());
+            let response = stop_hook::judge(&env, self.agent.host(), &event);
+            if let Some(reason) = &response.block {
+                let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
+            }
+            let after = self.paths.load().ok().flatten();
+            if let Some(after) = after.filter(LoopState::is_active) {
+                let last = after.meta.last_verify.as_ref().map(|v| v.exit_code);
+                self.event(json!({"event": "verify", "iteration": iteration, "exit_code": last,
+                    "same_failure": after.meta.streaks.same_failure, "no_change": after.meta.streaks.no_change}),
+                    &format!("iteration {iteration}: verify exit {} · same failure ×{} · {:.0?} elapsed",
+                        last.flatten().map_or("?".into(), |c| c.to_string()),
+                        after.meta.streaks.same_failure, self.started.elapsed()));
+            }
+        }
+    }
+
+    /// The prompt of a fresh session: the task (or, after the first iteration, the judge's
+    /// re-injection with the last verify result and escalation notes) and the progress file.
+    fn prompt(&self, state: &LoopState, progress: &Path) -> String {
+        let body = fs::read_to_string(self.paths.dir.join("next-prompt.md"))
+            .ok()
+            .filter(|_| state.meta.iteration > 1)
+            .unwrap_or_else(|| {
+                format!(
+                    "{}\n\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.",
+                    state.task.trim_end(),
+                    state.meta.iteration,
+                    state.meta.settings.max_iterations,
+                    state.meta.settings.verify.as_deref().unwrap_or("the check")
+                )
+            });
+        format!(
+            "{body}\n\nThis is a fresh session: earlier iterations' notes are in {}. Read it first, \
+             and before you finish add what you did, what you learned and what is left.",
+            progress.display()
+        )
+    }
+
+    /// Runs the agent in its own process group, its output streamed to `log`. The first Ctrl-C
+    /// ends the run (SIGINT to the group), the second kills it; whatever the run left in its
+    /// group is killed when it ends, so no process of it outlives the iteration.
+    fn run_agent(&self, prompt: &str, log: &Path) -> std::io::Result<(Option<i32>, String)> {
+        if let Some(dir) = log.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let file = File::create(log)?;
+        let mut cmd = self.agent.command(&self.program, prompt, &self.agent_args);
+        cmd.current_dir(&self.env.cwd)
+            .env(RUN_VAR, &self.session_id)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn()?;
+        let status = wait_interruptibly(&mut child);
+        kill_group(&child, true);
+        let output = fs::read_to_string(log).unwrap_or_default();
+        Ok((status.and_then(|s| s.code()), output))
+    }
+
+    /// Sleeps `wait`, in steps so Ctrl-C is seen; `true` when interrupted.
+    fn sleep(wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
+        }
+        false
+    }
+
+    fn record(&self, state: &LoopState, decision: LedgerDecision, reason: ReasonCode, detail: Option<&str>) {
+        let entry = LedgerEntry {
+            detail: detail.map(str::to_string),
+            ..LedgerEntry::new(state, Timestamp::now(), decision, reason)
+        };
+        let _ = entry.append_to(&self.paths.ledger);
+    }
+
+    fn park_interrupted(&self, state: &LoopState) -> Outcome {
+        let mut outcome = self.park(state, ReasonCode::Interrupted, "interrupted (Ctrl-C)");
+        outcome.code = crate::outcome::Code::Refused;
+        outcome
+    }
+
+    /// Parks the loop outside a stop: it keeps its iteration, and `--resume` continues it.
+    fn park(&self, state: &LoopState, reason: ReasonCode, what: &str) -> Outcome {
+        let saved =
+            StateLock::acquire(&self.paths.lock, LOCK_WAIT).map_err(|e| e.to_string()).and_then(|_lock| {
+                let mut next = self.paths.load().map_err(|e| e.to_string())?.unwrap_or_else(|| state.clone());
+                next.meta.status = Status::Parked;
+                next.meta.updated_at = Timestamp::now();
+                let entry = LedgerEntry {
+                    detail: Some(what.to_string()),
+                    ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
+                };
+                Journal::commit(&self.paths, &next, &[entry]).map_err(|e| e.to_string())
+            });
+        self.event(
+            json!({"event": "parked", "reason": reason.as_str(), "what": what, "loop": self.session_id}),
+            &format!("loop parked: {what}"),
+        );
+        let note = saved.err().map(|e| format!(" (could not save the state: {e})")).unwrap_or_default();
+        Outcome {
+            code: crate::outcome::Code::Refused,
+            stdout: format!(
+                "for-loop: run parked at iteration {}: {what}{note}.\n  resume: loop-hook run --resume {}\n  ledger: {}",
+                state.meta.iteration,
+                self.session_id,
+                self.paths.ledger.display()
+            ),
+        }
+    }
+
+    /// The loop ended or parked at a judged stop: its receipt.
+    fn finish(&self, state: &LoopState) -> Outcome {
+        let outcome = state.meta.outcome.map_or("parked", ReasonCode::as_str);
+        let receipt = state
+            .meta
+            .receipt
+            .as_ref()
+            .map(|r| r.render(&format!("for-loop: run {outcome}"), self.agent.host()));
+        self.event(
+            json!({"event": "end", "outcome": outcome, "iteration": state.meta.iteration,
+            "status": format!("{:?}", state.meta.status).to_lowercase(), "ledger": self.paths.ledger,
+            "receipt": state.meta.receipt}),
+            "",
+        );
+        let text = format!(
+            "{}\n  ledger: {}",
+            receipt.unwrap_or_else(|| format!("for-loop: run {outcome}")),
+            self.paths.ledger.display()
+        );
+        let code = if state.meta.outcome == Some(ReasonCode::Verified)
+            || state.meta.outcome == Some(ReasonCode::Promise)
+        {
+            crate::outcome::Code::Success
+        } else {
+            crate::outcome::Code::Refused
+        };
+        Outcome { code, stdout: if self.json { String::new() } else { text } }
+    }
+
+    /// One event: a JSON line on stdout with `--json`, else a status line on stderr.
+    fn event(&self, mut event: Value, line: &str) {
+        if self.json {
+            event["loop"] = json!(self.session_id);
+            event["elapsed_ms"] =
+                json!(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{event}");
+            let _ = out.flush();
+        } else if !line.is_empty() {
+            eprintln!("for-loop: {line}");
+        }
+    }
+}
+
+/// Waits for the agent, passing Ctrl-C on: the first asks the group to stop, the second kills it.
+fn wait_interruptibly(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let mut asked = 0;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        let seen = INTERRUPTS.load(Ordering::SeqCst);
+        if seen > asked {
+            asked = seen;
+            kill_group(child, seen >= 2);
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Signals the agent's process group: SIGINT to end it cleanly, SIGKILL to end what is left.
+fn kill_group(child: &Child, hard: bool) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::Pid;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(pid), if hard { Signal::SIGKILL } else { Signal::SIGINT });
+        }
+    }
+}
+
+/// Counts Ctrl-C instead of dying, so the agent's run can be ended and the loop parked.
+fn catch_interrupts() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+        extern "C" fn count(_: nix::libc::c_int) {
+            INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+        }
+        let action = SigAction::new(SigHandler::Handler(count), SaFlags::SA_RESTART, SigSet::empty());
+        // SAFETY: the handler only increments an atomic, which is async-signal-safe.
+        #[allow(unsafe_code)]
+        let _ = unsafe { sigaction(Signal::SIGINT, &action) };
+        #[allow(unsafe_code)]
+        let _ = unsafe { sigaction(Signal::SIGTERM, &action) };
+    }
+}
+
+/// The newest run loop in the store (its session id starts `run-`), or the one named `wanted`.
+fn newest_run(store: &Store, wanted: &str) -> Option<String> {
+    let mut found: Vec<(Timestamp, String)> = store
+        .all()
+        .ok()?
+        .into_iter()
+        .filter_map(|paths| paths.load().ok().flatten())
+        .filter(|state| state.meta.session_id.starts_with("run-"))
+        .filter(|state| wanted.is_empty() || state.meta.session_id == wanted || state.meta.loop_id == wanted)
+        .map(|state| (state.meta.updated_at, state.meta.session_id))
+        .collect();
+    found.sort();
+    found.pop().map(|(_, id)| id)
+}
+
+/// Makes a parked run loop active again, recorded in its ledger.
+fn reactivate(paths: &LoopPaths, env: &Environment) -> Result<(), String> {
+    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
+    let mut state = paths.load().map_err(|e| e.to_string())?.ok_or("the loop's state is gone")?;
+    match state.meta.status {
+        Status::Active => return Ok(()),
+        Status::Parked => {}
+        Status::Ended => {
+            return Err(format!(
+                "the loop has ended ({}); start a new one",
+                state.meta.outcome.map_or("ended", ReasonCode::as_str)
+            ));
+        }
+    }
+    state.meta.status = Status::Active;
+    state.meta.outcome = None;
+    state.meta.receipt = None;
+    state.meta.updated_at = env.now;
+    let entry = LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed);
+    Journal::commit(paths, &state, &[entry]).map_err(|e| e.to_string())
+}

@@ -1,0 +1,155 @@
+//! `loop-hook run`: the fresh-context loop. Each iteration runs an agent CLI headless in a new
+//! session; then verify runs and the same gather → decide → commit path as the Stop hook judges
+//! the iteration ([`crate::stop_hook::judge`]), so the oracle, stall breaker, budgets, ledger and
+//! receipt are the in-session loop's own.
+//!
+//! The loop is kept in the store under a session id of its own, `run-…`, which no agent session
+//! has: the sessions the driver starts are new sessions, so their Stop hooks find no loop and
+//! never judge the driver's stops, and no model can reach an in-session loop through the driver.
+
+mod agent;
+mod driver;
+mod limits;
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use crate::environment::Environment;
+use crate::outcome::Outcome;
+
+pub(crate) use agent::Agent;
+
+pub(crate) const USAGE: &str = "\
+Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iterations N]
+                     [--max-time D] [--agent-arg ARG ...] [--backoff D] [--json] [loop flags]
+       loop-hook run --resume [LOOP]
+
+  Runs the agent CLI headless in this directory, one fresh session per iteration, until verify
+  passes (or the cap, the time budget or the stall breaker ends or parks the loop).
+
+  --agent NAME      claude, gemini or codex (default: the first installed, in that order)
+  --agent-arg ARG   passed to the agent CLI, once per argument; replaces the default permissions
+                    (claude: --permission-mode acceptEdits; gemini: --approval-mode auto_edit;
+                    codex: --sandbox workspace-write)
+  --backoff D       first wait after a rate or usage limit that gives no reset time (default 30s,
+                    doubling to at most 30m)
+  --json            one JSON event per line on stdout
+  --resume [LOOP]   continue the newest (or the named) parked run loop
+  loop flags        --protect, --max-same-failures, --max-time, --escalate, --checkpoint,
+                    --verify-timeout, --completion-promise, as in /for-loop";
+
+/// What `loop-hook run` was asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RunOptions {
+    /// The loop text as `/for-loop` reads it: task words, then our flags.
+    pub loop_text: String,
+    pub agent: Option<Agent>,
+    pub agent_args: Vec<String>,
+    pub json: bool,
+    pub backoff: Option<Duration>,
+    /// `Some("")`: resume the newest run loop; `Some(id)`: that one.
+    pub resume: Option<String>,
+    pub help: bool,
+}
+
+impl RunOptions {
+    /// Parses the words after `run`. Our own options are taken out; everything else is the
+    /// loop's text, quoted so `/for-loop`'s parser reads each word back as it was.
+    pub(crate) fn parse(args: Vec<OsString>) -> Result<RunOptions, String> {
+        let mut options = RunOptions::default();
+        let mut words = Vec::new();
+        let mut args =
+            args.into_iter().map(|a| a.into_string().map_err(|a| format!("{a:?} is not UTF-8 text")));
+        let value = |args: &mut dyn Iterator<Item = Result<String, String>>, name: &str| {
+            args.next().unwrap_or_else(|| Err(format!("{name} needs a value")))
+        };
+        while let Some(arg) = args.next() {
+            let arg = arg?;
+            match arg.as_str() {
+                "--agent" => {
+                    let name = value(&mut args, "--agent")?;
+                    options.agent = Some(
+                        Agent::from_name(&name)
+                            .ok_or_else(|| format!("unknown agent `{name}`: use claude, gemini or codex"))?,
+                    );
+                }
+                "--agent-arg" => options.agent_args.push(value(&mut args, "--agent-arg")?),
+                "--json" => options.json = true,
+                "--help" | "-h" => options.help = true,
+                "--backoff" => {
+                    let text = value(&mut args, "--backoff")?;
+                    let secs = crate::duration::parse_seconds(&text)
+                        .map_err(|e| format!("--backoff {text}: {e}"))?;
+                    options.backoff = Some(Duration::from_secs(secs));
+                }
+                "--resume" => options.resume = Some(String::new()),
+                word if options.resume.as_deref() == Some("") && !word.starts_with('-') => {
+                    options.resume = Some(word.to_string());
+                }
+                word if word.starts_with("--") => words.push(word.to_string()),
+                word => {
+                    // A flag's value is quoted; a task word is kept as typed.
+                    let after_flag = words.last().is_some_and(|w: &String| w.starts_with("--"))
+                        && !matches!(
+                            words.last().map(String::as_str),
+                            Some("--checkpoint" | "--require-strict")
+                        );
+                    words.push(if after_flag {
+                        shell_words::quote(word).into_owned()
+                    } else {
+                        word.to_string()
+                    });
+                }
+            }
+        }
+        options.loop_text = words.join(" ");
+        Ok(options)
+    }
+}
+
+pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
+    if options.help {
+        return Outcome::ok(USAGE);
+    }
+    if options.resume.is_none() && options.loop_text.trim().is_empty() {
+        return Outcome {
+            code: crate::outcome::Code::Usage,
+            stdout: format!("loop-hook run: no task\n\n{USAGE}"),
+        };
+    }
+    driver::Driver::run(env, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RunOptions, String> {
+        RunOptions::parse(args.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn own_options_come_out_and_the_rest_is_loop_text() {
+        let options = parse(&[
+            "fix the",
+            "tests",
+            "--verify",
+            "cargo test --lib",
+            "--agent",
+            "codex",
+            "--agent-arg",
+            "-m",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(options.loop_text, "fix the tests --verify 'cargo test --lib'");
+        assert_eq!(options.agent, Some(Agent::Codex));
+        assert_eq!(options.agent_args, ["-m"]);
+        assert!(options.json);
+        assert_eq!(parse(&["--resume"]).unwrap().resume.as_deref(), Some(""));
+        assert_eq!(parse(&["--resume", "run-x"]).unwrap().resume.as_deref(), Some("run-x"));
+        assert!(parse(&["t", "--agent", "vim"]).is_err());
+        assert!(parse(&["t", "--agent-arg"]).is_err());
+        assert_eq!(parse(&["t", "--backoff", "2s"]).unwrap().backoff, Some(Duration::from_secs(2)));
+    }
+}
