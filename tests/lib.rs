@@ -16,6 +16,7 @@
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
 //!   run in its own sandbox.
+//! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
@@ -34,6 +35,7 @@ mod packaging;
 mod properties;
 mod release_workflow;
 mod report;
+mod run_driver;
 mod stop_hook;
 mod stress;
 mod strict;

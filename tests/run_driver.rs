@@ -1,0 +1,122 @@
+//! `loop-hook run` with a stand-in agent CLI (a shell script named `claude` first on PATH): the
+//! driver's own behaviour, with no model involved. The real CLIs are driven in `e2e::run`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::TestEnv;
+
+/// A `claude` on PATH that runs `body` (sh), in a directory of its own under the test's home.
+fn fake_claude(env: &TestEnv, body: &str) -> std::path::PathBuf {
+    let bin = env.home.join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join("claude");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+fn driver(env: &TestEnv, bin: &Path, args: &[&str]) -> Command {
+    let mut cmd = env.command(&["run"]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    cmd.args(args).env("PATH", path);
+    cmd
+}
+
+fn wait_for(path: &Path, limit: Duration) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(started.elapsed() < limit, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: &str) -> bool {
+    Path::new(&format!("/proc/{}", pid.trim())).exists()
+        && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default().contains(") Z ")
+}
+
+/// Ctrl-C during an agent run ends it, kills what it left running, and parks the loop;
+/// `run --resume` continues the same loop at the same iteration and it ends verified.
+#[test]
+fn ctrl_c_parks_the_run_and_resume_continues_it() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let pids = env.home.join("pids");
+    let bin = fake_claude(
+        &env,
+        &format!("sleep 300 & echo $! > {p}.child; echo $$ > {p}; wait", p = pids.display()),
+    );
+    let mut child = driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--max-iterations", "3"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&env.home.join("pids.child"), Duration::from_secs(20));
+    wait_for(&pids, Duration::from_secs(5));
+    let grandchild = std::fs::read_to_string(env.home.join("pids.child")).unwrap();
+    assert!(alive(&grandchild));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the driver did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("parked") && stdout.contains("loop-hook run --resume"), "{stdout}");
+    assert!(!alive(&grandchild), "the agent's background process outlived the driver");
+    let session = std::fs::read_dir(env.store().join("sessions")).unwrap().next().unwrap().unwrap();
+    let session = session.file_name().to_string_lossy().into_owned();
+    assert_eq!(env.ledger_reasons(&session), ["interrupted"]);
+
+    let bin =
+        fake_claude(&env, "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let mut resume = driver(&env, &bin, &["--resume"]);
+    resume.stdin(Stdio::null());
+    let run = crate::util::run_command(resume, b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(env.ledger_reasons(&session), ["interrupted", "resumed", "verified"]);
+    let last = env.ledger_of(&session).pop().unwrap();
+    assert_eq!(last["iteration"], 1, "the interrupted iteration was counted");
+}
+
+/// An agent that fails three times in a row parks the loop; each failure is in the ledger.
+#[test]
+fn three_agent_failures_in_a_row_park_the_run() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo 'no credentials' >&2; exit 3");
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["t", "--verify", "false", "--max-iterations", "9"]),
+        b"",
+    );
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("parked at iteration 3"), "{}", run.stdout);
+    let session = std::fs::read_dir(env.store().join("sessions")).unwrap().next().unwrap().unwrap();
+    let reasons = env.ledger_reasons(&session.file_name().to_string_lossy());
+    assert_eq!(
+        reasons,
+        ["agent_failed", "verify_failed", "agent_failed", "verify_failed", "agent_failed", "agent_failed"]
+    );
+}
+
+/// `--json` prints one event per line, ending with the receipt.
+#[test]
+fn json_events_one_per_line() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let run = crate::util::run_command(driver(&env, &bin, &["t", "--verify", "true", "--json"]), b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let events: Vec<serde_json::Value> =
+        run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["iteration", "end"]);
+    assert_eq!(events[1]["outcome"], "verified");
+    assert!(events[1]["receipt"].is_object());
+}
