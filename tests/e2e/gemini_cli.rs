@@ -15,13 +15,7 @@ use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 fn gemini_world() -> (PathBuf, TestEnv) {
     let gemini = client_bin("gemini", "FOR_LOOP_GEMINI");
     let env = TestEnv::new();
-    let config = env.home.join(".gemini");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false}}"#,
-    )
-    .unwrap();
+    gemini_settings(&env);
     let mut install = Command::new(&gemini);
     install
         .args(["extensions", "install", repo().join("plugin/gemini-cli").to_str().unwrap(), "--consent"])
@@ -32,6 +26,18 @@ fn gemini_world() -> (PathBuf, TestEnv) {
     let (stdout, stderr) = run_text(install, "gemini extensions install", b"y\n");
     assert!(format!("{stdout}{stderr}").contains("installed successfully"), "{stdout}\n{stderr}");
     (gemini, env)
+}
+
+/// Gemini CLI settings in `env`'s home: API-key auth (pointed at the mock by the environment),
+/// no update checks.
+pub(super) fn gemini_settings(env: &TestEnv) {
+    let config = env.home.join(".gemini");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false}}"#,
+    )
+    .unwrap();
 }
 
 /// `gemini -p PROMPT` (plus `extra`) against `model`; returns stdout and stderr.

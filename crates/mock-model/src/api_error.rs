@@ -1,7 +1,10 @@
-//! Scripted API errors ([`crate::Step::Error`]) in each dialect's own shape, with the wait where
-//! each protocol puts it: Anthropic and `OpenAI` send a `retry-after` header, Gemini a
-//! `google.rpc.RetryInfo` detail. Codex reads a usage-window limit from the body's
-//! `usage_limit_reached` error and its `resets_in_seconds`.
+//! Scripted API errors ([`crate::Step::Error`], [`crate::Step::UsageLimit`]) in each dialect's
+//! own shape, with the wait where each protocol puts it: Anthropic and `OpenAI` send a
+//! `retry-after` header, Gemini a `google.rpc.RetryInfo` detail. A usage window is Gemini's daily
+//! quota (a `google.rpc.QuotaFailure` on a per-day quota, which Gemini CLI does not retry), and
+//! `OpenAI`'s `usage_limit_reached` with its reset as a Unix time (`resets_at`, what Codex reads).
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
@@ -35,19 +38,59 @@ pub(crate) fn response(api: Api, status: u16, retry_after: Option<u64>) -> Respo
             Response::json(status, &json!({ "error": error }))
         }
         Api::Responses => {
-            let mut error = json!({
-                "type": if limited { "usage_limit_reached" } else { "server_error" },
-                "message": format!("mock-model scripted error {status}"),
+            let wait = retry_after.map(|secs| format!(" Please try again in {secs}s.")).unwrap_or_default();
+            let error = json!({
+                "type": if limited { "rate_limit_exceeded" } else { "server_error" },
+                "code": if limited { "rate_limit_exceeded" } else { "server_error" },
+                "message": format!("mock-model scripted error {status}.{wait}"),
             });
-            if let Some(secs) = retry_after {
-                error["resets_in_seconds"] = json!(secs);
-            }
             Response::json(status, &json!({ "error": error }))
         }
     };
     if let Some(secs) = retry_after {
         response.headers.push(("retry-after", secs.to_string()));
     }
+    response
+}
+
+/// The usage-window limit of `api`, resetting `resets_in` seconds from now.
+pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let message = "mock-model scripted usage limit";
+    let mut response = match api {
+        // Anthropic's subscription windows: a rate-limit error whose unified status is rejected.
+        Api::Messages => {
+            let mut response = Response::error(429, "rate_limit_error", message);
+            response.headers.push(("anthropic-ratelimit-unified-status", "rejected".into()));
+            response.headers.push(("anthropic-ratelimit-unified-reset", (now + resets_in).to_string()));
+            response
+        }
+        Api::Gemini => Response::json(
+            429,
+            &json!({"error": {
+                "code": 429,
+                "message": format!("{message}. Please retry in {resets_in}s."),
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [
+                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                        "quotaId": "GenerateRequestsPerDayPerProjectPerModel",
+                    }]},
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{resets_in}s")},
+                ],
+            }}),
+        ),
+        Api::Responses => Response::json(
+            429,
+            &json!({"error": {
+                "type": "usage_limit_reached",
+                "message": message,
+                "resets_at": now + resets_in,
+                "resets_in_seconds": resets_in,
+            }}),
+        ),
+    };
+    response.headers.push(("retry-after", resets_in.to_string()));
     response
 }
 
@@ -69,10 +112,28 @@ mod tests {
         assert_eq!(gemini["error"]["status"], "RESOURCE_EXHAUSTED");
         assert_eq!(gemini["error"]["details"][0]["retryDelay"], "3s");
         let openai = body(&response(Api::Responses, 429, Some(3)));
-        assert_eq!(openai["error"]["type"], "usage_limit_reached");
-        assert_eq!(openai["error"]["resets_in_seconds"], 3);
+        assert_eq!(openai["error"]["type"], "rate_limit_exceeded");
+        assert!(openai["error"]["message"].as_str().unwrap().ends_with("Please try again in 3s."));
         let overloaded = response(Api::Messages, 529, None);
         assert_eq!(body(&overloaded)["error"]["type"], "overloaded_error");
         assert!(overloaded.headers.iter().all(|(name, _)| *name != "retry-after"));
+    }
+
+    #[test]
+    fn usage_windows_are_each_apis_own_non_retried_limit() {
+        let gemini = body(&usage_limit(Api::Gemini, 5));
+        assert_eq!(gemini["error"]["code"], 429);
+        let quota = &gemini["error"]["details"][0];
+        assert_eq!(quota["@type"], "type.googleapis.com/google.rpc.QuotaFailure");
+        assert!(quota["violations"][0]["quotaId"].as_str().unwrap().contains("PerDay"));
+        let openai = usage_limit(Api::Responses, 5);
+        assert_eq!(openai.status, 429);
+        let openai = body(&openai);
+        assert_eq!(openai["error"]["type"], "usage_limit_reached");
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let resets_at = openai["error"]["resets_at"].as_u64().unwrap();
+        assert!((now + 4..=now + 6).contains(&resets_at), "{resets_at} vs {now}");
+        let anthropic = usage_limit(Api::Messages, 5);
+        assert!(anthropic.headers.contains(&("anthropic-ratelimit-unified-status", "rejected".into())));
     }
 }

@@ -434,11 +434,13 @@ impl Shared {
 impl State {
     /// When the next step is a scripted error, takes it and gives its response in `api`'s shape.
     fn take_error(&mut self, api: Api) -> Option<(Served, Response)> {
-        let Some(Step::Error { status, retry_after }) = self.steps.get(self.next_step).cloned() else {
-            return None;
+        let response = match self.steps.get(self.next_step)? {
+            Step::Error { status, retry_after } => api_error::response(api, *status, *retry_after),
+            Step::UsageLimit { resets_in } => api_error::usage_limit(api, *resets_in),
+            _ => return None,
         };
         self.next_step += 1;
-        Some((Served::Step(self.next_step - 1), api_error::response(api, status, retry_after)))
+        Some((Served::Step(self.next_step - 1), response))
     }
 
     /// The next step for a main request of any dialect; `None` once the script has run out.

@@ -29,6 +29,7 @@ pub(crate) fn item(step: Option<&Step>, exhausted: &str, tools: &[Value], serial
         Some(Step::Text(text)) => return message(text, serial),
         // Served as an HTTP error before a reply is built.
         Some(Step::Error { status, .. }) => return message(&format!("error {status}"), serial),
+        Some(Step::UsageLimit { .. }) => return message("usage limit", serial),
         Some(Step::Bash { command }) => command.clone(),
         Some(Step::Write { file_path, content }) => {
             format!("printf '%s' {} > {}", quote(content), quote(file_path))

@@ -13,7 +13,9 @@
 //!
 //! An `{"error": {"status": 429, "retry_after": 2}}` step answers the request with an API error in
 //! the dialect of the API asked (a rate limit for 429, an overload for 529/503), with the wait in
-//! the protocol's own header or field, so a test can see how a CLI reports a limit.
+//! the protocol's own header or field, so a test can see how a CLI reports a limit. A
+//! `{"usage_limit": {"resets_in": 2}}` step answers with the usage-window limit each API has (a
+//! daily quota for Gemini, `usage_limit_reached` for `OpenAI`), which a CLI does not retry itself.
 
 use std::fmt;
 use std::path::Path;
@@ -41,13 +43,15 @@ pub enum Step {
     /// Answer with an API error of this HTTP status, saying the limit resets in
     /// `retry_after` seconds when given.
     Error { status: u16, retry_after: Option<u64> },
+    /// Answer with the API's usage-window limit (HTTP 429), resetting in `resets_in` seconds.
+    UsageLimit { resets_in: u64 },
 }
 
 impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(&'static str, Value)> {
         match self {
-            Step::Text(_) | Step::Error { .. } => None,
+            Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } => None,
             Step::Bash { command } => {
                 Some(("Bash", json!({"command": command, "description": BASH_DESCRIPTION})))
             }
@@ -70,6 +74,7 @@ impl fmt::Display for Step {
             Step::Write { file_path, .. } => write!(f, "write {file_path}"),
             Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
             Step::Error { status, .. } => write!(f, "error {status}"),
+            Step::UsageLimit { resets_in } => write!(f, "usage limit, resets in {resets_in}s"),
         }
     }
 }
@@ -94,6 +99,9 @@ enum StepRepr {
         status: u16,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after: Option<u64>,
+    },
+    UsageLimit {
+        resets_in: u64,
     },
 }
 
@@ -122,6 +130,7 @@ impl From<StepRepr> for Step {
                 Step::Edit { file_path, old_string, new_string }
             }
             StepRepr::Error { status, retry_after } => Step::Error { status, retry_after },
+            StepRepr::UsageLimit { resets_in } => Step::UsageLimit { resets_in },
         }
     }
 }
@@ -136,6 +145,7 @@ impl From<Step> for StepRepr {
                 StepRepr::Edit { file_path, old_string, new_string }
             }
             Step::Error { status, retry_after } => StepRepr::Error { status, retry_after },
+            Step::UsageLimit { resets_in } => StepRepr::UsageLimit { resets_in },
         }
     }
 }
@@ -193,6 +203,12 @@ impl Script {
         self
     }
 
+    /// Appends the API's usage-window limit, resetting `resets_in` seconds after it is served.
+    pub fn usage_limit(mut self, resets_in: u64) -> Script {
+        self.steps.push(Step::UsageLimit { resets_in });
+        self
+    }
+
     /// Parses the JSON form (an array of steps).
     pub fn from_json(text: &str) -> anyhow::Result<Script> {
         serde_json::from_str(text).context("invalid script")
@@ -242,7 +258,7 @@ mod tests {
     fn json_form_round_trips() {
         let text = r#"[{"text":"done"},{"bash":"cargo test"},{"write":{"file_path":"/abs/x","content":"y"}},
             {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}},
-            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}}]"#;
+            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}},{"usage_limit":{"resets_in":3}}]"#;
         let script = Script::from_json(text).unwrap();
         let expected = Script::new()
             .text("done")
@@ -250,7 +266,8 @@ mod tests {
             .write("/abs/x", "y")
             .edit("/abs/x", "y", "z")
             .error(429, Some(2))
-            .error(529, None);
+            .error(529, None)
+            .usage_limit(3);
         assert_eq!(script, expected);
         let back = serde_json::to_string(&script).unwrap();
         assert_eq!(Script::from_json(&back).unwrap(), expected);

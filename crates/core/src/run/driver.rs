@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
+use jiff::{Timestamp, Zoned};
 use serde_json::{Value, json};
 
 use super::RunOptions;
@@ -189,7 +189,7 @@ impl Driver {
             if INTERRUPTS.load(Ordering::SeqCst) > 0 {
                 return self.park_interrupted(&state);
             }
-            match limits::classify(self.agent, code, &output) {
+            match limits::classify(self.agent, code, &output, &Zoned::now()) {
                 AgentEnd::Limited { what, wait } => {
                     limit_waits += 1;
                     let wait = wait.unwrap_or_else(|| limits::backoff(self.backoff, limit_waits - 1));
