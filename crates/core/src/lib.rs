@@ -14,6 +14,7 @@ mod cancel;
 mod capture;
 mod claim;
 mod cli;
+mod codex_trust;
 mod custody;
 mod decision;
 mod digest;

@@ -113,7 +113,16 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
             system_message: notice,
         };
     }
-    let outcome = carry_out(env, host, &session_id, &cwd, &command);
+    let mut outcome = carry_out(env, host, &session_id, &cwd, &command);
+    // Codex skips a hook it was not told to trust, silently: a loop started there must not look
+    // like one that holds.
+    let untrusted =
+        (host == Host::Codex && command.kind == CommandKind::Start && outcome.code == Code::Success)
+            .then(|| crate::codex_trust::untrusted_warning(env))
+            .flatten();
+    if let Some(warning) = &untrusted {
+        outcome.stdout = format!("{}\n\n{warning}", outcome.stdout.trim_end());
+    }
     let record = PromptRecord {
         time: env.now,
         command: command.name.clone(),
@@ -126,7 +135,10 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.
     let to_model = record.ok && matches!(command.kind, CommandKind::Start | CommandKind::Resume);
-    let headline = outcome.stdout.lines().next().unwrap_or_default().to_string();
+    let mut headline = outcome.stdout.lines().next().unwrap_or_default().to_string();
+    if let Some(warning) = untrusted {
+        headline = format!("{headline}\n{warning}");
+    }
     let notice_then = |line: String| Some(notice.clone().map_or(line.clone(), |n| format!("{n}\n{line}")));
     if to_model {
         PromptResponse { block: None, system_message: notice_then(headline) }

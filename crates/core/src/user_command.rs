@@ -31,10 +31,15 @@ pub(crate) struct UserCommand {
 /// Each host's command names. Claude Code namespaces plugin commands (`/for-loop:NAME`) and, in
 /// its interactive prompt, also takes the bare `/NAME`, passing the bare text to hooks. Bare
 /// `/resume` is Claude Code's own command and `/rollback` too generic to claim, so those two are
-/// recognised only namespaced. Codex invokes skills as `$NAME`.
+/// recognised only namespaced. Codex names a plugin's skills `PLUGIN:NAME`: only
+/// `$for-loop:NAME` puts the skill in front of the model, and the bare `$NAME` is still taken.
 fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
     match host {
         Host::Codex => &[
+            ("$for-loop:for-loop", CommandKind::Start),
+            ("$for-loop:cancel-loop", CommandKind::Cancel),
+            ("$for-loop:loop-status", CommandKind::Status),
+            ("$for-loop:resume-loop", CommandKind::Resume),
             ("$for-loop", CommandKind::Start),
             ("$cancel-loop", CommandKind::Cancel),
             ("$loop-status", CommandKind::Status),
@@ -121,6 +126,16 @@ mod tests {
         let parsed = UserCommand::parse(Host::Codex, "$for-loop fix it --verify true").unwrap();
         assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
         assert_eq!(UserCommand::parse(Host::Codex, "$cancel-loop").unwrap().kind, CommandKind::Cancel);
+        let namespaced = UserCommand::parse(Host::Codex, "$for-loop:for-loop fix it --verify true").unwrap();
+        assert_eq!((namespaced.kind, namespaced.args.as_str()), (CommandKind::Start, "fix it --verify true"));
+        for (typed, kind) in [
+            ("$for-loop:cancel-loop", CommandKind::Cancel),
+            ("$for-loop:loop-status", CommandKind::Status),
+            ("$for-loop:resume-loop --more 3", CommandKind::Resume),
+        ] {
+            assert_eq!(UserCommand::parse(Host::Codex, typed).unwrap().kind, kind, "{typed}");
+        }
+        assert_eq!(UserCommand::parse(Host::Codex, "$for-loop:other x"), None);
         assert_eq!(UserCommand::parse(Host::Codex, "/for-loop fix it"), None);
     }
 }
