@@ -81,6 +81,13 @@ fn gemini_cli_holds_the_loop_until_verify_passes() {
     let dump = format!("{stdout}\n--- stderr:\n{stderr}");
     let requests = model.main_requests();
     assert_eq!(requests.len(), 3, "{dump}");
+    // Gemini CLI shows the model each `!{…}` command it ran: one short line naming the
+    // extension's script, not the lookup and session logic inside it.
+    let first = requests[0].body.to_string();
+    for internal in ["gemini-sessions", "reinstall the extension", "--exit-zero", "XDG_STATE_HOME"] {
+        assert!(!first.contains(internal), "the model was shown the lookup script ({internal}): {first}");
+    }
+    assert!(first.contains("for-loop/scripts/command"), "{first}");
     let fed = requests[1].last_user_text().unwrap_or_default();
     assert!(fed.starts_with(&format!("{task}\n")), "the task was not re-injected verbatim: {fed}\n{dump}");
     assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
