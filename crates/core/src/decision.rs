@@ -85,6 +85,9 @@ pub(crate) struct StopFacts<'a> {
     pub(crate) incidents: &'a [Incident],
     /// A metric loop's attempt: its measurement, guard run and change summary.
     pub(crate) metric: Option<&'a MetricFacts>,
+    /// Stops the agent forged from its shell during this loop (recorded, never judged), for the
+    /// receipt of a loop that ends or parks here.
+    pub(crate) forged_stops: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +329,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.outcome = Some(code);
         next.meta.last_blocked = false;
         let mut receipt = Receipt::of(&next, code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+        receipt.forged_stops = facts.forged_stops;
         if code != ReasonCode::Verified && code != ReasonCode::Promise {
             receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
         }
@@ -453,6 +457,7 @@ mod tests {
             verify_not_run: None,
             incidents: &[],
             metric: None,
+            forged_stops: 0,
         }
     }
 

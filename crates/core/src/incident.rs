@@ -39,6 +39,7 @@ impl Incident {
     /// A stop recorded in the ledger without a verdict, to be told again.
     pub(crate) fn from_ledger(entry: &LedgerEntry) -> Incident {
         let what = match &entry.detail {
+            Some(detail) if entry.reason == ReasonCode::ForgedStop => detail.clone(),
             Some(detail) => format!("a stop was let through unjudged: {detail}"),
             None => format!("a stop was let through unjudged ({})", entry.reason),
         };

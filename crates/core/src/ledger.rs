@@ -194,12 +194,31 @@ impl LedgerEntry {
             {
                 break;
             }
-            if entry.reason.let_through_unjudged() {
+            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop {
                 since.push(entry);
             }
         }
         since.reverse();
         since
+    }
+}
+
+impl LedgerEntry {
+    /// How many of `loop_id`'s stops in a row, since its last verdict, were taken for forged.
+    pub(crate) fn forged_streak(path: &Path, loop_id: &str) -> u32 {
+        let since = LedgerEntry::since_last_verdict(path, loop_id);
+        let streak = since.iter().rev().take_while(|e| e.reason == ReasonCode::ForgedStop).count();
+        u32::try_from(streak).unwrap_or(u32::MAX)
+    }
+
+    /// How many stops of `loop_id` were taken for forged, in all.
+    pub(crate) fn forged_stops(path: &Path, loop_id: &str) -> u32 {
+        let Ok(lines) = ReverseLines::open(path, 4 << 20) else { return 0 };
+        let forged = lines
+            .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line.ok()?).ok())
+            .filter(|e| e.loop_id == loop_id && e.reason == ReasonCode::ForgedStop)
+            .count();
+        u32::try_from(forged).unwrap_or(u32::MAX)
     }
 }
 

@@ -153,7 +153,8 @@ pub fn run(
         Cli::Start(options) if !origin::command_line_allowed(options.host.unwrap_or_default(), origin) => {
             Outcome::refused(origin::refusal(options.host.unwrap_or_default(), origin::Mutation::Start))
         }
-        Cli::Start(options) => {
+        Cli::Start(mut options) => {
+            options.origin = Some(origin);
             let mut raw = Vec::new();
             match stdin.take(start_input_limit()).read_to_end(&mut raw) {
                 Ok(_) => start::run(env, &options, &String::from_utf8_lossy(&raw)),

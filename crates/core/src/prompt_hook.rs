@@ -25,8 +25,10 @@ use crate::cancel;
 use crate::environment::Environment;
 use crate::event::{self, Fields};
 use crate::host::Host;
+use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::origin::{Notice, Origin};
 use crate::outcome::{Code, Outcome};
+use crate::reason_code::ReasonCode;
 use crate::resume::{self, ResumeOptions};
 use crate::reverse_lines::ReverseLines;
 use crate::rollback;
@@ -79,18 +81,25 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let mut notice = if dir.exists() { Notice::take(&dir) } else { None };
     // A hook killed while it judged the last stop let that stop through: the user hears it now,
     // and the next stop records it.
-    if dir.exists()
-        && let Some(what) = crate::judgment::Judgment::interrupted(&paths, env.now)
-    {
-        let line = format!("for-loop: {what}.");
+    let transcript = fields.path("transcript_path").ok().flatten();
+    let forged = transcript.as_deref().is_some_and(crate::transcript::tool_call_pending);
+    let interrupted =
+        if dir.exists() { crate::judgment::Judgment::interrupted(&paths, env.now) } else { None };
+    // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
+    let unjudged = match (&interrupted, &transcript) {
+        (None, Some(transcript)) if host == Host::ClaudeCode && !forged && dir.exists() => {
+            unjudged_turn(env, &paths, transcript)
+        }
+        _ => None,
+    };
+    if let Some(line) = interrupted.map(|what| format!("for-loop: {what}.")).or(unjudged) {
         notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
     }
     let Some(command) = UserCommand::parse(host, &prompt) else {
         return PromptResponse { block: None, system_message: notice };
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
-    let transcript = fields.path("transcript_path").ok().flatten();
-    if transcript.as_deref().is_some_and(tool_call_in_progress) {
+    if forged {
         return PromptResponse {
             block: Some(format!(
                 "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
@@ -151,6 +160,55 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     }
 }
 
+/// Words for the user when the last turn of this session's running loop ended with no Stop
+/// judgment on record, and that fact written to the ledger (so the next judged stop tells it
+/// again). The Stop hook writes a line at every stop of a running loop, and it runs after the
+/// turn's replies are written: so a turn that began after the loop's last line written by a
+/// stop was never judged. The hook did not run: hooks turned off (`disableAllHooks`), the
+/// plugin's `hooks.json` changed, `loop-hook` replaced, or a crash the host swallowed.
+fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript: &Path) -> Option<String> {
+    let state = crate::custody::trusted_state(paths).ok().flatten()?;
+    if crate::decision::gate(&state, &state.meta.session_id) != crate::decision::Gate::Judge {
+        return None;
+    }
+    let began = crate::transcript::last_turn_began(transcript)?;
+    if began <= state.meta.started_at {
+        return None;
+    }
+    let judged = ReverseLines::open(&paths.ledger, 1 << 20)
+        .ok()?
+        .map_while(Result::ok)
+        .take(200)
+        .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line).ok())
+        .filter(|entry| entry.loop_id == state.meta.loop_id)
+        .take_while(|entry| entry.time >= began)
+        .any(|entry| matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow));
+    if judged {
+        return None;
+    }
+    let detail = format!(
+        "the turn that began at {} ended without for-loop judging it: the Stop hook did not run \
+         (hooks turned off with disableAllHooks, the plugin's hooks.json changed, loop-hook replaced \
+         or crashing)",
+        began.strftime("%H:%M:%S UTC")
+    );
+    let entry = LedgerEntry {
+        detail: Some(detail),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::StopNotJudged)
+    };
+    // Under the loop's lock, so that a commit undoing its own lines cannot take this one along.
+    let lock = crate::lock::StateLock::acquire(&paths.lock, std::time::Duration::from_secs(1)).ok();
+    let _ = entry.append_to(&paths.ledger);
+    drop(lock);
+    Some(format!(
+        "for-loop: your loop's last turn ended without being judged: for-loop's Stop hook did not run, \
+         so nothing held the agent to the check. Check that hooks are on (no `disableAllHooks` in any \
+         settings file, the plugin's hooks listed in /hooks) and that loop-hook runs; if you did not \
+         change them, the agent may have. The loop is still on (iteration {} of {}).",
+        state.meta.iteration, state.meta.settings.max_iterations
+    ))
+}
+
 fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, command: &UserCommand) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
     let here = env.with_cwd(cwd.to_path_buf());
@@ -160,6 +218,7 @@ fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, comman
                 session_id: Some(session_id.to_string()),
                 cwd: Some(cwd.to_path_buf()),
                 host: Some(host),
+                origin: Some(Origin::User),
             };
             start::run(&here, &options, &command.args)
         }
@@ -208,23 +267,6 @@ fn written_by_the_agent(transcript: &Path, prompt: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// Whether the conversation's last word is the model's tool call, still without its result: the
-/// host writes the call before running the tool, and a prompt the user submits is read between
-/// turns. So a prompt-hook event arriving now was sent by the tool, i.e. forged by the agent.
-fn tool_call_in_progress(transcript: &Path) -> bool {
-    let Ok(lines) = ReverseLines::open(transcript, TRANSCRIPT_BYTES) else { return false };
-    for line in lines.map_while(Result::ok) {
-        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
-        if record["isSidechain"] == true || !matches!(record["type"].as_str(), Some("user" | "assistant")) {
-            continue;
-        }
-        let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
-        let has = |kind: &str| blocks.iter().any(|block| block["type"] == kind);
-        return record["type"] == "assistant" && has("tool_use");
-    }
-    false
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -276,14 +318,25 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
         {
             Outcome::ok(r.output)
         }
-        _ => Outcome::refused(
-            "for-loop: nothing was done: for-loop's prompt hook did not handle this command, so no \
-             loop was changed. Hooks may be turned off (disableAllHooks, or the plugin's hooks did \
-             not load: check /hooks), or loop-hook is not installed. Tell the user this in one line \
-             and do not work on the task as a loop.",
-        ),
+        // The prompt hook would have answered this command itself, so it did not run: with
+        // `disableAllHooks`, no hook of for-loop's runs, the Stop hook included, and the
+        // command file's own line is all that still reaches the user.
+        _ if command == "loop-status" => {
+            let target = crate::session::Target { session_id: Some(session_id.to_string()), host: None };
+            let status = status::run(env, &StatusOptions { target, ..StatusOptions::default() });
+            Outcome::ok(format!("{HOOKS_OFF}\n\n{}", status.stdout))
+        }
+        _ => Outcome::refused(format!("{HOOKS_OFF} Nothing was done: no loop was changed.")),
     }
 }
+
+/// What a command file says when for-loop's prompt hook did not handle its command.
+const HOOKS_OFF: &str = "for-loop: WARNING: for-loop's hooks are not running in this session: \
+    the prompt hook did not handle this command, and while the hooks are off no stop is judged, so \
+    a loop does not hold the agent to its check. Check: `disableAllHooks` in ~/.claude/settings.json, \
+    .claude/settings.json and .claude/settings.local.json (and managed settings); that the for-loop \
+    plugin is enabled and its hooks are listed in /hooks; that `loop-hook --version` runs. Tell the \
+    user this warning first, in full, and do not work on a loop's task until they answer.";
 
 #[cfg(test)]
 mod tests {
@@ -431,6 +484,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let shown = shown(&env(dir.path()), Some("s"), "for-loop");
         assert_eq!(shown.code, Code::Refused);
-        assert!(shown.stdout.contains("prompt hook did not handle this command"));
+        assert!(shown.stdout.contains("hooks are not running in this session"), "{}", shown.stdout);
     }
 }

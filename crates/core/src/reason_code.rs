@@ -87,6 +87,12 @@ pub(crate) enum ReasonCode {
     AgentFailed,
     /// `loop-hook run`: parked by Ctrl-C; `loop-hook run --resume` continues it.
     Interrupted,
+    /// A Stop event arrived while the agent's tool call was still pending: the agent ran the Stop
+    /// hook itself. Not judged, no iteration used; told at the next judged stop and in the receipt.
+    ForgedStop,
+    /// At the user's prompt, the turn before it had ended with no Stop judgment of the running
+    /// loop: the hook did not run (hooks turned off, the binary replaced, a crash).
+    StopNotJudged,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -134,6 +140,8 @@ impl ReasonCode {
             ReasonCode::AgentLimited => "agent_limited",
             ReasonCode::AgentFailed => "agent_failed",
             ReasonCode::Interrupted => "interrupted",
+            ReasonCode::ForgedStop => "forged_stop",
+            ReasonCode::StopNotJudged => "stop_not_judged",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -143,7 +151,7 @@ impl ReasonCode {
     /// Whether a ledger line with this code let a stop through without judging it, which the next
     /// judged stop tells again.
     pub(crate) fn let_through_unjudged(self) -> bool {
-        matches!(self, ReasonCode::InternalError | ReasonCode::RecordFailed)
+        matches!(self, ReasonCode::InternalError | ReasonCode::RecordFailed | ReasonCode::StopNotJudged)
     }
 
     /// Whether this code is the verdict of a judged stop (or the user's cancel), as opposed to
@@ -163,6 +171,8 @@ impl ReasonCode {
                 | ReasonCode::LedgerTampered
                 | ReasonCode::LockHeld
                 | ReasonCode::HookInterrupted
+                | ReasonCode::ForgedStop
+                | ReasonCode::StopNotJudged
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -216,6 +226,8 @@ mod tests {
             ReasonCode::LedgerTampered,
             ReasonCode::LockHeld,
             ReasonCode::HookInterrupted,
+            ReasonCode::ForgedStop,
+            ReasonCode::StopNotJudged,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

@@ -44,6 +44,14 @@ pub(crate) struct Receipt {
     /// A metric loop's baseline → best, keeps, discards and best checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<MetricSummary>,
+    /// Stops the agent forged by running the Stop hook from a tool call: recorded, not judged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) forged_stops: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What a metric loop's receipt says about its number.
@@ -92,6 +100,7 @@ impl Receipt {
                 discards: m.discards,
                 best_checkpoint: checkpoint_ref(&meta.loop_id, m.best_checkpoint),
             }),
+            forged_stops: 0,
         }
     }
 
@@ -138,6 +147,13 @@ impl Receipt {
                 ));
             }
             None => {}
+        }
+        if self.forged_stops > 0 {
+            out.push_str(&format!(
+                "\n  forged stops: {}: the agent ran the Stop hook itself from a tool call; none was judged \
+                 or used an iteration (ledger: forged_stop)",
+                self.forged_stops
+            ));
         }
         if !self.oracle_changed.is_empty() {
             out.push_str(&format!(

@@ -40,6 +40,8 @@ pub(crate) struct StartOptions {
     pub(crate) session_id: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) host: Option<Host>,
+    /// Who asked: written on the loop's first ledger line, like every other mutation's.
+    pub(crate) origin: Option<crate::origin::Origin>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -209,7 +211,10 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     }
     // Originals of the oracle files, so a changed one can be restored outside git too.
     let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
-    let started = LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started);
+    let started = LedgerEntry {
+        origin: options.origin,
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
+    };
     if let Err(e) = Journal::commit(&paths, &state, &[started]) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.

@@ -45,7 +45,9 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         .and_then(|bytes| event::parse_object(&bytes))
         .and_then(|object| host.parse_stop(&object));
     match event {
-        Ok(event) => crate::origin::with_notices(env, &event.session_id, judge(env, host, &event)),
+        // A forged stop is answered without the user's notices: its reader is the agent.
+        Ok(event) => forged_stop(env, &event)
+            .unwrap_or_else(|| crate::origin::with_notices(env, &event.session_id, judge(env, host, &event))),
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
             HookResponse::allow()
@@ -82,6 +84,62 @@ pub(crate) fn misinvoked(
          binary: update loop-hook (`cargo install --locked --path <for-loop checkout>`)"
     );
     (host, fault(&paths, Some(&state), &event, env, &what))
+}
+
+/// Forged stops taken in a row, with no judged stop between, after which the next is judged
+/// anyway. A real stop finds no tool call pending: the host writes a call before running it and
+/// ends a turn only on a reply without one. Were the transcript ever to lag behind, a real stop
+/// taken for forged is blocked (the agent works on; nothing is released and no turn is used), and
+/// at most this many in a row: the one after is judged as usual, so no one is ever trapped. The
+/// cost is that an agent forging stops on purpose spends one iteration per this many plus one,
+/// each forgery recorded and shown to the user and in the receipt.
+const FORGED_STREAK: u32 = 2;
+
+/// A Stop event that arrived while the agent's tool call was still pending came from that tool
+/// call: the agent ran `loop-hook stop-hook` itself, most likely to use up the loop's iterations.
+/// It is recorded (origin agent), nothing else changes, and the forging process is told only that
+/// it was not judged. `None` when the stop is not forged, or there is no running loop of this
+/// session to protect: the usual judgment then runs.
+fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
+    let transcript = event.claude_transcript()?;
+    if !transcript::tool_call_pending(transcript) {
+        return None;
+    }
+    let paths = Store::locate(env).ok()?.paths(&event.session_id);
+    // Any trouble with the loop's files is the usual judgment's to report.
+    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).ok()?;
+    let Ok(Custody::Loop { state, incidents }) = Custody::check(&paths, env.now) else { return None };
+    if decision::gate(&state, &event.session_id) != Gate::Judge
+        || LedgerEntry::forged_streak(&paths.ledger, &state.meta.loop_id) >= FORGED_STREAK
+    {
+        return None;
+    }
+    for incident in &incidents {
+        record(&paths, &state, event, env, incident.code, Some(&incident.what));
+    }
+    let entry = LedgerEntry {
+        stop_hook_active: event.stop_hook_active,
+        origin: Some(crate::origin::Origin::Agent),
+        detail: Some(format!(
+            "the agent ran the Stop hook itself from a tool call at iteration {} ({}): that forged stop \
+             was not judged and used no iteration",
+            state.meta.iteration,
+            env.now.strftime("%H:%M:%S UTC")
+        )),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::ForgedStop)
+    };
+    if entry.append_to(&paths.ledger).is_err() {
+        Incident::record_fallback(&paths.dir, ReasonCode::ForgedStop, env.now);
+    }
+    Some(HookResponse {
+        block: Some(
+            "for-loop: this stop was not judged: it arrived while a tool call was still running, so \
+             it came from that tool call, not from the end of a turn. It is recorded and the user \
+             will be told. Keep working on the task."
+                .into(),
+        ),
+        system_message: None,
+    })
 }
 
 /// Judges a normalised stop event of `host` against the session's loop.
@@ -215,7 +273,12 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     }
 
     // 2. Decide: pure, and final.
-    let facts = StopFacts { files_changed: files_changed.as_deref(), incidents: &incidents, ..facts };
+    let forged_stops = match decision::status_after(decision::code(&state, &facts)) {
+        Status::Active => 0,
+        _ => LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id),
+    };
+    let facts =
+        StopFacts { files_changed: files_changed.as_deref(), incidents: &incidents, forged_stops, ..facts };
     let decision = decision::decide(&state, facts);
 
     // 3. Commit the verdict as decided, or change nothing.
@@ -428,6 +491,7 @@ impl Gathered {
             usage: self.usage.as_ref(),
             incidents,
             metric: self.metric.as_ref(),
+            forged_stops: 0,
         }
     }
 }

@@ -69,6 +69,46 @@ pub(crate) fn current_turn(path: &Path) -> io::Result<Turn> {
     Ok(Turn { text: (!texts.is_empty()).then(|| texts.join("\n")), tool_uses })
 }
 
+/// Whether the conversation's last word is the model's tool call, still without its result: the
+/// host writes the call before running the tool, and runs its hooks between turns, never while a
+/// tool runs. So a hook event arriving now was sent by the tool, i.e. forged by the agent. (A turn
+/// ends on a reply without a tool call, so a real stop never finds one pending.)
+pub(crate) fn tool_call_pending(path: &Path) -> bool {
+    let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
+    for line in lines.map_while(Result::ok) {
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["isSidechain"] == true || !matches!(record["type"].as_str(), Some("user" | "assistant")) {
+            continue;
+        }
+        let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
+        return record["type"] == "assistant" && blocks.iter().any(|block| block["type"] == "tool_use");
+    }
+    false
+}
+
+/// When the last turn in the transcript began: the time of its first reply from the model, after
+/// the last prompt (the user's, or a Stop hook's feedback). `None` when that turn has no reply
+/// (an interrupted or empty turn) or no time. Read at the user's next prompt, before the host
+/// writes it, this is the turn a Stop hook should have judged.
+pub(crate) fn last_turn_began(path: &Path) -> Option<jiff::Timestamp> {
+    let mut began = None;
+    for line in ReverseLines::open(path, MAX_TRANSCRIPT_BYTES).ok()?.map_while(Result::ok) {
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        match record.get("type").and_then(Value::as_str) {
+            Some("assistant") if !is_synthetic(&record) => {
+                began =
+                    record.get("timestamp").and_then(Value::as_str).and_then(|t| t.parse().ok()).or(began);
+            }
+            Some("user") if !carries_tool_results(&record) => break,
+            _ => {}
+        }
+    }
+    began
+}
+
 fn is_synthetic(record: &Value) -> bool {
     record.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
         || record.pointer("/message/model").and_then(Value::as_str) == Some("<synthetic>")
@@ -154,6 +194,62 @@ mod tests {
         assert_eq!(last_assistant_text(file.path()).unwrap(), None);
         let empty = transcript(&[], "");
         assert_eq!(last_assistant_text(empty.path()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_pending_tool_call_is_the_last_word_of_the_main_conversation() {
+        let call = assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]));
+        let result = json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}});
+        let mut sidechain = assistant(&json!([{"type": "text", "text": "sub"}]));
+        sidechain["isSidechain"] = json!(true);
+        let queued = json!({"type": "queue-operation", "operation": "enqueue"});
+        let pending = transcript(&[user("go"), call.clone(), sidechain.clone(), queued], "");
+        assert!(tool_call_pending(pending.path()));
+        let answered = transcript(&[user("go"), call.clone(), result], "");
+        assert!(!tool_call_pending(answered.path()));
+        let ended =
+            transcript(&[user("go"), call, assistant(&json!([{"type": "text", "text": "done"}]))], "");
+        assert!(!tool_call_pending(ended.path()));
+        assert!(!tool_call_pending(Path::new("/no/such/transcript.jsonl")));
+    }
+
+    #[test]
+    fn the_last_turn_began_at_its_first_reply_after_the_last_prompt() {
+        let at = |record: Value, time: &str| {
+            let mut record = record;
+            record["timestamp"] = json!(time);
+            record
+        };
+        let feedback =
+            json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nx"}});
+        let file = transcript(
+            &[
+                at(user("go"), "2026-11-22T03:00:00Z"),
+                at(assistant(&json!([{"type": "text", "text": "a"}])), "2026-11-22T03:00:01Z"),
+                at(feedback, "2026-11-22T03:00:05Z"),
+                at(
+                    assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}])),
+                    "2026-11-22T03:00:06Z",
+                ),
+                at(
+                    json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}}),
+                    "2026-11-22T03:00:07Z",
+                ),
+                at(assistant(&json!([{"type": "text", "text": "b"}])), "2026-11-22T03:00:08Z"),
+            ],
+            "",
+        );
+        assert_eq!(last_turn_began(file.path()), Some("2026-11-22T03:00:06Z".parse().unwrap()));
+        // An interrupted turn (the user's interruption is the last prompt) has no reply.
+        let interrupted = transcript(
+            &[
+                at(assistant(&json!([{"type": "text", "text": "a"}])), "2026-11-22T03:00:01Z"),
+                user("[Request interrupted by user]"),
+            ],
+            "",
+        );
+        assert_eq!(last_turn_began(interrupted.path()), None);
+        assert_eq!(last_turn_began(Path::new("/no/such/transcript.jsonl")), None);
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::LedgerTampered => "ledger tampered with",
         ReasonCode::LockHeld => "lock held by another process",
         ReasonCode::HookInterrupted => "hook killed mid-judgment",
+        ReasonCode::ForgedStop => "stop forged by the agent",
+        ReasonCode::StopNotJudged => "turn ended unjudged (hooks off?)",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
     }

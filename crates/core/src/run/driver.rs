@@ -107,6 +107,7 @@ impl Driver {
                         session_id: Some(session_id.clone()),
                         cwd: None,
                         host: Some(agent.host()),
+                        origin: Some(crate::origin::Origin::of_command_line(env)),
                     },
                     &options.loop_text,
                 );
