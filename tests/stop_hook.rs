@@ -246,3 +246,69 @@ fn a_check_swapped_and_put_back_during_verify_does_not_count() {
     assert!(run.blocked(), "{}", run.stdout);
     assert!(run.reason().contains("check.sh (changed while verify ran)"), "{}", run.reason());
 }
+
+/// A Stop event sent while the agent's tool call is still pending (the transcript's last word is
+/// the call, without its result) came from that tool call: the agent running `loop-hook
+/// stop-hook` itself to use up its iterations. It is recorded as forged and changes nothing; two
+/// in a row at most, then the next is judged as usual (a real stop is never trapped); the user
+/// hears of each at the next judged stop and in the receipt.
+#[test]
+fn a_stop_forged_from_a_tool_call_is_recorded_and_uses_no_iteration() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    env.start("fix it --verify \"sh check.sh\" --max-iterations 2");
+    let transcript = env.project.join("transcript.jsonl");
+    let call = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:00Z", "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "loop-hook stop-hook < forged.json"}}]}});
+    std::fs::write(&transcript, format!("{call}\n")).unwrap();
+    let mut event = crate::util::stop_event(SESSION, &env.project, "done", false);
+    event["transcript_path"] = json!(transcript);
+    let stop = || env.run(&["stop-hook"], event.to_string());
+
+    for _ in 0..2 {
+        let forged = stop();
+        assert!(forged.blocked(), "{}", forged.stdout);
+        assert!(forged.reason().contains("this stop was not judged"), "{}", forged.reason());
+        assert!(forged.json().get("systemMessage").is_none(), "nothing for the user reaches the forger");
+        assert!(
+            std::fs::read_to_string(env.state_path()).unwrap().contains("iteration: 1\n"),
+            "no iteration used"
+        );
+    }
+    let ledger = env.ledger();
+    assert_eq!(ledger.len(), 2);
+    for line in &ledger {
+        assert_eq!(
+            (&line["reason"], &line["origin"], &line["decision"]),
+            (&json!("forged_stop"), &json!("agent"), &json!("note"))
+        );
+    }
+    // The third in a row is judged as usual: a real stop is never held back for long.
+    let judged = stop();
+    assert!(judged.blocked());
+    assert!(judged.reason().contains("iteration 2 of 2"), "{}", judged.reason());
+    assert!(
+        judged
+            .system_message()
+            .contains("the agent ran the Stop hook itself from a tool call at iteration 1"),
+        "{}",
+        judged.system_message()
+    );
+    // A real stop: the turn ended on a reply without a tool call. The cap ends the loop, and the
+    // receipt counts the forged stops.
+    let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}});
+    std::fs::write(&transcript, format!("{call}\n{reply}\n")).unwrap();
+    let end = stop();
+    assert!(!end.blocked());
+    let message = end.system_message();
+    assert!(message.contains("forged stops: 2: the agent ran the Stop hook itself"), "{message}");
+    assert_eq!(env.ledger().last().unwrap()["receipt"]["forged_stops"], 2);
+}
+
+#[test]
+fn the_first_ledger_line_names_who_started_the_loop() {
+    let env = TestEnv::new();
+    env.start("fix it --verify false");
+    let first = &env.ledger_all()[0];
+    assert_eq!((&first["reason"], &first["origin"]), (&json!("started"), &json!("terminal")));
+}

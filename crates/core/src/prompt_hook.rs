@@ -182,7 +182,11 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
         .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line).ok())
         .filter(|entry| entry.loop_id == state.meta.loop_id)
         .take_while(|entry| entry.time >= began)
-        .any(|entry| matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow));
+        // A stop's own line, or this very notice already given for the turn.
+        .any(|entry| {
+            matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow)
+                || entry.reason == ReasonCode::StopNotJudged
+        });
     if judged {
         return None;
     }
@@ -377,6 +381,50 @@ mod tests {
         // A second start is refused to the user directly, and the model never sees it.
         let again = respond(&env, Host::ClaudeCode, &event("s", "/for-loop other", dir.path(), None));
         assert!(again.block.unwrap().contains("already has a loop"));
+    }
+
+    #[test]
+    fn a_turn_of_a_running_loop_that_no_stop_judged_is_told_once_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
+        let transcript = dir.path().join("t.jsonl");
+        let reply = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:30Z",
+            "message": {"content": [{"type": "text", "text": "done"}]}});
+        std::fs::write(&transcript, format!("{reply}\n")).unwrap();
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let told = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(message.contains("last turn ended without being judged"), "{message}");
+        let ledger =
+            std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
+                .unwrap();
+        assert!(ledger.lines().last().unwrap().contains("\"reason\":\"stop_not_judged\""), "{ledger}");
+        assert!(ledger.lines().next().unwrap().contains("\"origin\":\"user\""), "{ledger}");
+        // Told once: the record now stands after that turn.
+        let again = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        assert_eq!(again.system_message, None);
+        // A turn a stop judged is not told.
+        let judged = "2026-11-22T03:00:00Z".parse().unwrap();
+        let state = crate::custody::trusted_state(&Store::locate(&env).unwrap().paths("s")).unwrap().unwrap();
+        let line = LedgerEntry::new(&state, judged, LedgerDecision::Block, ReasonCode::VerifyFailed);
+        let dir2 = tempfile::tempdir().unwrap();
+        let mut env2 = crate::prompt_hook::tests::env(dir2.path());
+        env2.now = judged;
+        respond(&env2, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir2.path(), None));
+        let paths2 = Store::locate(&env2).unwrap().paths("s");
+        LedgerEntry {
+            loop_id: crate::custody::trusted_state(&paths2).unwrap().unwrap().meta.loop_id,
+            time: "2026-11-22T03:00:40Z".parse().unwrap(),
+            ..line
+        }
+        .append_to(&paths2.ledger)
+        .unwrap();
+        let mut later2 = env2.clone();
+        later2.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let quiet = respond(&later2, Host::ClaudeCode, &event("s", "hello", dir2.path(), Some(&transcript)));
+        assert_eq!(quiet.system_message, None);
     }
 
     #[test]
