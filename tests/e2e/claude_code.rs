@@ -901,3 +901,95 @@ fn a_worse_change_is_rolled_back_and_the_loop_ends_when_the_target_is_met() {
     assert!(told.contains("target <= 120 met at iteration 2/5: 130 → 110 ms (baseline → best)"), "{told}");
     assert!(told.contains("metric: 130 → 110 ms (baseline → best) · 1 kept · 1 discarded"), "{told}");
 }
+
+/// Turns the Stop hook never judged are made visible. With `disableAllHooks` set after the loop
+/// started, `/loop-status` still runs its `!` line, which says for-loop's hooks are not running;
+/// once hooks are back, the user's next prompt is told the last turn went unjudged. The same in a
+/// second session after a run whose `loop-hook` was replaced by a script that exits 0.
+#[test]
+fn turns_no_stop_judged_are_reported_with_hooks_off_or_the_binary_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut world = World::new();
+    world.env.write("check.sh", "test -f pass\n");
+    let model = MockModel::start(
+        Script::new().text("Done.").text("Status shown.").text("Hello.").text("Again.").text("Once more."),
+    )
+    .unwrap();
+    let start = |session: &str| {
+        let run = world.env.run(&["start", "--session", session], "fix it --verify \"sh check.sh\"");
+        assert_eq!(run.code, 0, "{}", run.stdout);
+    };
+    let unjudged = "your loop's last turn ended without being judged";
+
+    start(SESSION_A);
+    let settings = world.env.project.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, r#"{"disableAllHooks": true}"#).unwrap();
+    let off = world.run(&model, SESSION_A, "work on it", &[]);
+    assert!(off.stop_responses().is_empty(), "{}", off.dump());
+    assert!(world.state(SESSION_A).contains("iteration: 1\n"), "nothing judged the turn");
+    world.run(&model, SESSION_A, "/for-loop:loop-status", &["--resume", SESSION_A]);
+    let shown =
+        model.main_requests().get(1).and_then(mock_model::Recorded::last_user_text).unwrap_or_default();
+    assert!(shown.contains("WARNING: for-loop's hooks are not running in this session"), "{shown}");
+    assert!(shown.contains("disableAllHooks"), "{shown}");
+    std::fs::remove_file(&settings).unwrap();
+    world.env.write("pass", "");
+    let back = world.run(&model, SESSION_A, "hello", &["--resume", SESSION_A]);
+    assert!(back.told_the_user().contains(unjudged), "{}", back.dump());
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["stop_not_judged", "verified"]);
+
+    // A binary replaced by a script that exits 0: nothing of for-loop's runs, so nothing is
+    // recorded, and the user hears of the turn it let through at the first prompt after.
+    std::fs::remove_file(world.env.project.join("pass")).unwrap();
+    start(SESSION_B);
+    let real = world.loop_hook.take();
+    let fake = world.env.home.join("fake-loop-hook");
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    world.loop_hook = Some(fake);
+    world.run(&model, SESSION_B, "go on", &[]);
+    assert!(world.env.ledger_reasons(SESSION_B).is_empty(), "the replaced binary records nothing");
+    world.loop_hook = real;
+    world.env.write("pass", "");
+    let restored = world.run(&model, SESSION_B, "status?", &["--resume", SESSION_B]);
+    assert!(restored.told_the_user().contains(unjudged), "{}", restored.dump());
+    assert_eq!(world.env.ledger_reasons(SESSION_B), ["stop_not_judged", "verified"]);
+}
+
+/// The agent runs the Stop hook itself, from a tool call, with a forged Stop event for its own
+/// session that names another transcript (hidden from the guard): each is recorded as forged and
+/// uses no iteration, the user hears of them at the next real stop, and the receipt counts them.
+#[test]
+fn stops_the_agent_forges_from_its_shell_use_no_iteration_and_are_reported() {
+    let world = World::new();
+    world.env.write("check.sh", "exit 1\n");
+    let forge = "python3 -c \"import json, os, subprocess; e = json.dumps({'session_id': \
+                 os.environ['CLAUDE_CODE_SESSION_ID'], 'transcript_path': '/dev/null', 'cwd': os.getcwd(), \
+                 'hook_event_name': 'Stop', 'stop_hook_active': False}); [print(subprocess.run(\
+                 [os.environ['FOR_LOOP_' + 'BIN'], 'stop' + '-hook'], input=e, capture_output=True, \
+                 text=True).stdout) for _ in range(2)]\"";
+    let model = MockModel::start(Script::new().bash(forge).text("Done.").text("Done again.")).unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop fix it --verify \"sh check.sh\" --max-iterations 2",
+        &["--allowedTools", "Bash"],
+    );
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 3, "{}", run.dump());
+    let answer = &requests[1].tool_results()[0];
+    assert_eq!(answer.text.matches("this stop was not judged").count(), 2, "{answer:?}");
+    let ledger = world.env.ledger_of(SESSION_A);
+    let lines: Vec<(&str, &str)> =
+        ledger.iter().map(|l| (l["reason"].as_str().unwrap(), l["origin"].as_str().unwrap_or("-"))).collect();
+    assert_eq!(
+        lines,
+        [("forged_stop", "agent"), ("forged_stop", "agent"), ("verify_failed", "-"), ("cap_reached", "-")]
+    );
+    let stops = run.stop_responses();
+    let first = stops[0]["stdout"].as_str().unwrap_or_default();
+    assert!(first.contains("the agent ran the Stop hook itself from a tool call at iteration 1"), "{first}");
+    let last = stops.last().unwrap()["stdout"].as_str().unwrap_or_default();
+    assert!(last.contains("forged stops: 2"), "{last}");
+}

@@ -122,7 +122,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
             system_message: notice,
         };
     }
-    let mut outcome = carry_out(env, host, &session_id, &cwd, &command);
+    let mut outcome = carry_out(env, host, &session_id, &cwd, transcript.as_deref(), &command);
     // Codex skips a hook it was not told to trust, silently: a loop started there must not look
     // like one that holds.
     let untrusted =
@@ -213,7 +213,14 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
     ))
 }
 
-fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, command: &UserCommand) -> Outcome {
+fn carry_out(
+    env: &Environment,
+    host: Host,
+    session_id: &str,
+    cwd: &Path,
+    transcript: Option<&Path>,
+    command: &UserCommand,
+) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
     let here = env.with_cwd(cwd.to_path_buf());
     let outcome = match command.kind {
@@ -223,6 +230,7 @@ fn carry_out(env: &Environment, host: Host, session_id: &str, cwd: &Path, comman
                 cwd: Some(cwd.to_path_buf()),
                 host: Some(host),
                 origin: Some(Origin::User),
+                transcript: transcript.map(Path::to_path_buf),
             };
             start::run(&here, &options, &command.args)
         }

@@ -42,6 +42,8 @@ pub(crate) struct StartOptions {
     pub(crate) host: Option<Host>,
     /// Who asked: written on the loop's first ledger line, like every other mutation's.
     pub(crate) origin: Option<crate::origin::Origin>,
+    /// The host's transcript, from the prompt hook's event (the user's own prompt).
+    pub(crate) transcript: Option<PathBuf>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -194,6 +196,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             receipt: None,
             usage: None,
             metric: None,
+            transcript: options.transcript.clone(),
         },
         task: request.task.clone(),
     };

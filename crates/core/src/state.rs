@@ -148,6 +148,11 @@ pub(crate) struct Meta {
     /// A metric loop's baseline, best and attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<crate::keep::MetricProgress>,
+    /// The host's transcript of the session, as the host named it in the user's own prompt that
+    /// started the loop. A Stop event names its transcript too, but a forged one can point
+    /// anywhere: this is where the hook looks for a tool call still pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<PathBuf>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -236,6 +241,7 @@ pub(crate) mod tests {
                 receipt: None,
                 usage: None,
                 metric: None,
+                transcript: None,
             },
             task: "fix the login\n".into(),
         }

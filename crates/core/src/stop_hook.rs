@@ -101,15 +101,19 @@ const FORGED_STREAK: u32 = 2;
 /// it was not judged. `None` when the stop is not forged, or there is no running loop of this
 /// session to protect: the usual judgment then runs.
 fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
-    let transcript = event.claude_transcript()?;
-    if !transcript::tool_call_pending(transcript) {
+    let paths = Store::locate(env).ok()?.paths(&event.session_id);
+    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+    if !paths.state.exists() && !armed {
         return None;
     }
-    let paths = Store::locate(env).ok()?.paths(&event.session_id);
     // Any trouble with the loop's files is the usual judgment's to report.
     let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).ok()?;
     let Ok(Custody::Loop { state, incidents }) = Custody::check(&paths, env.now) else { return None };
+    // The transcript the user's own start named, where there is one: a forged event may name
+    // another (an empty file, /dev/null).
+    let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file()).or(event.claude_transcript())?;
     if decision::gate(&state, &event.session_id) != Gate::Judge
+        || !transcript::tool_call_pending(transcript)
         || LedgerEntry::forged_streak(&paths.ledger, &state.meta.loop_id) >= FORGED_STREAK
     {
         return None;

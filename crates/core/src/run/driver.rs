@@ -108,6 +108,7 @@ impl Driver {
                         cwd: None,
                         host: Some(agent.host()),
                         origin: Some(crate::origin::Origin::of_command_line(env)),
+                        transcript: None,
                     },
                     &options.loop_text,
                 );
