@@ -6,17 +6,20 @@
 use std::io::{self, Read};
 
 use crate::digest::Fnv1a;
+use crate::test_summary::{Scanner, Tally};
 
 const HEAD_BYTES: usize = 16 * 1024;
 const TAIL_BYTES: usize = 64 * 1024;
 
-/// What was kept of a stream: its first and last bytes, its size and a digest of all of it.
+/// What was kept of a stream: its first and last bytes, its size, a digest of all of it, and the
+/// test runners' summaries anywhere in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Captured {
     head: Vec<u8>,
     tail: Vec<u8>,
     total: u64,
     digest: Fnv1a,
+    tests: Scanner,
 }
 
 impl Captured {
@@ -39,6 +42,7 @@ impl Captured {
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
         self.total += chunk.len() as u64;
         self.digest.update(chunk);
+        self.tests.push(chunk);
         if self.head.len() < HEAD_BYTES {
             let take = chunk.len().min(HEAD_BYTES - self.head.len());
             self.head.extend_from_slice(&chunk[..take]);
@@ -53,6 +57,11 @@ impl Captured {
     /// Bytes seen in all.
     pub(crate) fn total_bytes(&self) -> u64 {
         self.total
+    }
+
+    /// What the test runners' summaries in the whole stream say.
+    pub(crate) fn tests(&self) -> Tally {
+        self.tests.tally()
     }
 
     /// FNV-1a digest of the whole stream, as 16 hex digits.
