@@ -12,6 +12,7 @@
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
+//! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
@@ -36,6 +37,7 @@ mod properties;
 mod release_workflow;
 mod report;
 mod run_driver;
+mod runners;
 mod stop_hook;
 mod stress;
 mod strict;

@@ -149,8 +149,12 @@ impl TestEnv {
         self.stop_as(SESSION, last_message, false)
     }
 
+    /// Writes a project file, creating the directories it is in.
     pub(crate) fn write(&self, name: &str, content: &str) -> PathBuf {
         let path = self.project.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
         std::fs::write(&path, content).unwrap();
         path
     }

@@ -24,6 +24,7 @@ use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::stall::Streaks;
 use crate::state::{LastVerify, LoopState, Status};
+use crate::test_ratchet::{News, TestJudgement};
 use crate::usage::{Usage, UsageCursor};
 use crate::verify::VerifyOutcome;
 
@@ -147,7 +148,7 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
 /// that gathers some facts only when the loop ends. `facts.files_changed` does not affect it.
 pub(crate) fn code(state: &LoopState, facts: &StopFacts<'_>) -> ReasonCode {
     let step = metric_step(state, facts);
-    classify(state, facts, &streaks_after(state, facts), step.as_ref()).0
+    classify(state, facts, &streaks_after(state, facts), step.as_ref(), judge_tests(state, facts).as_ref()).0
 }
 
 /// A metric loop's attempt, judged.
@@ -209,6 +210,15 @@ fn classify_metric(
     }
 }
 
+/// What the test-count ratchet makes of this stop's verify run; `None` without one, or when
+/// it was stopped before it could print a summary.
+fn judge_tests(state: &LoopState, facts: &StopFacts<'_>) -> Option<TestJudgement> {
+    facts
+        .verify
+        .filter(|outcome| !outcome.timed_out)
+        .map(|outcome| state.meta.tests.judge(&outcome.output.tests(), outcome.passed()))
+}
+
 fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
     state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses)
 }
@@ -219,6 +229,7 @@ fn classify(
     facts: &StopFacts<'_>,
     streaks: &Streaks,
     metric: Option<&MetricStep>,
+    tests: Option<&TestJudgement>,
 ) -> (ReasonCode, Option<bool>) {
     let settings = &state.meta.settings;
     let verify_passed = match (&settings.verify, facts.verify) {
@@ -236,6 +247,7 @@ fn classify(
         (Some(v), Some(p)) => v && p,
     };
     let oracle_intact = facts.oracle_changes.is_empty();
+    let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
     let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
     let tokens_used = facts.usage.or(state.meta.usage.as_ref()).map_or(0, |u| u.used.total().counted());
     let out_of_time = settings
@@ -244,7 +256,7 @@ fn classify(
     if let Some(step) = metric {
         return (classify_metric(state, facts, streaks, step, out_of_time), promise_kept);
     }
-    let code = if criteria_met && oracle_intact {
+    let code = if criteria_met && oracle_intact && tests_intact {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
@@ -262,6 +274,8 @@ fn classify(
         ReasonCode::OracleChanged
     } else if let Some(outcome) = facts.verify.filter(|o| !o.passed()) {
         if outcome.timed_out { ReasonCode::VerifyTimedOut } else { ReasonCode::VerifyFailed }
+    } else if !tests_intact {
+        ReasonCode::TestsDropped
     } else if promise_kept == Some(false) {
         ReasonCode::PromiseMissing
     } else {
@@ -274,7 +288,8 @@ fn classify(
 pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let streaks = streaks_after(state, &facts);
     let step = metric_step(state, &facts);
-    let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref());
+    let tests = judge_tests(state, &facts);
+    let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref(), tests.as_ref());
 
     let mut next = state.clone();
     next.meta.updated_at = facts.now;
@@ -302,6 +317,9 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
                 .collect(),
         )
     });
+    if let Some(judgement) = &tests {
+        next.meta.tests = judgement.next.clone();
+    }
     if let Some(step) = &step {
         next.meta.metric = Some(step.after.clone());
     }
@@ -320,9 +338,21 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
             let line = metric_message::status_line(&next, &words);
             (Verdict::Block { reason }, format!("{warnings}{line}"), None)
         } else {
-            let reason = message::reinjection(&next, code, &facts);
+            let mut sections = Vec::new();
+            if let Some(shortfall) = tests.as_ref().and_then(|j| j.shortfall.as_ref()) {
+                sections.push(shortfall.explain(settings_verify(state)));
+            }
+            let news = tests.as_ref().and_then(|j| j.news.as_ref());
+            if let Some(news) = news.and_then(News::for_the_model) {
+                sections.push(format!("\n{news}\n"));
+            }
+            let reason = message::reinjection(&next, code, &facts, &sections);
             let line = message::status_line(&next, code, facts.verify, facts.verify_not_run);
-            (Verdict::Block { reason }, format!("{warnings}{line}"), None)
+            let mut shown = format!("{warnings}{line}");
+            if let Some(news) = news {
+                shown.push_str(&format!("\n  {}", news.text()));
+            }
+            (Verdict::Block { reason }, shown, None)
         }
     } else {
         next.meta.status = status;
@@ -367,10 +397,8 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         stop_hook_active: facts.stop_hook_active,
         verify: facts.verify.map(VerifyRecord::of),
         promise_kept,
-        detail: facts
-            .verify_not_run
-            .map(|why| format!("verify could not run: {why}"))
-            .or(facts.checkpoint_error.map(|e| format!("checkpoint failed: {e}"))),
+        detail: detail(&facts, tests.as_ref()),
+        tests: tests.as_ref().and_then(|j| j.counts),
         oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
         receipt: receipt.clone(),
         tokens,
@@ -421,11 +449,33 @@ fn lesson(state: &LoopState, step: Option<&MetricStep>, facts: &StopFacts<'_>) -
     })
 }
 
+fn settings_verify(state: &LoopState) -> &str {
+    state.meta.settings.verify.as_deref().unwrap_or_default()
+}
+
+/// What the ledger line notes besides the verdict: why verify could not run, a failed
+/// checkpoint, and why a pass did not count for the test-count ratchet.
+fn detail(facts: &StopFacts<'_>, tests: Option<&TestJudgement>) -> Option<String> {
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(why) = facts.verify_not_run {
+        notes.push(format!("verify could not run: {why}"));
+    }
+    if let Some(e) = facts.checkpoint_error {
+        notes.push(format!("checkpoint failed: {e}"));
+    }
+    if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
+        notes.push(format!("{}: {}", shortfall.summary(), shortfall.suites.join("; ")));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::capture::Captured;
     use crate::state::tests::sample;
+    use crate::test_ratchet::{RatchetStatus, TestRatchet};
+    use crate::test_summary::tally;
     use std::time::Duration;
 
     fn outcome(exit_code: Option<i32>, timed_out: bool, output: &str) -> VerifyOutcome {
@@ -467,7 +517,23 @@ mod tests {
         state.meta.settings.completion_promise = promise.map(str::to_string);
         state.meta.iteration = iteration;
         state.meta.settings.max_iterations = max;
+        // Verify has run before, without a test summary: the ratchet has nothing to say.
+        state.meta.tests.status = RatchetStatus::Waiting;
         state
+    }
+
+    /// A loop whose verify ran pytest before, with `ran` tests and none skipped.
+    fn counting(ran: u64) -> LoopState {
+        let mut state = with(Some("pytest"), None, 3, 30);
+        state.meta.tests = TestRatchet::new(false).judge(&tally(&pytest(0, ran, 0)), false).next;
+        state
+    }
+
+    fn pytest(passed: u64, failed: u64, skipped: u64) -> String {
+        format!(
+            "============================= test session starts ==============================\n\
+             ======== {passed} passed, {failed} failed, {skipped} skipped in 0.10s ========\n"
+        )
     }
 
     fn overrode(decision: &Decision) -> bool {
@@ -717,6 +783,112 @@ mod tests {
 
         ledger: block oracle_changed
         ");
+    }
+
+    #[test]
+    fn snapshot_tests_dropped() {
+        let state = counting(12);
+        let passed = outcome(Some(0), false, &pytest(10, 0, 1));
+        insta::assert_snapshot!(shown(&decide(&state, facts(Some(&passed), None))), @r"
+        systemMessage:
+        for-loop 4/30 · verify passed, but with fewer tests run or more skipped; passes do not count
+        reason:
+        fix the login
+
+        ---
+        for-loop: this is iteration 4 of 30. The loop goes on until `pytest` exits 0.
+
+        Verify passed, but 2 tests fewer ran than before, so the pass does not count:
+          - pytest: 10 ran, 12 before
+        Put the tests back: restore every test you deleted, renamed or emptied, and remove the skip, xfail, ignore and only markers you added. Then run `pytest` and see every test run and pass. Weakening the check is never the way out.
+
+        ledger: block tests_dropped
+        ");
+    }
+
+    #[test]
+    fn snapshot_first_count() {
+        let mut state = with(Some("pytest"), None, 1, 30);
+        state.meta.tests = TestRatchet::new(false);
+        let failed = outcome(Some(1), false, &pytest(10, 2, 1));
+        insta::assert_snapshot!(shown(&decide(&state, facts(Some(&failed), None))), @r"
+        systemMessage:
+        for-loop 2/30 · verify failed (exit 1, 4.2 s)
+          Tests counted (pytest): 12 ran (10 passed, 2 failed), 1 skipped. From now on a pass that runs fewer tests, or skips more, does not count.
+        reason:
+        fix the login
+
+        ---
+        for-loop: this is iteration 2 of 30. The loop goes on until `pytest` exits 0.
+
+        Tests counted (pytest): 12 ran (10 passed, 2 failed), 1 skipped. From now on a pass that runs fewer tests, or skips more, does not count.
+
+        Verify `pytest` failed: exit 1 after 4.2 s. Its output:
+
+        ```text
+        ============================= test session starts ==============================
+        ======== 10 passed, 2 failed, 1 skipped in 0.10s ========
+        ```
+
+        To finish: find the cause of this failure and fix it, run `pytest` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+        ledger: block verify_failed
+        ");
+    }
+
+    #[test]
+    fn the_first_run_without_a_summary_is_told_to_the_user_only() {
+        let mut state = with(Some("sh check.sh"), None, 1, 30);
+        state.meta.tests = TestRatchet::new(false);
+        let failed = outcome(Some(1), false, "FAIL: calc is wrong\n");
+        let decision = decide(&state, facts(Some(&failed), None));
+        assert!(decision.system_message.contains("test-count ratchet is off"), "{}", decision.system_message);
+        assert!(!reason(&decision).contains("ratchet"), "{}", reason(&decision));
+        assert_eq!(decision.next.meta.tests.status, RatchetStatus::Waiting);
+        // Said once.
+        let again = decide(&decision.next, facts(Some(&failed), None));
+        assert!(!again.system_message.contains("ratchet"), "{}", again.system_message);
+    }
+
+    #[test]
+    fn a_pass_with_all_its_tests_is_verified_and_the_receipt_counts_them() {
+        let state = counting(12);
+        let passed = outcome(Some(0), false, &pytest(13, 0, 0));
+        let decision = decide(&state, facts(Some(&passed), None));
+        assert_eq!(decision.code, ReasonCode::Verified);
+        assert!(
+            decision.system_message.contains("tests: 13 ran (13 passed, 0 failed), 0 skipped"),
+            "{}",
+            decision.system_message
+        );
+        assert_eq!(
+            decision.ledger[0].tests,
+            Some(crate::test_summary::Counts { passed: 13, failed: 0, skipped: 0 })
+        );
+    }
+
+    #[test]
+    fn a_held_pass_is_recorded_with_what_went_missing() {
+        // `pytest && ruff check`: all 12 tests passed before, and the linter failed.
+        let mut state = with(Some("pytest && ruff check"), None, 3, 30);
+        state.meta.tests = TestRatchet::new(false).judge(&tally(&pytest(12, 0, 0)), false).next;
+        let passed = outcome(Some(0), false, &pytest(12, 0, 2));
+        let decision = decide(&state, facts(Some(&passed), None));
+        assert_eq!(decision.code, ReasonCode::TestsDropped);
+        assert_eq!(decision.next.meta.status, Status::Active);
+        assert_eq!(
+            decision.ledger[0].detail.as_deref(),
+            Some("2 more tests skipped than before: pytest: 2 skipped, 0 before")
+        );
+    }
+
+    #[test]
+    fn a_held_pass_still_ends_at_the_cap() {
+        let mut state = counting(12);
+        state.meta.iteration = 30;
+        let passed = outcome(Some(0), false, &pytest(3, 0, 0));
+        let decision = decide(&state, StopFacts { files_changed: Some(&[]), ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::CapReached);
+        assert!(decision.system_message.contains("tests: 3 ran"), "{}", decision.system_message);
     }
 
     #[test]

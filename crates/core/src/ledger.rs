@@ -19,6 +19,7 @@ use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::reverse_lines::ReverseLines;
 use crate::state::LoopState;
+use crate::test_summary::Counts;
 use crate::usage::Usage;
 use crate::verify::VerifyOutcome;
 
@@ -105,6 +106,9 @@ pub(crate) struct LedgerEntry {
     /// A metric loop's measurement at this stop ([`crate::keep::MetricRecord`]).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) metric: Option<crate::keep::MetricRecord>,
+    /// What the test runners' summaries in verify's output said, all suites together.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) tests: Option<Counts>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -159,6 +163,7 @@ impl LedgerEntry {
             tokens: None,
             state_digest: None,
             metric: None,
+            tests: None,
         }
     }
 
@@ -288,6 +293,7 @@ mod tests {
             tokens: None,
             state_digest: None,
             metric: None,
+            tests: None,
         }
     }
 

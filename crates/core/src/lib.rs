@@ -62,6 +62,7 @@ mod status;
 mod stop_hook;
 mod store;
 mod strict;
+mod test_ratchet;
 mod test_summary;
 mod transcript;
 mod usage;

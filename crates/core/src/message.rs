@@ -29,8 +29,14 @@ const MIN_OUTPUT_ROOM: usize = 1_500;
 /// own feedback in a transcript ([`crate::custody::tell_deleted_store`]).
 pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
 
-/// The prompt that keeps the agent working. `state` is the loop after this stop.
-pub(crate) fn reinjection(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> String {
+/// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
+/// are paragraphs about the tests behind the check, shown before verify's output.
+pub(crate) fn reinjection(
+    state: &LoopState,
+    code: ReasonCode,
+    facts: &StopFacts<'_>,
+    sections: &[String],
+) -> String {
     let (verify, state_path, oracle_changes) = (facts.verify, facts.state_path, facts.oracle_changes);
     let meta = &state.meta;
     let settings = &meta.settings;
@@ -56,6 +62,9 @@ pub(crate) fn reinjection(state: &LoopState, code: ReasonCode, facts: &StopFacts
     // The changed check comes first: it is why this stop is blocked whatever verify said.
     if !oracle_changes.is_empty() {
         status.push_str(&oracle_notice(oracle_changes, state_path));
+    }
+    for section in sections {
+        status.push_str(section);
     }
     let mut advice = String::new();
     match (code, verify) {
@@ -109,6 +118,8 @@ pub(crate) fn reinjection(state: &LoopState, code: ReasonCode, facts: &StopFacts
                  truly complete, end your turn with that exact line; write it only if it is true.\n"
             ));
         }
+        // The shortfall is one of the sections.
+        (ReasonCode::TestsDropped, _) => {}
         (ReasonCode::OracleChanged, _) => {
             if settings.verify.is_some() {
                 status.push_str(
@@ -180,6 +191,9 @@ pub(crate) fn status_line(
         }
         (ReasonCode::OracleChanged, _) => "the verify files were changed; passes do not count".to_string(),
         (ReasonCode::VerifyNotRun, _) => format!("verify could not run ({})", not_run.unwrap_or("unknown")),
+        (ReasonCode::TestsDropped, _) => {
+            "verify passed, but with fewer tests run or more skipped; passes do not count".to_string()
+        }
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
         _ => "no verify command, running to the cap".to_string(),

@@ -38,6 +38,9 @@ pub(crate) enum ReasonCode {
     MetricKept,
     /// Metric mode: the change was not kept and was rolled back.
     MetricDiscarded,
+    /// Verify passed, but ran fewer tests than it once did, or skipped more: the test-count
+    /// ratchet does not count the pass.
+    TestsDropped,
 
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
@@ -121,6 +124,7 @@ impl ReasonCode {
             ReasonCode::NoCriterion => "no_criterion",
             ReasonCode::OracleChanged => "oracle_changed",
             ReasonCode::VerifyNotRun => "verify_not_run",
+            ReasonCode::TestsDropped => "tests_dropped",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
@@ -207,6 +211,7 @@ mod tests {
             ReasonCode::NoCriterion,
             ReasonCode::OracleChanged,
             ReasonCode::VerifyNotRun,
+            ReasonCode::TestsDropped,
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,
             ReasonCode::TimeBudget,

@@ -10,6 +10,7 @@ use crate::host::Host;
 use crate::metric::Number;
 use crate::reason_code::ReasonCode;
 use crate::state::{LoopState, Status};
+use crate::test_summary::Counts;
 use crate::usage::human_tokens;
 use crate::worktree::checkpoint_ref;
 
@@ -47,6 +48,12 @@ pub(crate) struct Receipt {
     /// Stops the agent forged by running the Stop hook from a tool call: recorded, not judged.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) forged_stops: u32,
+    /// What the test runners' summaries said at the last verify run, all suites together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tests: Option<Counts>,
+    /// The most tests that ran at any verify run of the loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) most_tests_ran: Option<u64>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -101,6 +108,8 @@ impl Receipt {
                 best_checkpoint: checkpoint_ref(&meta.loop_id, m.best_checkpoint),
             }),
             forged_stops: 0,
+            tests: meta.tests.last,
+            most_tests_ran: meta.tests.most_ran(),
         }
     }
 
@@ -132,6 +141,12 @@ impl Receipt {
         }
         if self.harness_overrides > 0 {
             out.push_str(&format!("\n  the host overrode {} block(s)", self.harness_overrides));
+        }
+        if let Some(tests) = self.tests {
+            out.push_str(&format!("\n  tests: {tests}"));
+            if let Some(most) = self.most_tests_ran.filter(|most| *most > tests.ran()) {
+                out.push_str(&format!(" · {most} ran at most"));
+            }
         }
         match &self.files_changed {
             Some(files) if files.is_empty() => out.push_str("\n  changed: no files"),

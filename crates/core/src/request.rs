@@ -49,10 +49,11 @@ pub(crate) enum Flag {
     RefineAfter,
     PivotAfter,
     ParkAfterPivots,
+    AllowTestEdits,
 }
 
 impl Flag {
-    const ALL: [Flag; 21] = [
+    const ALL: [Flag; 22] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -74,6 +75,7 @@ impl Flag {
         Flag::RefineAfter,
         Flag::PivotAfter,
         Flag::ParkAfterPivots,
+        Flag::AllowTestEdits,
     ];
 
     /// Flags that may be given more than once, each adding a value.
@@ -83,7 +85,7 @@ impl Flag {
 
     /// Flags that take no value.
     fn is_switch(self) -> bool {
-        matches!(self, Flag::Checkpoint | Flag::RequireStrict)
+        matches!(self, Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits)
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -109,6 +111,7 @@ impl Flag {
             Flag::RefineAfter => "--refine-after",
             Flag::PivotAfter => "--pivot-after",
             Flag::ParkAfterPivots => "--park-after-pivots",
+            Flag::AllowTestEdits => "--allow-test-edits",
         }
     }
 
@@ -122,7 +125,7 @@ impl Flag {
             Flag::MaxSameFailures => "a whole number from 1 to 1000, e.g. --max-same-failures 8",
             Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
             Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
-            Flag::Checkpoint | Flag::RequireStrict => "nothing: it is a switch",
+            Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits => "nothing: it is a switch",
             Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
             Flag::Notify => "a command, e.g. --notify 'notify-send \"$FOR_LOOP_SUMMARY\"'",
             Flag::Metric => "a command that prints a number, e.g. --metric \"sh bench.sh\"",
@@ -166,6 +169,8 @@ pub(crate) struct LoopRequest {
     pub notify: Option<String>,
     /// Metric mode ([`crate::keep`]), when `--metric` is given.
     pub metric: Option<MetricSettings>,
+    /// The task may change the tests: no test-count ratchet, no default protection of the suite.
+    pub allow_test_edits: bool,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -255,6 +260,7 @@ impl LoopRequest {
             refine_after,
             pivot_after,
             park_after_pivots,
+            allow_test_edits,
         ] = values;
         let metric = MetricFlags {
             command: metric,
@@ -303,6 +309,7 @@ impl LoopRequest {
             max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
             notify: notify.map(|v| check_command(Flag::Notify, &v)).transpose()?,
             metric,
+            allow_test_edits: allow_test_edits.is_some(),
         })
     }
 }
@@ -934,6 +941,17 @@ mod tests {
         assert!(matches!(err("t --escalate 4,2,6"), RequestError::BadValue { flag: Flag::Escalate, .. }));
         assert!(matches!(err("t --max-time soon"), RequestError::BadValue { flag: Flag::MaxTime, .. }));
         assert!(matches!(err("t --checkpoint=yes"), RequestError::BadValue { flag: Flag::Checkpoint, .. }));
+        assert!(parse("t --allow-test-edits").allow_test_edits);
+        assert!(!parse("t").allow_test_edits);
+        assert!(
+            err("t --allow-test-edits=yes").to_string().contains("write just --allow-test-edits"),
+            "{}",
+            err("t --allow-test-edits=yes")
+        );
+        assert!(matches!(
+            err("t --allow-tests-edit"),
+            RequestError::UnknownFlag { nearest: Flag::AllowTestEdits, .. }
+        ));
         assert!(matches!(err("t --max-same-failures 0"), RequestError::BadValue { .. }));
         assert!(matches!(err("t --protec x"), RequestError::UnknownFlag { nearest: Flag::Protect, .. }));
     }

@@ -20,6 +20,7 @@ use crate::stall::Streaks;
 use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
+use crate::test_ratchet::TestRatchet;
 use crate::worktree::WorkTree;
 
 pub(crate) const USAGE: &str = "\
@@ -180,6 +181,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
                 max_tokens: request.max_tokens,
                 notify: request.notify.clone(),
                 metric: request.metric.clone(),
+                allow_test_edits: request.allow_test_edits,
             },
             iteration: 1,
             status: Status::Active,
@@ -188,6 +190,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             updated_at: env.now,
             verify_total_ms: 0,
             last_verify: None,
+            tests: TestRatchet::new(request.allow_test_edits),
             oracle: Oracle::capture_commands(&cwd, &judges(&request), &request.protect),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
@@ -299,6 +302,14 @@ fn banner(
                  change to the check\n"
             ));
         }
+    }
+    if settings.verify.is_some() {
+        out.push_str(if settings.allow_test_edits {
+            "Tests:       may be changed (--allow-test-edits): no test-count ratchet\n"
+        } else {
+            "Tests:       counted from verify's output; a pass that runs fewer tests than before, or \
+             skips more, does not count (--allow-test-edits turns this off)\n"
+        });
     }
     if let Some(budget) = settings.max_time_secs {
         out.push_str(&format!("Time budget: {}\n", crate::duration::human_ms(budget * 1_000)));

@@ -15,6 +15,7 @@ use crate::oracle::Oracle;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
 use crate::stall::Streaks;
+use crate::test_ratchet::TestRatchet;
 use crate::usage::UsageCursor;
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
@@ -82,6 +83,10 @@ pub(crate) struct Settings {
     /// Metric mode: keep what improves a number, discard what does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<crate::keep::MetricSettings>,
+    /// The task may change the tests: no test-count ratchet, and the test suite is not protected
+    /// unless `--protect` names it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_test_edits: bool,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -127,6 +132,9 @@ pub(crate) struct Meta {
     /// The oracle as it was at start.
     #[serde(default)]
     pub oracle: Oracle,
+    /// The test-count ratchet's records.
+    #[serde(default, skip_serializing_if = "TestRatchet::is_unset")]
+    pub tests: TestRatchet,
     #[serde(default)]
     pub streaks: Streaks,
     /// The working tree's fingerprint at start, to list the files the loop changed.
@@ -225,6 +233,7 @@ pub(crate) mod tests {
                     max_tokens: None,
                     notify: None,
                     metric: None,
+                    allow_test_edits: false,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -234,6 +243,7 @@ pub(crate) mod tests {
                 verify_total_ms: 0,
                 last_verify: None,
                 oracle: Oracle::default(),
+                tests: TestRatchet::default(),
                 streaks: Streaks::default(),
                 baseline_tree: None,
                 last_blocked: false,

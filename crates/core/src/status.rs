@@ -135,6 +135,9 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             if changed.is_empty() { "all intact".to_string() } else { format!("{} changed", changed.len()) }
         ));
     }
+    if let Some(tests) = meta.tests.status_line() {
+        out.push_str(&format!("  tests:      {tests}\n"));
+    }
     if meta.streaks.same_failure > 1 || meta.streaks.no_change > 0 {
         out.push_str(&format!(
             "  streaks:    same failure ×{} · unchanged tree ×{}\n",

@@ -921,14 +921,14 @@ impl Node {
                 true
             }
             Some((key, value)) => {
-                if let Some(open) = &mut self.open {
-                    if key != "duration_ms" {
-                        match number(value) {
-                            Some(n) => {
-                                open.insert(key.to_string(), n);
-                            }
-                            None => self.open = None,
+                if let Some(open) = &mut self.open
+                    && key != "duration_ms"
+                {
+                    match number(value) {
+                        Some(n) => {
+                            open.insert(key.to_string(), n);
                         }
+                        None => self.open = None,
                     }
                 }
                 false

@@ -41,6 +41,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::NoCriterion => "no criterion",
         ReasonCode::OracleChanged => "verify files changed",
         ReasonCode::VerifyNotRun => "verify could not run",
+        ReasonCode::TestsDropped => "fewer tests ran",
         ReasonCode::SameFailures => "same failure repeated",
         ReasonCode::NoProgress => "no progress",
         ReasonCode::TimeBudget => "time budget spent",
