@@ -366,6 +366,9 @@ fn each_host_is_told_commands_its_packaging_has() {
     // On Codex the prompt hook carries out `$resume-loop` itself; the skill only shows the result.
     let codex = std::fs::read_to_string(repo().join("plugin/codex/skills/resume-loop/SKILL.md")).unwrap();
     assert!(codex.contains("shown resume-loop --exit-zero"), "{codex}");
+    // Gemini's command names only the extension's script, which runs the subcommand it is given.
     let gemini = std::fs::read_to_string(repo().join("plugin/gemini-cli/commands/resume-loop.toml")).unwrap();
-    assert!(gemini.contains("resume --host gemini-cli --exit-zero"), "{gemini}");
+    assert!(gemini.contains("/scripts/command\" $PPID resume {{args}}"), "{gemini}");
+    let script = std::fs::read_to_string(repo().join("plugin/gemini-cli/scripts/command")).unwrap();
+    assert!(script.contains("sh \"$f\" \"$subcommand\" --host gemini-cli --exit-zero"), "{script}");
 }

@@ -82,7 +82,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // A hook killed while it judged the last stop let that stop through: the user hears it now,
     // and the next stop records it.
     let transcript = fields.path("transcript_path").ok().flatten();
-    let forged = transcript.as_deref().is_some_and(crate::transcript::tool_call_pending);
+    let forged = transcript.as_deref().is_some_and(crate::transcript::tool_call_still_pending);
     let interrupted =
         if dir.exists() { crate::judgment::Judgment::interrupted(&paths, env.now) } else { None };
     // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.

@@ -106,18 +106,23 @@ fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
     if !paths.state.exists() && !armed {
         return None;
     }
-    // Any trouble with the loop's files is the usual judgment's to report.
-    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).ok()?;
-    let Ok(Custody::Loop { state, incidents }) = Custody::check(&paths, env.now) else { return None };
+    // Any trouble with the loop's files is the usual judgment's to report: until the stop is
+    // known to be forged, nothing is read in a way that repairs (and so hides) it.
+    let trusted = crate::custody::trusted_state(&paths).ok()??;
     // The transcript the user's own start named, where there is one: a forged event may name
     // another (an empty file, /dev/null).
-    let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file()).or(event.claude_transcript())?;
-    if decision::gate(&state, &event.session_id) != Gate::Judge
-        || !transcript::tool_call_pending(transcript)
-        || LedgerEntry::forged_streak(&paths.ledger, &state.meta.loop_id) >= FORGED_STREAK
+    let transcript =
+        trusted.meta.transcript.as_deref().filter(|t| t.is_file()).or(event.claude_transcript())?;
+    if decision::gate(&trusted, &event.session_id) != Gate::Judge
+        || !transcript::tool_call_still_pending(transcript)
     {
         return None;
     }
+    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).ok()?;
+    if LedgerEntry::forged_streak(&paths.ledger, &trusted.meta.loop_id) >= FORGED_STREAK {
+        return None;
+    }
+    let Ok(Custody::Loop { state, incidents }) = Custody::check(&paths, env.now) else { return None };
     for incident in &incidents {
         record(&paths, &state, event, env, incident.code, Some(&incident.what));
     }

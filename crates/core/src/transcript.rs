@@ -73,7 +73,7 @@ pub(crate) fn current_turn(path: &Path) -> io::Result<Turn> {
 /// host writes the call before running the tool, and runs its hooks between turns, never while a
 /// tool runs. So a hook event arriving now was sent by the tool, i.e. forged by the agent. (A turn
 /// ends on a reply without a tool call, so a real stop never finds one pending.)
-pub(crate) fn tool_call_pending(path: &Path) -> bool {
+fn tool_call_pending(path: &Path) -> bool {
     let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
     for line in lines.map_while(Result::ok) {
         let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
@@ -82,6 +82,26 @@ pub(crate) fn tool_call_pending(path: &Path) -> bool {
         }
         let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
         return record["type"] == "assistant" && blocks.iter().any(|block| block["type"] == "tool_use");
+    }
+    false
+}
+
+/// How long a tool call must stay pending in the transcript before a stop is taken for forged.
+/// Claude Code writes its transcript asynchronously, so a real stop can arrive before the turn's
+/// last reply is written (the flush race: anthropics/claude-code#74340, #81825). A forged stop
+/// holds its tool call open while it waits, so its transcript cannot move on; a real one's
+/// catches up within this time.
+const FLUSH_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a tool call is still pending after [`FLUSH_SETTLE`]: a call is believed pending only
+/// once the transcript has shown it for that long. Costs nothing when no call is pending.
+pub(crate) fn tool_call_still_pending(path: &Path) -> bool {
+    let deadline = std::time::Instant::now() + FLUSH_SETTLE;
+    while tool_call_pending(path) {
+        if std::time::Instant::now() >= deadline {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
     }
     false
 }
@@ -211,6 +231,26 @@ mod tests {
             transcript(&[user("go"), call, assistant(&json!([{"type": "text", "text": "done"}]))], "");
         assert!(!tool_call_pending(ended.path()));
         assert!(!tool_call_pending(Path::new("/no/such/transcript.jsonl")));
+    }
+
+    /// The flush race: the turn's last reply is written after the Stop hook started. A call
+    /// answered within the settle time was not pending; one that stays open is.
+    #[test]
+    fn a_call_is_pending_only_while_the_transcript_does_not_catch_up() {
+        let call = assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]));
+        let lagging = transcript(&[user("go"), call.clone()], "");
+        let path = lagging.path().to_path_buf();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            writeln!(file, "{}", assistant(&json!([{"type": "text", "text": "done"}]))).unwrap();
+        });
+        assert!(!tool_call_still_pending(lagging.path()));
+        writer.join().unwrap();
+        let open = transcript(&[user("go"), call], "");
+        let began = std::time::Instant::now();
+        assert!(tool_call_still_pending(open.path()));
+        assert!(began.elapsed() >= FLUSH_SETTLE);
     }
 
     #[test]
