@@ -120,3 +120,74 @@ fn json_events_one_per_line() {
     assert_eq!(events[1]["outcome"], "verified");
     assert!(events[1]["receipt"].is_object());
 }
+
+/// A `claude` that claims done at its first run and fixes the check at its second, each run
+/// taking a little over a second (so a live status line has time to redraw).
+fn claude_fixing_at_the_second_run(env: &TestEnv) -> std::path::PathBuf {
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let runs = env.home.join("runs");
+    fake_claude(
+        env,
+        &format!(
+            "n=$(cat {runs} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {runs}\n\
+             [ $n -ge 2 ] && touch fixed\nsleep 1.2\n\
+             echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
+            runs = runs.display()
+        ),
+    )
+}
+
+/// With stderr not a terminal (a pipe, a log file, CI), the run prints plain lines: no status
+/// line, no carriage returns or escape sequences on either stream.
+#[test]
+fn no_status_line_when_stderr_is_not_a_terminal() {
+    let env = TestEnv::new();
+    let bin = claude_fixing_at_the_second_run(&env);
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--max-iterations", "3"]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("for-loop: iteration 2/3: claude running"), "{}", run.stderr);
+    for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        assert!(!text.contains(['\r', '\x1b']), "control characters on {name}: {text:?}");
+    }
+}
+
+/// On a terminal the status line is drawn in place (cleared, then written, with no newline),
+/// shows the iteration, the agent running and the last verify, and is cleared before every other
+/// line and before the receipt.
+#[test]
+fn status_line_on_a_terminal_is_redrawn_in_place_and_cleared_before_other_output() {
+    const CLEAR: &str = "\r\x1b[2K";
+    let env = TestEnv::new();
+    let bin = claude_fixing_at_the_second_run(&env);
+    let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+    let args = ["run", "create fixed", "--verify", "sh check.sh", "--max-iterations", "3"];
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_loop-hook")).chain(args).map(quote).collect();
+    // util-linux `script` gives the command a terminal and copies what it writes to stdout.
+    let mut cmd = Command::new("script");
+    cmd.args(["-qefc", &line.join(" "), "/dev/null"])
+        .env_clear()
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .env("HOME", &env.home)
+        .current_dir(&env.project);
+    let output = crate::util::run_bounded(cmd, "loop-hook run on a terminal", b"");
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{screen:?}");
+    assert!(screen.contains(&format!("{CLEAR}for-loop: iteration 1/3 · ")), "{screen:?}");
+    assert!(screen.contains("claude running · no verify yet"), "{screen:?}");
+    assert!(screen.contains("iteration 2/3 · ") && screen.contains("last verify exit 1"), "{screen:?}");
+    // Every other line starts on a cleared line, never after the status line's text.
+    for printed in ["for-loop: iteration 2/3: claude running", "for-loop: iteration 1: verify exit 1"] {
+        let at = screen.find(printed).unwrap_or_else(|| panic!("no {printed:?} in {screen:?}"));
+        assert!(screen[..at].ends_with(CLEAR), "{printed:?} was not printed on a cleared line: {screen:?}");
+    }
+    let receipt = screen.find("verified").unwrap_or_else(|| panic!("no receipt: {screen:?}"));
+    let last_status = screen.rfind("· claude running").unwrap();
+    assert!(last_status < receipt, "{screen:?}");
+    assert!(
+        screen[last_status..receipt].contains(CLEAR),
+        "the line was not cleared before the receipt: {screen:?}"
+    );
+}

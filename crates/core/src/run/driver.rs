@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::RunOptions;
 use super::agent::Agent;
 use super::limits::{self, AgentEnd};
+use super::status::StatusLine;
 use crate::environment::Environment;
 use crate::event::StopEvent;
 use crate::journal::Journal;
@@ -57,6 +58,7 @@ pub(crate) struct Driver {
     backoff: Duration,
     json: bool,
     started: Instant,
+    status: StatusLine,
 }
 
 impl Driver {
@@ -145,6 +147,7 @@ impl Driver {
             backoff: Duration::from_secs(record.backoff_secs.max(1)),
             json: options.json,
             started: Instant::now(),
+            status: StatusLine::new(agent.program(), !options.json),
         })
     }
 
@@ -380,8 +383,11 @@ impl Driver {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{event}");
             let _ = out.flush();
-        } else if !line.is_empty() {
-            eprintln!("for-loop: {line}");
+        } else {
+            if !line.is_empty() {
+                self.status.println(&format!("for-loop: {line}"));
+            }
+            self.status.observe(&event);
         }
     }
 }

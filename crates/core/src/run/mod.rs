@@ -10,6 +10,7 @@
 mod agent;
 mod driver;
 mod limits;
+mod status;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -33,7 +34,8 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     codex: --sandbox workspace-write)
   --backoff D       first wait after a rate or usage limit that gives no reset time (default 30s,
                     doubling to at most 30m)
-  --json            one JSON event per line on stdout
+  --json            one JSON event per line on stdout (on a terminal without it, a live status
+                    line on stderr: iteration, time, last verify, streaks, waits for a limit)
   --resume [LOOP]   continue the newest (or the named) parked run loop
   loop flags        --protect, --max-same-failures, --max-time, --escalate, --checkpoint,
                     --verify-timeout, --completion-promise, as in /for-loop";
