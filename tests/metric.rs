@@ -83,6 +83,8 @@ fn improvements_are_kept_and_worse_or_incorrect_changes_rolled_back_exactly() {
     assert!(run.reason().contains("Last attempts:"), "{}", run.reason());
     assert_eq!(read(&env, "value.txt").as_deref(), Some("120\n"));
     assert_eq!(read(&env, "broken"), None);
+    let status = env.run(&["status", "--session", SESSION], "").stdout;
+    assert!(status.contains("metric:     130 → 120 (baseline → best) · 1 kept · 2 discarded"), "{status}");
 
     // 4. Meets the target: kept, and the loop ends with baseline → best.
     env.write("value.txt", "95\n");
@@ -138,6 +140,28 @@ fn improvements_are_kept_and_worse_or_incorrect_changes_rolled_back_exactly() {
     assert!(start.stdout.contains("discarded 125 (+5)"), "{}", start.stdout);
 }
 
+/// A metric loop keeps to `--max-tokens` like any other: once the transcript shows the budget
+/// spent, the loop parks instead of measuring on.
+#[test]
+fn a_metric_loop_parks_when_its_token_budget_is_spent() {
+    let env = project();
+    let transcript = env.project.join("transcript.jsonl");
+    env.start(r#"make it faster --metric "sh bench.sh" --target "<= 100" --max-tokens 1000"#);
+    let reply = serde_json::json!({
+        "type": "assistant", "uuid": "u-1", "sessionId": SESSION, "timestamp": jiff::Timestamp::now().to_string(),
+        "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "faster"}], "stop_reason": null,
+            "usage": {"input_tokens": 1_500, "output_tokens": 10,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
+    });
+    std::fs::write(&transcript, format!("{reply}\n")).unwrap();
+    env.write("value.txt", "120\n");
+    let run = env.stop("");
+    assert!(!run.blocked(), "{}", run.stdout);
+    assert!(run.system_message().contains("the token budget of 1.0k is spent"), "{}", run.system_message());
+    assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("token_budget"));
+}
+
 #[test]
 fn metric_mode_refuses_outside_git_and_without_a_number() {
     let env = TestEnv::new();
@@ -172,5 +196,27 @@ fn a_metric_that_changes_its_own_definition_does_not_count() {
     assert!(run.blocked());
     assert!(run.reason().contains("does not count"), "{}", run.reason());
     assert_eq!(read(&env, "bench.sh").as_deref(), Some("cat value.txt\n"), "rolled back with the change");
+    assert_eq!(env.ledger().last().unwrap()["metric"]["kept"], false);
+}
+
+/// The measurement is watched like verify: code under test that rewrites the metric's script
+/// while it runs, and puts it back before it ends, leaves the check intact on disk but the
+/// attempt does not count.
+#[test]
+fn a_metric_script_rewritten_while_it_runs_does_not_count() {
+    let env = project();
+    env.write("bench.sh", "sh prog.sh\n");
+    env.write("prog.sh", "cat value.txt\n");
+    git(&env.project, &["add", "bench.sh", "prog.sh"]);
+    git(&env.project, &["commit", "-qm", "bench runs prog"]);
+    env.start(r#"faster --metric "sh bench.sh" --direction min"#);
+    env.write(
+        "prog.sh",
+        "cp bench.sh bench.keep\nprintf 'echo 1\\n' > bench.sh\ncp bench.keep bench.sh\nrm bench.keep\necho 50\n",
+    );
+    let run = env.stop("");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("does not count"), "{}", run.reason());
+    assert_eq!(read(&env, "bench.sh").as_deref(), Some("sh prog.sh\n"), "the check is intact on disk");
     assert_eq!(env.ledger().last().unwrap()["metric"]["kept"], false);
 }

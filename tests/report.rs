@@ -113,6 +113,8 @@ fn a_scripted_loops_report_has_every_part_in_order() {
     }
     assert!(html.contains("<code id=\"verify-command\">sh check.sh</code>"));
     assert!(html.contains("<dt>Iterations</dt><dd>4 / 10</dd>"));
+    // The tier the start message named, kept with the loop.
+    assert!(html.contains("<dt>Tier</dt><dd>default: "), "{html}");
 }
 
 #[test]

@@ -185,7 +185,7 @@ fn classify_metric(
     facts: &StopFacts<'_>,
     streaks: &Streaks,
     step: &MetricStep,
-    out_of_time: bool,
+    (out_of_time, over_tokens): (bool, bool),
 ) -> ReasonCode {
     let settings = &state.meta.settings;
     let oracle_intact = facts.oracle_changes.is_empty();
@@ -197,6 +197,8 @@ fn classify_metric(
         ReasonCode::CapReached
     } else if out_of_time {
         ReasonCode::TimeBudget
+    } else if over_tokens {
+        ReasonCode::TokenBudget
     } else if step.rung == Rung::Park {
         ReasonCode::MetricPlateau
     } else if streaks.no_change >= settings.max_same_failures {
@@ -253,8 +255,9 @@ fn classify(
     let out_of_time = settings
         .max_time_secs
         .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX));
+    let over_tokens = settings.max_tokens.is_some_and(|budget| tokens_used > budget);
     if let Some(step) = metric {
-        return (classify_metric(state, facts, streaks, step, out_of_time), promise_kept);
+        return (classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)), promise_kept);
     }
     let code = if criteria_met && oracle_intact && tests_intact {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
@@ -262,7 +265,7 @@ fn classify(
         ReasonCode::CapReached
     } else if out_of_time {
         ReasonCode::TimeBudget
-    } else if settings.max_tokens.is_some_and(|budget| tokens_used > budget) {
+    } else if over_tokens {
         ReasonCode::TokenBudget
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures

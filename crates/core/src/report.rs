@@ -94,7 +94,7 @@ pub(crate) fn run(env: &Environment, options: &ReportOptions) -> Outcome {
             ));
         }
     };
-    let report = LoopReport::build(&state, ledger, file_changes(&state), None, env.now);
+    let report = LoopReport::build(&state, ledger, file_changes(&state), state.meta.tier.clone(), env.now);
     let page = html::render(&report);
     let out = match &options.out {
         Some(out) => env.cwd.join(out),

@@ -200,6 +200,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             usage: None,
             metric: None,
             transcript: options.transcript.clone(),
+            tier: Some(tier.line()),
         },
         task: request.task.clone(),
     };

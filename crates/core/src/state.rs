@@ -161,6 +161,10 @@ pub(crate) struct Meta {
     /// anywhere: this is where the hook looks for a tool call still pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<PathBuf>,
+    /// The tier the loop started in, as its start message said it (the host's sandbox settings
+    /// can change later; this is what held when the loop was set up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -252,6 +256,7 @@ pub(crate) mod tests {
                 usage: None,
                 metric: None,
                 transcript: None,
+                tier: None,
             },
             task: "fix the login\n".into(),
         }

@@ -104,6 +104,13 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     out.push_str(&format!("  verify:     {}\n", settings.verify.as_deref().unwrap_or("none")));
     out.push_str(&format!("  last run:   {last}\n"));
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
+    if let Some(m) = &meta.metric {
+        let unit = m.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+        out.push_str(&format!(
+            "  metric:     {} → {}{unit} (baseline → best) · {} kept · {} discarded\n",
+            m.baseline, m.best, m.keeps, m.discards
+        ));
+    }
     out.push_str(&format!(
         "  elapsed:    {} ({} in verify)\n",
         elapsed(state, env.now),

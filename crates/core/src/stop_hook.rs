@@ -400,8 +400,8 @@ impl Gathered {
     /// the oracle and the working tree.
     fn at(state: &LoopState, event: &StopEvent, sandbox: &[std::ffi::OsString]) -> Gathered {
         let (last_message, tool_uses) = current_turn(state, event);
-        // The check is fingerprinted before verify and after it, and watched in between: a check
-        // that differs at any point does not count.
+        // The check is fingerprinted before verify (and a metric loop's measurement) and after
+        // it, and watched in between: a check that differs at any point does not count.
         let (oracle, cwd) = (&state.meta.oracle, &state.meta.cwd);
         let watch = OracleWatch::start(cwd, oracle);
         let before = oracle.changes(cwd);
@@ -420,8 +420,6 @@ impl Gathered {
                 }
             }
         };
-        let touched = watch.finish();
-        let oracle_changes = oracle_changes(before, oracle.changes(cwd), &touched);
         let worktree = WorkTree::open(&state.meta.cwd);
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
         let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
@@ -463,6 +461,9 @@ impl Gathered {
             }
             _ => None,
         };
+        // Watched until the metric and its guard have run too: they are part of the check.
+        let touched = watch.finish();
+        let oracle_changes = oracle_changes(before, oracle.changes(cwd), &touched);
         Gathered {
             last_message,
             tool_uses,
