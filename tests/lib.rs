@@ -36,6 +36,7 @@ mod packaging;
 mod properties;
 mod release_workflow;
 mod report;
+mod run_attempts;
 mod run_driver;
 mod runners;
 mod stop_hook;

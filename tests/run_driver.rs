@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::util::TestEnv;
 
 /// A `claude` on PATH that runs `body` (sh), in a directory of its own under the test's home.
-fn fake_claude(env: &TestEnv, body: &str) -> std::path::PathBuf {
+pub(crate) fn fake_claude(env: &TestEnv, body: &str) -> std::path::PathBuf {
     let bin = env.home.join("fake-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let path = bin.join("claude");
@@ -17,14 +17,14 @@ fn fake_claude(env: &TestEnv, body: &str) -> std::path::PathBuf {
     bin
 }
 
-fn driver(env: &TestEnv, bin: &Path, args: &[&str]) -> Command {
+pub(crate) fn driver(env: &TestEnv, bin: &Path, args: &[&str]) -> Command {
     let mut cmd = env.command(&["run"]);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     cmd.args(args).env("PATH", path);
     cmd
 }
 
-fn wait_for(path: &Path, limit: Duration) {
+pub(crate) fn wait_for(path: &Path, limit: Duration) {
     let started = Instant::now();
     while !path.exists() {
         assert!(started.elapsed() < limit, "{} never appeared", path.display());
@@ -32,7 +32,7 @@ fn wait_for(path: &Path, limit: Duration) {
     }
 }
 
-fn alive(pid: &str) -> bool {
+pub(crate) fn alive(pid: &str) -> bool {
     Path::new(&format!("/proc/{}", pid.trim())).exists()
         && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default().contains(") Z ")
 }

@@ -11,7 +11,8 @@ use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
 use crate::session::{self, Target};
 use crate::stall::Streaks;
-use crate::state::Status;
+use crate::state::{Meta, Status};
+use jiff::Timestamp;
 
 /// Iterations added when a loop at its cap is resumed without `--more`.
 const DEFAULT_MORE: u32 = 10;
@@ -112,32 +113,7 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     let was = meta.outcome.map_or("unknown".to_string(), |o| o.to_string());
     // The stop that parked or ended the loop closed a turn; this resume opens the next one.
     meta.iteration += 1;
-    let needed = meta.iteration.saturating_sub(meta.settings.max_iterations);
-    let more = options.iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
-    meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
-    if let Some(budget) = meta.settings.max_time_secs {
-        let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
-        let extra = options.time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
-        meta.settings.max_time_secs = Some(budget.max(spent) + extra);
-    } else if let Some(extra) = options.time_secs {
-        let spent = u64::try_from(env.now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
-        meta.settings.max_time_secs = Some(spent + extra);
-    }
-    let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
-    match (meta.settings.max_tokens, options.tokens) {
-        // A spent budget gets half again unless told how much.
-        (Some(budget), more) => {
-            let extra = more.unwrap_or(if used >= budget { budget / 2 } else { 0 });
-            meta.settings.max_tokens = Some(budget.max(used).saturating_add(extra));
-        }
-        (None, Some(extra)) => meta.settings.max_tokens = Some(used.saturating_add(extra)),
-        (None, None) => {}
-    }
-    meta.status = Status::Active;
-    meta.outcome = None;
-    meta.receipt = None;
-    meta.last_blocked = false;
-    meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
+    reopen(meta, options, env.now);
     meta.updated_at = env.now;
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),
@@ -159,6 +135,39 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
             .map_or(String::new(), |s| format!(", time budget {}", crate::duration::human_ms(s * 1_000))),
         state.task.trim_end()
     ))
+}
+
+/// Makes a loop that is about to run again active, with the room `options` asks for: at a spent
+/// cap `DEFAULT_MORE` iterations unless told, at a spent time or token budget half again unless
+/// told, and fresh streaks. `meta.iteration` is the turn about to start. Shared with
+/// `loop-hook run --resume`, so `--more`, `--more-time` and `--more-tokens` mean the same there.
+pub(crate) fn reopen(meta: &mut Meta, options: &ResumeOptions, now: Timestamp) {
+    let needed = meta.iteration.saturating_sub(meta.settings.max_iterations);
+    let more = options.iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
+    meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
+    if let Some(budget) = meta.settings.max_time_secs {
+        let spent = u64::try_from(now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
+        let extra = options.time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
+        meta.settings.max_time_secs = Some(budget.max(spent) + extra);
+    } else if let Some(extra) = options.time_secs {
+        let spent = u64::try_from(now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
+        meta.settings.max_time_secs = Some(spent + extra);
+    }
+    let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
+    match (meta.settings.max_tokens, options.tokens) {
+        // A spent budget gets half again unless told how much.
+        (Some(budget), more) => {
+            let extra = more.unwrap_or(if used >= budget { budget / 2 } else { 0 });
+            meta.settings.max_tokens = Some(budget.max(used).saturating_add(extra));
+        }
+        (None, Some(extra)) => meta.settings.max_tokens = Some(used.saturating_add(extra)),
+        (None, None) => {}
+    }
+    meta.status = Status::Active;
+    meta.outcome = None;
+    meta.receipt = None;
+    meta.last_blocked = false;
+    meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
 }
 
 #[cfg(test)]

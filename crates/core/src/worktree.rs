@@ -104,7 +104,6 @@ impl WorkTree {
     }
 
     /// The work tree's top level in git, else the directory it was opened on.
-    #[cfg(test)]
     pub(crate) fn root(&self) -> &Path {
         &self.root
     }
@@ -228,6 +227,12 @@ impl WorkTree {
 
     fn repo(&self) -> Result<&Repo, WorkTreeError> {
         self.repo.as_ref().ok_or_else(|| WorkTreeError::NotGit { dir: self.root.clone() })
+    }
+
+    /// Runs git in the work tree with its own index and returns its stdout, or fails naming
+    /// the command: for callers that manage a work tree of their own (`run --attempts`).
+    pub(crate) fn run_git(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>, WorkTreeError> {
+        self.git(args, None, input)
     }
 
     /// Runs git in the work tree and returns its stdout, or fails naming the command.

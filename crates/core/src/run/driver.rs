@@ -5,7 +5,8 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use crate::ledger::{LedgerDecision, LedgerEntry};
 use crate::lock::StateLock;
 use crate::outcome::Outcome;
 use crate::reason_code::ReasonCode;
+use crate::resume::ResumeOptions;
 use crate::start::{self, StartOptions};
 use crate::state::{LoopState, Status};
 use crate::stop_hook::{self, LOCK_WAIT};
@@ -59,11 +61,21 @@ pub(crate) struct Driver {
     json: bool,
     started: Instant,
     status: StatusLine,
+    /// Set when the driver runs one of several attempts (`--attempts`).
+    attempt: Option<Attempt>,
+}
+
+/// One attempt of a best-of-K run: its number, and the flag that says another attempt won.
+#[derive(Debug, Clone)]
+pub(crate) struct Attempt {
+    pub(crate) n: u32,
+    pub(crate) cancel: Arc<AtomicBool>,
 }
 
 impl Driver {
     pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
-        let mut driver = match Driver::prepare(env, options) {
+        super::attempts::sweep_orphans(env);
+        let mut driver = match Driver::prepare(env, options, None) {
             Ok(driver) => driver,
             Err(outcome) => return outcome,
         };
@@ -71,7 +83,24 @@ impl Driver {
         driver.drive()
     }
 
-    fn prepare(env: &Environment, options: &RunOptions) -> Result<Driver, Outcome> {
+    /// Runs one attempt of a best-of-K run as a new loop named `session_id`, in `env`'s
+    /// directory (the attempt's own work tree).
+    pub(crate) fn run_attempt(
+        env: &Environment,
+        options: &RunOptions,
+        session_id: String,
+        attempt: Attempt,
+    ) -> Outcome {
+        let mut driver = match Driver::prepare(env, options, Some(session_id)) {
+            Ok(driver) => driver,
+            Err(outcome) => return outcome,
+        };
+        driver.attempt = Some(attempt);
+        catch_interrupts();
+        driver.drive()
+    }
+
+    fn prepare(env: &Environment, options: &RunOptions, fresh_id: Option<String>) -> Result<Driver, Outcome> {
         let refuse = |what: String| Outcome::refused(format!("for-loop: run: {what}"));
         let store = Store::locate(env).map_err(|e| refuse(e.to_string()))?;
         let path = env.var("PATH");
@@ -88,7 +117,7 @@ impl Driver {
                     .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
                 let record: RunRecord =
                     serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
-                reactivate(&paths, env).map_err(refuse)?;
+                reactivate(&paths, env, &options.more).map_err(refuse)?;
                 (session_id, record)
             }
         } else {
@@ -102,7 +131,8 @@ impl Driver {
                 let token = crate::claim::new_token().map_err(|e| refuse(format!("no random bytes: {e}")))?;
                 // The token's random hex after its prefix, behind the time: sortable and unique.
                 let random: String = token.chars().rev().take(8).collect();
-                let session_id = format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S"));
+                let session_id =
+                    fresh_id.unwrap_or_else(|| format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S")));
                 let started = start::run(
                     env,
                     &StartOptions {
@@ -147,7 +177,9 @@ impl Driver {
             backoff: Duration::from_secs(record.backoff_secs.max(1)),
             json: options.json,
             started: Instant::now(),
-            status: StatusLine::new(agent.program(), !options.json),
+            // Attempts run at once would redraw one line over each other: plain lines then.
+            status: StatusLine::new(agent.program(), !options.json && !options.parallel),
+            attempt: None,
         })
     }
 
@@ -166,6 +198,9 @@ impl Driver {
             };
             if !state.is_active() {
                 return self.finish(&state);
+            }
+            if self.stops_asked() > 0 {
+                return self.park_interrupted(&state);
             }
             let iteration = state.meta.iteration;
             let prompt = self.prompt(&state, &progress);
@@ -191,7 +226,7 @@ impl Driver {
                     ));
                 }
             };
-            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+            if self.stops_asked() > 0 {
                 return self.park_interrupted(&state);
             }
             match limits::classify(self.agent, code, &output, &Zoned::now()) {
@@ -205,7 +240,7 @@ impl Driver {
                     self.event(json!({"event": "limit", "iteration": iteration, "wait_secs": wait.as_secs(), "what": what}),
                         &format!("iteration {iteration}: {} hit a limit ({what}); waiting {} s, not counted",
                             self.agent.program(), wait.as_secs()));
-                    if Driver::sleep(wait) {
+                    if self.sleep(wait) {
                         return self.park_interrupted(&state);
                     }
                     continue;
@@ -284,17 +319,23 @@ impl Driver {
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd.spawn()?;
-        let status = wait_interruptibly(&mut child);
+        let status = wait_interruptibly(&mut child, || self.stops_asked());
         kill_group(&child, true);
         let output = fs::read_to_string(log).unwrap_or_default();
         Ok((status.and_then(|s| s.code()), output))
     }
 
+    /// Ctrl-C presses seen; another attempt's win counts as two, which kills this one's agent.
+    fn stops_asked(&self) -> u32 {
+        let won = self.attempt.as_ref().is_some_and(|a| a.cancel.load(Ordering::SeqCst));
+        if won { 2 } else { INTERRUPTS.load(Ordering::SeqCst) }
+    }
+
     /// Sleeps `wait`, in steps so Ctrl-C is seen; `true` when interrupted.
-    fn sleep(wait: Duration) -> bool {
+    fn sleep(&self, wait: Duration) -> bool {
         let until = Instant::now() + wait;
         while Instant::now() < until {
-            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+            if self.stops_asked() > 0 {
                 return true;
             }
             thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
@@ -311,24 +352,16 @@ impl Driver {
     }
 
     fn park_interrupted(&self, state: &LoopState) -> Outcome {
-        let mut outcome = self.park(state, ReasonCode::Interrupted, "interrupted (Ctrl-C)");
+        let won = self.attempt.as_ref().is_some_and(|a| a.cancel.load(Ordering::SeqCst));
+        let what = if won { "another attempt verified first" } else { "interrupted (Ctrl-C)" };
+        let mut outcome = self.park(state, ReasonCode::Interrupted, what);
         outcome.code = crate::outcome::Code::Refused;
         outcome
     }
 
     /// Parks the loop outside a stop: it keeps its iteration, and `--resume` continues it.
     fn park(&self, state: &LoopState, reason: ReasonCode, what: &str) -> Outcome {
-        let saved =
-            StateLock::acquire(&self.paths.lock, LOCK_WAIT).map_err(|e| e.to_string()).and_then(|_lock| {
-                let mut next = self.paths.load().map_err(|e| e.to_string())?.unwrap_or_else(|| state.clone());
-                next.meta.status = Status::Parked;
-                next.meta.updated_at = Timestamp::now();
-                let entry = LedgerEntry {
-                    detail: Some(what.to_string()),
-                    ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
-                };
-                Journal::commit(&self.paths, &next, &[entry]).map_err(|e| e.to_string())
-            });
+        let saved = park_loop(&self.paths, reason, what);
         self.event(
             json!({"event": "parked", "reason": reason.as_str(), "what": what, "loop": self.session_id}),
             &format!("loop parked: {what}"),
@@ -378,22 +411,44 @@ impl Driver {
     fn event(&self, mut event: Value, line: &str) {
         if self.json {
             event["loop"] = json!(self.session_id);
+            if let Some(attempt) = &self.attempt {
+                event["attempt"] = json!(attempt.n);
+            }
             event["elapsed_ms"] =
                 json!(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{event}");
-            let _ = out.flush();
+            emit(&format!("{event}\n"));
         } else {
             if !line.is_empty() {
-                self.status.println(&format!("for-loop: {line}"));
+                match &self.attempt {
+                    Some(attempt) => self.status.println(&format!("for-loop: attempt {}: {line}", attempt.n)),
+                    None => self.status.println(&format!("for-loop: {line}")),
+                }
             }
             self.status.observe(&event);
         }
     }
 }
 
+/// Writes one whole event line to stdout. `main` holds the stdout lock until the command's own
+/// output is written, and `--parallel` attempts emit from threads of their own: the line goes
+/// through a duplicate of the descriptor, one writer at a time.
+fn emit(line: &str) {
+    static TURN: Mutex<()> = Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    #[cfg(unix)]
+    if let Ok(fd) = std::os::fd::AsFd::as_fd(&std::io::stdout()).try_clone_to_owned() {
+        let _ = File::from(fd).write_all(line.as_bytes());
+    }
+    #[cfg(not(unix))]
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}
+
 /// Waits for the agent, passing Ctrl-C on: the first asks the group to stop, the second kills it.
-fn wait_interruptibly(child: &mut Child) -> Option<std::process::ExitStatus> {
+fn wait_interruptibly(child: &mut Child, stops_asked: impl Fn() -> u32) -> Option<std::process::ExitStatus> {
     let mut asked = 0;
     loop {
         match child.try_wait() {
@@ -401,7 +456,7 @@ fn wait_interruptibly(child: &mut Child) -> Option<std::process::ExitStatus> {
             Ok(None) => {}
             Err(_) => return None,
         }
-        let seen = INTERRUPTS.load(Ordering::SeqCst);
+        let seen = stops_asked();
         if seen > asked {
             asked = seen;
             kill_group(child, seen >= 2);
@@ -454,24 +509,47 @@ fn newest_run(store: &Store, wanted: &str) -> Option<String> {
     found.pop().map(|(_, id)| id)
 }
 
-/// Makes a parked run loop active again, recorded in its ledger.
-fn reactivate(paths: &LoopPaths, env: &Environment) -> Result<(), String> {
+/// Makes a parked or capped run loop active again with the room `more` asks for, recorded in
+/// its ledger.
+fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Result<(), String> {
     let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
     let mut state = paths.load().map_err(|e| e.to_string())?.ok_or("the loop's state is gone")?;
-    match state.meta.status {
-        Status::Active => return Ok(()),
-        Status::Parked => {}
-        Status::Ended => {
-            return Err(format!(
-                "the loop has ended ({}); start a new one",
-                state.meta.outcome.map_or("ended", ReasonCode::as_str)
-            ));
+    match (state.meta.status, state.meta.outcome) {
+        (Status::Active, _) if *more == ResumeOptions::default() => return Ok(()),
+        (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
+            return Err("the loop ended verified; start a new one".to_string());
         }
+        _ => {}
     }
-    state.meta.status = Status::Active;
-    state.meta.outcome = None;
-    state.meta.receipt = None;
+    let was = state.meta.outcome.map_or("parked", ReasonCode::as_str);
+    // A judged stop (the cap, a budget, the stall breaker) closed its iteration; a park of the
+    // driver's own (Ctrl-C, agent failures, limits) left it unfinished, to be run again.
+    if state.meta.outcome.is_some() {
+        state.meta.iteration += 1;
+    }
+    crate::resume::reopen(&mut state.meta, more, env.now);
     state.meta.updated_at = env.now;
-    let entry = LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed);
+    let entry = LedgerEntry {
+        detail: Some(format!("resumed after {was}")),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
+    };
     Journal::commit(paths, &state, &[entry]).map_err(|e| e.to_string())
+}
+
+/// Parks a run loop outside a judged stop, recorded in its ledger with `reason` and `what`.
+pub(crate) fn park_loop(paths: &LoopPaths, reason: ReasonCode, what: &str) -> Result<(), String> {
+    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
+    let mut next = paths.load().map_err(|e| e.to_string())?.ok_or("the loop's state is gone")?;
+    next.meta.status = Status::Parked;
+    next.meta.updated_at = Timestamp::now();
+    let entry = LedgerEntry {
+        detail: Some(what.to_string()),
+        ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
+    };
+    Journal::commit(paths, &next, &[entry]).map_err(|e| e.to_string())
+}
+
+/// Whether Ctrl-C was pressed since the driver started.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTS.load(Ordering::SeqCst) > 0
 }

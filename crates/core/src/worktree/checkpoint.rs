@@ -216,6 +216,17 @@ impl WorkTree {
         Ok(())
     }
 
+    /// A commit of the tree `git add -A` would stage now, on `parent` (else on HEAD, if there is
+    /// one), that no branch points to: what `run --attempts` starts from and keeps.
+    pub(crate) fn snapshot(&self, parent: Option<&str>, message: &str) -> Result<String, WorkTreeError> {
+        let tree = self.tree_id()?;
+        let parent = match parent {
+            Some(parent) => Some(parent.to_string()),
+            None => self.head()?,
+        };
+        self.commit_tree(&tree, parent.as_deref(), message)
+    }
+
     fn head(&self) -> Result<Option<String>, WorkTreeError> {
         let out = run_git(&self.root, &["rev-parse", "-q", "--verify", "HEAD^{commit}"], None, None)?;
         let id = String::from_utf8_lossy(trim_newline(&out.stdout)).into_owned();

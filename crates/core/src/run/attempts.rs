@@ -1,0 +1,385 @@
+//! Best-of-K (`run --attempts K`): K independent loops on the same task, each in a git work tree
+//! of its own under the store, started from a snapshot of the user's working tree. The first
+//! attempt that verifies wins; `run --apply` applies its changes to the user's working tree.
+//! Every attempt's end state is kept as a commit under `refs/for-loop/attempts/RUN/N`.
+//!
+//! The user's repository is only read, apart from those refs and git's record of each work tree
+//! (`.git/worktrees/NAME`), removed with it. A work tree lives beside a lock file its driver
+//! holds while it runs: a lock nobody holds marks an orphan of a driver that died, which the
+//! next `run` removes, parking the orphan's loop.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::RunOptions;
+use super::driver::{Attempt, Driver, park_loop};
+use crate::environment::Environment;
+use crate::outcome::{Code, Outcome};
+use crate::reason_code::ReasonCode;
+use crate::state::Status;
+use crate::store::Store;
+use crate::worktree::WorkTree;
+
+/// More attempts than this is a typo, not a plan.
+pub(crate) const MAX_ATTEMPTS: u32 = 16;
+const REFS: &str = "refs/for-loop/attempts";
+
+/// A best-of-K run as kept in the store, for `--apply`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Group {
+    id: String,
+    repo: PathBuf,
+    base: String,
+    winner: Option<u32>,
+    attempts: Vec<AttemptRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct AttemptRecord {
+    n: u32,
+    #[serde(rename = "loop")]
+    loop_id: String,
+    outcome: String,
+    git_ref: Option<String>,
+    /// What the attempt's driver said at its end (its receipt), for the summary.
+    #[serde(skip)]
+    said: String,
+}
+
+fn trees_dir(store: &Store) -> PathBuf {
+    store.root().join("worktrees")
+}
+
+fn groups_dir(store: &Store) -> PathBuf {
+    store.root().join("attempts")
+}
+
+/// A work tree of ours, removed (with git's record of it) when dropped.
+struct OwnedTree {
+    dir: PathBuf,
+    lock_path: PathBuf,
+    _lock: File,
+}
+
+impl OwnedTree {
+    fn add(store: &Store, repo: &WorkTree, base: &str, name: &str) -> Result<OwnedTree, String> {
+        let trees = trees_dir(store);
+        fs::create_dir_all(&trees).map_err(|e| format!("cannot create {}: {e}", trees.display()))?;
+        let lock_path = trees.join(format!("{name}.lock"));
+        // Locked before the tree exists: a tree without a held lock is an orphan to the sweep.
+        let lock =
+            File::create(&lock_path).map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+        lock.lock().map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        let dir = trees.join(name);
+        let tree = OwnedTree { dir: dir.clone(), lock_path, _lock: lock };
+        let dir_text = dir.to_str().ok_or("the store's path is not UTF-8")?;
+        // The user's checkout hooks are not ours to run.
+        repo.run_git(
+            &["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", dir_text, base],
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(tree)
+    }
+}
+
+impl Drop for OwnedTree {
+    fn drop(&mut self) {
+        remove_tree(&self.dir);
+        let _ = fs::remove_file(&self.lock_path);
+    }
+}
+
+/// Removes a work tree of ours and git's record of it, and nothing else of the repository's
+/// (`git worktree prune` would also drop the user's own records of trees on unmounted disks).
+fn remove_tree(dir: &Path) {
+    // A linked work tree's `.git` file names its record, whose `gitdir` file names it back.
+    let record = fs::read_to_string(dir.join(".git"))
+        .ok()
+        .and_then(|text| text.strip_prefix("gitdir:").map(|p| PathBuf::from(p.trim())))
+        .filter(|record| {
+            fs::read_to_string(record.join("gitdir"))
+                .is_ok_and(|back| Path::new(back.trim()) == dir.join(".git"))
+        });
+    let _ = fs::remove_dir_all(dir);
+    if let Some(record) = record {
+        let _ = fs::remove_dir_all(record);
+    }
+}
+
+/// Removes the work trees of drivers that died without cleaning up (their lock is free), and
+/// parks their attempts' loops, which nothing drives any more.
+pub(crate) fn sweep_orphans(env: &Environment) {
+    let Ok(store) = Store::locate(env) else { return };
+    let Ok(entries) = fs::read_dir(trees_dir(&store)) else { return };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let lock_path = dir.with_extension("lock");
+        let lock = File::open(&lock_path).ok();
+        if lock.as_ref().is_some_and(|l| l.try_lock().is_err()) {
+            continue;
+        }
+        remove_tree(&dir);
+        let _ = fs::remove_file(&lock_path);
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let paths = store.paths(&format!("attempt-{name}"));
+        if paths.load().ok().flatten().is_some_and(|state| state.is_active()) {
+            let _ = park_loop(
+                &paths,
+                ReasonCode::Interrupted,
+                "its driver stopped without cleaning up; its work tree was swept by the next run",
+            );
+        }
+    }
+}
+
+/// Runs the K attempts, one after another or at once, and says which one won.
+pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
+    let refuse = |what: String| Outcome::refused(format!("for-loop: run --attempts: {what}"));
+    sweep_orphans(env);
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let user = WorkTree::open(&env.cwd);
+    if !user.is_git() {
+        return refuse(format!(
+            "{} is not in a git repository; each attempt works in a git work tree of its own \
+             (run `git init` there, or drop --attempts)",
+            env.cwd.display()
+        ));
+    }
+    let repo = user.root().to_path_buf();
+    let store_root = fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
+    if store_root.starts_with(&repo) {
+        return refuse(format!(
+            "the loop store {} is inside the repository {}; the attempts' work trees must not be \
+             (set FOR_LOOP_HOME elsewhere)",
+            store.root().display(),
+            repo.display()
+        ));
+    }
+    let prefix = fs::canonicalize(&env.cwd)
+        .ok()
+        .and_then(|cwd| cwd.strip_prefix(&repo).ok().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let base = match user.snapshot(None, "for-loop: the working tree best-of-K attempts start from") {
+        Ok(base) => base,
+        Err(e) => return refuse(format!("cannot snapshot the working tree: {e}")),
+    };
+    let id = group_id(env);
+    let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &base], None);
+    let mut group =
+        Group { id: id.clone(), repo: repo.clone(), base: base.clone(), winner: None, attempts: vec![] };
+    save(&store, &group);
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let winner: Mutex<Option<u32>> = Mutex::new(None);
+    let records: Mutex<Vec<AttemptRecord>> = Mutex::new(vec![]);
+    let one = |n: u32| {
+        let loop_id = format!("attempt-{id}-{n}");
+        let mut said = String::new();
+        let (outcome, git_ref) = match OwnedTree::add(&store, &user, &base, &format!("{id}-{n}")) {
+            Err(e) => (format!("not started: {e}"), None),
+            Ok(tree) => {
+                let attempt = Attempt { n, cancel: Arc::clone(&cancel) };
+                let ran = Driver::run_attempt(
+                    &env.with_cwd(tree.dir.join(&prefix)),
+                    options,
+                    loop_id.clone(),
+                    attempt,
+                );
+                said = ran.stdout;
+                let state = store.paths(&loop_id).load().ok().flatten();
+                let end = state.as_ref().and_then(|s| s.meta.outcome);
+                if matches!(end, Some(ReasonCode::Verified | ReasonCode::Promise)) {
+                    let mut won = winner.lock().unwrap_or_else(PoisonError::into_inner);
+                    if won.is_none() {
+                        *won = Some(n);
+                        cancel.store(true, Ordering::SeqCst);
+                    }
+                }
+                let git_ref = WorkTree::open(&tree.dir)
+                    .snapshot(Some(&base), &format!("for-loop: attempt {n}"))
+                    .ok()
+                    .and_then(|commit| {
+                        let name = format!("{REFS}/{id}/{n}");
+                        user.run_git(&["update-ref", &name, &commit], None).ok().map(|_| name)
+                    });
+                let outcome = match (end, state.map(|s| s.meta.status)) {
+                    (Some(reason), _) => reason.as_str().to_string(),
+                    (None, Some(Status::Parked)) if cancel.load(Ordering::SeqCst) => {
+                        "parked: another attempt verified first".to_string()
+                    }
+                    (None, Some(status)) => format!("{status:?}").to_lowercase(),
+                    (None, None) => "not started".to_string(),
+                };
+                drop(tree);
+                (outcome, git_ref)
+            }
+        };
+        records.lock().unwrap_or_else(PoisonError::into_inner).push(AttemptRecord {
+            n,
+            loop_id,
+            outcome,
+            git_ref,
+            said,
+        });
+    };
+    if options.parallel {
+        thread::scope(|scope| {
+            for n in 1..=k {
+                let one = &one;
+                scope.spawn(move || one(n));
+            }
+        });
+    } else {
+        for n in 1..=k {
+            one(n);
+            if cancel.load(Ordering::SeqCst) || super::driver::interrupted() {
+                break;
+            }
+        }
+    }
+    let mut attempts = records.into_inner().unwrap_or_else(PoisonError::into_inner);
+    attempts.sort_by_key(|a| a.n);
+    group.attempts = attempts;
+    group.winner = winner.into_inner().unwrap_or_else(PoisonError::into_inner);
+    save(&store, &group);
+    summary(&group, options.json, k)
+}
+
+/// Each attempt's own end (its receipt), then which attempt won, how to apply it, and the
+/// refs every attempt is kept as; with `--json`, one last event saying the same.
+fn summary(group: &Group, json: bool, k: u32) -> Outcome {
+    let code = if group.winner.is_some() { Code::Success } else { Code::Refused };
+    let apply = group.winner.map(|_| format!("loop-hook run --apply {}", group.id));
+    if json {
+        let event = json!({"event": "attempts", "run": group.id, "winner": group.winner,
+            "base": group.base, "attempts": group.attempts, "apply": apply});
+        return Outcome { code, stdout: event.to_string() };
+    }
+    let mut text = String::new();
+    for a in group.attempts.iter().filter(|a| !a.said.trim().is_empty()) {
+        text.push_str(&format!("attempt {}: {}\n\n", a.n, a.said.trim_end()));
+    }
+    text.push_str(&match (group.winner, apply) {
+        (Some(n), Some(apply)) => format!(
+            "for-loop: attempt {n} of {k} verified first (run {id}).\n  apply its changes: {apply}\n  \
+             see them first: git diff {base} {REFS}/{id}/{n}",
+            id = group.id,
+            base = group.base
+        ),
+        _ => format!("for-loop: no attempt of {k} verified (run {}).", group.id),
+    });
+    for a in &group.attempts {
+        let kept = a.git_ref.as_deref().unwrap_or("not kept: its work tree could not be read");
+        text.push_str(&format!("\n  attempt {}: {}, kept as {kept}", a.n, a.outcome));
+    }
+    Outcome { code, stdout: text }
+}
+
+/// Applies the winner of the newest (or the named) best-of-K run to the working tree, with
+/// `git apply` and no `--index`: the index, HEAD, branches and stash stay as they are.
+pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
+    let refuse = |what: String| Outcome::refused(format!("for-loop: run --apply: {what}"));
+    sweep_orphans(env);
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let Some(group) = find_group(&store, wanted) else {
+        return refuse(format!(
+            "no best-of-K run{} to apply; start one with `loop-hook run TASK --verify CMD --attempts K`",
+            if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
+        ));
+    };
+    let Some(n) = group.winner else {
+        return refuse(format!(
+            "no attempt of run {} verified, so there is nothing to apply; its attempts are kept as \
+             {REFS}/{}/N (see one with `git diff {} {REFS}/{}/N`)",
+            group.id, group.id, group.base, group.id
+        ));
+    };
+    let user = WorkTree::open(&env.cwd);
+    if !user.is_git() || user.root() != group.repo {
+        return refuse(format!("run {} was made in {}; run --apply there", group.id, group.repo.display()));
+    }
+    let winner = format!("{REFS}/{}/{n}", group.id);
+    let diff = match user.run_git(&["diff", "--binary", "--full-index", &group.base, &winner], None) {
+        Ok(diff) => diff,
+        Err(e) => return refuse(format!("cannot read attempt {n}'s changes ({winner}): {e}")),
+    };
+    if diff.is_empty() {
+        return Outcome::ok(format!(
+            "for-loop: attempt {n} of run {} changed nothing; nothing to apply.",
+            group.id
+        ));
+    }
+    if user.run_git(&["apply", "--check", "-"], Some(diff.clone())).is_err() {
+        if user.run_git(&["apply", "--reverse", "--check", "-"], Some(diff.clone())).is_ok() {
+            return Outcome::ok(format!(
+                "for-loop: attempt {n}'s changes of run {} are already in the working tree.",
+                group.id
+            ));
+        }
+        let why = user
+            .run_git(&["apply", "--check", "-"], Some(diff))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return refuse(format!(
+            "attempt {n}'s changes conflict with local changes in {}; nothing was changed. Commit or \
+             stash yours, then run `loop-hook run --apply {}` again (see the attempt's with `git diff {} {winner}`).\n  {}",
+            group.repo.display(),
+            group.id,
+            group.base,
+            why.trim()
+        ));
+    }
+    match user.run_git(&["apply", "--stat", "--apply", "-"], Some(diff)) {
+        Ok(stat) => Outcome::ok(format!(
+            "for-loop: applied attempt {n} of run {} to the working tree (nothing staged or committed):\n{}",
+            group.id,
+            String::from_utf8_lossy(&stat).trim_end()
+        )),
+        Err(e) => refuse(format!("git apply failed: {e}")),
+    }
+}
+
+fn group_id(env: &Environment) -> String {
+    let token = crate::claim::new_token().unwrap_or_default();
+    let random: String = token.chars().rev().take(8).collect();
+    format!("{}-{random}", env.now.strftime("%Y%m%d-%H%M%S"))
+}
+
+fn save(store: &Store, group: &Group) {
+    let dir = groups_dir(store);
+    let _ = fs::create_dir_all(&dir);
+    if let Ok(text) = serde_json::to_vec_pretty(group) {
+        let _ = crate::store::write_atomic(&dir.join(format!("{}.json", group.id)), &text, true);
+    }
+}
+
+/// The newest run, or the one whose id (or one of whose attempts' loop ids) is `wanted`.
+fn find_group(store: &Store, wanted: &str) -> Option<Group> {
+    let mut groups: Vec<Group> = fs::read_dir(groups_dir(store))
+        .ok()?
+        .flatten()
+        .filter_map(|e| serde_json::from_slice(&fs::read(e.path()).ok()?).ok())
+        .filter(|g: &Group| {
+            wanted.is_empty() || g.id == wanted || g.attempts.iter().any(|a| a.loop_id == wanted)
+        })
+        .collect();
+    groups.sort_by(|a, b| a.id.cmp(&b.id));
+    groups.pop()
+}
