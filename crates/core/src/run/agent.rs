@@ -46,15 +46,35 @@ impl Agent {
         }
     }
 
-    /// The permission flags used when the user gives no `--agent-arg`: file edits in the project
-    /// are allowed, anything else stays under the CLI's own rules (Claude Code denies what it
-    /// would have asked about, Gemini CLI the same, Codex runs commands in its workspace sandbox).
+    /// The permission flags used unless the user's `--agent-arg`s set the permissions
+    /// themselves: file edits in the project are allowed, anything else stays under the CLI's own
+    /// rules (Claude Code denies what it would have asked about, Gemini CLI the same, Codex runs
+    /// commands in its workspace sandbox).
     pub(crate) fn default_args(self) -> &'static [&'static str] {
         match self {
             Agent::Claude => &["--permission-mode", "acceptEdits"],
             Agent::Gemini => &["--approval-mode", "auto_edit"],
             Agent::Codex => &["--sandbox", "workspace-write"],
         }
+    }
+
+    /// The CLI's flags that choose its permissions: one of them among the user's arguments
+    /// replaces [`Agent::default_args`]; any other argument (a model, allowed tools) is added.
+    fn permission_flags(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &["--permission-mode", "--dangerously-skip-permissions"],
+            Agent::Gemini => &["--approval-mode", "--yolo", "-y"],
+            Agent::Codex => {
+                &["--sandbox", "-s", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo"]
+            }
+        }
+    }
+
+    fn sets_permissions(self, user_args: &[String]) -> bool {
+        user_args.iter().any(|arg| {
+            let name = arg.split_once('=').map_or(arg.as_str(), |(name, _)| name);
+            self.permission_flags().contains(&name)
+        })
     }
 
     /// The headless command for one iteration: structured output on stdout, `prompt` as the
@@ -66,11 +86,10 @@ impl Agent {
             Agent::Gemini => cmd.args(["-p", prompt, "--output-format", "stream-json"]),
             Agent::Codex => cmd.args(["exec", "--json", "--skip-git-repo-check"]),
         };
-        if user_args.is_empty() {
+        if !self.sets_permissions(user_args) {
             cmd.args(self.default_args());
-        } else {
-            cmd.args(user_args);
         }
+        cmd.args(user_args);
         if self == Agent::Codex {
             // After the options: codex exec's prompt is its positional argument.
             cmd.arg("--").arg(prompt);
@@ -139,15 +158,44 @@ mod tests {
     }
 
     #[test]
-    fn user_args_replace_the_default_permissions() {
-        let cmd = Agent::Codex.command(Path::new("codex"), "fix it", &[]);
-        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+    fn only_a_permission_flag_replaces_the_default_permissions() {
+        let args_of = |agent: Agent, user: &[&str]| -> Vec<String> {
+            let user: Vec<String> = user.iter().map(ToString::to_string).collect();
+            agent
+                .command(Path::new("cli"), "fix it", &user)
+                .get_args()
+                .map(|a| a.to_str().unwrap().into())
+                .collect()
+        };
         assert_eq!(
-            args,
+            args_of(Agent::Codex, &[]),
             ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "--", "fix it"]
         );
-        let cmd = Agent::Claude.command(Path::new("claude"), "p", &["--allowedTools".into(), "Bash".into()]);
-        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
-        assert!(args.ends_with(&["--allowedTools", "Bash"]) && !args.contains(&"acceptEdits"), "{args:?}");
+        // A model or allowed tools are added to the defaults.
+        let claude = args_of(Agent::Claude, &["--model", "opus", "--allowedTools", "Bash"]);
+        assert!(
+            claude.ends_with(
+                &["--permission-mode", "acceptEdits", "--model", "opus", "--allowedTools", "Bash"]
+                    .map(String::from)
+            ),
+            "{claude:?}"
+        );
+        let codex = args_of(Agent::Codex, &["-m", "o4"]);
+        assert!(codex.contains(&"workspace-write".to_string()), "{codex:?}");
+        // The user's own permissions replace them, in either spelling.
+        let claude = args_of(Agent::Claude, &["--permission-mode=plan"]);
+        assert!(
+            !claude.contains(&"acceptEdits".to_string())
+                && claude.contains(&"--permission-mode=plan".to_string()),
+            "{claude:?}"
+        );
+        let gemini = args_of(Agent::Gemini, &["--yolo"]);
+        assert!(!gemini.contains(&"auto_edit".to_string()), "{gemini:?}");
+        let codex = args_of(Agent::Codex, &["-s", "read-only"]);
+        assert!(
+            !codex.contains(&"workspace-write".to_string())
+                && codex.ends_with(&["-s", "read-only", "--", "fix it"].map(String::from)),
+            "{codex:?}"
+        );
     }
 }

@@ -33,9 +33,9 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
   passes (or the cap, the time budget or the stall breaker ends or parks the loop).
 
   --agent NAME      claude, gemini or codex (default: the first installed, in that order)
-  --agent-arg ARG   passed to the agent CLI, once per argument; replaces the default permissions
-                    (claude: --permission-mode acceptEdits; gemini: --approval-mode auto_edit;
-                    codex: --sandbox workspace-write)
+  --agent-arg ARG   passed to the agent CLI, once per argument; a permission flag among them
+                    replaces the default permissions (claude: --permission-mode acceptEdits;
+                    gemini: --approval-mode auto_edit; codex: --sandbox workspace-write)
   --backoff D       first wait after a rate or usage limit that gives no reset time (default 30s,
                     doubling to at most 30m)
   --json            one JSON event per line on stdout (on a terminal without it, a live status
