@@ -156,3 +156,82 @@ fn run_with_codex_is_fresh_each_iteration_and_waits_out_a_usage_limit() {
         &["--agent", "codex"],
     );
 }
+
+/// Best of two attempts with Claude Code as the agent: attempt 1 claims done without fixing and
+/// ends at its cap, attempt 2 (a fresh session in a work tree of its own) fixes it and wins; the
+/// user's tree changes only with `run --apply`.
+#[test]
+fn run_best_of_two_attempts_with_claude_code_only_the_second_verifies() {
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    for args in [&["init", "-q"][..], &["add", "check.sh"], &["commit", "-qm", "init"]] {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
+            .args(args)
+            .current_dir(&env.project)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let config = env.home.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let model = MockModel::start(
+        Script::new().text("I have finished the task.").bash("touch fixed").text("Fixed it."),
+    )
+    .unwrap();
+    let cmd = run_command(
+        &env,
+        &model,
+        Agent::ClaudeCode { config_dir: &config },
+        &claude,
+        &[
+            "create the file named fixed",
+            "--verify",
+            "sh check.sh",
+            "--max-iterations",
+            "1",
+            "--attempts",
+            "2",
+            "--agent-arg",
+            "--permission-mode",
+            "--agent-arg",
+            "acceptEdits",
+            "--agent-arg",
+            "--allowedTools",
+            "--agent-arg",
+            "Bash(touch fixed)",
+        ],
+    );
+    let (stdout, stderr) = run_text(cmd, "loop-hook run --attempts 2", b"");
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stdout.contains("attempt 2 of 2 verified first"), "{dump}");
+    let requests = model.main_requests();
+    // Attempt 1's claim; attempt 2's command and its final text.
+    assert_eq!(requests.len(), 3, "{dump}");
+    assert_eq!(turn_roles(&requests[1]), ["user"], "attempt 2 carried attempt 1's conversation");
+    assert!(!requests[1].body.to_string().contains("I have finished the task"), "{dump}");
+    // Claude Code tells the model its working directory: each attempt's own work tree.
+    let trees = env.store().join("worktrees");
+    for (request, n) in [(&requests[0], 1), (&requests[2], 2)] {
+        let said = request.body.to_string();
+        let prefix = format!("{}/", trees.display());
+        let name: Option<String> = said.find(&prefix).map(|at| {
+            said[at + prefix.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect()
+        });
+        assert!(
+            name.as_deref().is_some_and(|name| name.ends_with(&format!("-{n}"))),
+            "attempt {n} not in its work tree ({name:?}): {said}"
+        );
+    }
+    assert!(!env.project.join("fixed").exists(), "an attempt wrote in the user's tree");
+    let mut sessions = run_sessions(&env);
+    sessions.sort();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(env.ledger_reasons(&sessions[0]), ["cap_reached"], "{dump}");
+    assert_eq!(env.ledger_reasons(&sessions[1]), ["verified"], "{dump}");
+
+    let applied = env.run(&["run", "--apply"], b"");
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(env.project.join("fixed").exists(), "{}", applied.stdout);
+}
