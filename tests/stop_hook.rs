@@ -294,10 +294,12 @@ fn a_stop_forged_from_a_tool_call_is_recorded_and_uses_no_iteration() {
         "{}",
         judged.system_message()
     );
-    // A real stop: the turn ended on a reply without a tool call. The cap ends the loop, and the
-    // receipt counts the forged stops.
+    // A real stop: the call got its result and the turn ended on a reply without a tool call.
+    // The cap ends the loop, and the receipt counts the forged stops.
+    let result = json!({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}});
     let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}});
-    std::fs::write(&transcript, format!("{call}\n{reply}\n")).unwrap();
+    std::fs::write(&transcript, format!("{call}\n{result}\n{reply}\n")).unwrap();
     let end = stop();
     assert!(!end.blocked());
     let message = end.system_message();

@@ -186,6 +186,10 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
         .any(|entry| {
             matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow)
                 || entry.reason == ReasonCode::StopNotJudged
+                // A stop that arrived mid tool call and was taken for forged: the hook ran, and
+                // that stop was told; a real one caught by a long flush lag must not read as
+                // hooks being off.
+                || entry.reason == ReasonCode::ForgedStop
         });
     if judged {
         return None;

@@ -69,19 +69,37 @@ pub(crate) fn current_turn(path: &Path) -> io::Result<Turn> {
     Ok(Turn { text: (!texts.is_empty()).then(|| texts.join("\n")), tool_uses })
 }
 
-/// Whether the conversation's last word is the model's tool call, still without its result: the
-/// host writes the call before running the tool, and runs its hooks between turns, never while a
-/// tool runs. So a hook event arriving now was sent by the tool, i.e. forged by the agent. (A turn
-/// ends on a reply without a tool call, so a real stop never finds one pending.)
+/// Whether the current turn holds a tool call still without its result: the host writes a call
+/// before running the tool, and runs its hooks between turns, never while a tool runs. So a hook
+/// event arriving now was sent by a tool, i.e. forged by the agent. (A turn ends on a reply
+/// without a tool call, so a real stop never finds one pending.) Every call of the turn is
+/// matched to its result by id, not only the last record: in a reply with several calls, the
+/// first one's result is written while the second still runs.
 fn tool_call_pending(path: &Path) -> bool {
     let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
+    let mut answered = std::collections::HashSet::new();
     for line in lines.map_while(Result::ok) {
         let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
-        if record["isSidechain"] == true || !matches!(record["type"].as_str(), Some("user" | "assistant")) {
+        if record["isSidechain"] == true {
             continue;
         }
         let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
-        return record["type"] == "assistant" && blocks.iter().any(|block| block["type"] == "tool_use");
+        match record["type"].as_str() {
+            Some("user") if carries_tool_results(&record) => {
+                answered.extend(blocks.iter().filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned)));
+            }
+            // The prompt (the user's, or a Stop hook's feedback) that began the turn.
+            Some("user") => return false,
+            Some("assistant") => {
+                let open = blocks.iter().any(|b| {
+                    b["type"] == "tool_use" && b["id"].as_str().is_none_or(|id| !answered.contains(id))
+                });
+                if open {
+                    return true;
+                }
+            }
+            _ => {}
+        }
     }
     false
 }
@@ -225,12 +243,24 @@ mod tests {
         let queued = json!({"type": "queue-operation", "operation": "enqueue"});
         let pending = transcript(&[user("go"), call.clone(), sidechain.clone(), queued], "");
         assert!(tool_call_pending(pending.path()));
-        let answered = transcript(&[user("go"), call.clone(), result], "");
+        let answered = transcript(&[user("go"), call.clone(), result.clone()], "");
         assert!(!tool_call_pending(answered.path()));
-        let ended =
-            transcript(&[user("go"), call, assistant(&json!([{"type": "text", "text": "done"}]))], "");
+        let done = assistant(&json!([{"type": "text", "text": "done"}]));
+        let ended = transcript(&[user("go"), call.clone(), result.clone(), done.clone()], "");
         assert!(!tool_call_pending(ended.path()));
         assert!(!tool_call_pending(Path::new("/no/such/transcript.jsonl")));
+
+        // One reply with two calls: the first one's result is written while the second runs.
+        let second = assistant(&json!([{"type": "tool_use", "id": "u", "name": "Bash", "input": {}}]));
+        let first_answered = transcript(&[user("go"), call.clone(), second.clone(), result.clone()], "");
+        assert!(tool_call_pending(first_answered.path()));
+        // A result for some other id, or a text reply appended after, answers nothing.
+        let forged = json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "content": "ok"}]}});
+        let faked = transcript(&[user("go"), second.clone(), forged, done.clone()], "");
+        assert!(tool_call_pending(faked.path()));
+        // A call left open in an earlier turn is not this turn's.
+        let earlier = transcript(&[user("go"), second, user("next"), done], "");
+        assert!(!tool_call_pending(earlier.path()));
     }
 
     /// The flush race: the turn's last reply is written after the Stop hook started. A call
@@ -243,7 +273,9 @@ mod tests {
         let writer = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(200));
             let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-            writeln!(file, "{}", assistant(&json!([{"type": "text", "text": "done"}]))).unwrap();
+            let result = json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}});
+            writeln!(file, "{result}\n{}", assistant(&json!([{"type": "text", "text": "done"}]))).unwrap();
         });
         assert!(!tool_call_still_pending(lagging.path()));
         writer.join().unwrap();
