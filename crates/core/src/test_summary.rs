@@ -395,15 +395,22 @@ fn items(text: &str, separator: char) -> Option<Vec<(u64, &str)>> {
         .map(|item| {
             let item = item.trim();
             let (number, word) = item.split_once(' ')?;
-            Some((number.parse().ok()?, word.trim()))
+            Some((self::number(number)?, word.trim()))
         })
         .collect()
 }
 
-/// A whole number, with nothing else.
+/// More tests than any real suite runs: a count above it is not a summary. It keeps every sum of
+/// counts far from overflowing, so a made-up huge count cannot wrap a shortfall back to zero.
+const MOST_TESTS: u64 = 100_000_000;
+
+/// A whole number, with nothing else, up to [`MOST_TESTS`].
 fn number(text: &str) -> Option<u64> {
     let text = text.trim();
-    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok()).flatten()
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+        .filter(|n| *n <= MOST_TESTS)
 }
 
 /// `0.01s`, `1.5 s`, `12ms`: a duration, as runners print them.
@@ -510,7 +517,7 @@ fn libtest_result(text: &str) -> Option<(Counts, u64)> {
     let mut seen = 0;
     for item in rest.split("; ") {
         let (n, word) = item.split_once(' ')?;
-        let Ok(n) = n.parse::<u64>() else { continue };
+        let Some(n) = number(n) else { continue };
         match word {
             "passed" => counts.passed = n,
             "failed" => counts.failed = n,

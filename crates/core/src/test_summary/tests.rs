@@ -368,3 +368,16 @@ fn the_scanner_never_panics_on_any_bytes() {
         let _ = scanner.tally();
     });
 }
+
+/// A made-up count too large for any suite is not a summary: summed with real counts it could
+/// wrap around and hide tests that disappeared.
+#[test]
+fn counts_beyond_any_real_suite_are_not_summaries() {
+    let session = "============================= test session starts ==============================\n";
+    let huge = format!("{session}========== 18446744073709551613 passed in 0.10s ==========\n");
+    assert!(suites(&huge).is_empty(), "{:?}", suites(&huge));
+    let real = format!("{session}========== 3 passed in 0.10s ==========\n");
+    assert_eq!(only(&real), counts(3, 0, 0));
+    let cargo = "running 2 tests\ntest result: ok. 99999999999 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+    assert!(suites(cargo).is_empty(), "{:?}", suites(cargo));
+}
