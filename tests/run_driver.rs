@@ -191,3 +191,19 @@ fn status_line_on_a_terminal_is_redrawn_in_place_and_cleared_before_other_output
         "the line was not cleared before the receipt: {screen:?}"
     );
 }
+
+/// A run that reaches its cap says how to go on with `run --resume`, not with the host's
+/// in-session command, and that command continues it.
+#[test]
+fn a_capped_run_says_how_to_resume_it() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo working");
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["t", "--verify", "false", "--max-iterations", "1"]),
+        b"",
+    );
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("go on: loop-hook run --resume run-"), "{said}");
+    assert!(!said.contains("/for-loop:resume"), "{said}");
+}

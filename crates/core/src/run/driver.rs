@@ -385,7 +385,14 @@ impl Driver {
             .meta
             .receipt
             .as_ref()
-            .map(|r| r.render(&format!("for-loop: run {outcome}"), self.agent.host()));
+            .map(|r| r.render(&format!("for-loop: run {outcome}"), self.agent.host()))
+            // The receipt names the host's in-session resume; a run goes on with its own.
+            .map(|text| {
+                text.replace(
+                    self.agent.host().commands().resume,
+                    &format!("loop-hook run --resume {}", self.session_id),
+                )
+            });
         self.event(
             json!({"event": "end", "outcome": outcome, "iteration": state.meta.iteration,
             "status": format!("{:?}", state.meta.status).to_lowercase(), "ledger": self.paths.ledger,
