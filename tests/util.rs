@@ -81,7 +81,7 @@ impl TestEnv {
 
     /// The reason code of each ledger line of `session`'s loop after its start, in order.
     pub(crate) fn ledger_reasons(&self, session: &str) -> Vec<String> {
-        after_start(ledger_lines(&self.session_dir(session).join("ledger.jsonl")))
+        without_confirmations(after_start(ledger_lines(&self.session_dir(session).join("ledger.jsonl"))))
             .iter()
             .map(|l| l["reason"].as_str().unwrap().to_string())
             .collect()
@@ -92,8 +92,15 @@ impl TestEnv {
         self.ledger_of(SESSION)
     }
 
-    /// `session`'s ledger lines after its loop's start, parsed.
+    /// `session`'s ledger lines after its loop's start, parsed, without the lines that only
+    /// mark a prompt-hook command awaiting and then getting its confirmation (they witness the
+    /// state's mark; `ledger_of_raw` keeps them).
     pub(crate) fn ledger_of(&self, session: &str) -> Vec<Value> {
+        without_confirmations(self.ledger_of_raw(session))
+    }
+
+    /// `session`'s ledger lines after its loop's start, parsed, every one.
+    pub(crate) fn ledger_of_raw(&self, session: &str) -> Vec<Value> {
         after_start(ledger_lines(&self.session_dir(session).join("ledger.jsonl")))
     }
 
@@ -178,6 +185,14 @@ fn ledger_lines(path: &Path) -> Vec<Value> {
 /// for its conversation), which every loop's ledger begins with.
 fn after_start(lines: Vec<Value>) -> Vec<Value> {
     lines.into_iter().filter(|l| l["reason"] != "started" && l["reason"] != "claimed").collect()
+}
+
+/// Without the lines that only witness a prompt-hook command awaiting, then getting, the host's
+/// confirmation (`TestEnv::ledger_of_raw` keeps them).
+fn without_confirmations(lines: Vec<Value>) -> Vec<Value> {
+    let bookkeeping =
+        |line: &Value| matches!(line["reason"].as_str(), Some("command_pending" | "command_confirmed"));
+    lines.into_iter().filter(|line| !bookkeeping(line)).collect()
 }
 
 pub(crate) fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hook_active: bool) -> Value {

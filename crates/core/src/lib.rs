@@ -15,6 +15,7 @@ mod capture;
 mod claim;
 mod cli;
 mod codex_trust;
+mod confirmation;
 mod custody;
 mod decision;
 mod digest;

@@ -78,10 +78,25 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
+    // A command this hook carried out earlier that the host never recorded the user sending is
+    // undone first, so what follows sees the loop as it really is.
+    let unconfirmed = if dir.exists() { crate::confirmation::settle(env, &session_id) } else { None };
     let mut notice = if dir.exists() { Notice::take(&dir) } else { None };
+    if let Some(line) = unconfirmed {
+        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
+    }
+    // The transcript to read: the one the user's own start named, whenever this session has a
+    // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
+    // naming an empty file.
+    let trusted = if dir.exists() { crate::custody::trusted_state(&paths).ok().flatten() } else { None };
+    let loop_transcript =
+        trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
+    // A loop without one (started from a terminal) has only the event's to show a turn nobody
+    // judged; a change to it needs its own (below).
+    let anchorless = trusted.is_some() && loop_transcript.is_none();
+    let transcript = loop_transcript.or_else(|| fields.path("transcript_path").ok().flatten());
     // A hook killed while it judged the last stop let that stop through: the user hears it now,
     // and the next stop records it.
-    let transcript = fields.path("transcript_path").ok().flatten();
     let forged = transcript.as_deref().is_some_and(crate::transcript::tool_call_still_pending);
     let interrupted =
         if dir.exists() { crate::judgment::Judgment::interrupted(&paths, env.now) } else { None };
@@ -99,6 +114,24 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return PromptResponse { block: None, system_message: notice };
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
+    let kind = crate::confirmation::Kind::of(command.kind);
+    // Without the loop's transcript nothing tells the user's prompt from a program's.
+    if let (Some(kind), Some(state), true, Host::ClaudeCode) = (kind, &trusted, anchorless, host)
+        // A start over a running loop is refused anyway, and says why.
+        && !(kind == crate::confirmation::Kind::Start && state.is_active())
+    {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: this loop's transcript ({}) cannot be read, so for-loop \
+                 cannot tell your prompt from one a program sent. From a terminal outside the agent, \
+                 run `{}`.",
+                command.name,
+                state.meta.transcript.as_ref().map_or("not recorded".into(), |t| t.display().to_string()),
+                kind.terminal_command(&session_id)
+            )),
+            system_message: notice,
+        };
+    }
     if forged {
         return PromptResponse {
             block: Some(format!(
@@ -122,7 +155,22 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
             system_message: notice,
         };
     }
-    let mut outcome = carry_out(env, host, &session_id, &cwd, transcript.as_deref(), &command);
+    // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
+    // carried out, so a hook killed in between leaves the mark, never a change without one.
+    let awaiting = kind
+        .filter(|_| host == Host::ClaudeCode && transcript.is_some())
+        .map(|kind| crate::confirmation::Awaiting { command: command.name.clone(), kind, at: env.now });
+    if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
+        && awaiting.kind != crate::confirmation::Kind::Start
+        && let Err(why) = crate::confirmation::mark(&paths, awaiting, env.now)
+    {
+        return PromptResponse {
+            block: Some(format!("for-loop: `{}` was not run: {why}.", command.name)),
+            system_message: notice,
+        };
+    }
+    let mut outcome =
+        carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
     // Codex skips a hook it was not told to trust, silently: a loop started there must not look
     // like one that holds.
     let untrusted =
@@ -223,6 +271,7 @@ fn carry_out(
     session_id: &str,
     cwd: &Path,
     transcript: Option<&Path>,
+    awaiting: Option<&crate::confirmation::Awaiting>,
     command: &UserCommand,
 ) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
@@ -235,6 +284,7 @@ fn carry_out(
                 host: Some(host),
                 origin: Some(Origin::User),
                 transcript: transcript.map(Path::to_path_buf),
+                awaiting: awaiting.cloned(),
             };
             start::run(&here, &options, &command.args)
         }
@@ -379,6 +429,29 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
+    /// A loop started by the user's typed `prompt`, whose transcript shows that prompt, as
+    /// Claude Code's does; returns the transcript.
+    fn started(env: &Environment, dir: &Path, prompt: &str) -> PathBuf {
+        let transcript = dir.join("t.jsonl");
+        std::fs::write(&transcript, format!("{}\n", typed(prompt, "2026-11-22T03:00:00Z"))).unwrap();
+        let response = respond(env, Host::ClaudeCode, &event("s", prompt, dir, Some(&transcript)));
+        assert_eq!(response.block, None, "{response:?}");
+        transcript
+    }
+
+    /// The host's record of a prompt the user sent.
+    fn typed(prompt: &str, time: &str) -> Value {
+        json!({"type": "user", "timestamp": time, "message": {"role": "user", "content": prompt}})
+    }
+
+    fn append(path: &Path, records: &[Value]) {
+        let mut text = std::fs::read_to_string(path).unwrap_or_default();
+        for record in records {
+            text.push_str(&format!("{record}\n"));
+        }
+        std::fs::write(path, text).unwrap();
+    }
+
     #[test]
     fn a_typed_start_starts_the_loop_and_lets_the_prompt_through() {
         let dir = tempfile::tempdir().unwrap();
@@ -399,11 +472,10 @@ mod tests {
     fn a_turn_of_a_running_loop_that_no_stop_judged_is_told_once_and_recorded() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
-        let transcript = dir.path().join("t.jsonl");
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
         let reply = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:30Z",
             "message": {"content": [{"type": "text", "text": "done"}]}});
-        std::fs::write(&transcript, format!("{reply}\n")).unwrap();
+        append(&transcript, &[reply]);
         let mut later = env.clone();
         later.now = "2026-11-22T03:01:00Z".parse().unwrap();
         let told = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
@@ -424,7 +496,11 @@ mod tests {
         let dir2 = tempfile::tempdir().unwrap();
         let mut env2 = crate::prompt_hook::tests::env(dir2.path());
         env2.now = judged;
-        respond(&env2, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir2.path(), None));
+        respond(
+            &env2,
+            Host::ClaudeCode,
+            &event("s", "/for-loop t --verify false", dir2.path(), Some(&transcript)),
+        );
         let paths2 = Store::locate(&env2).unwrap().paths("s");
         LedgerEntry {
             loop_id: crate::custody::trusted_state(&paths2).unwrap().unwrap().meta.loop_id,
@@ -443,10 +519,11 @@ mod tests {
     fn cancel_and_status_are_answered_to_the_user_alone() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        respond(&env, Host::ClaudeCode, &event("s", "/for-loop:for-loop t --verify false", dir.path(), None));
+        let transcript = started(&env, dir.path(), "/for-loop:for-loop t --verify false");
         let status = respond(&env, Host::ClaudeCode, &event("s", "/loop-status", dir.path(), None));
         assert!(status.block.unwrap().contains("active, iteration 1"));
-        let cancel = respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), None));
+        let cancel =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
         assert!(cancel.block.unwrap().contains("cancelled at iteration 1"));
         let ledger =
             std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
@@ -470,8 +547,7 @@ mod tests {
     fn a_command_the_agent_scheduled_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
-        let transcript = dir.path().join("t.jsonl");
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
         let tool_use = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
             "content": [{"type": "tool_use", "id": "x", "name": "ScheduleWakeup",
             "input": {"delaySeconds": 60, "reason": "r", "prompt": "/for-loop:cancel-loop"}}]}});
@@ -479,7 +555,7 @@ mod tests {
             json!({"type": "queue-operation", "operation": "enqueue", "content": "/for-loop:cancel-loop"});
         let result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
             "content": [{"type": "tool_result", "tool_use_id": "x", "content": "scheduled"}]}});
-        std::fs::write(&transcript, format!("{tool_use}\n{result}\n{enqueue}\n")).unwrap();
+        append(&transcript, &[tool_use, result, enqueue]);
         let refused = respond(
             &env,
             Host::ClaudeCode,
@@ -517,14 +593,14 @@ mod tests {
     fn a_prompt_hook_run_from_inside_a_tool_call_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        respond(&env, Host::ClaudeCode, &event("s", "/for-loop t --verify false", dir.path(), None));
-        let transcript = dir.path().join("t.jsonl");
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let start = std::fs::read_to_string(&transcript).unwrap();
         let call = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
             "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
             "input": {"command": "python3 forge.py | loop-hook prompt-hook"}}]}});
         let sidechain =
             json!({"type": "user", "isSidechain": true, "message": {"role": "user", "content": "x"}});
-        std::fs::write(&transcript, format!("{call}\n{sidechain}\n")).unwrap();
+        std::fs::write(&transcript, format!("{start}{call}\n{sidechain}\n")).unwrap();
         let forged =
             respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
         assert!(forged.block.unwrap().contains("in the middle of a tool call"));
@@ -533,10 +609,90 @@ mod tests {
             "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}});
         let text = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
             "content": [{"type": "text", "text": "done"}]}});
-        std::fs::write(&transcript, format!("{call}\n{result}\n{text}\n")).unwrap();
+        std::fs::write(&transcript, format!("{start}{call}\n{result}\n{text}\n")).unwrap();
         let typed =
             respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
         assert!(typed.block.unwrap().contains("cancelled"));
+    }
+
+    /// The hole a forged event opened: the agent runs the prompt hook itself, naming a
+    /// transcript of its choice. The loop's own transcript is read instead; the cancel goes
+    /// through (nothing in that transcript is pending), but the host never records the user
+    /// sending it, so the next hook run undoes it and says so.
+    #[test]
+    fn a_cancel_the_user_never_sent_is_undone_at_the_next_hook_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:05:00Z".parse().unwrap();
+        let forged = event("s", "/cancel-loop", dir.path(), Some(Path::new("/nonexistent")));
+        let cancelled = respond(&later, Host::ClaudeCode, &forged);
+        assert!(cancelled.block.unwrap().contains("cancelled"));
+        let paths = Store::locate(&env).unwrap().paths("s");
+        let state = crate::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(!state.is_active() && state.meta.awaiting.is_some());
+        let mut next = later.clone();
+        next.now = "2026-11-22T03:06:00Z".parse().unwrap();
+        let told = respond(&next, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(
+            message.contains("`/cancel-loop` at 03:05:00 UTC did not come from the user's prompt"),
+            "{message}"
+        );
+        assert!(message.contains("the loop is on again"), "{message}");
+        let state = crate::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(state.is_active() && state.meta.awaiting.is_none(), "{state:?}");
+        let ledger = std::fs::read_to_string(&paths.ledger).unwrap();
+        let last = ledger.lines().last().unwrap();
+        assert!(
+            last.contains("\"reason\":\"command_unconfirmed\"") && last.contains("\"origin\":\"agent\""),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn a_cancel_the_user_typed_is_confirmed_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:05:00Z".parse().unwrap();
+        respond(
+            &later,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop", dir.path(), Some(&transcript)),
+        );
+        let blocked = json!({"type": "system", "subtype": "informational", "timestamp": "2026-11-22T03:05:00.300Z",
+            "content": "UserPromptSubmit operation blocked by hook:\nfor-loop: cancelled\n\nOriginal prompt: /for-loop:cancel-loop"});
+        append(&transcript, &[blocked]);
+        let quiet = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        assert_eq!(quiet.system_message, None);
+        let paths = Store::locate(&env).unwrap().paths("s");
+        let state = crate::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(!state.is_active() && state.meta.awaiting.is_none(), "{state:?}");
+        let ledger = std::fs::read_to_string(&paths.ledger).unwrap();
+        assert!(ledger.lines().last().unwrap().contains("command_confirmed"), "{ledger}");
+    }
+
+    #[test]
+    fn without_the_loops_transcript_a_change_is_refused_with_the_terminal_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        std::fs::remove_file(&transcript).unwrap();
+        let refused =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(Path::new("/x"))));
+        let reason = refused.block.unwrap();
+        assert!(
+            reason.contains("was not run") && reason.contains("loop-hook cancel --session s"),
+            "{reason}"
+        );
+        // The start could not be confirmed either, and is kept: the user is told.
+        let message = refused.system_message.unwrap_or_default();
+        assert!(message.contains("could not be confirmed; the loop is kept"), "{message}");
+        let state = crate::custody::trusted_state(&Store::locate(&env).unwrap().paths("s")).unwrap().unwrap();
+        assert!(state.is_active());
     }
 
     #[test]

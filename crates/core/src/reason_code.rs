@@ -96,6 +96,15 @@ pub(crate) enum ReasonCode {
     /// At the user's prompt, the turn before it had ended with no Stop judgment of the running
     /// loop: the hook did not run (hooks turned off, the binary replaced, a crash).
     StopNotJudged,
+    /// The prompt hook carried out a loop command; the host's transcript is to confirm that the
+    /// user sent it.
+    CommandPending,
+    /// The host's transcript showed the user's own prompt for the command the prompt hook
+    /// carried out.
+    CommandConfirmed,
+    /// No prompt of the user's for the command the prompt hook carried out reached the host's
+    /// transcript: a program sent it (the agent ran the prompt hook itself). Undone where it can be.
+    CommandUnconfirmed,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -146,6 +155,9 @@ impl ReasonCode {
             ReasonCode::Interrupted => "interrupted",
             ReasonCode::ForgedStop => "forged_stop",
             ReasonCode::StopNotJudged => "stop_not_judged",
+            ReasonCode::CommandPending => "command_pending",
+            ReasonCode::CommandConfirmed => "command_confirmed",
+            ReasonCode::CommandUnconfirmed => "command_unconfirmed",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -177,6 +189,9 @@ impl ReasonCode {
                 | ReasonCode::HookInterrupted
                 | ReasonCode::ForgedStop
                 | ReasonCode::StopNotJudged
+                | ReasonCode::CommandPending
+                | ReasonCode::CommandConfirmed
+                | ReasonCode::CommandUnconfirmed
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -233,6 +248,9 @@ mod tests {
             ReasonCode::HookInterrupted,
             ReasonCode::ForgedStop,
             ReasonCode::StopNotJudged,
+            ReasonCode::CommandPending,
+            ReasonCode::CommandConfirmed,
+            ReasonCode::CommandUnconfirmed,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

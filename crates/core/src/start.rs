@@ -45,6 +45,8 @@ pub(crate) struct StartOptions {
     pub(crate) origin: Option<crate::origin::Origin>,
     /// The host's transcript, from the prompt hook's event (the user's own prompt).
     pub(crate) transcript: Option<PathBuf>,
+    /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
+    pub(crate) awaiting: Option<crate::confirmation::Awaiting>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -200,6 +202,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             usage: None,
             metric: None,
             transcript: options.transcript.clone(),
+            awaiting: options.awaiting.clone(),
             tier: Some(tier.line()),
         },
         task: request.task.clone(),

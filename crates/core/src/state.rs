@@ -165,6 +165,11 @@ pub(crate) struct Meta {
     /// can change later; this is what held when the loop was set up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
+    /// A change the prompt hook made that the host's transcript has not yet shown the user to
+    /// have asked for ([`crate::confirmation`]). Kept in the state so that removing it is a
+    /// change of the state, which custody finds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting: Option<crate::confirmation::Awaiting>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -256,6 +261,7 @@ pub(crate) mod tests {
                 usage: None,
                 metric: None,
                 transcript: None,
+                awaiting: None,
                 tier: None,
             },
             task: "fix the login\n".into(),

@@ -46,8 +46,15 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         .and_then(|object| host.parse_stop(&object));
     match event {
         // A forged stop is answered without the user's notices: its reader is the agent.
-        Ok(event) => forged_stop(env, &event)
-            .unwrap_or_else(|| crate::origin::with_notices(env, &event.session_id, judge(env, host, &event))),
+        Ok(event) => {
+            // A loop command the user never sent (the agent ran the prompt hook itself) is undone
+            // first, so this stop is judged against the loop as the user left it.
+            let unconfirmed = crate::confirmation::settle(env, &event.session_id);
+            let response = forged_stop(env, &event).unwrap_or_else(|| {
+                crate::origin::with_notices(env, &event.session_id, judge(env, host, &event))
+            });
+            crate::confirmation::tell(response, unconfirmed)
+        }
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
             HookResponse::allow()

@@ -32,13 +32,15 @@ impl translate::Sources for Sources<'_> {
     }
 }
 
-/// The ledger's lines after the loop's start: one for each stop (and note).
+/// The ledger's lines after the loop's start: one for each stop (and note). The lines that only
+/// witness a command awaiting, then getting, the host's confirmation are not stops.
 fn stop_entries(ledger: &Path) -> Vec<Value> {
     std::fs::read_to_string(ledger)
         .unwrap_or_default()
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|entry| entry["decision"] != "start")
+        .filter(|entry| !matches!(entry["reason"].as_str(), Some("command_pending" | "command_confirmed")))
         .collect()
 }
 

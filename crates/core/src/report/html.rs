@@ -64,6 +64,9 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::HookInterrupted => "hook killed mid-judgment",
         ReasonCode::ForgedStop => "stop forged by the agent",
         ReasonCode::StopNotJudged => "turn ended unjudged (hooks off?)",
+        ReasonCode::CommandPending => "command awaiting confirmation",
+        ReasonCode::CommandConfirmed => "command confirmed as the user's",
+        ReasonCode::CommandUnconfirmed => "command sent by a program, undone",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
     }

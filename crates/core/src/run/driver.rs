@@ -141,6 +141,7 @@ impl Driver {
                         host: Some(agent.host()),
                         origin: Some(crate::origin::Origin::of_command_line(env)),
                         transcript: None,
+                        ..StartOptions::default()
                     },
                     &options.loop_text,
                 );
