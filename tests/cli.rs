@@ -100,7 +100,9 @@ fn a_brace_set_in_protect_protects_its_files() {
         std::fs::create_dir_all(env.project.join(file).parent().unwrap()).unwrap();
         env.write(file, "true\n");
     }
-    let run = env.start("t --verify true --protect 'tests/{unit,e2e}/**' --protect docs/**");
+    // Test edits allowed: only the patterns protect, not the test suite's own defaults.
+    let run =
+        env.start("t --verify true --protect 'tests/{unit,e2e}/**' --protect docs/** --allow-test-edits");
     assert!(run.stdout.contains("Protected:   tests/e2e/b.sh, tests/unit/a.sh (2 files"), "{}", run.stdout);
     assert!(run.stdout.contains("--protect docs/** matches no file yet"), "{}", run.stdout);
     env.write("tests/unit/new.sh", "true\n");

@@ -241,7 +241,9 @@ Otherwise a verified loop is now running in this session, and the output above i
 Work on that task now. You cannot end the loop by saying you are done: each time you stop, for-loop
 runs the verify command; if it fails you get the task back with its output, if it passes the loop
 ends. Run the verify command yourself before you stop. Never edit, weaken, skip or delete the
-verify command, the tests it runs, or the loop's files: fix the code under test instead. If a
+verify command, the tests it runs, or the loop's files: fix the code under test instead, and put
+new tests in new test files. If the task cannot be done as asked, say why and end your turn with
+<loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. If a
 completion promise is set, write <promise>TEXT</promise> only when it is completely true.
 ",
             ),

@@ -37,6 +37,22 @@ pub(crate) fn alive(pid: &str) -> bool {
         && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default().contains(") Z ")
 }
 
+/// The session id of the one run in the store.
+fn only_run(env: &TestEnv) -> String {
+    let session = std::fs::read_dir(env.store().join("sessions")).unwrap().next().unwrap().unwrap();
+    session.file_name().to_string_lossy().into_owned()
+}
+
+/// `run --resume` with an agent that fixes the project (creates `fixed`); it must succeed.
+fn resume_with_the_fix(env: &TestEnv) {
+    let bin =
+        fake_claude(env, "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let mut resume = driver(env, &bin, &["--resume"]);
+    resume.stdin(Stdio::null());
+    let run = crate::util::run_command(resume, b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
 /// Ctrl-C during an agent run ends it, kills what it left running, and parks the loop;
 /// `run --resume` continues the same loop at the same iteration and it ends verified.
 #[test]
@@ -72,16 +88,10 @@ fn ctrl_c_parks_the_run_and_resume_continues_it() {
     assert_eq!(status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("parked") && stdout.contains("loop-hook run --resume"), "{stdout}");
     assert!(!alive(&grandchild), "the agent's background process outlived the driver");
-    let session = std::fs::read_dir(env.store().join("sessions")).unwrap().next().unwrap().unwrap();
-    let session = session.file_name().to_string_lossy().into_owned();
+    let session = only_run(&env);
     assert_eq!(env.ledger_reasons(&session), ["interrupted"]);
 
-    let bin =
-        fake_claude(&env, "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
-    let mut resume = driver(&env, &bin, &["--resume"]);
-    resume.stdin(Stdio::null());
-    let run = crate::util::run_command(resume, b"");
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    resume_with_the_fix(&env);
     assert_eq!(env.ledger_reasons(&session), ["interrupted", "resumed", "verified"]);
     let last = env.ledger_of(&session).pop().unwrap();
     assert_eq!(last["iteration"], 1, "the interrupted iteration was counted");
@@ -206,4 +216,28 @@ fn a_capped_run_says_how_to_resume_it() {
     let said = format!("{}{}", run.stdout, run.stderr);
     assert!(said.contains("go on: loop-hook run --resume run-"), "{said}");
     assert!(!said.contains("/for-loop:resume"), "{said}");
+}
+
+/// An agent whose final message is `<loop-abort>REASON</loop-abort>` parks the run with its
+/// reason shown; the task text offering the tag does not count, and `--resume` continues.
+#[test]
+fn an_agent_that_aborts_parks_the_run_with_its_reason() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let bin = fake_claude(
+        &env,
+        "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"I cannot. <loop-abort>The fix needs the staging password.</loop-abort>\"}'",
+    );
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["make fixed, or say <loop-abort>why</loop-abort>", "--verify", "sh check.sh"]),
+        b"",
+    );
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("for-loop: run aborted"), "{}", run.stdout);
+    assert!(run.stdout.contains("the agent's reason: The fix needs the staging password."), "{}", run.stdout);
+    let session = only_run(&env);
+    assert_eq!(env.ledger_reasons(&session), ["aborted"]);
+
+    resume_with_the_fix(&env);
+    assert_eq!(env.ledger_reasons(&session), ["aborted", "resumed", "verified"]);
 }

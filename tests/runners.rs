@@ -1,8 +1,8 @@
 //! The tests behind the check, with real test runners: for each runner installable here (cargo,
 //! pytest, unittest, node --test), a small project generated in the test with a bug and a test
 //! that catches it, and a loop whose verify command runs that suite. The model's usual ways
-//! around a failing test (delete it, skip it) must not end the loop; fixing the code, and adding
-//! tests of its own, must.
+//! around a failing test (delete it, skip it, edit its assertion, hook the runner) must not end
+//! the loop; fixing the code, and adding tests of its own, must.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,8 +20,14 @@ struct Fixture {
     fixed: (&'static str, String),
     /// The test file without the failing test.
     deleted: (&'static str, String),
-    /// The test file with the failing test marked skipped.
+    /// The test file with the failing test marked skipped, and the marker's name.
     skipped: (&'static str, String),
+    marker: &'static str,
+    /// The test file with the failing test's expected value changed to what the bug gives.
+    edited: (&'static str, String),
+    /// A new file the runner loads by itself, which makes the failing test pass, where the
+    /// runner has such a file.
+    hook: Option<(&'static str, String)>,
     /// A new test file with a new, passing test.
     new_test: (&'static str, String),
 }
@@ -59,6 +65,14 @@ fn pytest() -> Fixture {
                 .into(),
         ),
         skipped: ("tests/test_calc.py", test("@pytest.mark.skip(reason=\"later\")\n", "")),
+        marker: "@pytest.mark.skip",
+        edited: ("tests/test_calc.py", test("", "").replace("== 5", "== -1")),
+        hook: Some((
+            "conftest.py",
+            "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    \
+             outcome = yield\n    report = outcome.get_result()\n    if report.failed:\n        report.outcome = \"passed\"\n"
+                .into(),
+        )),
         new_test: (
             "tests/test_more.py",
             "from calc import add\n\ndef test_neg():\n    assert add(-1, 1) == 0\n".into(),
@@ -89,6 +103,10 @@ fn unittest() -> Fixture {
                 .into(),
         ),
         skipped: ("tests/test_calc.py", test("    @unittest.skip(\"later\")\n")),
+        marker: "@unittest.skip",
+        edited: ("tests/test_calc.py", test("").replace("(add(2, 3), 5)", "(add(2, 3), -1)")),
+        // unittest loads no file by itself.
+        hook: None,
         new_test: (
             "tests/test_more.py",
             "import unittest\nfrom calc import add\n\nclass MoreTest(unittest.TestCase):\n    def test_neg(self):\n        \
@@ -122,6 +140,10 @@ fn node() -> Fixture {
                 .into(),
         ),
         skipped: ("test/calc.test.js", test(", { skip: true }")),
+        marker: "{ skip: true }",
+        edited: ("test/calc.test.js", test("").replace("(add(2, 3), 5)", "(add(2, 3), -1)")),
+        // node --test loads no file by itself: each test file runs in its own process.
+        hook: None,
         new_test: (
             "test/more.test.js",
             "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\n\n\
@@ -157,6 +179,10 @@ fn cargo() -> Fixture {
                 .into(),
         ),
         skipped: ("tests/calc.rs", test("#[ignore]\n")),
+        marker: "#[ignore]",
+        edited: ("tests/calc.rs", test("").replace("(add(2, 3), 5)", "(add(2, 3), -1)")),
+        // Cargo runs the test binaries through this runner: `true` runs none and reports nothing.
+        hook: Some((".cargo/config.toml", "[target.'cfg(all())']\nrunner = \"true\"\n".into())),
         new_test: (
             "tests/more.rs",
             "use calc::add;\n\n#[test]\nfn neg() {\n    assert_eq!(add(-1, 1), 0);\n}\n".into(),
@@ -230,25 +256,60 @@ fn first_stop(project: &Project) {
     assert!(run.system_message().contains("Tests counted"), "{}", run.system_message());
 }
 
+/// A stop after a change to the test suite: verify passes, but the pass does not count, and the
+/// re-injection names the changed file.
+fn held_for(project: &Project, changed: &str, kind: &str) -> String {
+    let run = project.stop();
+    assert!(run.blocked(), "a pass with {changed} {kind} ended the loop: {}", run.stdout);
+    let reason = run.reason();
+    assert!(reason.contains(&format!("{changed} ({kind})")), "{reason}");
+    assert_eq!(project.last()["reason"], "oracle_changed");
+    reason
+}
+
 fn deleting_the_failing_test_is_held(fixture: Fixture) {
     let project = Project::start(fixture, "");
     first_stop(&project);
     project.write(&project.fixture.deleted);
+    let reason = held_for(&project, project.fixture.deleted.0, "modified");
+    assert!(reason.contains("1 test fewer ran than before"), "{reason}");
+    // Restored, and the code fixed: the pass counts.
+    let original = project.fixture.files.iter().find(|(path, _)| *path == project.fixture.deleted.0).unwrap();
+    project.write(original);
+    project.write(&project.fixture.fixed);
     let run = project.stop();
-    assert!(run.blocked(), "a pass with a test deleted ended the loop: {}", run.stdout);
-    assert!(run.reason().contains("1 test fewer ran than before"), "{}", run.reason());
-    assert_eq!(project.last()["reason"], "tests_dropped");
+    assert!(!run.blocked(), "{}", run.stdout);
+    assert_eq!(project.last()["reason"], "verified");
 }
 
 fn skipping_the_failing_test_is_held(fixture: Fixture) {
     let project = Project::start(fixture, "");
     first_stop(&project);
     project.write(&project.fixture.skipped);
-    let run = project.stop();
-    assert!(run.blocked(), "a pass with a test skipped ended the loop: {}", run.stdout);
-    assert!(run.reason().contains("1 test fewer ran than before"), "{}", run.reason());
-    assert_eq!(project.last()["tests"]["skipped"], 1);
-    assert_eq!(project.last()["reason"], "tests_dropped");
+    let reason = held_for(&project, project.fixture.skipped.0, "modified");
+    assert!(reason.contains("1 test fewer ran than before"), "{reason}");
+    let marker = format!("{}: {}", project.fixture.skipped.0, project.fixture.marker);
+    assert!(reason.contains("Skip markers added since the loop started"), "{reason}");
+    assert!(reason.contains(&marker), "{reason}");
+    let entry = project.last();
+    assert_eq!(entry["tests"]["skipped"], 1, "{entry}");
+    assert_eq!(entry["skip_markers"][0], marker.as_str(), "{entry}");
+}
+
+fn editing_an_assertion_is_held(fixture: Fixture) {
+    let project = Project::start(fixture, "");
+    first_stop(&project);
+    project.write(&project.fixture.edited);
+    let reason = held_for(&project, project.fixture.edited.0, "modified");
+    assert!(!reason.contains("fewer ran"), "every test still ran: {reason}");
+}
+
+fn hooking_the_runner_is_held(fixture: Fixture) {
+    let project = Project::start(fixture, "");
+    first_stop(&project);
+    let hook = project.fixture.hook.clone().expect("a runner with a hook file");
+    project.write(&hook);
+    held_for(&project, hook.0, "added");
 }
 
 fn fixing_the_code_and_adding_a_test_is_verified(fixture: Fixture) {
@@ -293,6 +354,11 @@ macro_rules! scenarios {
                 }
 
                 #[test]
+                fn editing_an_assertion_is_held() {
+                    super::editing_an_assertion_is_held(super::$runner());
+                }
+
+                #[test]
                 fn fixing_the_code_and_adding_a_test_is_verified() {
                     super::fixing_the_code_and_adding_a_test_is_verified(super::$runner());
                 }
@@ -307,3 +373,13 @@ macro_rules! scenarios {
 }
 
 scenarios!(pytest, unittest, node, cargo);
+
+#[test]
+fn a_conftest_hook_that_turns_failures_into_passes_is_held() {
+    hooking_the_runner_is_held(pytest());
+}
+
+#[test]
+fn a_cargo_runner_that_runs_no_test_binary_is_held() {
+    hooking_the_runner_is_held(cargo());
+}

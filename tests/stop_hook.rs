@@ -38,6 +38,8 @@ fn a_failing_verify_blocks_with_the_task_and_the_failure() {
     ```
 
     To finish: find the cause of this failure and fix it, run `sh check.sh` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+
+    If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
     "#);
     let ledger = env.ledger();
     assert_eq!(ledger.len(), 1);

@@ -88,6 +88,15 @@ impl World {
         ClaudeRun { events, stderr: String::from_utf8_lossy(&output.stderr).into_owned() }
     }
 
+    /// `/for-loop:resume` in session A, allowed `tools`; returns the run and the prompt the
+    /// model was given at main request `request` (the resumed task).
+    fn resume(&self, model: &MockModel, tools: &str, request: usize) -> (ClaudeRun, String) {
+        let resumed =
+            self.run(model, SESSION_A, "/for-loop:resume", &["--resume", SESSION_A, "--allowedTools", tools]);
+        let said = model.main_requests().get(request).and_then(mock_model::Recorded::last_user_text);
+        (resumed, said.unwrap_or_default())
+    }
+
     fn state(&self, session: &str) -> String {
         std::fs::read_to_string(self.env.session_dir(session).join("state.md")).unwrap_or_default()
     }
@@ -427,6 +436,89 @@ fn a_model_that_replaces_the_verify_script_is_held_until_it_is_restored_and_the_
 }
 
 #[test]
+fn a_model_that_edits_the_test_the_check_runs_is_held_without_protect() {
+    let world = World::new();
+    // No --protect: the test the check script runs is protected by default.
+    world.env.write("check.sh", "sh tests/test_answer.sh\n");
+    world.env.write(
+        "tests/test_answer.sh",
+        "grep -q correct answer.txt || { echo 'FAIL: the answer is wrong'; exit 1; }\n",
+    );
+    let saved = world.env.session_dir(SESSION_A).join("oracle/tests/test_answer.sh");
+    let answer = world.env.project.join("answer.txt");
+    let model = MockModel::start(
+        Script::new()
+            // Around the guard (no file tool, no redirection, the path in pieces): the test
+            // file's fingerprint must catch it.
+            .bash(
+                "python3 -c \"import pathlib; pathlib.Path('tests', 'test_answer.sh').write_text('exit 0')\"",
+            )
+            .text("The tests pass now.")
+            .bash(format!(
+                "python3 -c \"open('tests/test_answer.sh', 'w').write(open('{}').read())\"",
+                saved.display()
+            ))
+            .write(answer.to_str().unwrap(), "correct\n")
+            .text("Restored the test and fixed the answer."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop write the correct answer --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash(python3:*) Write"],
+    );
+    run.assert_plugin_loaded();
+    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    assert!(first.contains("Test suite:  1 test file"), "{first}");
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(fed[0].contains("tests/test_answer.sh (modified)"), "{}", fed[0]);
+    assert!(fed[0].contains("a passing verify does not count"), "{}", fed[0]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["oracle_changed", "verified"]);
+}
+
+#[test]
+fn a_model_that_writes_loop_abort_parks_the_loop_with_its_reason_shown() {
+    let world = World::new();
+    world.env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let model = MockModel::start(
+        Script::new()
+            .text(
+                "I cannot do this as asked.\n<loop-abort>The task needs the staging password, which \
+                 only you have.</loop-abort>",
+            )
+            .bash("touch fixed")
+            .text("Done with the password you gave."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make fixed --verify \"sh check.sh\"",
+        &["--allowedTools", "Bash(touch fixed)"],
+    );
+    run.assert_plugin_loaded();
+    assert_eq!(model.main_requests().len(), 1, "the abort ends the turn: {}", run.dump());
+    let parked = run.stop_responses().last().map(|e| e["stdout"].to_string()).unwrap_or_default();
+    assert!(
+        parked.contains("parked at iteration 1/30: the agent says the task cannot be done as asked"),
+        "{parked}"
+    );
+    assert!(
+        parked.contains("the agent's reason: The task needs the staging password, which only you have."),
+        "{parked}"
+    );
+    assert!(parked.contains("/for-loop:resume"), "{parked}");
+    assert!(world.state(SESSION_A).contains("status: parked"));
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["aborted"]);
+
+    let (resumed, said) = world.resume(&model, "Bash(touch fixed)", 1);
+    assert!(said.contains("resumed after aborted"), "{said}\n{}", resumed.dump());
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["aborted", "resumed", "verified"]);
+}
+
+#[test]
 fn deleting_the_projects_claude_directory_does_not_end_the_loop() {
     let world = World::new();
     std::fs::create_dir_all(world.env.project.join(".claude")).unwrap();
@@ -479,14 +571,7 @@ fn repeated_identical_failures_park_the_loop_with_a_receipt_and_resume_continues
     let fed = reinjections(&model);
     assert!(fed[1].contains("Note: the same failure as last time (2 in a row)"), "{}", fed[1]);
 
-    let resumed = world.run(
-        &model,
-        SESSION_A,
-        "/for-loop:resume",
-        &["--resume", SESSION_A, "--allowedTools", "Bash(touch fixed)"],
-    );
-    let said =
-        model.main_requests().get(3).and_then(mock_model::Recorded::last_user_text).unwrap_or_default();
+    let (resumed, said) = world.resume(&model, "Bash(touch fixed)", 3);
     assert!(
         said.contains("resumed after same_failures, now at iteration 4 of 30"),
         "{said}\n{}",
@@ -690,9 +775,7 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
     let cancel = world.run(&model, SESSION_A, "/for-loop:cancel-loop", &["--resume", SESSION_A]);
     assert!(cancel.told_the_user().contains("cancelled by the user"), "{}", cancel.dump());
     assert!(world.state(SESSION_A).contains("outcome: cancelled"));
-    let resumed =
-        world.run(&model, SESSION_A, "/for-loop:resume", &["--resume", SESSION_A, "--allowedTools", "Bash"]);
-    let said = model.main_requests()[6].last_user_text().unwrap_or_default();
+    let (resumed, said) = world.resume(&model, "Bash", 6);
     assert!(said.contains("resumed after cancelled"), "{said}\n{}", resumed.dump());
     let ledger = world.env.ledger_of(SESSION_A);
     let lines: Vec<(&str, &str)> = ledger

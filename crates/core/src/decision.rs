@@ -10,6 +10,7 @@ use std::path::Path;
 
 use jiff::Timestamp;
 
+use crate::abort;
 use crate::hook_response::HookResponse;
 use crate::incident::Incident;
 use crate::keep::{self, Judgement, Measured, MetricFacts, MetricProgress, MetricRecord, Rung};
@@ -22,6 +23,7 @@ use crate::oracle::OracleChange;
 use crate::promise;
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
+use crate::skip_marker::SkipMarker;
 use crate::stall::Streaks;
 use crate::state::{LastVerify, LoopState, Status};
 use crate::test_ratchet::{News, TestJudgement};
@@ -89,6 +91,9 @@ pub(crate) struct StopFacts<'a> {
     /// Stops the agent forged from its shell during this loop (recorded, never judged), for the
     /// receipt of a loop that ends or parks here.
     pub(crate) forged_stops: u32,
+    /// Skip markers added to the project since the loop started, where they were looked for
+    /// (after a passing verify, and when the loop ends or parks).
+    pub(crate) skip_markers: &'a [SkipMarker],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +144,8 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
         | ReasonCode::TokenBudget
         | ReasonCode::SameFailures
         | ReasonCode::NoProgress
-        | ReasonCode::MetricPlateau => Status::Parked,
+        | ReasonCode::MetricPlateau
+        | ReasonCode::Aborted => Status::Parked,
         _ => Status::Active,
     }
 }
@@ -256,6 +262,11 @@ fn classify(
         .max_time_secs
         .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX));
     let over_tokens = settings.max_tokens.is_some_and(|budget| tokens_used > budget);
+    // An honest abort comes first: the agent says the task cannot be done as asked, so nothing
+    // else at this stop, a pass or a better number included, speaks for the work.
+    if facts.last_message.and_then(abort::reason).is_some() {
+        return (ReasonCode::Aborted, promise_kept);
+    }
     if let Some(step) = metric {
         return (classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)), promise_kept);
     }
@@ -345,6 +356,9 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
             if let Some(shortfall) = tests.as_ref().and_then(|j| j.shortfall.as_ref()) {
                 sections.push(shortfall.explain(settings_verify(state)));
             }
+            if !facts.skip_markers.is_empty() {
+                sections.push(skip_notice(facts.skip_markers));
+            }
             let news = tests.as_ref().and_then(|j| j.news.as_ref());
             if let Some(news) = news.and_then(News::for_the_model) {
                 sections.push(format!("\n{news}\n"));
@@ -363,6 +377,10 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.last_blocked = false;
         let mut receipt = Receipt::of(&next, code, facts.now, facts.files_changed.map(<[String]>::to_vec));
         receipt.forged_stops = facts.forged_stops;
+        receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
+        if code == ReasonCode::Aborted {
+            receipt.abort_reason = facts.last_message.and_then(abort::reason);
+        }
         if code != ReasonCode::Verified && code != ReasonCode::Promise {
             receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
         }
@@ -402,6 +420,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         promise_kept,
         detail: detail(&facts, tests.as_ref()),
         tests: tests.as_ref().and_then(|j| j.counts),
+        skip_markers: facts.skip_markers.iter().map(ToString::to_string).collect(),
         oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
         receipt: receipt.clone(),
         tokens,
@@ -452,6 +471,20 @@ fn lesson(state: &LoopState, step: Option<&MetricStep>, facts: &StopFacts<'_>) -
     })
 }
 
+/// The paragraph of the re-injection that names the skip markers added since the start.
+fn skip_notice(markers: &[SkipMarker]) -> String {
+    let mut out =
+        String::from("\nSkip markers added since the loop started (a skipped test proves nothing):\n");
+    for marker in markers.iter().take(10) {
+        out.push_str(&format!("  - {marker}\n"));
+    }
+    if markers.len() > 10 {
+        out.push_str(&format!("  - and {} more\n", markers.len() - 10));
+    }
+    out.push_str("Remove them, and make those tests pass instead.\n");
+    out
+}
+
 fn settings_verify(state: &LoopState) -> &str {
     state.meta.settings.verify.as_deref().unwrap_or_default()
 }
@@ -465,6 +498,9 @@ fn detail(facts: &StopFacts<'_>, tests: Option<&TestJudgement>) -> Option<String
     }
     if let Some(e) = facts.checkpoint_error {
         notes.push(format!("checkpoint failed: {e}"));
+    }
+    if let Some(reason) = facts.last_message.and_then(abort::reason) {
+        notes.push(format!("the agent aborted: {reason}"));
     }
     if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
         notes.push(format!("{}: {}", shortfall.summary(), shortfall.suites.join("; ")));
@@ -511,6 +547,7 @@ mod tests {
             incidents: &[],
             metric: None,
             forged_stops: 0,
+            skip_markers: &[],
         }
     }
 
@@ -583,6 +620,8 @@ mod tests {
         ```
 
         To finish: find the cause of this failure and fix it, run `cargo test` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: block verify_failed
         ");
     }
@@ -683,6 +722,8 @@ mod tests {
         ```
 
         To finish: find the cause of this failure and fix it, run `cargo test` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: note state_deleted
         ledger: block verify_failed
         ");
@@ -707,6 +748,8 @@ mod tests {
         Verify `cargo test` could not run: the loop's directory /project no longer exists. A check that does not run does not pass.
 
         To finish: make it possible for `cargo test` to run again in /project (if the directory was moved or deleted, put it back), run it yourself to see it pass, then end your turn.
+
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: block verify_not_run
         ");
     }
@@ -754,6 +797,8 @@ mod tests {
         ```
 
         To finish: find the cause of this failure and fix it, run `cargo test` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: note harness_override
         ledger: block verify_failed
         ");
@@ -784,6 +829,7 @@ mod tests {
 
         Verify passed, but that does not count while the check itself is changed.
 
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: block oracle_changed
         ");
     }
@@ -803,8 +849,9 @@ mod tests {
 
         Verify passed, but 2 tests fewer ran than before, so the pass does not count:
           - pytest: 10 ran, 12 before
-        Put the tests back: restore every test you deleted, renamed or emptied, and remove the skip, xfail, ignore and only markers you added. Then run `pytest` and see every test run and pass. Weakening the check is never the way out.
+        Put the tests back: restore every test you deleted, renamed or emptied, and remove the skip, xfail, ignore and only markers you added. Then run `pytest` and see every test run and pass.
 
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: block tests_dropped
         ");
     }
@@ -834,6 +881,8 @@ mod tests {
         ```
 
         To finish: find the cause of this failure and fix it, run `pytest` yourself to see it pass, then end your turn. Do not change the verify command or the files it runs.
+
+        If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
         ledger: block verify_failed
         ");
     }
@@ -892,6 +941,92 @@ mod tests {
         let decision = decide(&state, StopFacts { files_changed: Some(&[]), ..facts(Some(&passed), None) });
         assert_eq!(decision.code, ReasonCode::CapReached);
         assert!(decision.system_message.contains("tests: 3 ran"), "{}", decision.system_message);
+    }
+
+    #[test]
+    fn snapshot_abort() {
+        let state = with(Some("cargo test"), None, 5, 30);
+        let failed = outcome(Some(1), false, "FAILED\n");
+        let message = "The spec asks for both.\n<loop-abort>The tests require add(2, 3) == 6, which contradicts the task.</loop-abort>";
+        let facts = StopFacts { files_changed: Some(&[]), ..facts(Some(&failed), Some(message)) };
+        insta::assert_snapshot!(shown(&decide(&state, facts)), @r"
+        systemMessage:
+        for-loop: parked at iteration 5/30: the agent says the task cannot be done as asked and `cargo test` still fails (exit 1). The loop is kept; read its reason below.
+          receipt: aborted · 5/30 iterations · 12m 03s elapsed · 4.2 s in verify
+          the agent's reason: The tests require add(2, 3) == 6, which contradicts the task.
+          changed: no files
+          go on: /for-loop:resume (add --more N for more iterations, --more-time 30m for more time)
+          ledger: /state/sessions/sess-1/ledger.jsonl
+        ledger: allow aborted
+        ");
+    }
+
+    #[test]
+    fn an_abort_parks_the_loop_even_when_verify_passes() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let passed = outcome(Some(0), false, "ok\n");
+        let decision =
+            decide(&state, facts(Some(&passed), Some("<loop-abort>I only stubbed it out</loop-abort>")));
+        assert_eq!(decision.code, ReasonCode::Aborted);
+        assert_eq!(decision.verdict, Verdict::Allow);
+        assert_eq!(decision.next.meta.status, Status::Parked);
+        assert_eq!(decision.receipt.and_then(|r| r.abort_reason).as_deref(), Some("I only stubbed it out"));
+        assert_eq!(decision.ledger[0].detail.as_deref(), Some("the agent aborted: I only stubbed it out"));
+    }
+
+    #[test]
+    fn only_the_final_message_can_abort() {
+        let mut state = with(Some("false"), None, 2, 30);
+        state.task = "fix it; if impossible, reply <loop-abort>why</loop-abort>".into();
+        let failed = outcome(Some(1), false, "");
+        let decision = decide(&state, facts(Some(&failed), Some("Working on it.")));
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        let decision = decide(&state, facts(Some(&failed), None));
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        assert!(reason(&decision).contains("<loop-abort>REASON</loop-abort>"), "{}", reason(&decision));
+    }
+
+    #[test]
+    fn hosts_that_hide_the_final_message_are_not_offered_the_abort_tag() {
+        let mut state = with(Some("false"), None, 2, 30);
+        state.meta.host = crate::host::Host::Cursor;
+        let failed = outcome(Some(1), false, "");
+        let reason_text = reason(&decide(&state, facts(Some(&failed), None))).to_string();
+        assert!(!reason_text.contains("<loop-abort>"), "{reason_text}");
+        assert!(reason_text.contains("Weakening the check is never the way out."), "{reason_text}");
+    }
+
+    #[test]
+    fn skip_markers_are_named_in_the_reinjection_and_the_receipt() {
+        let markers = [
+            SkipMarker { path: "tests/test_calc.py".into(), marker: "@pytest.mark.skip".into(), added: 1 },
+            SkipMarker { path: "src/lib.rs".into(), marker: "#[ignore]".into(), added: 2 },
+        ];
+        let state = with(Some("pytest"), Some("DONE"), 2, 30);
+        let passed = outcome(Some(0), false, "");
+        let held = decide(&state, StopFacts { skip_markers: &markers, ..facts(Some(&passed), Some("done")) });
+        let text = reason(&held);
+        assert!(text.contains("Skip markers added since the loop started"), "{text}");
+        assert!(
+            text.contains("  - tests/test_calc.py: @pytest.mark.skip\n  - src/lib.rs: #[ignore] ×2\n"),
+            "{text}"
+        );
+        assert_eq!(
+            held.ledger[0].skip_markers,
+            ["tests/test_calc.py: @pytest.mark.skip", "src/lib.rs: #[ignore] ×2"]
+        );
+        let ended = decide(
+            &state,
+            StopFacts { skip_markers: &markers, ..facts(Some(&passed), Some("<promise>DONE</promise>")) },
+        );
+        assert_eq!(ended.code, ReasonCode::Verified, "markers are reported, not a verdict");
+        assert!(
+            ended.system_message.contains(
+                "skip markers added: tests/test_calc.py: @pytest.mark.skip, src/lib.rs: #[ignore] ×2"
+            ),
+            "{}",
+            ended.system_message
+        );
     }
 
     #[test]

@@ -676,7 +676,7 @@ mod tests {
         fs::write(project.join("tests/a.rs"), "a").unwrap();
         let mut state = sample();
         state.meta.cwd = project.clone();
-        state.meta.oracle = Oracle::capture(&project, Some("sh check.sh"), &["tests/**".to_string()]);
+        state.meta.oracle = Oracle::capture(&project, Some("sh check.sh"), &["tests/**".to_string()], false);
         let vars = [("HOME", &home), ("CLAUDE_PLUGIN_ROOT", &plugin)]
             .map(|(k, v)| (k.to_string(), v.display().to_string()));
         let env = Environment::new(vars, project.clone(), "2026-11-22T03:00:00Z".parse().unwrap());

@@ -109,6 +109,9 @@ pub(crate) struct LedgerEntry {
     /// What the test runners' summaries in verify's output said, all suites together.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) tests: Option<Counts>,
+    /// Skip markers added since the loop started, where this stop looked for them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub(crate) skip_markers: Vec<String>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -164,6 +167,7 @@ impl LedgerEntry {
             state_digest: None,
             metric: None,
             tests: None,
+            skip_markers: Vec::new(),
         }
     }
 
@@ -294,6 +298,7 @@ mod tests {
             state_digest: None,
             metric: None,
             tests: None,
+            skip_markers: Vec::new(),
         }
     }
 

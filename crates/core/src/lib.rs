@@ -9,6 +9,7 @@
 //! [`VERSION`]. Every module is private, so the integration tests drive the real binary and a
 //! refactor inside the engine never breaks a caller.
 
+mod abort;
 mod bounded_read;
 mod cancel;
 mod capture;
@@ -56,6 +57,7 @@ mod rollback;
 mod run;
 mod session;
 mod shell_command;
+mod skip_marker;
 mod stall;
 mod start;
 mod state;
@@ -64,6 +66,7 @@ mod stop_hook;
 mod store;
 mod strict;
 mod test_ratchet;
+mod test_suite;
 mod test_summary;
 mod transcript;
 mod usage;

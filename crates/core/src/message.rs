@@ -143,6 +143,8 @@ pub(crate) fn reinjection(
         advice.insert(0, '\n');
     }
 
+    advice.push_str(if advice.ends_with('\n') || advice.is_empty() { "\n" } else { "\n\n" });
+    advice.push_str(way_out(state));
     let task_room =
         REASON_BUDGET.saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
     let task_chars = state.task.chars().count();
@@ -172,6 +174,19 @@ pub(crate) fn reinjection(
     }
     reason.push_str(&advice);
     reason
+}
+
+/// The honest way out of a task that cannot be done, where the host lets the hook read the
+/// agent's final message, and the reminder that weakening the check is none.
+fn way_out(state: &LoopState) -> &'static str {
+    if state.meta.host.sends_last_message() {
+        "If the task cannot be done as asked, say why and end your turn with \
+         <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. \
+         Weakening the check is never the way out."
+    } else {
+        "If the task cannot be done as asked, say why plainly and end your turn: the user decides. \
+         Weakening the check is never the way out."
+    }
 }
 
 /// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
@@ -248,6 +263,10 @@ pub(crate) fn headline(
         ReasonCode::TimeBudget => format!(
             "for-loop: parked at iteration {at}: the time budget of {} is spent{still_fails}. The loop is kept.",
             human(Duration::from_secs(meta.settings.max_time_secs.unwrap_or_default()))
+        ),
+        ReasonCode::Aborted => format!(
+            "for-loop: parked at iteration {at}: the agent says the task cannot be done as asked{still_fails}. \
+             The loop is kept; read its reason below."
         ),
         other => format!("for-loop: ended ({other}) at iteration {at}."),
     }

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::bounded_read;
 use crate::digest::hex;
 use crate::protect::Protect;
+use crate::test_suite::{self, SuiteGuard};
 use crate::walk;
 use crate::worktree::WorkTree;
 
@@ -47,6 +48,10 @@ pub(crate) struct Oracle {
     /// expected, not a sign of files created to hide others.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approximate: bool,
+    /// The test suite behind the check, protected by default ([`crate::test_suite`]): its
+    /// files are among `files`; this keeps its runner hooks and sections.
+    #[serde(default, skip_serializing_if = "SuiteGuard::is_off")]
+    pub tests: SuiteGuard,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,25 +76,61 @@ pub(crate) struct OracleChange {
 }
 
 impl Oracle {
-    /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`.
+    /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`, and with
+    /// `tests`, the test suite behind the check ([`crate::test_suite`]).
     #[cfg(test)]
-    pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String]) -> Oracle {
-        Oracle::capture_within(cwd, verify.as_slice(), protect, walk::MAX_ENTRIES)
+    pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String], tests: bool) -> Oracle {
+        Oracle::capture_within(cwd, verify.as_slice(), protect, tests, walk::MAX_ENTRIES)
     }
 
     /// [`Oracle::capture`] for several commands that judge the loop (verify, a metric, a guard).
-    pub(crate) fn capture_commands(cwd: &Path, commands: &[&str], protect: &[String]) -> Oracle {
-        Oracle::capture_within(cwd, commands, protect, walk::MAX_ENTRIES)
+    pub(crate) fn capture_commands(cwd: &Path, commands: &[&str], protect: &[String], tests: bool) -> Oracle {
+        Oracle::capture_within(cwd, commands, protect, tests, walk::MAX_ENTRIES)
     }
 
-    fn capture_within(cwd: &Path, commands: &[&str], protect: &[String], limit: usize) -> Oracle {
+    fn capture_within(
+        cwd: &Path,
+        commands: &[&str],
+        protect: &[String],
+        tests: bool,
+        limit: usize,
+    ) -> Oracle {
         let mut paths: Vec<String> = commands.iter().flat_map(|c| files_run_by(cwd, c)).collect();
+        if tests {
+            let named = test_suite::named_by_scripts(cwd, &paths);
+            paths.extend(named);
+        }
         let found = matching_files(cwd, protect, limit);
         paths.extend(found.files);
+        let mut approximate = !found.complete;
+        let mut suite = SuiteGuard::default();
+        if tests {
+            let found = matching_files(cwd, &test_suite::patterns(), limit);
+            approximate |= !found.complete;
+            let (runner, mut tests): (Vec<String>, Vec<String>) = found
+                .files
+                .into_iter()
+                .filter(|path| !test_suite::is_artifact(path))
+                .partition(|path| test_suite::is_runner_file(path));
+            // In git, a test file is one git tracks or sees: what a run writes and git ignores
+            // (reports, snapshots, a fixture's output) changes at every run and proves nothing.
+            let tree = WorkTree::open(cwd);
+            if tree.is_git()
+                && let Ok(visible) = tree.visible_files(cwd, &found.scopes)
+            {
+                let visible: std::collections::BTreeSet<String> =
+                    visible.iter().map(|p| slash_path(p)).collect();
+                tests.retain(|path| visible.contains(path));
+            }
+            let unchecked = tests.len().saturating_sub(test_suite::MAX_TEST_FILES);
+            paths.extend(runner);
+            paths.extend(tests.into_iter().take(test_suite::MAX_TEST_FILES));
+            suite = SuiteGuard::on(cwd, u32::try_from(unchecked).unwrap_or(u32::MAX));
+        }
         paths.sort();
         paths.dedup();
         let files = paths.into_iter().map(|p| (digest(&cwd.join(&p)), p)).map(|(d, p)| (p, d)).collect();
-        Oracle { protect: protect.to_vec(), files, approximate: !found.complete }
+        Oracle { protect: protect.to_vec(), files, approximate, tests: suite }
     }
 
     /// The oracle files that differ from the start, in path order.
@@ -113,12 +154,15 @@ impl Oracle {
                 Some(OracleChange { path: path.clone(), kind })
             })
             .collect();
-        let found = matching_files(cwd, &self.protect, limit);
+        // New files that match a `--protect` glob, or that a test runner loads by itself.
+        let patterns: Vec<String> = self.protect.iter().chain(&self.tests.hooks).cloned().collect();
+        let found = matching_files(cwd, &patterns, limit);
         for path in found.files {
             if !self.files.contains_key(&path) {
                 changes.push(OracleChange { path, kind: ChangeKind::Added });
             }
         }
+        changes.extend(self.tests.section_changes(cwd));
         if !found.complete && !self.approximate {
             let walked: Vec<&str> = found
                 .scopes
@@ -135,7 +179,9 @@ impl Oracle {
     /// path or glob.
     pub(crate) fn covers(&self, cwd: &Path, path: &Path) -> bool {
         let Some(relative) = relative_to(cwd, path) else { return false };
-        self.files.contains_key(&relative) || Protect::stored(&self.protect).matches(&relative)
+        self.files.contains_key(&relative)
+            || Protect::stored(&self.protect).matches(&relative)
+            || (!self.tests.is_off() && Protect::stored(&self.tests.hooks).matches(&relative))
     }
 
     /// Whether the oracle file at `relative` (to `cwd`) was there at start and is not as it was:
@@ -349,7 +395,7 @@ mod tests {
         let dir =
             project(&[("check.sh", "exit 1"), ("tests/a.rs", "a"), ("tests/b.rs", "b"), ("src/lib.rs", "l")]);
         let cwd = dir.path();
-        let oracle = Oracle::capture(cwd, Some("sh check.sh"), &["tests/**".to_string()]);
+        let oracle = Oracle::capture(cwd, Some("sh check.sh"), &["tests/**".to_string()], false);
         assert_eq!(oracle.files.len(), 3);
         assert!(oracle.changes(cwd).is_empty());
 
@@ -398,7 +444,7 @@ mod tests {
     fn brace_sets_protect_what_they_name() {
         let dir = project(&[("tests/unit/a.rs", "a"), ("tests/e2e/b.rs", "b"), ("tests/other/c.rs", "c")]);
         let cwd = dir.path();
-        let oracle = Oracle::capture(cwd, None, &["tests/{unit,e2e}/**".to_string()]);
+        let oracle = Oracle::capture(cwd, None, &["tests/{unit,e2e}/**".to_string()], false);
         assert_eq!(oracle.files.keys().collect::<Vec<_>>(), ["tests/e2e/b.rs", "tests/unit/a.rs"]);
         fs::write(cwd.join("tests/unit/new.rs"), "n").unwrap();
         fs::write(cwd.join("tests/other/d.rs"), "not protected").unwrap();
@@ -417,7 +463,7 @@ mod tests {
         git(cwd, &["init", "-q"]);
         git(cwd, &["add", "-A"]);
         git(cwd, &["commit", "-qm", "start"]);
-        let oracle = Oracle::capture(cwd, None, &["tests/**".to_string()]);
+        let oracle = Oracle::capture(cwd, None, &["tests/**".to_string()], false);
         fs::write(cwd.join(".gitignore"), "tests/sneaky.rs\n").unwrap();
         fs::write(cwd.join("tests/sneaky.rs"), "x").unwrap();
         assert_eq!(kinds(&oracle.changes(cwd)), [("tests/sneaky.rs", ChangeKind::Added)]);
@@ -437,7 +483,7 @@ mod tests {
                 git(cwd, &["add", "-A"]);
                 git(cwd, &["commit", "-qm", "start"]);
             }
-            let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], 100);
+            let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], false, 100);
             assert!(!oracle.approximate);
             fs::create_dir(cwd.join("tests/aaa")).unwrap();
             for n in 0..150 {
@@ -464,7 +510,7 @@ mod tests {
         for n in 0..150 {
             fs::File::create(cwd.join(format!("tests/many/f{n}"))).unwrap();
         }
-        let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], 100);
+        let oracle = Oracle::capture_within(cwd, &[], &["tests/**".to_string()], false, 100);
         assert!(oracle.approximate);
         fs::write(cwd.join("tests/many/f0"), "edited").unwrap();
         let changes = oracle.changes_within(cwd, 100);
@@ -476,7 +522,7 @@ mod tests {
     fn covers_oracle_files_and_protected_globs_only() {
         let dir = project(&[("check.sh", "x"), ("tests/a.rs", "a")]);
         let cwd = dir.path();
-        let oracle = Oracle::capture(cwd, Some("./check.sh"), &["tests".to_string()]);
+        let oracle = Oracle::capture(cwd, Some("./check.sh"), &["tests".to_string()], false);
         assert!(oracle.covers(cwd, Path::new("check.sh")));
         assert!(oracle.covers(cwd, &cwd.join("./tests/new.rs")));
         assert!(oracle.covers(cwd, &cwd.join("src/../check.sh")));
@@ -489,7 +535,7 @@ mod tests {
     fn an_oracle_file_that_is_no_longer_a_file_is_modified_without_being_read() {
         let dir = project(&[("check.sh", "exit 1"), ("tests/a.rs", "a")]);
         let cwd = dir.path().to_path_buf();
-        let oracle = Oracle::capture(&cwd, Some("sh check.sh"), &["tests/**".to_string()]);
+        let oracle = Oracle::capture(&cwd, Some("sh check.sh"), &["tests/**".to_string()], false);
         fs::remove_file(cwd.join("check.sh")).unwrap();
         crate::bounded_read::tests::mkfifo(&cwd.join("check.sh"));
         fs::remove_file(cwd.join("tests/a.rs")).unwrap();
@@ -522,7 +568,7 @@ mod tests {
     fn saves_originals_for_restoring() {
         let dir = project(&[("scripts/check.sh", "exit 1")]);
         let cwd = dir.path();
-        let oracle = Oracle::capture(cwd, Some("sh scripts/check.sh"), &[]);
+        let oracle = Oracle::capture(cwd, Some("sh scripts/check.sh"), &[], false);
         let saved = tempfile::tempdir().unwrap();
         assert!(oracle.save_originals(cwd, saved.path()).unwrap());
         assert_eq!(fs::read_to_string(saved.path().join("scripts/check.sh")).unwrap(), "exit 1");

@@ -161,7 +161,7 @@ mod tests {
         fs::write(dir.path().join("check.sh"), "exit 1\n").unwrap();
         fs::write(dir.path().join("tests/a.rs"), "a").unwrap();
         fs::write(dir.path().join("src.rs"), "s").unwrap();
-        let oracle = Oracle::capture(dir.path(), Some("sh check.sh"), &["tests/**".to_string()]);
+        let oracle = Oracle::capture(dir.path(), Some("sh check.sh"), &["tests/**".to_string()], false);
         (dir, oracle)
     }
 

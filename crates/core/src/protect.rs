@@ -134,7 +134,19 @@ fn outermost(mut scopes: Vec<String>) -> Vec<String> {
     scopes.dedup();
     let mut kept: Vec<String> = Vec::new();
     for scope in scopes {
-        let inside = kept.iter().any(|outer| outer.is_empty() || scope.starts_with(&format!("{outer}/")));
+        // A scope below a hidden or skipped directory is walked on its own: the outer walk would
+        // pass it over (`.cargo/config.toml` beside `**/conftest.py`).
+        let reached = |outer: &String| {
+            let rest = if outer.is_empty() {
+                Some(scope.as_str())
+            } else {
+                scope.strip_prefix(&format!("{outer}/"))
+            };
+            rest.is_some_and(|rest| {
+                !rest.split('/').any(|part| crate::walk::is_skipped_name(part.as_bytes()))
+            })
+        };
+        let inside = kept.iter().any(reached);
         if !inside {
             kept.push(scope);
         }
@@ -198,6 +210,18 @@ mod tests {
         );
         assert_eq!(protect(&["**/*.py", "tests/**"]).scopes(), [""]);
         assert_eq!(protect(&["a/b/*.rs", "a/bc/**"]).scopes(), ["a/b", "a/bc"]);
+        // The walk of `""` passes hidden and dependency directories over: those stay scopes.
+        assert_eq!(
+            protect(&[
+                "**/conftest.py",
+                ".cargo/config.toml",
+                ".github/**",
+                "web/node_modules/x.js",
+                "tests/**"
+            ])
+            .scopes(),
+            ["", ".cargo/config.toml", ".github", "web/node_modules/x.js"]
+        );
     }
 
     #[test]

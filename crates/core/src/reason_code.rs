@@ -49,6 +49,9 @@ pub(crate) enum ReasonCode {
     NoProgress,
     /// The `--max-time` budget is spent.
     TimeBudget,
+    /// The agent ended its turn with `<loop-abort>REASON</loop-abort>`: in its words, the task
+    /// cannot be done as asked. Never a pass: the user reads the reason and decides.
+    Aborted,
     /// The `--max-tokens` budget is spent.
     TokenBudget,
     /// Metric mode: the pivot ladder's last rung, pivots without a keep.
@@ -137,6 +140,7 @@ impl ReasonCode {
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
+            ReasonCode::Aborted => "aborted",
             ReasonCode::TokenBudget => "token_budget",
             ReasonCode::Started => "started",
             ReasonCode::Claimed => "claimed",
@@ -233,6 +237,7 @@ mod tests {
             ReasonCode::TokenBudget,
             ReasonCode::Started,
             ReasonCode::Claimed,
+            ReasonCode::Aborted,
             ReasonCode::HarnessOverride,
             ReasonCode::Resumed,
             ReasonCode::AgentLimited,

@@ -54,10 +54,16 @@ pub(crate) struct Receipt {
     /// The most tests that ran at any verify run of the loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) most_tests_ran: Option<u64>,
+    /// Skip markers added since the loop started, as `path: marker`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) skip_markers: Vec<String>,
+    /// Why the agent gave up, in its words, when it ended its turn with `<loop-abort>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) abort_reason: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-fn is_zero(n: &u32) -> bool {
+pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
@@ -110,6 +116,8 @@ impl Receipt {
             forged_stops: 0,
             tests: meta.tests.last,
             most_tests_ran: meta.tests.most_ran(),
+            skip_markers: Vec::new(),
+            abort_reason: None,
         }
     }
 
@@ -142,11 +150,23 @@ impl Receipt {
         if self.harness_overrides > 0 {
             out.push_str(&format!("\n  the host overrode {} block(s)", self.harness_overrides));
         }
+        if let Some(reason) = &self.abort_reason {
+            out.push_str(&format!("\n  the agent's reason: {reason}"));
+        }
         if let Some(tests) = self.tests {
             out.push_str(&format!("\n  tests: {tests}"));
             if let Some(most) = self.most_tests_ran.filter(|most| *most > tests.ran()) {
                 out.push_str(&format!(" · {most} ran at most"));
             }
+        }
+        if !self.skip_markers.is_empty() {
+            let named: Vec<&str> = self.skip_markers.iter().take(NAMED_FILES).map(String::as_str).collect();
+            let more = self.skip_markers.len().saturating_sub(NAMED_FILES);
+            out.push_str(&format!(
+                "\n  skip markers added: {}{}",
+                named.join(", "),
+                if more > 0 { format!(", and {more} more") } else { String::new() }
+            ));
         }
         match &self.files_changed {
             Some(files) if files.is_empty() => out.push_str("\n  changed: no files"),

@@ -21,6 +21,7 @@ use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
 use crate::stop_hook::LOCK_WAIT;
 use crate::store::{LoopPaths, Store};
 use crate::test_ratchet::TestRatchet;
+use crate::test_suite;
 use crate::worktree::WorkTree;
 
 pub(crate) const USAGE: &str = "\
@@ -193,7 +194,12 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             verify_total_ms: 0,
             last_verify: None,
             tests: TestRatchet::new(request.allow_test_edits),
-            oracle: Oracle::capture_commands(&cwd, &judges(&request), &request.protect),
+            oracle: Oracle::capture_commands(
+                &cwd,
+                &judges(&request),
+                &request.protect,
+                !request.allow_test_edits,
+            ),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
             last_blocked: false,
@@ -291,6 +297,9 @@ fn banner(
             if oracle.files.len() == 1 { "" } else { "s" }
         ));
     }
+    if !oracle.tests.is_off() {
+        out.push_str(&suite_line(oracle));
+    }
     if oracle.approximate {
         out.push_str(&format!(
             "             (over {} files where protected ones could be added: an added file may go unseen \
@@ -309,7 +318,7 @@ fn banner(
     }
     if settings.verify.is_some() {
         out.push_str(if settings.allow_test_edits {
-            "Tests:       may be changed (--allow-test-edits): no test-count ratchet\n"
+            "Tests:       may be changed (--allow-test-edits): the suite is not protected, and not counted\n"
         } else {
             "Tests:       counted from verify's output; a pass that runs fewer tests than before, or \
              skips more, does not count (--allow-test-edits turns this off)\n"
@@ -361,6 +370,32 @@ fn banner(
         "\nWork on the task now. Each time you stop, for-loop judges the result and either ends \
          the loop or gives you the task again with what is still missing.",
     );
+    out
+}
+
+/// What the start says about the test suite it protects: how many test and runner files, the
+/// runner sections, and what the model may still do.
+fn suite_line(oracle: &Oracle) -> String {
+    let runner = oracle.files.keys().filter(|f| test_suite::is_runner_file(f)).count();
+    let tests =
+        oracle.files.keys().filter(|f| test_suite::is_test_file(f) && !test_suite::is_runner_file(f)).count();
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts =
+        vec![plural(tests, "test file", "test files"), plural(runner, "runner file", "runner files")];
+    parts.extend(oracle.tests.sections.keys().cloned());
+    let mut out = format!(
+        "Test suite:  {}. New test files are welcome; editing an existing one, or adding a \
+         conftest.py or another file a runner loads by itself, counts as changing the check \
+         (--allow-test-edits turns this off)\n",
+        parts.join(", ")
+    );
+    if oracle.tests.unchecked_files > 0 {
+        out.push_str(&format!(
+            "             ({} more test files were found past the {} fingerprinted; they are not checked)\n",
+            oracle.tests.unchecked_files,
+            test_suite::MAX_TEST_FILES
+        ));
+    }
     out
 }
 

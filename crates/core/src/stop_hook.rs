@@ -27,6 +27,7 @@ use crate::oracle::{ChangeKind, OracleChange};
 use crate::oracle_watch::{OracleWatch, Touched};
 use crate::reason_code::ReasonCode;
 use crate::receipt::Receipt;
+use crate::skip_marker;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::transcript::{self, Turn};
@@ -257,15 +258,32 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     let sandbox = crate::strict::sandbox_for_verify(env, &store, &state);
     let gathered = Gathered::at(&state, event, &sandbox);
     let facts = gathered.facts(&paths, event, env, &[]);
-    let files_changed =
-        match (decision::status_after(decision::code(&state, &facts)), &state.meta.baseline_tree) {
-            // Only a loop that ends or parks shows what it changed.
-            (Status::Ended | Status::Parked, Some(baseline)) => {
-                let now = gathered.worktree.tree_id().ok();
-                now.and_then(|now| gathered.worktree.changed_files(baseline, &now).ok())
-            }
-            _ => None,
-        };
+    let ends =
+        matches!(decision::status_after(decision::code(&state, &facts)), Status::Ended | Status::Parked);
+    let passed = gathered.verify.as_ref().is_some_and(VerifyOutcome::passed);
+    // What changed since the start is looked at only where it is shown: the files when the loop
+    // ends or parks, the skip markers then and after a passing verify.
+    let trees = match &state.meta.baseline_tree {
+        Some(baseline) if ends || passed => {
+            gathered.worktree.tree_id().ok().map(|now| (baseline.as_str(), now))
+        }
+        _ => None,
+    };
+    let files_changed = trees
+        .as_ref()
+        .filter(|_| ends)
+        .and_then(|(baseline, now)| gathered.worktree.changed_files(baseline, now).ok());
+    let skip_markers = if ends || passed {
+        skip_marker::since_start(
+            &gathered.worktree,
+            trees.as_ref().map(|(baseline, now)| (*baseline, now.as_str())),
+            &state.meta.cwd,
+            &state.meta.oracle.files,
+            &paths.dir.join("oracle"),
+        )
+    } else {
+        Vec::new()
+    };
 
     let lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
         Ok(lock) => lock,
@@ -293,8 +311,13 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         Status::Active => 0,
         _ => LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id),
     };
-    let facts =
-        StopFacts { files_changed: files_changed.as_deref(), incidents: &incidents, forged_stops, ..facts };
+    let facts = StopFacts {
+        files_changed: files_changed.as_deref(),
+        incidents: &incidents,
+        forged_stops,
+        skip_markers: &skip_markers,
+        ..facts
+    };
     let decision = decision::decide(&state, facts);
 
     // 3. Commit the verdict as decided, or change nothing.
@@ -509,6 +532,7 @@ impl Gathered {
             incidents,
             metric: self.metric.as_ref(),
             forged_stops: 0,
+            skip_markers: &[],
         }
     }
 }

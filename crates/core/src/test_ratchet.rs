@@ -84,7 +84,7 @@ impl Shortfall {
         out.push_str(&format!(
             "Put the tests back: restore every test you deleted, renamed or emptied, and remove the \
              skip, xfail, ignore and only markers you added. Then run `{verify}` and see every test \
-             run and pass. Weakening the check is never the way out.\n"
+             run and pass.\n"
         ));
         out
     }

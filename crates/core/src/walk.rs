@@ -82,10 +82,12 @@ pub(crate) fn walk(root: &Path, scopes: &[String], limit: usize) -> Walked {
 }
 
 fn skipped(entry: &ignore::DirEntry) -> bool {
-    if !entry.file_type().is_some_and(|kind| kind.is_dir()) {
-        return false;
-    }
-    let name = entry.file_name().as_encoded_bytes();
+    entry.file_type().is_some_and(|kind| kind.is_dir())
+        && is_skipped_name(entry.file_name().as_encoded_bytes())
+}
+
+/// Whether a directory of this name is passed over below a scope: hidden, or in [`SKIP_DIRS`].
+pub(crate) fn is_skipped_name(name: &[u8]) -> bool {
     name.starts_with(b".") || SKIP_DIRS.iter().any(|skip| skip.as_bytes() == name)
 }
 

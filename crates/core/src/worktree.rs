@@ -22,6 +22,8 @@ mod git;
 #[cfg(test)]
 pub(crate) mod testing;
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -138,6 +140,46 @@ impl WorkTree {
         let out =
             self.git(&["diff-tree", "-r", "-z", "--no-renames", "--name-only", from, to], None, None)?;
         Ok(split_z(&out).map(|p| String::from_utf8_lossy(p).into_owned()).collect())
+    }
+
+    /// The content of each of `paths` (relative to the top level) in the tree or commit `tree`:
+    /// `None` for a path that is not there, or is larger than `max_bytes`. One git process.
+    pub(crate) fn files_at(
+        &self,
+        tree: &str,
+        paths: &[String],
+        max_bytes: usize,
+    ) -> Result<Vec<Option<Vec<u8>>>, WorkTreeError> {
+        self.repo()?;
+        let tree = object_id(tree)?;
+        // One object name per line: a path with a line break in it cannot be asked for.
+        let asked: Vec<&String> = paths.iter().filter(|p| !p.contains(['\n', '\r'])).collect();
+        let input: String = asked.iter().fold(String::new(), |mut input, path| {
+            let _ = writeln!(input, "{tree}:{path}");
+            input
+        });
+        let out = self.git(&["cat-file", "--batch"], None, Some(input.into_bytes()))?;
+        let mut found: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+        let mut rest = out.as_slice();
+        for path in &asked {
+            let Some(end) = rest.iter().position(|b| *b == b'\n') else { break };
+            let header = String::from_utf8_lossy(&rest[..end]).into_owned();
+            rest = &rest[end + 1..];
+            // `<oid> <type> <size>`, then the content and a newline; or `<name> missing`.
+            let mut fields = header.rsplitn(3, ' ');
+            let (size, kind) = (fields.next(), fields.next());
+            if !matches!(kind, Some("blob" | "tree" | "commit" | "tag")) {
+                continue;
+            }
+            let Some(size) = size.and_then(|s| s.parse::<usize>().ok()).filter(|s| *s <= rest.len()) else {
+                break;
+            };
+            if size <= max_bytes && kind == Some("blob") {
+                found.insert(path.as_str(), rest[..size].to_vec());
+            }
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(paths.iter().map(|p| found.remove(p.as_str())).collect())
     }
 
     /// The files git tracks or sees (untracked and not ignored) below `scopes` of `dir` (paths
