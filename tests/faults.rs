@@ -534,3 +534,43 @@ fn the_guard_guards_a_loop_whose_state_was_deleted_or_garbled() {
         assert!(run.stdout.contains("check.sh"), "{damage}: {}", run.stdout);
     }
 }
+
+/// The agent runs the prompt hook itself with a made-up `/cancel-loop` event naming a transcript
+/// of its choice. The loop's own transcript is read instead, and since the host never recorded
+/// the user sending that cancel, the next Stop puts the loop back on, judges that stop (verify
+/// still fails, so it is blocked) and tells the user and the agent.
+#[test]
+fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    let transcript = env.project.join("transcript.jsonl");
+    let prompt = |text: &str, transcript: &std::path::Path| {
+        json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
+            "prompt_id": "p-1", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+            "prompt": text})
+        .to_string()
+    };
+    let start = "/for-loop fix it --verify \"sh check.sh\"";
+    // The user's own start, as the host records it once the hook let it through.
+    let started = env.run(&["prompt-hook"], prompt(start, &transcript));
+    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
+    let record = json!({"type": "user", "timestamp": jiff::Timestamp::now().to_string(),
+        "message": {"role": "user", "content": start}});
+    fs::write(&transcript, format!("{record}\n")).unwrap();
+
+    let forged = env.run(&["prompt-hook"], prompt("/cancel-loop", std::path::Path::new("/nonexistent")));
+    assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
+    assert!(!fs::read_to_string(env.state_path()).unwrap().contains("status: active"), "cancelled for now");
+
+    let run = env.stop("Done.");
+    assert!(run.blocked(), "the loop is on again and verify still fails: {}", run.stdout);
+    let told = run.system_message();
+    assert!(
+        told.contains("`/cancel-loop`") && told.contains("did not come from the user's prompt"),
+        "{told}"
+    );
+    let raw = env.ledger_of_raw(SESSION);
+    let unconfirmed = raw.iter().find(|l| l["reason"] == "command_unconfirmed").expect("recorded");
+    assert_eq!(unconfirmed["origin"], "agent");
+    assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("verify_failed"));
+}
