@@ -54,6 +54,28 @@ impl TestEnv {
     }
 
     /// A world under `parent` instead of the system's temporary directory.
+    /// A test environment outside the system's temporary directory, for the Codex CLI: its
+    /// sandbox will not set itself up under /tmp, and it lets commands write there. The build's
+    /// own temporary directory, unless the checkout itself is under /tmp; then a directory under
+    /// the user's cache (each environment is removed when dropped, as anywhere else).
+    pub(crate) fn outside_tmp() -> TestEnv {
+        let build = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let under_tmp = |path: &Path| {
+            let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+            [Path::new("/tmp").to_path_buf(), std::env::temp_dir()]
+                .iter()
+                .any(|tmp| path.starts_with(tmp.canonicalize().unwrap_or_else(|_| tmp.clone())))
+        };
+        if !under_tmp(build) {
+            return TestEnv::new_in(build);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME is set");
+        let cache = home.join(".cache/for-loop-tests");
+        std::fs::create_dir_all(&cache).unwrap();
+        assert!(!under_tmp(&cache), "no directory outside /tmp for the Codex tests: {}", cache.display());
+        TestEnv::new_in(&cache)
+    }
+
     pub(crate) fn new_in(parent: &Path) -> TestEnv {
         let root = tempfile::Builder::new().prefix("for-loop-test-").tempdir_in(parent).unwrap();
         let home = root.path().join("home");

@@ -24,9 +24,9 @@ struct Installed {
 }
 
 /// Codex's sandbox will not set itself up under /tmp, and lets commands write /tmp: the Codex home
-/// and the loop store live under the build's own temporary directory instead.
+/// and the loop store live outside it.
 fn project() -> TestEnv {
-    TestEnv::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")))
+    TestEnv::outside_tmp()
 }
 
 /// The skill's command for `env`, with `PLUGIN_ROOT` read from the skill's path.

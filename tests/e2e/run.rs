@@ -145,7 +145,7 @@ fn run_with_gemini_cli_is_fresh_each_iteration_and_waits_out_a_daily_quota() {
 fn run_with_codex_is_fresh_each_iteration_and_waits_out_a_usage_limit() {
     let codex = client_bin("codex", "FOR_LOOP_CODEX");
     // Codex's sandbox will not set itself up under /tmp: see e2e::codex.
-    let env = TestEnv::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let env = TestEnv::outside_tmp();
     let codex_home = env.home.join("codex-home");
     let limit = Step::UsageLimit { resets_in: 1 };
     assert_fresh_run_survives_a_limit(
