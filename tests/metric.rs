@@ -2,20 +2,8 @@
 //! value read from a file, and scripted stops that improve it, worsen it and break the guard.
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::util::{SESSION, TestEnv};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::util::{SESSION, TestEnv, git};
 
 /// What the user's git state is: HEAD, the index, the stash, the branches.
 fn users_git(dir: &Path) -> (String, String, String, String) {

@@ -9,20 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::run_driver::{alive, driver, fake_claude, wait_for};
-use crate::util::{TestEnv, run_command};
+use crate::util::{TestEnv, git, run_command};
 
 const DONE: &str = "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A git project whose check passes once `fixed` holds `fixed`, with an uncommitted change of
 /// the user's (which the attempts start from, and `--apply` leaves alone).

@@ -349,3 +349,16 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         out
     })
 }
+
+/// Runs git in `dir` with a fixed identity and no signing, and returns its stdout; a failure
+/// fails the test with git's message.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
