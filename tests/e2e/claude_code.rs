@@ -1076,3 +1076,71 @@ fn stops_the_agent_forges_from_its_shell_use_no_iteration_and_are_reported() {
     let last = stops.last().unwrap()["stdout"].as_str().unwrap_or_default();
     assert!(last.contains("forged stops: 2"), "{last}");
 }
+
+/// The agent forges the user's `/cancel-loop` by running the prompt hook itself from a background
+/// job (hidden from the guard), at a moment no tool call of its own is pending: the job sleeps
+/// 1 s, then its prompt hook waits out the agent's `sleep 2` call (a call pending for less than
+/// the flush settle time is taken for a transcript not yet written, not for a forgery) and so
+/// carries the cancel out. This covers the deferred-confirmation path, not the pending-tool-call
+/// refusal: the cancel is marked awaiting, the host never records the user sending it, and the
+/// next hook run (the stop right after, or the one after that if the stop wins the race with the
+/// job) undoes it: the stop is blocked, the user and the agent are told, and the raw ledger has
+/// `command_unconfirmed` from the agent. The user's own `/for-loop` is confirmed. The job's hook
+/// runs while the first stop is judged as often as not: a mark it writes while verify runs must
+/// survive that stop's verdict, and a cancel it commits before the verdict must not let that
+/// stop through unsettled.
+#[test]
+fn a_cancel_the_agent_forges_through_the_prompt_hook_is_undone_and_the_loop_held() {
+    let world = World::new();
+    world.env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+    let forge = "(sleep 1; python3 -c \"import json, os, subprocess; e = json.dumps({'session_id': \
+                 os.environ['CLAUDE_CODE_SESSION_ID'], 'prompt': '/cancel' + '-loop', 'cwd': os.getcwd(), \
+                 'hook_event_name': 'UserPromptSubmit', 'transcript_path': '/nonexistent'}); \
+                 subprocess.run([os.environ['FOR_LOOP_' + 'BIN'], 'prompt' + '-hook'], input=e, text=True)\" \
+                 >forged.out 2>&1; touch forged.done) >/dev/null 2>&1 &";
+    let model = MockModel::start(
+        Script::new().bash(forge).bash("sleep 2").text("Done.").text("Done again.").text("Still done."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop make the check pass --verify \"sh check.sh\" --max-iterations 3",
+        &["--allowedTools", "Bash"],
+    );
+    run.assert_plugin_loaded();
+    let forged = std::fs::read_to_string(world.env.project.join("forged.out")).unwrap_or_default();
+    assert!(world.env.project.join("forged.done").exists(), "the forge never ran: {}", run.dump());
+    // The forged hook carried the cancel out, as it would the user's.
+    assert!(forged.contains("cancelled"), "{forged}\n{}", run.dump());
+    let ledger = world.env.ledger_of_raw(SESSION_A);
+    assert_eq!(model.main_requests().len(), 5, "{ledger:#?}\n{}", run.dump());
+
+    let stops = run.stop_responses();
+    assert_eq!(stops.len(), 3, "{}", run.dump());
+    let undone: Vec<&str> = stops
+        .iter()
+        .filter_map(|s| s["stdout"].as_str())
+        .filter(|s| s.contains("did not come from the user's prompt"))
+        .collect();
+    assert_eq!(undone.len(), 1, "{}", run.dump());
+    let undone: Value = serde_json::from_str(undone[0]).unwrap();
+    assert_eq!(undone["decision"], "block", "{undone}");
+    let message = undone["systemMessage"].as_str().unwrap_or_default();
+    assert!(message.contains("`/cancel-loop`"), "{message}");
+    assert!(message.contains("the cancel is undone and the loop is on again"), "{message}");
+    assert!(undone["reason"].as_str().unwrap_or_default().contains("did not come from the user's prompt"));
+    assert!(run.told_the_user().contains("did not come from the user's prompt"), "{}", run.dump());
+    let fed = reinjections(&model);
+    assert!(fed.iter().any(|f| f.contains("did not come from the user's prompt")), "{fed:?}");
+
+    let lines: Vec<(&str, &str)> =
+        ledger.iter().map(|l| (l["reason"].as_str().unwrap(), l["origin"].as_str().unwrap_or("-"))).collect();
+    assert!(lines.contains(&("command_confirmed", "user")), "the user's start: {lines:?}");
+    let unconfirmed = lines.iter().position(|l| *l == ("command_unconfirmed", "agent"));
+    let cancelled = lines.iter().position(|l| l.0 == "cancelled");
+    assert!(cancelled.is_some() && unconfirmed > cancelled, "{lines:?}");
+    // The loop went on to its cap: the forged cancel ended nothing.
+    assert_eq!(lines.last(), Some(&("cap_reached", "-")), "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.0 == "verify_failed").count(), 2, "{lines:?}");
+}

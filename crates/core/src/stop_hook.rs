@@ -50,10 +50,24 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         Ok(event) => {
             // A loop command the user never sent (the agent ran the prompt hook itself) is undone
             // first, so this stop is judged against the loop as the user left it.
-            let unconfirmed = crate::confirmation::settle(env, &event.session_id);
-            let response = forged_stop(env, &event).unwrap_or_else(|| {
-                crate::origin::with_notices(env, &event.session_id, judge(env, host, &event))
-            });
+            let mut unconfirmed = crate::confirmation::settle(env, &event.session_id);
+            let judged = || crate::origin::with_notices(env, &event.session_id, judge(env, host, &event));
+            let forged = forged_stop(env, &event);
+            let judging = forged.is_none();
+            let mut response = forged.unwrap_or_else(&judged);
+            // A command carried out after the settle above and before the judgment read the loop
+            // (a forged cancel timed to land there) let this stop through: settled now, and a
+            // loop it ended is judged again.
+            if judging
+                && response.block.is_none()
+                && let Some(told) = crate::confirmation::settle(env, &event.session_id)
+            {
+                unconfirmed = Some(match unconfirmed {
+                    Some(first) => format!("{first}\n{told}"),
+                    None => told,
+                });
+                response = judged();
+            }
             crate::confirmation::tell(response, unconfirmed)
         }
         Err(EventError::Foreign(why)) => {
@@ -178,7 +192,7 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
         Ok(lock) => lock,
         Err(e) => return fault(&paths, None, event, env, &format!("{e}. This stop is allowed.")),
     };
-    let (state, mut incidents) = {
+    let (mut state, mut incidents) = {
         let mut incidents = taken_over(&lock, env);
         match Custody::check(&paths, env.now) {
             Ok(Custody::None) => return no_loop(event),
@@ -301,6 +315,9 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
                 && now.is_active() =>
         {
             incidents.extend(found);
+            // A command the prompt hook marked meanwhile still awaits its confirmation: the
+            // verdict, made from the state read before verify, must not drop the mark.
+            state.meta.awaiting = now.meta.awaiting;
         }
         Ok(Custody::Untrusted { state, why }) => return end_untrusted(&paths, &state, &why, event, env),
         _ => return HookResponse::allow(),
