@@ -838,22 +838,28 @@ mod tampering {
         (world, model, run)
     }
 
+    /// The one re-injection of an attacked run: the attack held the loop for one more turn.
+    fn the_reinjection(model: &MockModel, run: &ClaudeRun) -> String {
+        let fed = reinjections(model);
+        assert_eq!(fed.len(), 1, "{}", run.dump());
+        fed.into_iter().next().unwrap_or_default()
+    }
+
     #[test]
     fn a_state_edited_through_environment_variables_is_restored_and_the_loop_held() {
         let edit = python_on_loop_dir(
             "p = d + '/state.md'\ntext = open(p).read()\nopen(p, 'w').write(text.replace('status: active', 'status: ended'))",
         );
         let (world, model, run) = attacked(&edit);
-        let fed = reinjections(&model);
-        assert_eq!(fed.len(), 1, "{}", run.dump());
+        let fed = the_reinjection(&model, &run);
         assert!(
-            fed[0].contains(
+            fed.contains(
                 "for-loop noticed: the loop's state file was changed outside for-loop (status active → ended)"
             ),
             "{}",
-            fed[0]
+            fed
         );
-        assert!(fed[0].contains("FAIL: fixed is missing"), "{}", fed[0]);
+        assert!(fed.contains("FAIL: fixed is missing"), "{}", fed);
         let shown = run.stop_responses()[0]["stdout"].to_string();
         assert!(shown.contains("restored it from its last good copy"), "{shown}");
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["state_tampered", "verify_failed", "verified"]);
@@ -863,10 +869,9 @@ mod tampering {
     fn a_deleted_store_is_restored_and_the_loop_held() {
         let delete = python_on_loop_dir("shutil.rmtree(os.environ['HOME'] + '/.local/state/for-loop')");
         let (world, model, run) = attacked(&delete);
-        let fed = reinjections(&model);
-        assert_eq!(fed.len(), 1, "{}", run.dump());
-        assert!(fed[0].contains("for-loop noticed: the loop's state file was deleted"), "{}", fed[0]);
-        assert!(fed[0].contains("the loop's ledger was deleted"), "{}", fed[0]);
+        let fed = the_reinjection(&model, &run);
+        assert!(fed.contains("for-loop noticed: the loop's state file was deleted"), "{}", fed);
+        assert!(fed.contains("the loop's ledger was deleted"), "{}", fed);
         assert_eq!(
             world.env.ledger_reasons(SESSION_A),
             ["state_deleted", "ledger_tampered", "verify_failed", "verified"]
@@ -886,16 +891,15 @@ mod tampering {
         let (world, model, run) = attacked(&hold);
         let pid = std::fs::read_to_string(world.env.project.join("squatter.pid")).unwrap_or_default();
         let _ = Command::new("kill").arg(pid.trim()).status();
-        let fed = reinjections(&model);
-        assert_eq!(fed.len(), 1, "{}", run.dump());
+        let fed = the_reinjection(&model, &run);
         assert!(
-            fed[0].contains("held the loop's lock"),
+            fed.contains("held the loop's lock"),
             "{}\n{}\n{:?}",
-            fed[0],
+            fed,
             run.dump(),
             world.env.ledger_reasons(SESSION_A)
         );
-        assert!(fed[0].contains("(python3)"), "{}", fed[0]);
+        assert!(fed.contains("(python3)"), "{}", fed);
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["lock_held", "verify_failed", "verified"]);
     }
 
@@ -904,9 +908,8 @@ mod tampering {
     fn an_unwritable_ledger_is_moved_aside_and_the_loop_held() {
         let squat = python_on_loop_dir("p=d+'/ledger.jsonl'; os.remove(p); os.makedirs(p+'/x')");
         let (world, model, run) = attacked(&squat);
-        let fed = reinjections(&model);
-        assert_eq!(fed.len(), 1, "{}", run.dump());
-        assert!(fed[0].contains("the loop's ledger had been replaced by a directory"), "{}", fed[0]);
+        let fed = the_reinjection(&model, &run);
+        assert!(fed.contains("the loop's ledger had been replaced by a directory"), "{}", fed);
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["ledger_tampered", "verify_failed", "verified"]);
     }
 

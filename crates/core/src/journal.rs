@@ -271,20 +271,26 @@ mod tests {
         assert!(!paths.journal.exists());
     }
 
+    /// The journal of a commit from `state` to `next`, written as a commit writes it first.
+    fn journal_written(paths: &LoopPaths, state: &LoopState, next: &LoopState) -> Journal {
+        let journal = Journal {
+            after: state_digest(&next.render().unwrap()),
+            ledger_len: 0,
+            lines: String::from_utf8(ledger::lines_of(&[entry(state)]).unwrap()).unwrap(),
+            state: next.render().unwrap(),
+            active: true,
+        };
+        fs::write(&paths.journal, serde_json::to_vec(&journal).unwrap()).unwrap();
+        journal
+    }
+
     #[test]
     fn a_commit_killed_before_the_state_is_rolled_back() {
         let (_dir, paths, state) = world();
         let before = paths.load_text().unwrap().unwrap();
         let next = advanced(&state);
         // As if killed right after appending: the journal and the lines are there, the state old.
-        let journal = Journal {
-            after: state_digest(&next.render().unwrap()),
-            ledger_len: 0,
-            lines: String::from_utf8(ledger::lines_of(&[entry(&state)]).unwrap()).unwrap(),
-            state: next.render().unwrap(),
-            active: true,
-        };
-        fs::write(&paths.journal, serde_json::to_vec(&journal).unwrap()).unwrap();
+        let journal = journal_written(&paths, &state, &next);
         ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).unwrap();
         assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
         assert_eq!(paths.load_text().unwrap().unwrap(), before);
@@ -296,14 +302,7 @@ mod tests {
     fn a_commit_killed_after_the_state_is_rolled_forward() {
         let (_dir, paths, state) = world();
         let next = advanced(&state);
-        let journal = Journal {
-            after: state_digest(&next.render().unwrap()),
-            ledger_len: 0,
-            lines: String::from_utf8(ledger::lines_of(&[entry(&state)]).unwrap()).unwrap(),
-            state: next.render().unwrap(),
-            active: true,
-        };
-        fs::write(&paths.journal, serde_json::to_vec(&journal).unwrap()).unwrap();
+        let journal = journal_written(&paths, &state, &next);
         // The state was replaced, half the line made it: the kill came between.
         ledger::append_lines(&paths.ledger, &journal.lines.as_bytes()[..10]).unwrap();
         paths.save(&next).unwrap();
