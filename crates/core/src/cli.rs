@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 
+use crate::commands::session::Target;
+use crate::commands::start::StartOptions;
+use crate::commands::status::StatusOptions;
 use crate::host::Host;
 use crate::report::ReportOptions;
-use crate::session::Target;
-use crate::start::StartOptions;
-use crate::status::StatusOptions;
 
 pub(crate) const HELP: &str = "\
 loop-hook: the engine of for-loop, a verified agent loop.

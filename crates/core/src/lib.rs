@@ -9,84 +9,30 @@
 //! [`VERSION`]. Every module is private, so the integration tests drive the real binary and a
 //! refactor inside the engine never breaks a caller.
 
-mod abort;
-mod bounded_read;
-mod cancel;
-mod capture;
-mod claim;
+mod checks;
 mod cli;
-mod codex_trust;
-mod confirmation;
-mod custody;
-mod decision;
-mod digest;
-mod duration;
-mod environment;
-mod event;
-mod frontmatter;
-mod guard;
-mod hook_response;
+mod commands;
+mod hook;
 mod host;
-mod incident;
-mod journal;
-mod judgment;
-mod keep;
-mod ledger;
-mod lessons;
-mod lock;
-mod measure;
-mod message;
 mod metric;
-mod metric_message;
-mod metric_start;
-mod notify;
-mod oracle;
-mod oracle_watch;
-mod origin;
-mod outcome;
-mod promise;
-mod prompt_hook;
-mod protect;
-mod reason_code;
-mod receipt;
+mod provenance;
 mod report;
-mod request;
-mod resume;
-mod reverse_lines;
-mod rollback;
 mod run;
-mod session;
-mod shell_command;
-mod skip_marker;
-mod stall;
-mod start;
-mod state;
-mod status;
-mod stop_hook;
 mod store;
-mod strict;
-mod test_ratchet;
-mod test_suite;
-mod test_summary;
-mod transcript;
-mod usage;
-mod user_command;
-mod verify;
-mod version;
-mod walk;
+mod support;
+mod verdict;
 mod worktree;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 
-pub use environment::Environment;
+pub use support::environment::Environment;
+pub use support::version::VERSION;
 
 use cli::Cli;
-use hook_response::HookResponse;
-use outcome::{Code, Outcome};
-
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+use host::hook_response::HookResponse;
+use support::outcome::{Code, Outcome};
 
 /// Sets up the process as the hook needs it; `main` calls it before [`run`].
 ///
@@ -124,7 +70,7 @@ pub fn run(
         Err(e) => match cli::Hook::named_in(&args) {
             Some(cli::Hook::Stop { host }) => {
                 let response = panic::catch_unwind(AssertUnwindSafe(|| {
-                    stop_hook::misinvoked(env, host, &e.to_string(), &mut *stdin)
+                    hook::stop_hook::misinvoked(env, host, &e.to_string(), &mut *stdin)
                 }));
                 let (host, response) =
                     response.unwrap_or_else(|_| (host.unwrap_or_default(), HookResponse::allow()));
@@ -138,7 +84,9 @@ pub fn run(
             // Through a plugin of another version, an option this binary does not know is the
             // version gap, not a typo: say so, and never fail the host's command for it.
             None => {
-                if let Some(line) = version::mismatch(env, current_exe().as_deref()) {
+                if let Some(line) =
+                    support::version::mismatch(env, support::version::current_exe().as_deref())
+                {
                     let _ = writeln!(stdout, "{line}\n(loop-hook: {e})");
                     return 0;
                 }
@@ -149,46 +97,56 @@ pub fn run(
     };
     // Where a command line comes from: mutations from an agent's shell are refused on hosts
     // whose prompt hook carries out the user's own commands.
-    let origin = origin::Origin::of_command_line(env);
+    let origin = provenance::origin::Origin::of_command_line(env);
     let user_command =
         matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
-        Cli::Version => Outcome::ok(version::version_text(env)),
+        Cli::Version => Outcome::ok(support::version::version_text(env)),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
-        Cli::Start(options) if !origin::command_line_allowed(options.host.unwrap_or_default(), origin) => {
-            Outcome::refused(origin::refusal(options.host.unwrap_or_default(), origin::Mutation::Start))
+        Cli::Start(options)
+            if !provenance::origin::command_line_allowed(options.host.unwrap_or_default(), origin) =>
+        {
+            Outcome::refused(provenance::origin::refusal(
+                options.host.unwrap_or_default(),
+                provenance::origin::Mutation::Start,
+            ))
         }
         Cli::Start(mut options) => {
             options.origin = Some(origin);
             let mut raw = Vec::new();
             match stdin.take(start_input_limit()).read_to_end(&mut raw) {
-                Ok(_) => start::run(env, &options, &String::from_utf8_lossy(&raw)),
+                Ok(_) => commands::start::run(env, &options, &String::from_utf8_lossy(&raw)),
                 Err(e) => Outcome::refused(format!(
                     "for-loop: not started: could not read the loop text on stdin: {e}"
                 )),
             }
         }
-        Cli::Cancel(target) => cancel::run(env, &target, origin),
+        Cli::Cancel(target) => commands::cancel::run(env, &target, origin),
         Cli::Guard => Outcome::ok(guard_never_failing(env, stdin)),
-        Cli::Resume(target) => match read_text(stdin).map(|text| resume::ResumeOptions::parse(&text)) {
-            Ok(Ok(options)) => resume::run(env, &target, &options, origin),
-            Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
-            Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
-        },
+        Cli::Resume(target) => {
+            match read_text(stdin).map(|text| commands::resume::ResumeOptions::parse(&text)) {
+                Ok(Ok(options)) => commands::resume::run(env, &target, &options, origin),
+                Ok(Err(e)) => Outcome::refused(format!("for-loop: not resumed: {e}")),
+                Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
+            }
+        }
         Cli::Rollback(target) => match read_text(stdin) {
-            Ok(text) => rollback::run(env, &target, &text, origin),
+            Ok(text) => commands::rollback::run(env, &target, &text, origin),
             Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
         },
         Cli::Status(options) => {
-            let mut outcome = status::run(env, &options);
+            let mut outcome = commands::status::run(env, &options);
             if !options.json {
-                outcome.stdout.push_str(&format!("\n{}", version::describe(env, current_exe().as_deref())));
+                outcome.stdout.push_str(&format!(
+                    "\n{}",
+                    support::version::describe(env, support::version::current_exe().as_deref())
+                ));
             }
             outcome
         }
         Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
-        Cli::Shown { session_id, command } => prompt_hook::shown(env, session_id.as_deref(), &command),
+        Cli::Shown { session_id, command } => hook::prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Run(options) => run::run(env, &options),
         Cli::Report(mut options) => {
             let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };
@@ -199,22 +157,9 @@ pub fn run(
             }
         }
     };
-    let outcome = if user_command { with_version_notice(env, outcome) } else { outcome };
+    let outcome = if user_command { support::version::with_version_notice(env, outcome) } else { outcome };
     let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }
-}
-
-/// The path of this binary, for messages that say which `loop-hook` ran.
-fn current_exe() -> Option<std::path::PathBuf> {
-    std::env::current_exe().ok()
-}
-
-/// A user command run through a plugin of another version says so on its first line.
-fn with_version_notice(env: &Environment, mut outcome: Outcome) -> Outcome {
-    if let Some(line) = version::mismatch(env, current_exe().as_deref()) {
-        outcome.stdout = format!("{line}\n{}", outcome.stdout);
-    }
-    outcome
 }
 
 /// Prints `text` as one line, or nothing when it is empty.
@@ -234,23 +179,23 @@ fn read_text(stdin: &mut dyn Read) -> std::io::Result<String> {
 
 /// The `PreToolUse` guard's output. Like the Stop hook it never fails: a panic lets the tool run.
 fn guard_never_failing(env: &Environment, stdin: &mut dyn Read) -> String {
-    panic::catch_unwind(AssertUnwindSafe(|| guard::run(env, stdin))).unwrap_or_default()
+    panic::catch_unwind(AssertUnwindSafe(|| hook::guard::run(env, stdin))).unwrap_or_default()
 }
 
 /// The prompt hook's output. A panic lets the prompt through unchanged.
 fn prompt_hook_never_failing(env: &Environment, host: host::Host, stdin: &mut dyn Read) -> String {
-    panic::catch_unwind(AssertUnwindSafe(|| prompt_hook::run(env, host, stdin))).unwrap_or_default()
+    panic::catch_unwind(AssertUnwindSafe(|| hook::prompt_hook::run(env, host, stdin))).unwrap_or_default()
 }
 
 /// Lets the task-size check report an oversized task instead of reading without end.
 fn start_input_limit() -> u64 {
-    request::MAX_TASK_BYTES as u64 * 2
+    commands::request::MAX_TASK_BYTES as u64 * 2
 }
 
 /// The Stop hook's output. A panic anywhere below is caught and turned into an allowed stop with
 /// a message, never a crash the host would show as a hook error or read as a block.
 fn stop_hook_never_failing(env: &Environment, host: host::Host, stdin: &mut dyn Read) -> String {
-    let result = panic::catch_unwind(AssertUnwindSafe(|| stop_hook::run(env, host, stdin)));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| hook::stop_hook::run(env, host, stdin)));
     let response = result.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()

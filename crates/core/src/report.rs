@@ -15,12 +15,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::environment::Environment;
-use crate::outcome::Outcome;
-use crate::reverse_lines::ReverseLines;
-use crate::session::Target;
-use crate::state::{LoopState, Status};
+use crate::commands::session::Target;
+use crate::store::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
+use crate::support::environment::Environment;
+use crate::support::outcome::Outcome;
+use crate::support::reverse_lines::ReverseLines;
 use crate::worktree::WorkTree;
 use model::{FileChanges, LedgerLines, LoopReport};
 

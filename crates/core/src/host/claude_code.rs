@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::{Host, foreign_marker};
-use crate::event::{EventError, Fields, StopEvent};
+use crate::host::event::{EventError, Fields, StopEvent};
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     if let Some(what) = foreign_marker(Host::ClaudeCode, &Fields(object)) {
@@ -19,7 +19,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_object;
+    use crate::host::event::parse_object;
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())

@@ -9,8 +9,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
-use crate::event::{EventError, Fields, StopEvent};
-use crate::hook_response::HookResponse;
+use crate::host::event::{EventError, Fields, StopEvent};
+use crate::host::hook_response::HookResponse;
 
 /// Codex refuses an empty block reason; ours always has the task, but never send an empty one.
 const FALLBACK_REASON: &str = "Continue working on the task.";
@@ -39,7 +39,7 @@ pub(super) fn render(response: &HookResponse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_object;
+    use crate::host::event::parse_object;
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())

@@ -12,8 +12,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{Host, foreign_marker, object_line};
-use crate::event::{EventError, Fields, StopEvent, Transcript};
-use crate::hook_response::HookResponse;
+use crate::host::event::{EventError, Fields, StopEvent, Transcript};
+use crate::host::hook_response::HookResponse;
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
@@ -47,7 +47,7 @@ pub(super) fn render(response: &HookResponse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_object;
+    use crate::host::event::parse_object;
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())

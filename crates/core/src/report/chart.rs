@@ -6,10 +6,10 @@
 
 use std::fmt::Write;
 
-use crate::duration::human_ms;
+use crate::host::usage::human_tokens;
 use crate::report::escape;
 use crate::report::model::{LoopReport, MetricSeries, how_it_failed};
-use crate::usage::human_tokens;
+use crate::support::duration::human_ms;
 
 const WIDTH: f64 = 960.0;
 const LEFT: f64 = 56.0;
@@ -164,7 +164,7 @@ pub(crate) fn timeline(report: &LoopReport) -> String {
 /// Tokens per iteration as stacked bars: input, cache writes and output (what a token budget
 /// counts), with cache reads left out of the bars and named in the hover title.
 pub(crate) fn tokens(report: &LoopReport) -> Option<String> {
-    let rows: Vec<(u32, crate::usage::TokenCounts)> = report
+    let rows: Vec<(u32, crate::host::usage::TokenCounts)> = report
         .stops
         .iter()
         .filter_map(|stop| stop.tokens.as_ref().map(|t| (stop.iteration, t.total())))

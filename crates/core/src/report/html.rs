@@ -8,14 +8,14 @@
 
 use std::fmt::Write;
 
-use crate::duration::human_ms;
-use crate::reason_code::ReasonCode;
+use crate::host::usage::human_tokens;
 use crate::report::chart;
 use crate::report::cost::{Cost, human_dollars};
 use crate::report::escape::{self, truncate};
 use crate::report::model::{LoopReport, how_it_failed, ranges};
-use crate::state::Status;
-use crate::usage::human_tokens;
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::Status;
+use crate::support::duration::human_ms;
 
 const CSS: &str = include_str!("report.css");
 /// No scripts, no fetches: styles and images inline only.
@@ -449,9 +449,9 @@ fn stops(page: &mut String, report: &LoopReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::VerifyRecord;
     use crate::report::model::{FileChanges, LedgerLines};
-    use crate::state::tests::sample;
+    use crate::store::ledger::VerifyRecord;
+    use crate::store::state::tests::sample;
     use serde_json::json;
 
     fn report_with(task: &str, verify_tail: &str) -> LoopReport {

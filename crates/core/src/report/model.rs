@@ -16,12 +16,12 @@ use jiff::Timestamp;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
-use crate::message::criterion;
-use crate::reason_code::ReasonCode;
-use crate::stall::normalize;
-use crate::state::{LoopState, Status};
-use crate::usage::Usage;
+use crate::checks::stall::normalize;
+use crate::host::usage::Usage;
+use crate::store::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::{LoopState, Status};
+use crate::verdict::message::criterion;
 
 /// One ledger line as the report reads it.
 #[derive(Debug, Clone, Deserialize)]
@@ -218,7 +218,7 @@ impl LoopReport {
             files,
             unreadable_lines: ledger.unreadable,
             ledger_cut: ledger.cut,
-            version: crate::VERSION,
+            version: crate::support::version::VERSION,
         }
     }
 
@@ -269,7 +269,7 @@ fn group_failures(stops: &mut [Stop]) -> Vec<Failure> {
         hasher.update(how.as_bytes());
         hasher.update([0]);
         hasher.update(normalize(&verify.tail).as_bytes());
-        let id = crate::digest::hex(&hasher.finalize()[..4]);
+        let id = crate::support::digest::hex(&hasher.finalize()[..4]);
         let at = *index.entry(id.clone()).or_insert_with(|| {
             failures.push(Failure { id, how, iterations: Vec::new(), tail: String::new() });
             failures.len() - 1
@@ -357,7 +357,7 @@ impl MetricSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::tests::sample;
+    use crate::store::state::tests::sample;
     use serde_json::json;
 
     fn line(iteration: u32, reason: &str, verify: Option<(i32, &str)>, extra: serde_json::Value) -> Vec<u8> {

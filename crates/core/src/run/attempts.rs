@@ -19,11 +19,11 @@ use serde_json::json;
 
 use super::RunOptions;
 use super::driver::{Attempt, Driver, park_loop};
-use crate::environment::Environment;
-use crate::outcome::{Code, Outcome};
-use crate::reason_code::ReasonCode;
-use crate::state::Status;
 use crate::store::Store;
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::Status;
+use crate::support::environment::Environment;
+use crate::support::outcome::{Code, Outcome};
 use crate::worktree::WorkTree;
 
 /// More attempts than this is a typo, not a plan.
@@ -357,7 +357,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
 }
 
 fn group_id(env: &Environment) -> String {
-    let token = crate::claim::new_token().unwrap_or_default();
+    let token = crate::provenance::claim::new_token().unwrap_or_default();
     let random: String = token.chars().rev().take(8).collect();
     format!("{}-{random}", env.now.strftime("%Y%m%d-%H%M%S"))
 }

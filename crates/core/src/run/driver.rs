@@ -17,18 +17,18 @@ use super::RunOptions;
 use super::agent::Agent;
 use super::limits::{self, AgentEnd};
 use super::status::StatusLine;
-use crate::environment::Environment;
-use crate::event::StopEvent;
-use crate::journal::Journal;
-use crate::ledger::{LedgerDecision, LedgerEntry};
-use crate::lock::StateLock;
-use crate::outcome::Outcome;
-use crate::reason_code::ReasonCode;
-use crate::resume::ResumeOptions;
-use crate::start::{self, StartOptions};
-use crate::state::{LoopState, Status};
-use crate::stop_hook::{self, LOCK_WAIT};
+use crate::commands::resume::ResumeOptions;
+use crate::commands::start::{self, StartOptions};
+use crate::hook::stop_hook::{self, LOCK_WAIT};
+use crate::host::event::StopEvent;
+use crate::store::journal::Journal;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::StateLock;
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
+use crate::support::environment::Environment;
+use crate::support::outcome::Outcome;
 
 /// Agent runs that fail in a row before the loop is parked.
 const MAX_AGENT_FAILURES: u32 = 3;
@@ -128,7 +128,8 @@ impl Driver {
                         refuse("no agent CLI found on PATH (claude, gemini or codex); install one or pass --agent".into())
                     })?,
                 };
-                let token = crate::claim::new_token().map_err(|e| refuse(format!("no random bytes: {e}")))?;
+                let token = crate::provenance::claim::new_token()
+                    .map_err(|e| refuse(format!("no random bytes: {e}")))?;
                 // The token's random hex after its prefix, behind the time: sortable and unique.
                 let random: String = token.chars().rev().take(8).collect();
                 let session_id =
@@ -139,13 +140,15 @@ impl Driver {
                         session_id: Some(session_id.clone()),
                         cwd: None,
                         host: Some(agent.host()),
-                        origin: Some(crate::origin::Origin::of_command_line(env)),
+                        origin: Some(crate::provenance::origin::Origin::of_command_line(env)),
                         transcript: None,
                         ..StartOptions::default()
                     },
                     &options.loop_text,
                 );
-                if started.code != crate::outcome::Code::Success || options.loop_text.trim().is_empty() {
+                if started.code != crate::support::outcome::Code::Success
+                    || options.loop_text.trim().is_empty()
+                {
                     return Err(Outcome {
                         stdout: started.stdout.replace("/for-loop", "loop-hook run"),
                         ..started
@@ -356,7 +359,7 @@ impl Driver {
         let won = self.attempt.as_ref().is_some_and(|a| a.cancel.load(Ordering::SeqCst));
         let what = if won { "another attempt verified first" } else { "interrupted (Ctrl-C)" };
         let mut outcome = self.park(state, ReasonCode::Interrupted, what);
-        outcome.code = crate::outcome::Code::Refused;
+        outcome.code = crate::support::outcome::Code::Refused;
         outcome
     }
 
@@ -369,7 +372,7 @@ impl Driver {
         );
         let note = saved.err().map(|e| format!(" (could not save the state: {e})")).unwrap_or_default();
         Outcome {
-            code: crate::outcome::Code::Refused,
+            code: crate::support::outcome::Code::Refused,
             stdout: format!(
                 "for-loop: run parked at iteration {}: {what}{note}.\n  resume: loop-hook run --resume {}\n  ledger: {}",
                 state.meta.iteration,
@@ -408,9 +411,9 @@ impl Driver {
         let code = if state.meta.outcome == Some(ReasonCode::Verified)
             || state.meta.outcome == Some(ReasonCode::Promise)
         {
-            crate::outcome::Code::Success
+            crate::support::outcome::Code::Success
         } else {
-            crate::outcome::Code::Refused
+            crate::support::outcome::Code::Refused
         };
         Outcome { code, stdout: if self.json { String::new() } else { text } }
     }
@@ -535,7 +538,7 @@ fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Res
     if state.meta.outcome.is_some() {
         state.meta.iteration += 1;
     }
-    crate::resume::reopen(&mut state.meta, more, env.now);
+    crate::commands::resume::reopen(&mut state.meta, more, env.now);
     state.meta.updated_at = env.now;
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),

@@ -1,6 +1,6 @@
 //! `loop-hook run`: the fresh-context loop. Each iteration runs an agent CLI headless in a new
 //! session; then verify runs and the same gather → decide → commit path as the Stop hook judges
-//! the iteration ([`crate::stop_hook::judge`]), so the oracle, stall breaker, budgets, ledger and
+//! the iteration ([`crate::hook::stop_hook::judge`]), so the oracle, stall breaker, budgets, ledger and
 //! receipt are the in-session loop's own.
 //!
 //! The loop is kept in the store under a session id of its own, `run-…`, which no agent session
@@ -16,9 +16,9 @@ mod status;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::environment::Environment;
-use crate::outcome::{Code, Outcome};
-use crate::resume::ResumeOptions;
+use crate::commands::resume::ResumeOptions;
+use crate::support::environment::Environment;
+use crate::support::outcome::{Code, Outcome};
 
 pub(crate) use agent::Agent;
 
@@ -105,7 +105,7 @@ impl RunOptions {
                 "--help" | "-h" => options.help = true,
                 "--backoff" => {
                     let text = value(&mut args, "--backoff")?;
-                    let secs = crate::duration::parse_seconds(&text)
+                    let secs = crate::support::duration::parse_seconds(&text)
                         .map_err(|e| format!("--backoff {text}: {e}"))?;
                     options.backoff = Some(Duration::from_secs(secs));
                 }

@@ -1,0 +1,161 @@
+//! Keeping the head and the tail of a stream of any size in bounded memory.
+//!
+//! Verify output can be gigabytes (a test suite stuck printing in a loop); the hook must neither
+//! run out of memory nor put more than a few kilobytes of it into the re-injected prompt.
+
+use std::io::{self, Read};
+
+use crate::checks::test_summary::{Scanner, Tally};
+use crate::support::digest::Fnv1a;
+
+const HEAD_BYTES: usize = 16 * 1024;
+const TAIL_BYTES: usize = 64 * 1024;
+
+/// What was kept of a stream: its first and last bytes, its size, a digest of all of it, and the
+/// test runners' summaries anywhere in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Captured {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: u64,
+    digest: Fnv1a,
+    tests: Scanner,
+}
+
+impl Captured {
+    /// Reads `reader` to its end, keeping the head and tail only.
+    pub(crate) fn read_from(mut reader: impl Read) -> io::Result<Captured> {
+        let mut captured = Captured::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            captured.push(&buf[..n]);
+        }
+        Ok(captured)
+    }
+
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.digest.update(chunk);
+        self.tests.push(chunk);
+        if self.head.len() < HEAD_BYTES {
+            let take = chunk.len().min(HEAD_BYTES - self.head.len());
+            self.head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > 2 * TAIL_BYTES {
+            self.tail.drain(..self.tail.len() - TAIL_BYTES);
+        }
+    }
+
+    /// Bytes seen in all.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// What the test runners' summaries in the whole stream say.
+    pub(crate) fn tests(&self) -> Tally {
+        self.tests.tally()
+    }
+
+    /// FNV-1a digest of the whole stream, as 16 hex digits.
+    pub(crate) fn digest_hex(&self) -> String {
+        format!("{:016x}", self.digest.finish())
+    }
+
+    /// All of the output if it fits in `max_chars`, otherwise its start and end around a line
+    /// saying how much was left out. Decoded lossily: verify output need not be UTF-8.
+    pub(crate) fn excerpt(&self, max_chars: usize) -> String {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail_bytes = self.kept_tail();
+        let tail = String::from_utf8_lossy(tail_bytes);
+        let omitted = self.total - self.head.len() as u64 - tail_bytes.len() as u64;
+        let head_chars = head.chars().count();
+        let tail_chars = tail.chars().count();
+        if omitted == 0 && head_chars + tail_chars <= max_chars {
+            return format!("{head}{tail}");
+        }
+        // Failures usually show at the end (summaries) and sometimes at the start (the first
+        // compile error), so most of the room goes to the end.
+        let marker_room = 60;
+        let room = max_chars.saturating_sub(marker_room);
+        let head_room = (room / 4).min(head_chars);
+        let tail_room = room - head_room;
+        let head_part: String = head.chars().take(head_room).collect();
+        let tail_part: String = tail.chars().skip(tail_chars.saturating_sub(tail_room)).collect();
+        let shown = (head_part.len() + tail_part.len()) as u64;
+        let left_out = self.total.saturating_sub(shown);
+        format!("{head_part}\n[... {left_out} bytes of output left out ...]\n{tail_part}")
+    }
+
+    /// The last `n` lines, at most `max_chars` characters, for the ledger.
+    pub(crate) fn last_lines(&self, n: usize, max_chars: usize) -> String {
+        let text = String::from_utf8_lossy(if self.tail.is_empty() { &self.head } else { self.kept_tail() });
+        let lines: Vec<&str> = text.trim_end().lines().collect();
+        let joined = lines[lines.len().saturating_sub(n)..].join("\n");
+        let count = joined.chars().count();
+        joined.chars().skip(count.saturating_sub(max_chars)).collect()
+    }
+
+    /// The tail, starting at a character boundary when the cut fell inside one.
+    fn kept_tail(&self) -> &[u8] {
+        let start = self.tail.len().saturating_sub(TAIL_BYTES);
+        let mut tail = &self.tail[start..];
+        if start > 0 || self.total > (self.head.len() + self.tail.len()) as u64 {
+            let skip = tail.iter().take(4).take_while(|b| (**b & 0xC0) == 0x80).count();
+            tail = &tail[skip..];
+        }
+        tail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_kept_whole() {
+        let captured = Captured::read_from(&b"hello\nworld\n"[..]).unwrap();
+        assert_eq!(captured.excerpt(1_000), "hello\nworld\n");
+        assert_eq!(captured.total_bytes(), 12);
+        assert_eq!(captured.last_lines(1, 100), "world");
+    }
+
+    #[test]
+    fn huge_output_keeps_head_and_tail_in_bounded_memory() {
+        let mut captured = Captured::default();
+        let line = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+        captured.push(b"FIRST LINE\n");
+        for _ in 0..200_000 {
+            captured.push(line);
+        }
+        captured.push(b"LAST LINE\n");
+        assert!(captured.head.len() + captured.tail.len() <= HEAD_BYTES + 2 * TAIL_BYTES);
+        let excerpt = captured.excerpt(2_000);
+        assert!(excerpt.chars().count() <= 2_000, "{}", excerpt.len());
+        assert!(excerpt.starts_with("FIRST LINE"));
+        assert!(excerpt.ends_with("LAST LINE\n"));
+        assert!(excerpt.contains("bytes of output left out"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_decoded_lossily() {
+        let captured = Captured::read_from(&b"bad \xff\xfe bytes"[..]).unwrap();
+        assert_eq!(captured.excerpt(100), "bad \u{fffd}\u{fffd} bytes");
+    }
+
+    #[test]
+    fn digest_tells_outputs_apart_and_is_stable() {
+        let a = Captured::read_from(&b"one"[..]).unwrap();
+        let b = Captured::read_from(&b"two"[..]).unwrap();
+        assert_ne!(a.digest_hex(), b.digest_hex());
+        assert_eq!(a.digest_hex(), Captured::read_from(&b"one"[..]).unwrap().digest_hex());
+        assert_eq!(Captured::read_from(&b""[..]).unwrap().digest_hex(), "cbf29ce484222325");
+    }
+}

@@ -1,0 +1,295 @@
+//! The two tiers a loop runs in, and the sandbox strict mode runs verify in.
+//!
+//! - **strict**: the host's own sandbox is the boundary. On Claude Code, with `sandbox.enabled`,
+//!   `allowUnsandboxedCommands: false` and `failIfUnavailable: true`, the model's Bash runs in
+//!   bubblewrap where the loop store, the plugin, the binary, the host's settings and the user's
+//!   home are read-only, and in its own PID namespace. Every loop change is made by the prompt
+//!   hook, outside that sandbox ([`crate::hook::prompt_hook`]), and verify runs in a sandbox of its own
+//!   ([`verify_sandbox`]): bubblewrap again, the project and `/tmp` writable, the store, the
+//!   plugin, the binary, the host's settings, git's hooks and config, the oracle files and the
+//!   rest of the machine read-only, and a PID namespace from which the code under test cannot see
+//!   or signal the hook.
+//! - **default**: no sandbox. Tampering is detected and reported, not prevented.
+//!
+//! The tier is read from the host's settings every time it is needed (start, status, each stop),
+//! so it is never a claim the model could have written. Only an existing sandbox is used, never a
+//! home-made one: on systems without bubblewrap strict mode says so and `--require-strict`
+//! refuses to start.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::host::Host;
+use crate::store::state::LoopState;
+use crate::support::environment::Environment;
+
+/// Which tier a loop runs in, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tier {
+    pub(crate) strict: bool,
+    pub(crate) why: String,
+}
+
+impl Tier {
+    /// One line for the start message and `status`.
+    pub(crate) fn line(&self) -> String {
+        if self.strict {
+            format!("strict: {}", self.why)
+        } else {
+            format!("default: {} — tampering is detected and reported, not prevented", self.why)
+        }
+    }
+}
+
+/// The tier a loop of `host` in `project` runs in, with the store at `store`.
+pub(crate) fn tier(env: &Environment, host: Host, project: &Path, store: &Path) -> Tier {
+    let default = |why: &str| Tier { strict: false, why: why.to_string() };
+    if host != Host::ClaudeCode {
+        return default(&format!(
+            "strict mode uses Claude Code's sandbox; {} has none for-loop can use",
+            host.name()
+        ));
+    }
+    if let Err(why) = sandbox_settings(env, project, store) {
+        return default(&why);
+    }
+    match sandbox_unavailable() {
+        Some(why) => default(&format!("Claude Code's sandbox is on, but verify cannot be sandboxed: {why}")),
+        None => Tier { strict: true, why: "Claude Code sandbox on, verify sandboxed (bubblewrap)".into() },
+    }
+}
+
+/// Whether Claude Code's settings confine the agent's shell for strict mode: `Err` says what is
+/// missing. Reads files only, so the guard can ask at every tool call.
+pub(crate) fn sandbox_settings(env: &Environment, project: &Path, store: &Path) -> Result<(), String> {
+    let default = |why: &str| Err(why.to_string());
+    let settings = ClaudeSettings::read(env, project);
+    if settings.sandbox("enabled") != Some(&Value::Bool(true)) {
+        return default("no sandbox (Claude Code's sandbox.enabled is not true)");
+    }
+    if settings.sandbox("allowUnsandboxedCommands") != Some(&Value::Bool(false)) {
+        return default(
+            "Claude Code's sandbox is on, but sandbox.allowUnsandboxedCommands is not false, so the agent \
+             may run commands outside it",
+        );
+    }
+    if settings.sandbox("failIfUnavailable") != Some(&Value::Bool(true)) {
+        return default(
+            "Claude Code's sandbox is on, but sandbox.failIfUnavailable is not true, so the session runs \
+             unsandboxed when the sandbox cannot start",
+        );
+    }
+    if let Some(path) = settings.allow_write().into_iter().find(|p| overlaps(p, store)) {
+        return default(&format!(
+            "Claude Code's sandbox lets the agent write {}, which holds the loop store",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Why no sandbox for verify can be had here, or `None` when bubblewrap works.
+pub(crate) fn sandbox_unavailable() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some(format!(
+            "for-loop sandboxes verify with bubblewrap, which needs Linux; this is {}",
+            std::env::consts::OS
+        ));
+    }
+    let probe = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--die-with-parent", "--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "bubblewrap (bwrap) cannot create a sandbox here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(_) => Some("bubblewrap (bwrap) is not installed (e.g. apt-get install bubblewrap)".into()),
+    }
+}
+
+/// The argument list that runs verify in its sandbox: `bwrap ... --` before `/bin/sh -c CMD`.
+/// `cwd` is where verify runs (writable, with `/tmp`); `read_only` are paths kept read-only even
+/// inside those (the store, the plugin, the binary, the host's settings, the oracle files).
+pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+    let mut bind = |flag: &str, path: &Path| {
+        args.extend([OsString::from(flag), path.into(), path.into()]);
+    };
+    if Path::new("/tmp").is_dir() {
+        bind("--bind", Path::new("/tmp"));
+    }
+    bind("--bind", cwd);
+    let git = cwd.join(".git");
+    let extra = [cwd.join(".claude"), git.join("hooks"), git.join("config")];
+    for path in read_only.iter().chain(&extra) {
+        // A path that does not exist cannot be bound; nothing there to protect yet.
+        if path.exists() {
+            bind("--ro-bind", path);
+        }
+    }
+    args.extend(
+        ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir"].into_iter().map(OsString::from),
+    );
+    args.push(cwd.into());
+    args.push("--".into());
+    args
+}
+
+/// The sandbox verify runs in for `state`'s loop: bubblewrap's arguments in the strict tier,
+/// nothing in the default tier.
+pub(crate) fn sandbox_for_verify(
+    env: &Environment,
+    store: &crate::store::Store,
+    state: &LoopState,
+) -> Vec<OsString> {
+    let cwd = &state.meta.cwd;
+    if !tier(env, state.meta.host, cwd, store.root()).strict {
+        return Vec::new();
+    }
+    let mut read_only = read_only_paths(env, store.root());
+    read_only.extend(state.meta.oracle.files.keys().map(|file| cwd.join(file)));
+    verify_sandbox(cwd, &read_only)
+}
+
+/// What for-loop must keep read-only for a loop's verify: its store and for-loop's own files.
+pub(crate) fn read_only_paths(env: &Environment, store: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![store.to_path_buf()];
+    for name in ["CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "FOR_LOOP_BIN", "CLAUDE_CONFIG_DIR"] {
+        paths.extend(env.var(name).map(PathBuf::from));
+    }
+    paths.extend(std::env::current_exe().ok());
+    paths
+}
+
+/// Claude Code's settings, merged in its order of precedence: user, project, local, managed.
+struct ClaudeSettings {
+    layers: Vec<Value>,
+}
+
+impl ClaudeSettings {
+    fn read(env: &Environment, project: &Path) -> ClaudeSettings {
+        let config = env
+            .var("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".claude")));
+        let project = env.var("CLAUDE_PROJECT_DIR").map_or_else(|| project.to_path_buf(), PathBuf::from);
+        let files = [
+            config.map(|c| c.join("settings.json")),
+            Some(project.join(".claude/settings.json")),
+            Some(project.join(".claude/settings.local.json")),
+            Some(PathBuf::from("/etc/claude-code/managed-settings.json")),
+        ];
+        let layers = files
+            .into_iter()
+            .flatten()
+            .filter_map(|path| crate::support::bounded_read::read(&path, 1 << 20).ok())
+            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .collect();
+        ClaudeSettings { layers }
+    }
+
+    /// `sandbox.KEY` from the layer with the highest precedence that sets it.
+    fn sandbox(&self, key: &str) -> Option<&Value> {
+        self.layers.iter().rev().find_map(|layer| layer.get("sandbox")?.get(key))
+    }
+
+    /// Every `sandbox.filesystem.allowWrite` entry of every layer (they add up).
+    fn allow_write(&self) -> Vec<PathBuf> {
+        self.layers
+            .iter()
+            .filter_map(|layer| layer.get("sandbox")?.get("filesystem")?.get("allowWrite")?.as_array())
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(PathBuf::from)
+            .collect()
+    }
+}
+
+/// Whether writing below `allowed` can reach `store`, or the other way round.
+fn overlaps(allowed: &Path, store: &Path) -> bool {
+    let text = allowed.to_string_lossy();
+    if text.starts_with('~') || text.contains('*') || text.starts_with("//") {
+        // Patterns and home-relative entries: compare by the store's own name to stay careful.
+        return text.contains("for-loop") || text.trim_end_matches('/').ends_with("state") || text == "~";
+    }
+    store.starts_with(allowed) || allowed.starts_with(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_with(home: &Path) -> Environment {
+        Environment::new(
+            [("HOME".to_string(), home.display().to_string())],
+            home.to_path_buf(),
+            "2026-11-22T03:00:00Z".parse().unwrap(),
+        )
+    }
+
+    fn write_settings(project: &Path, json: &str) {
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::write(project.join(".claude/settings.json"), json).unwrap();
+    }
+
+    #[test]
+    fn each_missing_setting_keeps_the_default_tier_and_says_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_with(dir.path());
+        let project = dir.path().join("p");
+        let store = dir.path().join(".local/state/for-loop");
+        let tier_of = || tier(&env, Host::ClaudeCode, &project, &store);
+        assert!(tier_of().why.contains("sandbox.enabled is not true"));
+        write_settings(&project, r#"{"sandbox":{"enabled":true}}"#);
+        assert!(tier_of().why.contains("allowUnsandboxedCommands is not false"));
+        write_settings(&project, r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}"#);
+        assert!(tier_of().why.contains("failIfUnavailable is not true"));
+        let open_store = format!(
+            r#"{{"sandbox":{{"enabled":true,"allowUnsandboxedCommands":false,"failIfUnavailable":true,
+                "filesystem":{{"allowWrite":["{}"]}}}}}}"#,
+            dir.path().join(".local").display()
+        );
+        write_settings(&project, &open_store);
+        assert!(tier_of().why.contains("holds the loop store"), "{}", tier_of().why);
+        let line = tier_of().line();
+        assert!(line.starts_with("default: ") && line.ends_with("detected and reported, not prevented"));
+        assert!(!tier(&env, Host::Codex, &project, &store).strict);
+    }
+
+    #[test]
+    fn a_local_setting_overrides_the_projects() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_with(dir.path());
+        let project = dir.path().join("p");
+        write_settings(
+            &project,
+            r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false,"failIfUnavailable":true}}"#,
+        );
+        std::fs::write(project.join(".claude/settings.local.json"), r#"{"sandbox":{"enabled":false}}"#)
+            .unwrap();
+        let tier = tier(&env, Host::ClaudeCode, &project, &dir.path().join("store"));
+        assert!(!tier.strict && tier.why.contains("sandbox.enabled is not true"), "{tier:?}");
+    }
+
+    #[test]
+    fn verify_runs_with_the_project_writable_and_the_rest_read_only() {
+        let args = verify_sandbox(Path::new("/p"), &[PathBuf::from("/nonexistent-store")]);
+        let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let joined = text.join(" ");
+        assert!(joined.starts_with("bwrap --ro-bind / / --dev /dev --proc /proc"), "{joined}");
+        assert!(joined.contains("--bind /p /p"), "{joined}");
+        assert!(joined.contains("--unshare-pid --die-with-parent --new-session --chdir /p --"), "{joined}");
+        assert!(!joined.contains("nonexistent-store"), "a missing path is not bound: {joined}");
+    }
+}

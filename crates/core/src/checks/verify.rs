@@ -1,0 +1,359 @@
+//! Running the user's verify command: through the platform shell, in the loop's directory, with
+//! stdin closed, its output captured in bounded memory, and a deadline after which its whole
+//! process group is killed (a shell's grandchildren would otherwise hold the output pipe open and
+//! keep the hook waiting past the host's own timeout).
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::checks::capture::Captured;
+
+/// How long a process group gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long to wait for the output pipe to close once verify has exited. A process that left
+/// verify's group (setsid) can hold it open for ever.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub(crate) struct VerifySpec {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    /// A sandbox to run the shell in (strict mode): its program and arguments, ending in `--`.
+    pub sandbox: Vec<std::ffi::OsString>,
+}
+
+/// What a command gets besides its command line: bytes on its stdin (closed when empty) and
+/// variables added to its environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommandInput {
+    pub stdin: Vec<u8>,
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// How a verify run ended.
+#[derive(Debug, Clone)]
+pub(crate) struct VerifyOutcome {
+    /// The exit code; `None` when killed by a signal or on timeout.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, on Unix.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    /// stdout and stderr interleaved as the command wrote them.
+    pub output: Captured,
+}
+
+impl VerifyOutcome {
+    pub(crate) fn passed(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    /// `exit 1`, `timed out`, `killed by signal 9`.
+    pub(crate) fn describe(&self) -> String {
+        match (self.timed_out, self.exit_code, self.signal) {
+            (true, _, _) => "timed out".to_string(),
+            (false, Some(code), _) => format!("exit {code}"),
+            (false, None, Some(signal)) => format!("killed by signal {signal}"),
+            (false, None, None) => "ended without an exit code".to_string(),
+        }
+    }
+}
+
+/// Verify could not be run at all: a fault to report, not a failed check.
+#[derive(Debug, Error)]
+pub(crate) enum VerifyError {
+    #[error("the loop's directory {0} no longer exists; verify cannot run there")]
+    MissingCwd(PathBuf),
+    #[error("could not start the shell to run verify: {0}")]
+    Spawn(io::Error),
+}
+
+impl VerifySpec {
+    /// Runs the command to completion or to its deadline, with stdin closed.
+    pub(crate) fn run(&self) -> Result<VerifyOutcome, VerifyError> {
+        self.run_with(&CommandInput::default())
+    }
+
+    /// Runs the command with `input` to completion or to its deadline.
+    pub(crate) fn run_with(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
+        if !self.cwd.is_dir() {
+            return Err(VerifyError::MissingCwd(self.cwd.clone()));
+        }
+        let started = Instant::now();
+        let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
+        let mut command = match self.sandbox.split_first() {
+            Some((program, args)) => {
+                let shell = shell_command(&self.command);
+                let mut wrapped = Command::new(program);
+                wrapped.args(args).arg(shell.get_program()).args(shell.get_args());
+                wrapped
+            }
+            None => shell_command(&self.command),
+        };
+        command
+            .current_dir(&self.cwd)
+            .stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() })
+            .stdout(writer.try_clone().map_err(VerifyError::Spawn)?)
+            .stderr(writer)
+            .envs(input.env.iter().map(|(name, value)| (name, value)));
+        platform::own_group(&mut command);
+        let mut child = command.spawn().map_err(VerifyError::Spawn)?;
+        if let Some(mut pipe) = child.stdin.take() {
+            // A command that never reads its stdin must not hold us up: the write waits in its
+            // own thread, and fails once the command's group is gone.
+            let bytes = input.stdin.clone();
+            thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        // The command holds our copies of the pipe's write end: drop it, or EOF never comes.
+        drop(command);
+
+        let (output_tx, output_rx) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = output_tx.send(Captured::read_from(reader));
+        });
+
+        let pid = child.id();
+        let (status_tx, status_rx) = mpsc::channel();
+        thread::spawn(move || wait_into(child, &status_tx));
+
+        let mut timed_out = false;
+        let status = if let Ok(status) = status_rx.recv_timeout(self.timeout) {
+            status
+        } else {
+            timed_out = true;
+            platform::terminate_group(pid);
+            if let Ok(status) = status_rx.recv_timeout(KILL_GRACE) {
+                status
+            } else {
+                platform::kill_group(pid);
+                status_rx.recv().ok().flatten()
+            }
+        };
+        // Whatever verify left running in its group is an orphan of the check: end it, so it
+        // cannot hold the output pipe or outlive the loop.
+        platform::kill_group(pid);
+        let duration = started.elapsed();
+        let output = if let Ok(Ok(captured)) = output_rx.recv_timeout(DRAIN_LIMIT) {
+            captured
+        } else {
+            let mut partial = Captured::default();
+            partial.push(b"[for-loop: the output could not be read to its end]\n");
+            partial
+        };
+        Ok(VerifyOutcome {
+            exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
+            signal: status.and_then(platform::signal_of),
+            timed_out,
+            duration,
+            output,
+        })
+    }
+}
+
+fn wait_into(mut child: Child, tx: &mpsc::Sender<Option<ExitStatus>>) {
+    let _ = tx.send(child.wait().ok());
+}
+
+#[cfg(unix)]
+fn shell_command(command: &str) -> Command {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(command);
+    cmd
+}
+
+#[cfg(windows)]
+fn shell_command(command: &str) -> Command {
+    use std::os::windows::process::CommandExt;
+    let mut cmd = Command::new("cmd.exe");
+    cmd.arg("/D").arg("/S").arg("/C").raw_arg(format!("\"{command}\""));
+    cmd
+}
+
+#[cfg(unix)]
+mod platform {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::{Command, ExitStatus};
+
+    pub(super) fn own_group(command: &mut Command) {
+        command.process_group(0);
+    }
+
+    pub(super) fn terminate_group(pid: u32) {
+        let _ = killpg(group(pid), Signal::SIGTERM);
+    }
+
+    pub(super) fn kill_group(pid: u32) {
+        let _ = killpg(group(pid), Signal::SIGKILL);
+    }
+
+    pub(super) fn signal_of(status: ExitStatus) -> Option<i32> {
+        status.signal()
+    }
+
+    /// The process group a child leads: its pid, which the kernel keeps below `i32::MAX`.
+    fn group(pid: u32) -> Pid {
+        Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
+    }
+}
+
+#[cfg(windows)]
+mod platform {
+    use std::process::{Command, ExitStatus};
+
+    // Windows has no process groups to signal; the shell is killed through taskkill's tree mode.
+    pub fn own_group(_command: &mut Command) {}
+
+    pub fn terminate_group(pid: u32) {
+        kill_group(pid);
+    }
+
+    pub fn kill_group(pid: u32) {
+        let _ = Command::new("taskkill").args(["/T", "/F", "/PID", &pid.to_string()]).output();
+    }
+
+    pub fn signal_of(_status: ExitStatus) -> Option<i32> {
+        None
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn run(command: &str, timeout_ms: u64) -> VerifyOutcome {
+        VerifySpec {
+            command: command.into(),
+            cwd: std::env::temp_dir(),
+            timeout: Duration::from_millis(timeout_ms),
+            sandbox: Vec::new(),
+        }
+        .run()
+        .unwrap()
+    }
+
+    #[test]
+    fn passing_and_failing_commands() {
+        let ok = run("true", 10_000);
+        assert!(ok.passed());
+        assert_eq!(ok.describe(), "exit 0");
+        let failed = run("echo out; echo err >&2; exit 3", 10_000);
+        assert!(!failed.passed());
+        assert_eq!(failed.exit_code, Some(3));
+        assert_eq!(failed.output.excerpt(1_000), "out\nerr\n");
+    }
+
+    #[test]
+    fn stdin_is_closed() {
+        let outcome = run("cat; echo end", 10_000);
+        assert_eq!(outcome.output.excerpt(100), "end\n");
+    }
+
+    #[test]
+    fn runs_in_the_given_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = VerifySpec {
+            command: "pwd".into(),
+            cwd: dir.path().into(),
+            timeout: Duration::from_secs(10),
+            sandbox: Vec::new(),
+        }
+        .run()
+        .unwrap();
+        let printed = std::fs::canonicalize(outcome.output.excerpt(1_000).trim()).unwrap();
+        assert_eq!(printed, std::fs::canonicalize(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("grandchild-survived");
+        let command = format!("(sleep 3; touch '{}') & sleep 30", marker.display());
+        let started = Instant::now();
+        let outcome = run(&command, 300);
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.exit_code, None);
+        assert_eq!(outcome.describe(), "timed out");
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        thread::sleep(Duration::from_millis(3_500));
+        assert!(!marker.exists(), "a grandchild outlived the timeout");
+    }
+
+    #[test]
+    fn a_term_ignoring_command_is_killed_after_the_grace() {
+        let started = Instant::now();
+        let outcome = run("trap '' TERM; sleep 30", 200);
+        assert!(outcome.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_a_failure() {
+        let spec = VerifySpec {
+            command: "true".into(),
+            cwd: "/no/such/dir".into(),
+            timeout: Duration::from_secs(1),
+            sandbox: Vec::new(),
+        };
+        assert!(matches!(spec.run(), Err(VerifyError::MissingCwd(_))));
+    }
+
+    #[test]
+    fn command_not_found_is_a_failed_check() {
+        let outcome = run("no-such-command-for-loop-test", 10_000);
+        assert_eq!(outcome.exit_code, Some(127));
+    }
+}
+
+/// Windows runs verify through `cmd.exe` and kills it with `taskkill /T`; these run in the
+/// release workflow's Windows job.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    fn run(command: &str, timeout_ms: u64) -> VerifyOutcome {
+        VerifySpec {
+            command: command.into(),
+            cwd: std::env::temp_dir(),
+            timeout: Duration::from_millis(timeout_ms),
+        }
+        .run()
+        .unwrap()
+    }
+
+    #[test]
+    fn passing_and_failing_commands() {
+        assert!(run("exit /b 0", 10_000).passed());
+        let failed = run("echo out& exit /b 3", 10_000);
+        assert!(!failed.passed());
+        assert_eq!(failed.exit_code, Some(3));
+        assert!(failed.output.excerpt(1_000).contains("out"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("grandchild-survived");
+        let command = format!(
+            "start /b cmd /c \"ping -n 4 127.0.0.1 >nul & echo x> \"{}\"\" & ping -n 31 127.0.0.1 >nul",
+            marker.display()
+        );
+        let started = Instant::now();
+        let outcome = run(&command, 500);
+        assert!(outcome.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        thread::sleep(Duration::from_millis(5_000));
+        assert!(!marker.exists(), "a grandchild outlived the timeout");
+    }
+}

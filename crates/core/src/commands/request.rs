@@ -1,0 +1,979 @@
+//! Parsing the text a user typed after `/for-loop` into a loop request.
+//!
+//! The text is never shell-split: the task is the raw text with our flags cut out, byte for byte,
+//! so apostrophes, `$(...)`, backticks and newlines in a task are just text. Only our own flag
+//! values are unquoted. A word that looks like one of our flags but isn't one is refused, because
+//! a misspelt `--max-iteration 3` that silently became task text would leave a loop with the
+//! default cap and a task that mentions a flag.
+
+use std::fmt;
+use std::ops::Range;
+
+use thiserror::Error;
+
+use crate::checks::protect::Protect;
+use crate::metric::keep::{self, MetricSettings};
+use crate::metric::{Direction, Target};
+use crate::support::duration::parse_seconds;
+
+pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 30;
+pub(crate) const MAX_MAX_ITERATIONS: u32 = 10_000;
+pub(crate) const DEFAULT_VERIFY_TIMEOUT_SECS: u64 = 300;
+/// The Stop hook's own timeout in `hooks/hooks.json` is above this, so verify is always killed
+/// by us, with a clear reason, before the host gives up on the hook and lets the loop end.
+pub(crate) const MAX_VERIFY_TIMEOUT_SECS: u64 = 3_600;
+/// A task larger than this belongs in a file that the task refers to.
+pub(crate) const MAX_TASK_BYTES: usize = 1 << 20;
+
+/// One of the flags `/for-loop` understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flag {
+    Verify,
+    CompletionPromise,
+    MaxIterations,
+    VerifyTimeout,
+    Protect,
+    MaxSameFailures,
+    MaxTime,
+    Escalate,
+    Checkpoint,
+    RequireStrict,
+    MaxTokens,
+    Notify,
+    Metric,
+    Target,
+    Guard,
+    MetricRuns,
+    MinGain,
+    Direction,
+    RefineAfter,
+    PivotAfter,
+    ParkAfterPivots,
+    AllowTestEdits,
+}
+
+impl Flag {
+    const ALL: [Flag; 22] = [
+        Flag::Verify,
+        Flag::CompletionPromise,
+        Flag::MaxIterations,
+        Flag::VerifyTimeout,
+        Flag::Protect,
+        Flag::MaxSameFailures,
+        Flag::MaxTime,
+        Flag::Escalate,
+        Flag::Checkpoint,
+        Flag::RequireStrict,
+        Flag::MaxTokens,
+        Flag::Notify,
+        Flag::Metric,
+        Flag::Target,
+        Flag::Guard,
+        Flag::MetricRuns,
+        Flag::MinGain,
+        Flag::Direction,
+        Flag::RefineAfter,
+        Flag::PivotAfter,
+        Flag::ParkAfterPivots,
+        Flag::AllowTestEdits,
+    ];
+
+    /// Flags that may be given more than once, each adding a value.
+    fn repeatable(self) -> bool {
+        self == Flag::Protect
+    }
+
+    /// Flags that take no value.
+    fn is_switch(self) -> bool {
+        matches!(self, Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Flag::Verify => "--verify",
+            Flag::CompletionPromise => "--completion-promise",
+            Flag::MaxIterations => "--max-iterations",
+            Flag::VerifyTimeout => "--verify-timeout",
+            Flag::Protect => "--protect",
+            Flag::MaxSameFailures => "--max-same-failures",
+            Flag::MaxTime => "--max-time",
+            Flag::Escalate => "--escalate",
+            Flag::Checkpoint => "--checkpoint",
+            Flag::RequireStrict => "--require-strict",
+            Flag::MaxTokens => "--max-tokens",
+            Flag::Notify => "--notify",
+            Flag::Metric => "--metric",
+            Flag::Target => "--target",
+            Flag::Guard => "--guard",
+            Flag::MetricRuns => "--metric-runs",
+            Flag::MinGain => "--min-gain",
+            Flag::Direction => "--direction",
+            Flag::RefineAfter => "--refine-after",
+            Flag::PivotAfter => "--pivot-after",
+            Flag::ParkAfterPivots => "--park-after-pivots",
+            Flag::AllowTestEdits => "--allow-test-edits",
+        }
+    }
+
+    fn value_hint(self) -> &'static str {
+        match self {
+            Flag::Verify => "a command, e.g. --verify \"cargo test\"",
+            Flag::CompletionPromise => "a phrase, e.g. --completion-promise \"ALL DONE\"",
+            Flag::MaxIterations => "a whole number from 1 to 10000, e.g. --max-iterations 30",
+            Flag::VerifyTimeout => "seconds from 1 to 3600, e.g. --verify-timeout 300 (or 5m)",
+            Flag::Protect => "a path or glob, e.g. --protect \"tests/**\"",
+            Flag::MaxSameFailures => "a whole number from 1 to 1000, e.g. --max-same-failures 8",
+            Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
+            Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
+            Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits => "nothing: it is a switch",
+            Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
+            Flag::Notify => "a command, e.g. --notify 'notify-send \"$FOR_LOOP_SUMMARY\"'",
+            Flag::Metric => "a command that prints a number, e.g. --metric \"sh bench.sh\"",
+            Flag::Target => "a comparison, e.g. --target \"<= 120\" or --target \">= 0.93\"",
+            Flag::Guard => "a command that must pass for a change to be kept, e.g. --guard \"cargo test\"",
+            Flag::MetricRuns => "a whole number from 1 to 100, e.g. --metric-runs 5",
+            Flag::MinGain => "a number or a percentage, e.g. --min-gain 2 or --min-gain 1%",
+            Flag::Direction => "min (lower is better) or max (higher is better)",
+            Flag::RefineAfter => "a whole number from 1 to 1000, e.g. --refine-after 3",
+            Flag::PivotAfter => "a whole number from 1 to 1000, e.g. --pivot-after 5",
+            Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
+        }
+    }
+}
+
+impl fmt::Display for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A loop as the user asked for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoopRequest {
+    pub task: String,
+    pub verify: Option<String>,
+    pub completion_promise: Option<String>,
+    pub max_iterations: u32,
+    pub verify_timeout_secs: u64,
+    /// Paths and globs that belong to the oracle besides the files verify runs.
+    pub protect: Vec<String>,
+    pub max_same_failures: u32,
+    pub max_time_secs: Option<u64>,
+    pub escalation: Vec<u32>,
+    pub checkpoint: bool,
+    /// Refuse to start unless the loop runs in the strict tier ([`crate::checks::strict`]).
+    pub require_strict: bool,
+    /// Token budget (input + output + cache writes) for the session since the loop started.
+    pub max_tokens: Option<u64>,
+    /// Command run when the loop ends or parks.
+    pub notify: Option<String>,
+    /// Metric mode ([`crate::metric::keep`]), when `--metric` is given.
+    pub metric: Option<MetricSettings>,
+    /// The task may change the tests: no test-count ratchet, no default protection of the suite.
+    pub allow_test_edits: bool,
+}
+
+/// Why the text does not start a loop. Each message says what to type instead.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub(crate) enum RequestError {
+    #[error("the text asks for help")]
+    HelpWanted,
+    #[error(
+        "no task given: write what the agent should do, e.g. \
+         /for-loop \"make the tests pass\" --verify \"cargo test\""
+    )]
+    EmptyTask,
+    #[error(
+        "the task is {0} bytes; the limit is 1 MiB: put it in a file and give a task that names the file"
+    )]
+    TaskTooLong(usize),
+    #[error("`{given}` is not a for-loop flag: did you mean {nearest}?")]
+    UnknownFlag { given: String, nearest: Flag },
+    #[error("{flag} needs a value: {hint}", hint = flag.value_hint())]
+    MissingValue { flag: Flag },
+    #[error("{flag} `{value}` is not valid: {why}")]
+    BadValue { flag: Flag, value: String, why: String },
+    #[error("the value of {flag} opens a quote that is never closed: close it, e.g. {flag} \"cargo test\"")]
+    UnclosedQuote { flag: Flag },
+    #[error("{flag} is given twice: keep one")]
+    Duplicate { flag: Flag },
+}
+
+impl LoopRequest {
+    /// Parses the raw argument text of `/for-loop`.
+    pub(crate) fn parse(raw: &str) -> Result<LoopRequest, RequestError> {
+        let mut values: [Option<String>; Flag::ALL.len()] = Default::default();
+        let mut protect: Vec<String> = Vec::new();
+        let mut cuts: Vec<Range<usize>> = Vec::new();
+        if matches!(raw.trim(), "--help" | "-h" | "help") {
+            return Err(RequestError::HelpWanted);
+        }
+        let mut scanner = Scanner { text: raw, pos: 0 };
+        while let Some(word) = scanner.next_word() {
+            let text = &raw[word.clone()];
+            let Some(flag_word) = FlagWord::classify(text)? else {
+                continue;
+            };
+            let flag = flag_word.flag;
+            let slot = &mut values[Flag::ALL.iter().position(|f| *f == flag).unwrap_or(0)];
+            if slot.is_some() && !flag.repeatable() {
+                return Err(RequestError::Duplicate { flag });
+            }
+            let (value, end) = match (flag.is_switch(), flag_word.inline_value) {
+                (true, Some(_)) => {
+                    return Err(RequestError::BadValue {
+                        flag,
+                        value: text.to_string(),
+                        why: format!("it takes no value: write just {flag}"),
+                    });
+                }
+                (true, None) => (String::new(), word.end),
+                (false, Some(offset)) => scanner.value_at(word.start + offset, flag, true)?,
+                (false, None) => scanner.value_at(word.end, flag, false)?,
+            };
+            if flag.repeatable() {
+                protect.push(value.clone());
+            }
+            *slot = Some(value);
+            cuts.push(word.start..end);
+            scanner.pos = end;
+        }
+        let [
+            verify,
+            completion_promise,
+            max_iterations,
+            verify_timeout,
+            _,
+            max_same_failures,
+            max_time,
+            escalate,
+            checkpoint,
+            require_strict,
+            max_tokens,
+            notify,
+            metric,
+            target,
+            guard,
+            metric_runs,
+            min_gain,
+            direction,
+            refine_after,
+            pivot_after,
+            park_after_pivots,
+            allow_test_edits,
+        ] = values;
+        let metric = MetricFlags {
+            command: metric,
+            target,
+            guard,
+            runs: metric_runs,
+            min_gain,
+            direction,
+            refine_after,
+            pivot_after,
+            park_after_pivots,
+        }
+        .settings()?;
+
+        let task = unquote_whole(cut_out(raw, &cuts).trim());
+        if is_blank(&task) {
+            return Err(RequestError::EmptyTask);
+        }
+        if task.len() > MAX_TASK_BYTES {
+            return Err(RequestError::TaskTooLong(task.len()));
+        }
+        Ok(LoopRequest {
+            task,
+            verify: verify.map(|v| check_command(Flag::Verify, &v)).transpose()?,
+            completion_promise: completion_promise.map(|p| check_promise(&p)).transpose()?,
+            max_iterations: max_iterations
+                .map(|v| check_max_iterations(&v))
+                .transpose()?
+                .unwrap_or(DEFAULT_MAX_ITERATIONS),
+            verify_timeout_secs: verify_timeout
+                .map(|v| check_verify_timeout(&v))
+                .transpose()?
+                .unwrap_or(DEFAULT_VERIFY_TIMEOUT_SECS),
+            protect: protect.into_iter().map(|p| check_protect(&p)).collect::<Result<_, _>>()?,
+            max_same_failures: max_same_failures
+                .map(|v| check_count(Flag::MaxSameFailures, &v, 1_000))
+                .transpose()?
+                .unwrap_or(crate::checks::stall::DEFAULT_MAX_SAME_FAILURES),
+            max_time_secs: max_time.map(|v| check_max_time(&v)).transpose()?,
+            escalation: escalate
+                .map(|v| check_escalation(&v))
+                .transpose()?
+                .unwrap_or(crate::checks::stall::DEFAULT_ESCALATION.to_vec()),
+            checkpoint: checkpoint.is_some(),
+            require_strict: require_strict.is_some(),
+            max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
+            notify: notify.map(|v| check_command(Flag::Notify, &v)).transpose()?,
+            metric,
+            allow_test_edits: allow_test_edits.is_some(),
+        })
+    }
+}
+
+/// The metric flags as typed, before they are checked together.
+struct MetricFlags {
+    command: Option<String>,
+    target: Option<String>,
+    guard: Option<String>,
+    runs: Option<String>,
+    min_gain: Option<String>,
+    direction: Option<String>,
+    refine_after: Option<String>,
+    pivot_after: Option<String>,
+    park_after_pivots: Option<String>,
+}
+
+impl MetricFlags {
+    fn settings(self) -> Result<Option<MetricSettings>, RequestError> {
+        let bad =
+            |flag: Flag, value: &str, why: String| RequestError::BadValue { flag, value: value.into(), why };
+        let Some(command) = self.command else {
+            let given = [
+                (Flag::Target, &self.target),
+                (Flag::Guard, &self.guard),
+                (Flag::MetricRuns, &self.runs),
+                (Flag::MinGain, &self.min_gain),
+                (Flag::Direction, &self.direction),
+                (Flag::RefineAfter, &self.refine_after),
+                (Flag::PivotAfter, &self.pivot_after),
+                (Flag::ParkAfterPivots, &self.park_after_pivots),
+            ];
+            if let Some((flag, Some(value))) = given.into_iter().find(|(_, v)| v.is_some()) {
+                return Err(bad(flag, value, "it belongs to metric mode: add --metric CMD".into()));
+            }
+            return Ok(None);
+        };
+        if command.trim().is_empty() {
+            return Err(RequestError::MissingValue { flag: Flag::Metric });
+        }
+        let target: Option<Target> =
+            self.target.as_deref().map(|t| t.parse().map_err(|why| bad(Flag::Target, t, why))).transpose()?;
+        let direction: Option<Direction> = self
+            .direction
+            .as_deref()
+            .map(|d| d.parse().map_err(|why| bad(Flag::Direction, d, why)))
+            .transpose()?;
+        let direction = match (target, direction) {
+            (Some(t), Some(d)) if t.direction() != d => {
+                return Err(bad(
+                    Flag::Direction,
+                    self.direction.as_deref().unwrap_or_default(),
+                    format!(
+                        "--target {t} already means {} is better: drop --direction",
+                        t.direction().word()
+                    ),
+                ));
+            }
+            (Some(t), _) => t.direction(),
+            (None, Some(d)) => d,
+            (None, None) => {
+                return Err(bad(
+                    Flag::Metric,
+                    &command,
+                    "say which way is better: --target \"<= 120\" (the loop ends when it is met) or \
+                     --direction min|max (the loop runs to its cap keeping the best)"
+                        .into(),
+                ));
+            }
+        };
+        let guard = self
+            .guard
+            .map(|g| {
+                if g.trim().is_empty() {
+                    Err(RequestError::MissingValue { flag: Flag::Guard })
+                } else {
+                    Ok(g)
+                }
+            })
+            .transpose()?;
+        let count = |flag: Flag, value: Option<String>, most: u32, default: u32| {
+            value.map(|v| check_count(flag, &v, most)).transpose().map(|n| n.unwrap_or(default))
+        };
+        Ok(Some(MetricSettings {
+            command,
+            target,
+            direction,
+            guard,
+            runs: count(Flag::MetricRuns, self.runs, 100, keep::DEFAULT_METRIC_RUNS)?,
+            min_gain: self
+                .min_gain
+                .as_deref()
+                .map(|g| g.parse().map_err(|why| bad(Flag::MinGain, g, why)))
+                .transpose()?
+                .unwrap_or_default(),
+            refine_after: count(Flag::RefineAfter, self.refine_after, 1_000, keep::DEFAULT_REFINE_AFTER)?,
+            pivot_after: count(Flag::PivotAfter, self.pivot_after, 1_000, keep::DEFAULT_PIVOT_AFTER)?,
+            park_after_pivots: count(
+                Flag::ParkAfterPivots,
+                self.park_after_pivots,
+                1_000,
+                keep::DEFAULT_PARK_AFTER_PIVOTS,
+            )?,
+        }))
+    }
+}
+
+/// A word recognised as one of our flags.
+struct FlagWord {
+    flag: Flag,
+    /// Byte offset of the value inside the word, for `--flag=value`.
+    inline_value: Option<usize>,
+}
+
+impl FlagWord {
+    /// `Ok(None)`: the word is task text. `Err`: it is a flag we do not know, a near miss.
+    fn classify(word: &str) -> Result<Option<FlagWord>, RequestError> {
+        let (name, inline_value) = match word.find('=') {
+            Some(eq) => (&word[..eq], Some(eq + 1)),
+            None => (word, None),
+        };
+        if let Some(flag) = Flag::ALL.iter().find(|f| f.name() == name) {
+            return Ok(Some(FlagWord { flag: *flag, inline_value }));
+        }
+        if let Some(nearest) = near_miss(name) {
+            return Err(RequestError::UnknownFlag { given: word.to_string(), nearest });
+        }
+        Ok(None)
+    }
+}
+
+/// The flag a word was probably meant to be, if it is close to one of ours.
+fn near_miss(word: &str) -> Option<Flag> {
+    let bare = word.trim_start_matches(['-', '\u{2013}', '\u{2014}']);
+    let dashes = &word[..word.len() - bare.len()];
+    if dashes.is_empty() || bare.len() < 3 {
+        return None;
+    }
+    let normal = bare.to_lowercase().replace('_', "-");
+    for flag in Flag::ALL {
+        let name = &flag.name()[2..];
+        // `-verify`, `—verify` (an autocorrected double hyphen), `--Verify`, `--max_iterations`.
+        if normal == name {
+            return Some(flag);
+        }
+    }
+    if dashes != "--" {
+        return None;
+    }
+    Flag::ALL
+        .into_iter()
+        .filter_map(|flag| {
+            let name = &flag.name()[2..];
+            let distance = levenshtein(&normal, name);
+            let prefix = normal.len() >= 3 && name.starts_with(&normal);
+            (distance <= 2 || prefix).then_some((distance, flag))
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, flag)| flag)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Walks the raw text word by word. A word that opens a quote whose closing quote ends a word is
+/// one word, spaces included, so a quoted task is never searched for flags.
+struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Scanner<'_> {
+    fn next_word(&mut self) -> Option<Range<usize>> {
+        let rest = &self.text[self.pos..];
+        let start = self.pos + (rest.len() - rest.trim_start().len());
+        if start >= self.text.len() {
+            self.pos = start;
+            return None;
+        }
+        let end = match quoted_span(&self.text[start..]) {
+            Some(len) => start + len,
+            None => word_end(self.text, start),
+        };
+        self.pos = end;
+        Some(start..end)
+    }
+
+    /// Reads a flag's value starting at `at`; returns it unquoted with the offset where it ends.
+    fn value_at(&self, at: usize, flag: Flag, inline: bool) -> Result<(String, usize), RequestError> {
+        let rest = &self.text[at..];
+        let start = if inline { at } else { at + (rest.len() - rest.trim_start().len()) };
+        if start >= self.text.len() || (inline && word_end(self.text, start) == start) {
+            return Err(RequestError::MissingValue { flag });
+        }
+        let value_text = &self.text[start..];
+        if let Some(open) = value_text.chars().next().filter(|c| closing_quote(*c).is_some()) {
+            return match quoted_span(value_text) {
+                Some(len) => Ok((unquote(&value_text[..len]), start + len)),
+                None if value_text[open.len_utf8()..].contains(closing_quote(open).unwrap_or(open)) => {
+                    // Closed, but glued to more text (`"a"b`): take the word as it is.
+                    let end = word_end(self.text, start);
+                    Ok((self.text[start..end].to_string(), end))
+                }
+                None => Err(RequestError::UnclosedQuote { flag }),
+            };
+        }
+        let end = word_end(self.text, start);
+        let value = &self.text[start..end];
+        if !inline && FlagWord::classify(value).ok().flatten().is_some() {
+            return Err(RequestError::MissingValue { flag });
+        }
+        Ok((value.to_string(), end))
+    }
+}
+
+fn word_end(text: &str, start: usize) -> usize {
+    text[start..].find(char::is_whitespace).map_or(text.len(), |i| start + i)
+}
+
+fn closing_quote(open: char) -> Option<char> {
+    match open {
+        '"' => Some('"'),
+        '\'' => Some('\''),
+        '\u{201c}' => Some('\u{201d}'),
+        '\u{2018}' => Some('\u{2019}'),
+        _ => None,
+    }
+}
+
+/// If `text` starts with a quote that is closed by a quote followed by whitespace or the end,
+/// the byte length of that quoted span. Inside double quotes a backslash escapes the next char.
+///
+/// A double quote closes at the first unescaped double quote, as in a shell, so a stray `"` in a
+/// task cannot swallow the flags after it. A single quote closes at the first `'` that ends a
+/// word, because apostrophes inside words (`user's`) are prose, not closing quotes.
+fn quoted_span(text: &str) -> Option<usize> {
+    let open = text.chars().next()?;
+    let close = closing_quote(open)?;
+    let strict = matches!(open, '"' | '\u{201c}');
+    let mut chars = text.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        if c == '\\' && open == '"' {
+            chars.next();
+        } else if c == close {
+            let end = i + c.len_utf8();
+            if text[end..].chars().next().is_none_or(char::is_whitespace) {
+                return Some(end);
+            }
+            if strict {
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Removes the outer quotes of a span found by [`quoted_span`]. In double quotes `\"` and `\\`
+/// stand for `"` and `\`, as in a shell; nothing else is touched.
+fn unquote(span: &str) -> String {
+    let open = span.chars().next().unwrap_or('"');
+    let close = closing_quote(open).unwrap_or(open);
+    let inner = &span[open.len_utf8()..span.len() - close.len_utf8()];
+    if open != '"' {
+        return inner.to_string();
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.peek(), Some('"' | '\\')) {
+            out.extend(chars.next());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A task written wholly in quotes is the text inside them.
+/// Whether `text` shows nothing: only whitespace (a quoted `"   "`, tabs, ideographic spaces)
+/// and invisible format characters (zero-width spaces and joiners, byte-order marks).
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}'))
+}
+
+fn unquote_whole(task: &str) -> String {
+    match quoted_span(task) {
+        Some(len) if len == task.len() => unquote(task),
+        _ => task.to_string(),
+    }
+}
+
+/// The text without the cut ranges, each cut taking the whitespace just before it.
+fn cut_out(raw: &str, cuts: &[Range<usize>]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut kept_from = 0;
+    for cut in cuts {
+        let before = &raw[kept_from..cut.start];
+        out.push_str(before.trim_end());
+        kept_from = cut.end;
+    }
+    out.push_str(&raw[kept_from..]);
+    out
+}
+
+fn check_command(flag: Flag, value: &str) -> Result<String, RequestError> {
+    if value.trim().is_empty() {
+        return Err(RequestError::MissingValue { flag });
+    }
+    Ok(value.to_string())
+}
+
+fn check_promise(value: &str) -> Result<String, RequestError> {
+    let normal = crate::verdict::promise::normalize(value);
+    if normal.is_empty() {
+        return Err(RequestError::MissingValue { flag: Flag::CompletionPromise });
+    }
+    if normal.contains("<promise>") || normal.contains("</promise>") {
+        return Err(RequestError::BadValue {
+            flag: Flag::CompletionPromise,
+            value: value.to_string(),
+            why: "give only the phrase; for-loop adds the <promise> tags".into(),
+        });
+    }
+    Ok(normal)
+}
+
+fn check_max_iterations(value: &str) -> Result<u32, RequestError> {
+    let bad = |why: &str| RequestError::BadValue {
+        flag: Flag::MaxIterations,
+        value: value.to_string(),
+        why: why.to_string(),
+    };
+    let n: u64 = value.parse().map_err(|_| bad("give a whole number from 1 to 10000"))?;
+    match n {
+        0 => Err(bad("it must be at least 1 (there is no unlimited mode)")),
+        n => {
+            u32::try_from(n).ok().filter(|n| *n <= MAX_MAX_ITERATIONS).ok_or_else(|| bad("the most is 10000"))
+        }
+    }
+}
+
+fn check_protect(value: &str) -> Result<String, RequestError> {
+    let bad =
+        |why: &str| RequestError::BadValue { flag: Flag::Protect, value: value.to_string(), why: why.into() };
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Err(RequestError::MissingValue { flag: Flag::Protect });
+    }
+    Protect::check(trimmed).map_err(|why| bad(&why))?;
+    Ok(trimmed.to_string())
+}
+
+fn check_count(flag: Flag, value: &str, most: u32) -> Result<u32, RequestError> {
+    let bad = |why: String| RequestError::BadValue { flag, value: value.to_string(), why };
+    match value.parse::<u64>() {
+        Ok(0) => Err(bad("it must be at least 1".into())),
+        Ok(n) => {
+            u32::try_from(n).ok().filter(|n| *n <= most).ok_or_else(|| bad(format!("the most is {most}")))
+        }
+        Err(_) => Err(bad(format!("give a whole number from 1 to {most}"))),
+    }
+}
+
+fn check_max_time(value: &str) -> Result<u64, RequestError> {
+    let bad = |why: String| RequestError::BadValue { flag: Flag::MaxTime, value: value.to_string(), why };
+    match parse_seconds(value) {
+        Err(why) => Err(bad(why)),
+        Ok(0) => Err(bad("it must be at least 1 second".into())),
+        Ok(secs) if secs > 7 * 24 * 3_600 => Err(bad("the most is a week (168h)".into())),
+        Ok(secs) => Ok(secs),
+    }
+}
+
+fn check_max_tokens(value: &str) -> Result<u64, RequestError> {
+    crate::host::usage::parse_tokens(value).map_err(|why| RequestError::BadValue {
+        flag: Flag::MaxTokens,
+        value: value.to_string(),
+        why,
+    })
+}
+
+fn check_escalation(value: &str) -> Result<Vec<u32>, RequestError> {
+    let bad = || RequestError::BadValue {
+        flag: Flag::Escalate,
+        value: value.to_string(),
+        why: "give three rising counts of repeated failures, e.g. 2,4,6".into(),
+    };
+    let counts: Vec<u32> =
+        value.split(',').map(|n| n.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    if counts.len() != 3 || counts[0] == 0 || counts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad());
+    }
+    Ok(counts)
+}
+
+fn check_verify_timeout(value: &str) -> Result<u64, RequestError> {
+    let bad =
+        |why: String| RequestError::BadValue { flag: Flag::VerifyTimeout, value: value.to_string(), why };
+    match parse_seconds(value) {
+        Err(why) => Err(bad(why)),
+        Ok(0) => Err(bad("it must be at least 1 second".into())),
+        Ok(secs) if secs > MAX_VERIFY_TIMEOUT_SECS => {
+            Err(bad(format!("the most is {MAX_VERIFY_TIMEOUT_SECS} seconds (1h)")))
+        }
+        Ok(secs) => Ok(secs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(raw: &str) -> LoopRequest {
+        LoopRequest::parse(raw).unwrap_or_else(|e| panic!("{raw:?}: {e}"))
+    }
+
+    fn err(raw: &str) -> RequestError {
+        LoopRequest::parse(raw).expect_err(raw)
+    }
+
+    #[test]
+    fn defaults_without_flags() {
+        let req = parse("fix the tests");
+        assert_eq!(req.task, "fix the tests");
+        assert_eq!(req.verify, None);
+        assert_eq!(req.completion_promise, None);
+        assert_eq!(req.max_iterations, 30);
+        assert_eq!(req.verify_timeout_secs, 300);
+    }
+
+    #[test]
+    fn quoted_task_and_flags_anywhere() {
+        let req = parse(r#""fix the tests" --verify "cargo test -p core" --max-iterations 5"#);
+        assert_eq!(req.task, "fix the tests");
+        assert_eq!(req.verify.as_deref(), Some("cargo test -p core"));
+        assert_eq!(req.max_iterations, 5);
+
+        let req = parse("--max-iterations 3 fix it --verify 'make check' please");
+        assert_eq!(req.task, "fix it please");
+        assert_eq!(req.verify.as_deref(), Some("make check"));
+    }
+
+    #[test]
+    fn equals_form_and_unit_suffixes() {
+        let req = parse("t --verify=true --verify-timeout=5m --completion-promise=\"ALL  GREEN\"");
+        assert_eq!(req.verify.as_deref(), Some("true"));
+        assert_eq!(req.verify_timeout_secs, 300);
+        assert_eq!(req.completion_promise.as_deref(), Some("ALL GREEN"));
+    }
+
+    #[test]
+    fn apostrophes_and_shell_syntax_stay_in_the_task_byte_for_byte() {
+        let raw = "fix the user's login; `rm -rf /` $(touch pwned) & \"half quoted\n---\nnext line";
+        assert_eq!(parse(raw).task, raw);
+        let raw = "fix the user's login --verify \"cargo test\"";
+        assert_eq!(parse(raw).task, "fix the user's login");
+    }
+
+    #[test]
+    fn multi_line_task_with_flags_on_their_own_lines() {
+        let req = parse("Step 1: a\r\nStep 2: b\r\n--verify ./check.sh\r\n--max-iterations 4");
+        assert_eq!(req.task, "Step 1: a\r\nStep 2: b");
+        assert_eq!(req.verify.as_deref(), Some("./check.sh"));
+    }
+
+    #[test]
+    fn other_dashes_in_prose_are_task_text() {
+        for raw in
+            ["don't use rm -rf here", "add the --verbose option", "support --max-old-space-size", "a -- b"]
+        {
+            assert_eq!(parse(raw).task, raw);
+        }
+    }
+
+    #[test]
+    fn flags_inside_a_quoted_task_are_task_text() {
+        let req = parse(r#""explain what --verify does" --verify true"#);
+        assert_eq!(req.task, "explain what --verify does");
+        assert_eq!(req.verify.as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn whole_task_quotes_are_removed_once_with_shell_escapes() {
+        assert_eq!(parse(r#""say \"hi\" to C:\\temp""#).task, r#"say "hi" to C:\temp"#);
+        assert_eq!(parse("'fix the user's login'").task, "fix the user's login");
+        assert_eq!(parse("\u{201c}smart quotes\u{201d}").task, "smart quotes");
+        assert_eq!(parse(r#""a" and "b""#).task, r#""a" and "b""#);
+    }
+
+    #[test]
+    fn near_misses_name_the_nearest_flag() {
+        let cases = [
+            ("t --max-iteration 3", Flag::MaxIterations),
+            ("t --verfy x", Flag::Verify),
+            ("t --completion-promis x", Flag::CompletionPromise),
+            ("t --verify-timout 3", Flag::VerifyTimeout),
+            ("t --max_iterations 3", Flag::MaxIterations),
+            ("t -verify x", Flag::Verify),
+            ("t \u{2014}verify x", Flag::Verify),
+            ("t --VERIFY x", Flag::Verify),
+            ("t --max-iter 3", Flag::MaxIterations),
+            ("t --max-tim 3", Flag::MaxTime),
+        ];
+        for (raw, nearest) in cases {
+            match err(raw) {
+                RequestError::UnknownFlag { nearest: got, .. } => assert_eq!(got, nearest, "{raw}"),
+                other => panic!("{raw}: {other}"),
+            }
+        }
+        let message = err("t --verfy x").to_string();
+        assert_eq!(message, "`--verfy` is not a for-loop flag: did you mean --verify?");
+    }
+
+    #[test]
+    fn bad_values_say_what_is_wrong() {
+        assert!(matches!(
+            err("t --max-iterations abc"),
+            RequestError::BadValue { flag: Flag::MaxIterations, .. }
+        ));
+        assert!(err("t --max-iterations 0").to_string().contains("no unlimited mode"));
+        assert!(matches!(err("t --max-iterations -1"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --max-iterations 99999999999999999999"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --verify-timeout 0"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --verify-timeout 2h"), RequestError::BadValue { .. }));
+        assert!(matches!(
+            err("t --completion-promise '<promise>x</promise>'"),
+            RequestError::BadValue { .. }
+        ));
+    }
+
+    #[test]
+    fn missing_values_and_unclosed_quotes() {
+        assert_eq!(err("t --verify"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify   "), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify= x"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify --max-iterations 3"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(err("t --verify ''"), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(
+            err("t --completion-promise '  '"),
+            RequestError::MissingValue { flag: Flag::CompletionPromise }
+        );
+        assert_eq!(err("t --verify \"cargo test"), RequestError::UnclosedQuote { flag: Flag::Verify });
+    }
+
+    #[test]
+    fn duplicates_empty_huge_and_help() {
+        assert_eq!(err("t --verify a --verify b"), RequestError::Duplicate { flag: Flag::Verify });
+        assert_eq!(err(""), RequestError::EmptyTask);
+        assert_eq!(err("  \n\t "), RequestError::EmptyTask);
+        assert_eq!(err("--verify true"), RequestError::EmptyTask);
+        assert_eq!(err("\"\""), RequestError::EmptyTask);
+        for blank in ["\"   \"", "'\t \t'", "\u{3000}", "\u{200b}\u{feff}", "\"\u{a0}\" --verify true"] {
+            assert_eq!(err(blank), RequestError::EmptyTask, "{blank:?}");
+        }
+        assert!(matches!(err(&"x".repeat(MAX_TASK_BYTES + 1)), RequestError::TaskTooLong(_)));
+        assert_eq!(err(" --help\n"), RequestError::HelpWanted);
+        assert_eq!(parse("add a --help flag").task, "add a --help flag");
+    }
+
+    #[test]
+    fn a_stray_double_quote_in_the_task_does_not_swallow_flags() {
+        let req = parse("fix \"the quote --verify \"cargo test\"");
+        assert_eq!(req.task, "fix \"the quote");
+        assert_eq!(req.verify.as_deref(), Some("cargo test"));
+    }
+
+    /// The README's one-liners arrive in the shell exactly as written inside the quotes.
+    #[test]
+    fn notify_commands_keep_their_inner_quotes_and_dollars() {
+        for command in [
+            r#"notify-send "for-loop" "$FOR_LOOP_SUMMARY""#,
+            r#"osascript -e "on run argv" -e "display notification (item 1 of argv) with title \"for-loop\"" -e "end run" "$FOR_LOOP_SUMMARY""#,
+            r#"curl -fsS -d "$FOR_LOOP_SUMMARY" https://ntfy.sh/my-for-loop-topic"#,
+            r#"jq -n --arg t "$FOR_LOOP_SUMMARY" "{text: \$t}" | curl -fsS -H "Content-Type: application/json" -d @- "$SLACK_WEBHOOK_URL""#,
+        ] {
+            let req = parse(&format!("fix it --verify true --notify '{command}'"));
+            assert_eq!(req.notify.as_deref(), Some(command));
+            assert_eq!(req.task, "fix it");
+        }
+        assert_eq!(err("t --notify ''"), RequestError::MissingValue { flag: Flag::Notify });
+        assert_eq!(err("t --notify"), RequestError::MissingValue { flag: Flag::Notify });
+    }
+
+    #[test]
+    fn integrity_and_budget_flags() {
+        let req = parse(
+            "t --protect \"tests/**\" --protect check.sh --max-same-failures 5 --max-time 45m --escalate 1,3,5 --checkpoint",
+        );
+        assert_eq!(req.task, "t");
+        assert_eq!(req.protect, ["tests/**", "check.sh"]);
+        assert_eq!(req.max_same_failures, 5);
+        assert_eq!(req.max_time_secs, Some(2_700));
+        assert_eq!(req.escalation, [1, 3, 5]);
+        assert!(req.checkpoint);
+        assert_eq!(LoopRequest::parse("t --max-tokens 2M").unwrap().max_tokens, Some(2_000_000));
+        assert_eq!(LoopRequest::parse("t --max-tokens=500k").unwrap().max_tokens, Some(500_000));
+        assert_eq!(LoopRequest::parse("t --max-tokens 1234").unwrap().max_tokens, Some(1_234));
+        for bad in ["0", "2.5M", "lots", "-1", "2G", "99999999999999M"] {
+            assert!(
+                matches!(
+                    err(&format!("t --max-tokens {bad}")),
+                    RequestError::BadValue { flag: Flag::MaxTokens, .. }
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(err("t --max-token 5"), RequestError::UnknownFlag { nearest: Flag::MaxTokens, .. }));
+        let defaults = parse("t");
+        assert_eq!(
+            (defaults.max_same_failures, defaults.max_time_secs, defaults.checkpoint),
+            (8, None, false)
+        );
+        assert_eq!(defaults.escalation, [2, 4, 6]);
+        assert!(matches!(err("t --protect /etc/passwd"), RequestError::BadValue { flag: Flag::Protect, .. }));
+        assert!(matches!(err("t --protect ../x"), RequestError::BadValue { flag: Flag::Protect, .. }));
+        assert!(matches!(err("t --escalate 4,2,6"), RequestError::BadValue { flag: Flag::Escalate, .. }));
+        assert!(matches!(err("t --max-time soon"), RequestError::BadValue { flag: Flag::MaxTime, .. }));
+        assert!(matches!(err("t --checkpoint=yes"), RequestError::BadValue { flag: Flag::Checkpoint, .. }));
+        assert!(parse("t --allow-test-edits").allow_test_edits);
+        assert!(!parse("t").allow_test_edits);
+        assert!(
+            err("t --allow-test-edits=yes").to_string().contains("write just --allow-test-edits"),
+            "{}",
+            err("t --allow-test-edits=yes")
+        );
+        assert!(matches!(
+            err("t --allow-tests-edit"),
+            RequestError::UnknownFlag { nearest: Flag::AllowTestEdits, .. }
+        ));
+        assert!(matches!(err("t --max-same-failures 0"), RequestError::BadValue { .. }));
+        assert!(matches!(err("t --protec x"), RequestError::UnknownFlag { nearest: Flag::Protect, .. }));
+    }
+
+    #[test]
+    fn quoted_value_glued_to_text_is_taken_as_written() {
+        assert_eq!(parse("t --verify \"a\"b").verify.as_deref(), Some("\"a\"b"));
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(raw in any::<String>()) {
+            let _ = LoopRequest::parse(&raw);
+        }
+
+        #[test]
+        fn any_task_without_our_flags_comes_back_trimmed(task in "[^-\"'\u{201c}\u{2018}]+[^-]*") {
+            let trimmed = task.trim();
+            prop_assume!(!trimmed.is_empty());
+            prop_assume!(quoted_span(trimmed).is_none_or(|len| len != trimmed.len()));
+            let raw = format!("{task} --verify \"cargo test\"");
+            prop_assert_eq!(LoopRequest::parse(&raw).unwrap().task, trimmed);
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `loop-hook resume`: continue a parked loop, one that hit its cap, or one that was cancelled,
+//! with more iterations or time when it needs them.
+
+use crate::checks::stall::Streaks;
+use crate::commands::session::{self, Target};
+use crate::provenance::origin::{self, Mutation, Origin};
+use crate::store::custody::Custody;
+use crate::store::journal::Journal;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::{Meta, Status};
+use crate::support::duration::parse_seconds;
+use crate::support::environment::Environment;
+use crate::support::outcome::Outcome;
+use jiff::Timestamp;
+
+/// Iterations added when a loop at its cap is resumed without `--more`.
+const DEFAULT_MORE: u32 = 10;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ResumeOptions {
+    pub iterations: Option<u32>,
+    pub time_secs: Option<u64>,
+    pub tokens: Option<u64>,
+}
+
+impl ResumeOptions {
+    /// Parses `[--more N] [--more-time DURATION]`, as typed after `/for-loop:resume`.
+    pub(crate) fn parse(text: &str) -> Result<ResumeOptions, String> {
+        let mut options = ResumeOptions::default();
+        let mut words = text.split_whitespace();
+        while let Some(word) = words.next() {
+            let (flag, inline) = match word.split_once('=') {
+                Some((flag, value)) => (flag, Some(value)),
+                None => (word, None),
+            };
+            let mut value = || inline.map(str::to_string).or_else(|| words.next().map(str::to_string));
+            match flag {
+                "--more" => {
+                    let n = value().ok_or("--more needs a number of iterations, e.g. --more 10")?;
+                    let n: u32 = n.parse().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
+                        format!("--more `{n}` is not valid: give a whole number from 1 to 10000")
+                    })?;
+                    options.iterations = Some(n);
+                }
+                "--more-time" => {
+                    let text = value().ok_or("--more-time needs a duration, e.g. --more-time 30m")?;
+                    let secs = parse_seconds(&text)
+                        .map_err(|why| format!("--more-time `{text}` is not valid: {why}"))?;
+                    options.time_secs = Some(secs);
+                }
+                "--more-tokens" => {
+                    let text = value().ok_or("--more-tokens needs a token count, e.g. --more-tokens 500k")?;
+                    let tokens = crate::host::usage::parse_tokens(&text)
+                        .map_err(|why| format!("--more-tokens `{text}` is not valid: {why}"))?;
+                    options.tokens = Some(tokens);
+                }
+                other => {
+                    return Err(format!(
+                        "`{other}` is not a resume option: use --more N, --more-time DURATION and --more-tokens N"
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, origin: Origin) -> Outcome {
+    let paths = match target.loop_paths(env) {
+        Ok(Some(paths)) => paths,
+        Ok(None) => {
+            return Outcome::refused(
+                "for-loop: no loop in this session to resume; start one with /for-loop.",
+            );
+        }
+        Err(refusal) => return refusal,
+    };
+    let _lock = match session::locked(&paths, "resume") {
+        Ok(lock) => lock,
+        Err(refusal) => return refusal,
+    };
+    let mut state = match Custody::check(&paths, env.now) {
+        Ok(Custody::Loop { state, .. }) => state,
+        Ok(Custody::Untrusted { why, .. }) => {
+            return Outcome::refused(format!(
+                "for-loop: not resumed: {why}, so its settings cannot be trusted. Start a new loop with /for-loop."
+            ));
+        }
+        Ok(Custody::None) => return Outcome::refused("for-loop: no loop in this session to resume."),
+        Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
+    };
+    if state.meta.status != Status::Active
+        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Resume, origin)
+    {
+        return refusal;
+    }
+    let meta = &mut state.meta;
+    match (meta.status, meta.outcome) {
+        (Status::Active, _) => {
+            return Outcome::ok(format!(
+                "for-loop: the loop is already running (iteration {} of {}); it judges your next stop.",
+                meta.iteration, meta.settings.max_iterations
+            ));
+        }
+        (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
+            return Outcome::refused(
+                "for-loop: this loop ended because it was done. Start a new one with /for-loop.",
+            );
+        }
+        _ => {}
+    }
+    let was = meta.outcome.map_or("unknown".to_string(), |o| o.to_string());
+    // The stop that parked or ended the loop closed a turn; this resume opens the next one.
+    meta.iteration += 1;
+    reopen(meta, options, env.now);
+    meta.updated_at = env.now;
+    let entry = LedgerEntry {
+        detail: Some(format!("resumed after {was}")),
+        origin: Some(origin),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
+    };
+    if let Err(e) = Journal::commit(&paths, &state, &[entry]) {
+        return Outcome::refused(format!("for-loop: could not resume, nothing changed: {e}"));
+    }
+    origin::after(&paths, &state, Mutation::Resume, origin);
+    let meta = &state.meta;
+    Outcome::ok(format!(
+        "for-loop: resumed after {was}, now at iteration {} of {}{}.\n\nTask:\n{}\n\nWork on the task now; the \
+         loop judges your next stop as before.",
+        meta.iteration,
+        meta.settings.max_iterations,
+        meta.settings.max_time_secs.map_or(String::new(), |s| format!(
+            ", time budget {}",
+            crate::support::duration::human_ms(s * 1_000)
+        )),
+        state.task.trim_end()
+    ))
+}
+
+/// Makes a loop that is about to run again active, with the room `options` asks for: at a spent
+/// cap `DEFAULT_MORE` iterations unless told, at a spent time or token budget half again unless
+/// told, and fresh streaks. `meta.iteration` is the turn about to start. Shared with
+/// `loop-hook run --resume`, so `--more`, `--more-time` and `--more-tokens` mean the same there.
+pub(crate) fn reopen(meta: &mut Meta, options: &ResumeOptions, now: Timestamp) {
+    let needed = meta.iteration.saturating_sub(meta.settings.max_iterations);
+    let more = options.iterations.unwrap_or(if needed > 0 { DEFAULT_MORE } else { 0 });
+    meta.settings.max_iterations = meta.settings.max_iterations.max(meta.iteration - 1) + more.max(needed);
+    if let Some(budget) = meta.settings.max_time_secs {
+        let spent = u64::try_from(now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
+        let extra = options.time_secs.unwrap_or(if spent >= budget { budget / 2 + 60 } else { 0 });
+        meta.settings.max_time_secs = Some(budget.max(spent) + extra);
+    } else if let Some(extra) = options.time_secs {
+        let spent = u64::try_from(now.duration_since(meta.started_at).as_secs()).unwrap_or(0);
+        meta.settings.max_time_secs = Some(spent + extra);
+    }
+    let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
+    match (meta.settings.max_tokens, options.tokens) {
+        // A spent budget gets half again unless told how much.
+        (Some(budget), more) => {
+            let extra = more.unwrap_or(if used >= budget { budget / 2 } else { 0 });
+            meta.settings.max_tokens = Some(budget.max(used).saturating_add(extra));
+        }
+        (None, Some(extra)) => meta.settings.max_tokens = Some(used.saturating_add(extra)),
+        (None, None) => {}
+    }
+    meta.status = Status::Active;
+    meta.outcome = None;
+    meta.receipt = None;
+    meta.last_blocked = false;
+    meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_resume_options() {
+        assert_eq!(ResumeOptions::parse("").unwrap(), ResumeOptions::default());
+        let o = ResumeOptions::parse("--more 5 --more-time=30m --more-tokens 2M").unwrap();
+        assert_eq!((o.iterations, o.time_secs, o.tokens), (Some(5), Some(1_800), Some(2_000_000)));
+        assert!(ResumeOptions::parse("--more-tokens many").is_err());
+        assert!(ResumeOptions::parse("--more").is_err());
+        assert!(ResumeOptions::parse("--more zero").is_err());
+        assert!(ResumeOptions::parse("--more 0").is_err());
+        assert!(ResumeOptions::parse("--more-time soon").is_err());
+        assert!(ResumeOptions::parse("please").unwrap_err().contains("not a resume option"));
+    }
+}

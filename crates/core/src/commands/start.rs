@@ -1,0 +1,440 @@
+//! `loop-hook start`: arm a loop for a session from the raw `/for-loop` text.
+
+use std::path::{Path, PathBuf};
+
+use crate::checks::oracle::Oracle;
+use crate::checks::stall::Streaks;
+use crate::checks::test_ratchet::TestRatchet;
+use crate::checks::test_suite;
+use crate::commands::request::{LoopRequest, RequestError};
+use crate::commands::session;
+use crate::hook::stop_hook::LOCK_WAIT;
+use crate::host::Host;
+use crate::provenance::claim;
+use crate::store::journal::Journal;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::StateLock;
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
+use crate::store::{LoopPaths, Store};
+use crate::support::digest::Fnv1a;
+use crate::support::environment::Environment;
+use crate::support::outcome::Outcome;
+use crate::verdict::decision::{Gate, gate};
+use crate::verdict::message::criterion;
+use crate::worktree::WorkTree;
+
+pub(crate) const USAGE: &str = "\
+Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
+
+  TASK                       what the agent should do; any text, quoted or not
+  --verify CMD               shell command that decides done: the loop ends when it exits 0
+  --completion-promise TEXT  the final message must also contain <promise>TEXT</promise>
+  --max-iterations N         turns the agent gets in all (default 30, at least 1)
+  --verify-timeout SECS      verify is killed after this long (default 300; 90s, 5m, 1h also work)
+  --require-strict           start only in the strict tier (the host's sandbox on, verify sandboxed)
+
+Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" --max-iterations 20";
+
+/// Who is starting the loop, and where.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StartOptions {
+    pub(crate) session_id: Option<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) host: Option<Host>,
+    /// Who asked: written on the loop's first ledger line, like every other mutation's.
+    pub(crate) origin: Option<crate::provenance::origin::Origin>,
+    /// The host's transcript, from the prompt hook's event (the user's own prompt).
+    pub(crate) transcript: Option<PathBuf>,
+    /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
+    pub(crate) awaiting: Option<crate::provenance::confirmation::Awaiting>,
+}
+
+pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
+    let request = match LoopRequest::parse(raw) {
+        Ok(request) => request,
+        Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
+    };
+    let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+    if cwd.to_str().is_none() {
+        return Outcome::refused(format!(
+            "for-loop: not started: the directory {} has a name that is not UTF-8 text, and the \
+             loop's state keeps it as text. Start the loop in a directory whose path is UTF-8 \
+             (rename it, or pass --cwd through a symlink with a UTF-8 name).",
+            cwd.display()
+        ));
+    }
+    let host = options.host.unwrap_or_default();
+    if request.metric.is_some() && !WorkTree::open(&cwd).is_git() {
+        return Outcome::refused(format!(
+            "for-loop: not started: metric mode keeps and rolls back changes with git checkpoints, and {} is \
+             not in a git repository: run `git init` there first.",
+            cwd.display()
+        ));
+    }
+    if request.completion_promise.is_some() && !host.sends_last_message() {
+        return Outcome::refused(format!(
+            "for-loop: not started: --completion-promise needs the agent's last message, which {} \
+             does not give hooks. Use --verify CMD to decide when the task is done.",
+            host.name()
+        ));
+    }
+    if request.max_tokens.is_some() && !host.transcript_records_usage() {
+        return Outcome::refused(format!(
+            "for-loop: not started: --max-tokens needs the model usage the host's transcript records, \
+             and for-loop reads it only from Claude Code's transcripts, not {}'s. Use --max-time or \
+             --max-iterations to bound the loop.",
+            host.name()
+        ));
+    }
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
+    };
+    let tier = crate::checks::strict::tier(
+        env,
+        host,
+        &options.cwd.clone().unwrap_or_else(|| env.cwd.clone()),
+        store.root(),
+    );
+    if (request.require_strict || env.var("FOR_LOOP_REQUIRE_STRICT").is_some_and(|v| v != "0"))
+        && !tier.strict
+    {
+        return Outcome::refused(format!(
+            "for-loop: not started: strict mode is required ({}), but this loop would run in the {}. \
+             See the README's threat model for the settings that turn strict mode on.",
+            if request.require_strict { "--require-strict" } else { "FOR_LOOP_REQUIRE_STRICT" },
+            tier.line()
+        ));
+    }
+    let (paths, session_id, claim_token) = match session::session_id(env, options.session_id.as_deref()) {
+        Some(id) => (store.paths(id), id, None),
+        None if !host.tells_commands_the_session() => {
+            claim::sweep(&store, env.now);
+            let token = match claim::new_token() {
+                Ok(token) => token,
+                Err(e) => {
+                    return Outcome::refused(format!(
+                        "for-loop: not started: no random bytes for the loop's claim token ({e}). \
+                         Start it with --session ID (the conversation id) instead."
+                    ));
+                }
+            };
+            (store.pending_paths(&claim::pending_key(&token)), "", Some(token))
+        }
+        None => {
+            return Outcome::refused(
+                "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
+                 newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
+            );
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&paths.dir) {
+        return Outcome::refused(format!(
+            "for-loop: not started: could not create {}: {e}",
+            paths.dir.display()
+        ));
+    }
+    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
+    };
+    match paths.load() {
+        Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => {
+            return Outcome::refused(format!(
+                "for-loop: not started: this session already has a loop at iteration {} of {}. \
+                 Cancel it first ({}), or let it finish.",
+                existing.meta.iteration,
+                existing.meta.settings.max_iterations,
+                existing.meta.host.commands().cancel
+            ));
+        }
+        Ok(Some(existing)) => {
+            if let Err(e) = paths.archive(&existing.meta.loop_id) {
+                return Outcome::refused(format!(
+                    "for-loop: not started: could not archive the last loop: {e}"
+                ));
+            }
+        }
+        Ok(None) => {}
+        // An unreadable old state is kept for inspection, out of the new loop's way.
+        Err(_) => {
+            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            if let Err(e) = std::fs::rename(&paths.state, &aside) {
+                return Outcome::refused(format!(
+                    "for-loop: not started: could not move the unreadable state aside: {e}"
+                ));
+            }
+        }
+    }
+
+    let mut state = LoopState {
+        meta: Meta {
+            schema: SCHEMA_VERSION,
+            loop_id: loop_id(env, session_id),
+            session_id: session_id.to_string(),
+            host,
+            cwd: cwd.clone(),
+            settings: Settings {
+                verify: request.verify.clone(),
+                completion_promise: request.completion_promise.clone(),
+                max_iterations: request.max_iterations,
+                verify_timeout_secs: request.verify_timeout_secs,
+                max_same_failures: request.max_same_failures,
+                escalation: request.escalation.clone(),
+                max_time_secs: request.max_time_secs,
+                checkpoint: request.checkpoint,
+                max_tokens: request.max_tokens,
+                notify: request.notify.clone(),
+                metric: request.metric.clone(),
+                allow_test_edits: request.allow_test_edits,
+            },
+            iteration: 1,
+            status: Status::Active,
+            outcome: None,
+            started_at: env.now,
+            updated_at: env.now,
+            verify_total_ms: 0,
+            last_verify: None,
+            tests: TestRatchet::new(request.allow_test_edits),
+            oracle: Oracle::capture_commands(
+                &cwd,
+                &judges(&request),
+                &request.protect,
+                !request.allow_test_edits,
+            ),
+            streaks: Streaks::default(),
+            baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
+            last_blocked: false,
+            harness_overrides: 0,
+            receipt: None,
+            usage: None,
+            metric: None,
+            transcript: options.transcript.clone(),
+            awaiting: options.awaiting.clone(),
+            tier: Some(tier.line()),
+        },
+        task: request.task.clone(),
+    };
+    let mut lessons = Vec::new();
+    if let Some(metric) = &request.metric {
+        match crate::commands::metric_start::baseline(env, &store, &mut state, metric) {
+            Ok(found) => lessons = found,
+            Err(why) => {
+                if claim_token.is_some() {
+                    let _ = std::fs::remove_dir_all(&paths.dir);
+                }
+                return Outcome::refused(format!("for-loop: not started: {why}"));
+            }
+        }
+    }
+    // Originals of the oracle files, so a changed one can be restored outside git too.
+    let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
+    let started = LedgerEntry {
+        origin: options.origin,
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
+    };
+    if let Err(e) = Journal::commit(&paths, &state, &[started]) {
+        if claim_token.is_some() {
+            // Nobody else knows this directory; leaving it would only cost stops a search.
+            let _ = std::fs::remove_dir_all(&paths.dir);
+        }
+        return Outcome::refused(format!("for-loop: not started: {e}"));
+    }
+    crate::commands::metric_start::record_baseline(&state, &paths.ledger, env.now);
+    let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
+    if let Some(words) = crate::commands::metric_start::banner(&state, &lessons) {
+        shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
+    }
+    Outcome::ok(shown)
+}
+
+/// The commands whose files are the oracle: verify, and a metric loop's metric and guard.
+fn judges(request: &LoopRequest) -> Vec<&str> {
+    let metric = request.metric.as_ref();
+    [request.verify.as_deref(), metric.map(|m| m.command.as_str()), metric.and_then(|m| m.guard.as_deref())]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn banner(
+    state: &LoopState,
+    paths: &LoopPaths,
+    claim_token: Option<&str>,
+    env: &Environment,
+    tier: &crate::checks::strict::Tier,
+) -> String {
+    let settings = &state.meta.settings;
+    let mut out = format!("for-loop: loop started, iteration 1 of {}.\n", settings.max_iterations);
+    // First, so that a host keeping only the start of a long output still has it.
+    if let Some(token) = claim_token {
+        out.push_str(&format!(
+            "Claim: {token} (the loop binds to the conversation whose transcript holds this token, \
+             at its first stop; until then it blocks nothing)\n"
+        ));
+    }
+    out.push_str(&format!("\nTask:\n{}\n\n", state.task.trim_end()));
+    let verify = match &settings.verify {
+        Some(cmd) => format!(
+            "{cmd}  (runs at every stop in {}, killed after {} s)",
+            state.meta.cwd.display(),
+            settings.verify_timeout_secs
+        ),
+        None => "none".into(),
+    };
+    out.push_str(&format!("Verify:      {verify}\n"));
+    out.push_str(&format!("Done when:   {}\n", criterion(state)));
+    out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
+    out.push_str(&format!("Tier:        {}\n", tier.line()));
+    let oracle = &state.meta.oracle;
+    if !oracle.files.is_empty() {
+        let mut names: Vec<&str> = oracle.files.keys().take(6).map(String::as_str).collect();
+        if oracle.files.len() > 6 {
+            names.push("…");
+        }
+        out.push_str(&format!(
+            "Protected:   {} ({} file{} fingerprinted; while they are changed, a pass does not count)\n",
+            names.join(", "),
+            oracle.files.len(),
+            if oracle.files.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if !oracle.tests.is_off() {
+        out.push_str(&suite_line(oracle));
+    }
+    if oracle.approximate {
+        out.push_str(&format!(
+            "             (over {} files where protected ones could be added: an added file may go unseen \
+             outside what git tracks and sees)\n",
+            crate::support::walk::MAX_ENTRIES
+        ));
+    }
+    for pattern in &oracle.protect {
+        let one = crate::checks::protect::Protect::stored(std::slice::from_ref(pattern));
+        if !oracle.files.keys().any(|file| one.matches(file)) {
+            out.push_str(&format!(
+                "Note:        --protect {pattern} matches no file yet; a file created there counts as a \
+                 change to the check\n"
+            ));
+        }
+    }
+    if settings.verify.is_some() {
+        out.push_str(if settings.allow_test_edits {
+            "Tests:       may be changed (--allow-test-edits): the suite is not protected, and not counted\n"
+        } else {
+            "Tests:       counted from verify's output; a pass that runs fewer tests than before, or \
+             skips more, does not count (--allow-test-edits turns this off)\n"
+        });
+    }
+    if let Some(budget) = settings.max_time_secs {
+        out.push_str(&format!("Time budget: {}\n", crate::support::duration::human_ms(budget * 1_000)));
+    }
+    if let Some(budget) = settings.max_tokens {
+        out.push_str(&format!(
+            "Token budget: {} (input + output + cache writes since now; cache reads not counted)\n",
+            crate::host::usage::human_tokens(budget)
+        ));
+    }
+    if let Some(command) = &settings.notify {
+        out.push_str(&format!(
+            "Notify:      {command}  (when the loop ends or parks; killed after {} s)\n",
+            crate::hook::notify::NOTIFY_TIMEOUT.as_secs()
+        ));
+    }
+    if settings.checkpoint {
+        out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
+    }
+    if claim_token.is_some() {
+        out.push_str(&format!(
+            "State:       {} (until claimed; then under sessions/<conversation id>/ in the same store)\n",
+            paths.state.display()
+        ));
+    } else {
+        out.push_str(&format!(
+            "State:       {}\nLedger:      {}\n",
+            paths.state.display(),
+            paths.ledger.display()
+        ));
+    }
+    if let Some(warning) =
+        settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
+    {
+        out.push_str(&format!("\nWarning: {warning}\n"));
+    }
+    if settings.verify.is_none() && settings.completion_promise.is_none() {
+        out.push_str(&format!(
+            "\nNo --verify and no --completion-promise: the loop runs all {} iterations. \
+             Give --verify CMD to end it when a check passes.\n",
+            settings.max_iterations
+        ));
+    }
+    out.push_str(
+        "\nWork on the task now. Each time you stop, for-loop judges the result and either ends \
+         the loop or gives you the task again with what is still missing.",
+    );
+    out
+}
+
+/// What the start says about the test suite it protects: how many test and runner files, the
+/// runner sections, and what the model may still do.
+fn suite_line(oracle: &Oracle) -> String {
+    let runner = oracle.files.keys().filter(|f| test_suite::is_runner_file(f)).count();
+    let tests =
+        oracle.files.keys().filter(|f| test_suite::is_test_file(f) && !test_suite::is_runner_file(f)).count();
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts =
+        vec![plural(tests, "test file", "test files"), plural(runner, "runner file", "runner files")];
+    parts.extend(oracle.tests.sections.keys().cloned());
+    let mut out = format!(
+        "Test suite:  {}. New test files are welcome; editing an existing one, or adding a \
+         conftest.py or another file a runner loads by itself, counts as changing the check \
+         (--allow-test-edits turns this off)\n",
+        parts.join(", ")
+    );
+    if oracle.tests.unchecked_files > 0 {
+        out.push_str(&format!(
+            "             ({} more test files were found past the {} fingerprinted; they are not checked)\n",
+            oracle.tests.unchecked_files,
+            test_suite::MAX_TEST_FILES
+        ));
+    }
+    out
+}
+
+/// A warning when the program verify starts cannot be found: it would fail every time with
+/// exit 127, and the user would rather know now than after thirty iterations.
+fn missing_program(command: &str, cwd: &Path, env: &Environment) -> Option<String> {
+    const SHELL_WORDS: &[&str] = &[
+        "!", ".", ":", "[", "[[", "{", "(", "cd", "case", "command", "echo", "env", "eval", "exec", "exit",
+        "export", "false", "for", "if", "printf", "set", "source", "test", "time", "true", "until", "while",
+    ];
+    let words = shell_words::split(command).ok()?;
+    let program = words.iter().find(|w| !w.contains('=') || w.starts_with('='))?;
+    if SHELL_WORDS.contains(&program.as_str()) || program.starts_with('(') || program.starts_with('$') {
+        return None;
+    }
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return (!path.exists()).then(|| {
+            format!("`{program}` does not exist in {}; verify will fail until it does.", cwd.display())
+        });
+    }
+    let found = env
+        .var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|dir| !dir.is_empty() && Path::new(dir).join(program).is_file());
+    (!found).then(|| {
+        format!("`{program}` was not found on PATH; verify will fail with exit 127 until it is installed.")
+    })
+}
+
+/// `20261122-031900-1a2b3c`: sortable by start time, distinct across sessions.
+fn loop_id(env: &Environment, session_id: &str) -> String {
+    let salt = format!("{session_id}{}{}", env.now.as_nanosecond(), std::process::id());
+    let hash = Fnv1a::of(salt.as_bytes());
+    let stamp = env.now.strftime("%Y%m%d-%H%M%S");
+    format!("{stamp}-{:06x}", hash & 0xff_ffff)
+}

@@ -1,0 +1,274 @@
+//! `loop-hook status`: what this session's loop is doing, for people and (`--json`) programs.
+
+use serde_json::{Value, json};
+
+use crate::commands::session::Target;
+use crate::host::usage::human_tokens;
+use crate::store::ledger::LedgerEntry;
+use crate::store::state::{LoopState, Status};
+use crate::store::{LoopPaths, Store, StoreError};
+use crate::support::duration::human_ms;
+use crate::support::environment::Environment;
+use crate::support::outcome::Outcome;
+use crate::verdict::message::{criterion, elapsed};
+
+const RECENT: usize = 5;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StatusOptions {
+    pub(crate) target: Target,
+    pub(crate) json: bool,
+    pub(crate) all: bool,
+}
+
+pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
+    let store = match Store::locate(env) {
+        Ok(store) => store,
+        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+    };
+    if options.all {
+        return all(&store, options.json);
+    }
+    let (paths, session_id) = match options.target.session_id(env) {
+        Some(id) => (store.paths(id), id.to_string()),
+        None => match options.target.here(&store, env) {
+            Ok((paths, state)) => (paths, state.meta.session_id),
+            Err(refusal) => return refusal,
+        },
+    };
+    // What the loop really is: a state changed behind for-loop's back shows as its last good copy.
+    let loaded = crate::store::custody::trusted_state(&paths);
+    if options.json {
+        let value = match &loaded {
+            Ok(state) => json!({
+                "session_id": session_id,
+                "store": store.root(),
+                "loop": state.as_ref().map(|s| loop_json(s, &paths)),
+            }),
+            Err(e) => {
+                json!({ "session_id": session_id, "store": store.root(), "loop": null, "error": e.to_string() })
+            }
+        };
+        return Outcome::ok(serde_json::to_string_pretty(&value).unwrap_or_default());
+    }
+    match loaded {
+        Ok(Some(state)) => Outcome::ok(human(&state, &paths, env)),
+        Ok(None) => Outcome::ok(format!(
+            "for-loop: no loop in this session. Loops are kept in {}.",
+            store.root().display()
+        )),
+        Err(e @ (StoreError::Invalid { .. } | StoreError::Read { .. })) => Outcome::ok(format!(
+            "for-loop: this session's loop state is unreadable: {e}\nStops are allowed while it is; \
+             /cancel-loop moves it aside."
+        )),
+        Err(e) => Outcome::refused(format!("for-loop: {e}")),
+    }
+}
+
+fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
+    let meta = &state.meta;
+    let settings = &meta.settings;
+    let headline = match (meta.status, meta.outcome) {
+        (Status::Active, _) => format!("active, iteration {} of {}", meta.iteration, settings.max_iterations),
+        (Status::Ended, Some(outcome)) => {
+            format!("ended ({outcome}) at iteration {} of {}", meta.iteration, settings.max_iterations)
+        }
+        (Status::Ended, None) => {
+            format!("ended at iteration {} of {}", meta.iteration, settings.max_iterations)
+        }
+        (Status::Parked, outcome) => format!(
+            "parked ({}) at iteration {} of {}; {} continues it",
+            outcome.map_or("unknown".into(), |o| o.to_string()),
+            meta.iteration,
+            settings.max_iterations,
+            meta.host.commands().resume
+        ),
+    };
+    let first_line = state.task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let task = if first_line.chars().count() > 70 || state.task.trim().lines().count() > 1 {
+        format!("{}…", first_line.chars().take(70).collect::<String>())
+    } else {
+        first_line.to_string()
+    };
+    let last = match &meta.last_verify {
+        Some(v) if v.timed_out => format!("timed out after {}", human_ms(v.duration_ms)),
+        Some(v) => format!(
+            "{} in {}",
+            v.exit_code.map_or("no exit code".to_string(), |c| format!("exit {c}")),
+            human_ms(v.duration_ms)
+        ),
+        None => "not run yet".into(),
+    };
+    let mut out = format!("for-loop: loop {} is {headline}\n", meta.loop_id);
+    out.push_str(&format!("  task:       {task}\n"));
+    out.push_str(&format!("  verify:     {}\n", settings.verify.as_deref().unwrap_or("none")));
+    out.push_str(&format!("  last run:   {last}\n"));
+    out.push_str(&format!("  done when:  {}\n", criterion(state)));
+    if let Some(m) = &meta.metric {
+        let unit = m.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+        out.push_str(&format!(
+            "  metric:     {} → {}{unit} (baseline → best) · {} kept · {} discarded\n",
+            m.baseline, m.best, m.keeps, m.discards
+        ));
+    }
+    out.push_str(&format!(
+        "  elapsed:    {} ({} in verify)\n",
+        elapsed(state, env.now),
+        human_ms(meta.verify_total_ms)
+    ));
+    if meta.usage.is_some() || settings.max_tokens.is_some() {
+        let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
+        out.push_str(&format!(
+            "  tokens:     {} counted{}\n",
+            human_tokens(used),
+            settings.max_tokens.map_or(String::new(), |max| format!(" of a {} budget", human_tokens(max)))
+        ));
+    }
+    out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
+    if let Ok(store) = crate::store::Store::locate(env) {
+        let tier = crate::checks::strict::tier(env, meta.host, &meta.cwd, store.root());
+        out.push_str(&format!("  tier:       {}\n", tier.line()));
+    }
+    out.push_str(&format!(
+        "  state:      {}\n  ledger:     {}\n",
+        paths.state.display(),
+        paths.ledger.display()
+    ));
+    if !meta.oracle.files.is_empty() {
+        let changed = meta.oracle.changes(&meta.cwd);
+        out.push_str(&format!(
+            "  oracle:     {} file(s) fingerprinted, {}\n",
+            meta.oracle.files.len(),
+            if changed.is_empty() { "all intact".to_string() } else { format!("{} changed", changed.len()) }
+        ));
+    }
+    if let Some(tests) = meta.tests.status_line() {
+        out.push_str(&format!("  tests:      {tests}\n"));
+    }
+    if meta.streaks.same_failure > 1 || meta.streaks.no_change > 0 {
+        out.push_str(&format!(
+            "  streaks:    same failure ×{} · unchanged tree ×{}\n",
+            meta.streaks.same_failure, meta.streaks.no_change
+        ));
+    }
+    if let Some(what) = crate::store::judgment::Judgment::interrupted(paths, env.now) {
+        out.push_str(&format!("  warning:    {what}\n"));
+    }
+    if meta.harness_overrides > 0 {
+        out.push_str(&format!(
+            "  overrides:  the host ended {} turn(s) despite a block (its block cap); the loop goes on at the next prompt\n",
+            meta.harness_overrides
+        ));
+    }
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    if !recent.is_empty() {
+        out.push_str("  recent stops:\n");
+        for entry in recent {
+            let verify = entry.verify.as_ref().map_or(String::new(), |v| {
+                if v.timed_out {
+                    format!(" · timed out after {}", human_ms(v.duration_ms))
+                } else {
+                    format!(
+                        " · exit {} in {}",
+                        v.exit_code.map_or("-".into(), |c| c.to_string()),
+                        human_ms(v.duration_ms)
+                    )
+                }
+            });
+            out.push_str(&format!(
+                "    {}  #{:<3} {:<6} {}{verify}\n",
+                entry.time.strftime("%H:%M:%S"),
+                entry.iteration,
+                entry.decision,
+                entry.reason
+            ));
+        }
+    }
+    if let Some(receipt) = &meta.receipt {
+        out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
+    }
+    out.trim_end().to_string()
+}
+
+fn loop_json(state: &LoopState, paths: &LoopPaths) -> Value {
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    json!({
+        "meta": state.meta,
+        "task": state.task,
+        "paths": { "state": paths.state, "ledger": paths.ledger },
+        "recent": recent,
+        "metric_series": metric_series(state, paths),
+    })
+}
+
+/// A metric loop's measurements in order, from its ledger: `{iteration, value, kept, best, ...}`
+/// per measured stop, the baseline first. `null` for other loops.
+fn metric_series(state: &LoopState, paths: &LoopPaths) -> Value {
+    if state.meta.settings.metric.is_none() {
+        return Value::Null;
+    }
+    let entries = LedgerEntry::read_last(&paths.ledger, usize::MAX).unwrap_or_default();
+    let points: Vec<Value> = entries
+        .iter()
+        .filter(|e| e.loop_id == state.meta.loop_id)
+        .filter_map(|e| {
+            let mut point = serde_json::to_value(e.metric.as_ref()?).ok()?;
+            point["iteration"] = json!(e.iteration);
+            Some(point)
+        })
+        .collect();
+    Value::Array(points)
+}
+
+fn all(store: &Store, as_json: bool) -> Outcome {
+    let loops = match store.all().and_then(|mut loops| {
+        loops.extend(store.pending_all()?);
+        Ok(loops)
+    }) {
+        Ok(loops) => loops,
+        Err(e) => {
+            return Outcome::refused(format!("for-loop: could not list {}: {e}", store.root().display()));
+        }
+    };
+    let rows: Vec<(LoopPaths, Result<Option<LoopState>, StoreError>)> = loops
+        .into_iter()
+        .map(|paths| {
+            let state = paths.load();
+            (paths, state)
+        })
+        .collect();
+    if as_json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(paths, state)| match state {
+                Ok(Some(state)) => loop_json(state, paths),
+                Ok(None) => json!(null),
+                Err(e) => json!({ "paths": { "state": paths.state }, "error": e.to_string() }),
+            })
+            .collect();
+        return Outcome::ok(
+            serde_json::to_string_pretty(&json!({ "store": store.root(), "loops": list }))
+                .unwrap_or_default(),
+        );
+    }
+    if rows.is_empty() {
+        return Outcome::ok(format!("for-loop: no loops in {}.", store.root().display()));
+    }
+    let mut out = format!("for-loop: loops in {}\n", store.root().display());
+    for (_, state) in rows {
+        match state {
+            Ok(Some(s)) => out.push_str(&format!(
+                "  {}  {:<7} {}/{}  session {}  {}\n",
+                s.meta.loop_id,
+                if s.is_active() { "active" } else { "ended" },
+                s.meta.iteration,
+                s.meta.settings.max_iterations,
+                if s.meta.session_id.is_empty() { "(not yet claimed)" } else { &s.meta.session_id },
+                s.meta.cwd.display()
+            )),
+            Ok(None) => {}
+            Err(e) => out.push_str(&format!("  unreadable: {e}\n")),
+        }
+    }
+    Outcome::ok(out.trim_end())
+}

@@ -1,0 +1,8 @@
+//! The hooks a host runs: the Stop hook, the prompt hook, the `PreToolUse` guard and its reading
+//! of shell command lines, and the user's notification command.
+
+pub(crate) mod guard;
+pub(crate) mod notify;
+pub(crate) mod prompt_hook;
+pub(crate) mod shell_command;
+pub(crate) mod stop_hook;

@@ -1,0 +1,712 @@
+//! `loop-hook prompt-hook`: the host's prompt-submit hook (Claude Code's and Codex's
+//! `UserPromptSubmit`). It carries out the user's `/for-loop`, `/cancel-loop`, `/loop-status`,
+//! resume and rollback itself, from the text the user submitted, before the model sees anything.
+//!
+//! Why here and not in the command file: the hook gets the user's literal prompt, which the model
+//! cannot write, and it runs outside the model's sandbox, where the loop store is writable. A
+//! command file's `!` line runs in the model's shell and sandbox, like any tool call. The command
+//! files now only show what this hook did ([`shown`]).
+//!
+//! A prompt the agent wrote is refused: Claude Code also submits, as prompts, the text the model
+//! gave `ScheduleWakeup` or `CronCreate`, with nothing in the hook's event to tell them apart. The
+//! transcript does: the text is in one of the model's own tool calls.
+//!
+//! Every other prompt costs one `stat` (a notice waiting for the user), and never fails: any
+//! fault here lets the prompt through unchanged.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::commands::cancel;
+use crate::commands::resume::{self, ResumeOptions};
+use crate::commands::rollback;
+use crate::commands::session::Target;
+use crate::commands::start::{self, StartOptions};
+use crate::commands::status::{self, StatusOptions};
+use crate::host::Host;
+use crate::host::event::{self, Fields};
+use crate::host::user_command::{CommandKind, UserCommand};
+use crate::provenance::origin::{Notice, Origin};
+use crate::store::Store;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::reason_code::ReasonCode;
+use crate::support::environment::Environment;
+use crate::support::outcome::{Code, Outcome};
+use crate::support::reverse_lines::ReverseLines;
+
+/// How far back the transcript is searched for the model's own copy of a command.
+const TRANSCRIPT_BYTES: u64 = 16 << 20;
+/// How long after the hook a command file's `!` line may show its result.
+const SHOWN_WITHIN_SECS: i64 = 300;
+
+/// What the hook decided, before it is rendered for the host.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct PromptResponse {
+    /// `Some`: do not send the prompt to the model; show this to the user instead.
+    pub(crate) block: Option<String>,
+    /// A line for the user only.
+    pub(crate) system_message: Option<String>,
+}
+
+/// What the hook did with a command, kept beside the loop for the command file to show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PromptRecord {
+    pub(crate) time: Timestamp,
+    pub(crate) command: String,
+    pub(crate) ok: bool,
+    pub(crate) output: String,
+}
+
+/// Handles one prompt-submit event of `host`; returns what to print.
+pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
+    let Ok(object) = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes)) else {
+        return String::new();
+    };
+    render(&respond(env, host, &object))
+}
+
+fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
+    let fields = Fields(object);
+    let (Ok(Some(session_id)), Ok(Some(prompt))) = (fields.string("session_id"), fields.string("prompt"))
+    else {
+        return PromptResponse::default();
+    };
+    let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
+    let paths = store.paths(&session_id);
+    let dir = paths.dir.clone();
+    // A command this hook carried out earlier that the host never recorded the user sending is
+    // undone first, so what follows sees the loop as it really is.
+    let unconfirmed =
+        if dir.exists() { crate::provenance::confirmation::settle(env, &session_id) } else { None };
+    let mut notice = if dir.exists() { Notice::take(&dir) } else { None };
+    if let Some(line) = unconfirmed {
+        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
+    }
+    // The transcript to read: the one the user's own start named, whenever this session has a
+    // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
+    // naming an empty file.
+    let trusted =
+        if dir.exists() { crate::store::custody::trusted_state(&paths).ok().flatten() } else { None };
+    let loop_transcript =
+        trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
+    // A loop without one (started from a terminal) has only the event's to show a turn nobody
+    // judged; a change to it needs its own (below).
+    let anchorless = trusted.is_some() && loop_transcript.is_none();
+    let transcript = loop_transcript.or_else(|| fields.path("transcript_path").ok().flatten());
+    // A hook killed while it judged the last stop let that stop through: the user hears it now,
+    // and the next stop records it.
+    let forged = transcript.as_deref().is_some_and(crate::host::transcript::tool_call_still_pending);
+    let interrupted =
+        if dir.exists() { crate::store::judgment::Judgment::interrupted(&paths, env.now) } else { None };
+    // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
+    let unjudged = match (&interrupted, &transcript) {
+        (None, Some(transcript)) if host == Host::ClaudeCode && !forged && dir.exists() => {
+            unjudged_turn(env, &paths, transcript)
+        }
+        _ => None,
+    };
+    if let Some(line) = interrupted.map(|what| format!("for-loop: {what}.")).or(unjudged) {
+        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
+    }
+    let Some(command) = UserCommand::parse(host, &prompt) else {
+        return PromptResponse { block: None, system_message: notice };
+    };
+    let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
+    let kind = crate::provenance::confirmation::Kind::of(command.kind);
+    // Without the loop's transcript nothing tells the user's prompt from a program's.
+    if let (Some(kind), Some(state), true, Host::ClaudeCode) = (kind, &trusted, anchorless, host)
+        // A start over a running loop is refused anyway, and says why.
+        && !(kind == crate::provenance::confirmation::Kind::Start && state.is_active())
+    {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: this loop's transcript ({}) cannot be read, so for-loop \
+                 cannot tell your prompt from one a program sent. From a terminal outside the agent, \
+                 run `{}`.",
+                command.name,
+                state.meta.transcript.as_ref().map_or("not recorded".into(), |t| t.display().to_string()),
+                kind.terminal_command(&session_id)
+            )),
+            system_message: notice,
+        };
+    }
+    if forged {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
+                 you type arrives between turns, so this one came from a program the agent ran. \
+                 If you typed it, send it again once the agent has stopped.",
+                command.name
+            )),
+            system_message: notice,
+        };
+    }
+    if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
+        return PromptResponse {
+            block: Some(format!(
+                "for-loop: `{}` was not run: this exact text is in the agent's own {tool} call \
+                 earlier in this conversation, so it may have been submitted by the agent, not \
+                 typed by you. If you typed it, type it again with a word added at the end (e.g. \
+                 `{} now`); for-loop ignores extra words after cancel and status.",
+                command.name, command.name
+            )),
+            system_message: notice,
+        };
+    }
+    // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
+    // carried out, so a hook killed in between leaves the mark, never a change without one.
+    let awaiting = kind.filter(|_| host == Host::ClaudeCode && transcript.is_some()).map(|kind| {
+        crate::provenance::confirmation::Awaiting { command: command.name.clone(), kind, at: env.now }
+    });
+    if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
+        && awaiting.kind != crate::provenance::confirmation::Kind::Start
+        && let Err(why) = crate::provenance::confirmation::mark(&paths, awaiting, env.now)
+    {
+        return PromptResponse {
+            block: Some(format!("for-loop: `{}` was not run: {why}.", command.name)),
+            system_message: notice,
+        };
+    }
+    let mut outcome =
+        carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
+    // Codex skips a hook it was not told to trust, silently: a loop started there must not look
+    // like one that holds.
+    let untrusted =
+        (host == Host::Codex && command.kind == CommandKind::Start && outcome.code == Code::Success)
+            .then(|| crate::host::codex_trust::untrusted_warning(env))
+            .flatten();
+    if let Some(warning) = &untrusted {
+        outcome.stdout = format!("{}\n\n{warning}", outcome.stdout.trim_end());
+    }
+    let record = PromptRecord {
+        time: env.now,
+        command: command.name.clone(),
+        ok: outcome.code == Code::Success,
+        output: outcome.stdout.clone(),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&record) {
+        let _ = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("prompt.json"), bytes));
+    }
+    // A started or resumed loop goes on to the model, which works on it; the command file shows
+    // it what happened. Everything else is for the user alone.
+    let to_model = record.ok && matches!(command.kind, CommandKind::Start | CommandKind::Resume);
+    let mut headline = outcome.stdout.lines().next().unwrap_or_default().to_string();
+    if let Some(warning) = untrusted {
+        headline = format!("{headline}\n{warning}");
+    }
+    let notice_then = |line: String| Some(notice.clone().map_or(line.clone(), |n| format!("{n}\n{line}")));
+    if to_model {
+        PromptResponse { block: None, system_message: notice_then(headline) }
+    } else {
+        let shown = match notice {
+            Some(n) => format!("{n}\n\n{}", outcome.stdout),
+            None => outcome.stdout,
+        };
+        PromptResponse { block: Some(shown), system_message: None }
+    }
+}
+
+/// Words for the user when the last turn of this session's running loop ended with no Stop
+/// judgment on record, and that fact written to the ledger (so the next judged stop tells it
+/// again). The Stop hook writes a line at every stop of a running loop, and it runs after the
+/// turn's replies are written: so a turn that began after the loop's last line written by a
+/// stop was never judged. The hook did not run: hooks turned off (`disableAllHooks`), the
+/// plugin's `hooks.json` changed, `loop-hook` replaced, or a crash the host swallowed.
+fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript: &Path) -> Option<String> {
+    let state = crate::store::custody::trusted_state(paths).ok().flatten()?;
+    if crate::verdict::decision::gate(&state, &state.meta.session_id) != crate::verdict::decision::Gate::Judge
+    {
+        return None;
+    }
+    let began = crate::host::transcript::last_turn_began(transcript)?;
+    if began <= state.meta.started_at {
+        return None;
+    }
+    let judged = ReverseLines::open(&paths.ledger, 1 << 20)
+        .ok()?
+        .map_while(Result::ok)
+        .take(200)
+        .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line).ok())
+        .filter(|entry| entry.loop_id == state.meta.loop_id)
+        .take_while(|entry| entry.time >= began)
+        // A stop's own line, or this very notice already given for the turn.
+        .any(|entry| {
+            matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow)
+                || entry.reason == ReasonCode::StopNotJudged
+                // A stop that arrived mid tool call and was taken for forged: the hook ran, and
+                // that stop was told; a real one caught by a long flush lag must not read as
+                // hooks being off.
+                || entry.reason == ReasonCode::ForgedStop
+        });
+    if judged {
+        return None;
+    }
+    let detail = format!(
+        "the turn that began at {} ended without for-loop judging it: the Stop hook did not run \
+         (hooks turned off with disableAllHooks, the plugin's hooks.json changed, loop-hook replaced \
+         or crashing)",
+        began.strftime("%H:%M:%S UTC")
+    );
+    let entry = LedgerEntry {
+        detail: Some(detail),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::StopNotJudged)
+    };
+    // Under the loop's lock, so that a commit undoing its own lines cannot take this one along.
+    let lock = crate::store::lock::StateLock::acquire(&paths.lock, std::time::Duration::from_secs(1)).ok();
+    let _ = entry.append_to(&paths.ledger);
+    drop(lock);
+    Some(format!(
+        "for-loop: your loop's last turn ended without being judged: for-loop's Stop hook did not run, \
+         so nothing held the agent to the check. Check that hooks are on (no `disableAllHooks` in any \
+         settings file, the plugin's hooks listed in /hooks) and that loop-hook runs; if you did not \
+         change them, the agent may have. The loop is still on (iteration {} of {}).",
+        state.meta.iteration, state.meta.settings.max_iterations
+    ))
+}
+
+fn carry_out(
+    env: &Environment,
+    host: Host,
+    session_id: &str,
+    cwd: &Path,
+    transcript: Option<&Path>,
+    awaiting: Option<&crate::provenance::confirmation::Awaiting>,
+    command: &UserCommand,
+) -> Outcome {
+    let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };
+    let here = env.with_cwd(cwd.to_path_buf());
+    let outcome = match command.kind {
+        CommandKind::Start => {
+            let options = StartOptions {
+                session_id: Some(session_id.to_string()),
+                cwd: Some(cwd.to_path_buf()),
+                host: Some(host),
+                origin: Some(Origin::User),
+                transcript: transcript.map(Path::to_path_buf),
+                awaiting: awaiting.cloned(),
+            };
+            start::run(&here, &options, &command.args)
+        }
+        CommandKind::Cancel => cancel::run(&here, &target, Origin::User),
+        CommandKind::Status => {
+            let mut outcome = status::run(&here, &StatusOptions { target, ..StatusOptions::default() });
+            let binary =
+                crate::support::version::describe(env, crate::support::version::current_exe().as_deref());
+            outcome.stdout.push_str(&format!("\n{binary}"));
+            outcome
+        }
+        CommandKind::Resume => match ResumeOptions::parse(&command.args) {
+            Ok(options) => resume::run(&here, &target, &options, Origin::User),
+            Err(e) => Outcome::refused(format!("for-loop: not resumed: {e}")),
+        },
+        CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
+    };
+    crate::support::version::with_version_notice(env, outcome)
+}
+
+/// The agent's tool that holds `prompt` in its input, if one does: the model wrote this text.
+/// Only the main conversation counts; a subagent's prompt is not the user's either, but it never
+/// reaches this hook.
+fn written_by_the_agent(transcript: &Path, prompt: &str) -> Option<String> {
+    let wanted = prompt.trim();
+    for line in ReverseLines::open(transcript, TRANSCRIPT_BYTES).ok()?.map_while(Result::ok) {
+        // Cheap filter before parsing: the text must be on the line at all (JSON-escaped).
+        let escaped = serde_json::to_string(wanted).ok()?;
+        let needle = &escaped[1..escaped.len() - 1];
+        if !contains(&line, needle.as_bytes()) {
+            continue;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["type"] != "assistant" {
+            continue;
+        }
+        let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
+        for block in blocks {
+            let name = block["name"].as_str().unwrap_or_default();
+            // A tool that submits prompts later holds the command anywhere in its input (`/loop
+            // 5m /cancel-loop`); any other tool only as a whole value, not a mention in a
+            // command line such as `grep -r /cancel-loop docs`.
+            let schedules = SCHEDULERS.contains(&name);
+            if block["type"] == "tool_use" && mentions(&block["input"], wanted, schedules) {
+                return Some(block["name"].as_str().unwrap_or("tool").to_string());
+            }
+        }
+    }
+    None
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Tools whose input becomes a prompt submitted later, as if typed.
+const SCHEDULERS: &[&str] = &["ScheduleWakeup", "CronCreate", "Skill", "SendMessage", "RemoteTrigger"];
+
+fn mentions(value: &Value, text: &str, anywhere: bool) -> bool {
+    match value {
+        Value::String(s) if anywhere => s.contains(text),
+        Value::String(s) => s.trim() == text,
+        Value::Array(items) => items.iter().any(|v| mentions(v, text, anywhere)),
+        Value::Object(map) => map.values().any(|v| mentions(v, text, anywhere)),
+        _ => false,
+    }
+}
+
+/// The hook's output. Claude Code and Codex take the same keys for `UserPromptSubmit`: a block
+/// with its reason (shown to the user; the prompt never reaches the model) and a `systemMessage`.
+fn render(response: &PromptResponse) -> String {
+    let mut object = Map::new();
+    if let Some(reason) = &response.block {
+        object.insert("decision".into(), json!("block"));
+        object.insert("reason".into(), json!(reason));
+    }
+    if let Some(message) = &response.system_message {
+        object.insert("systemMessage".into(), json!(message));
+    }
+    if object.is_empty() { String::new() } else { Value::Object(object).to_string() }
+}
+
+/// `loop-hook shown`: what the prompt hook did with the command the user just typed, for the
+/// command file to show. It only reads, so it works inside the model's sandbox.
+pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) -> Outcome {
+    let Some(session_id) = crate::commands::session::session_id(env, session_id) else {
+        return Outcome::refused("for-loop: no session id; the host passes one to its commands.");
+    };
+    let record = Store::locate(env)
+        .ok()
+        .map(|store| store.paths(session_id).dir.join("prompt.json"))
+        .and_then(|path: PathBuf| crate::support::bounded_read::read(&path, 1 << 20).ok())
+        .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
+    match record {
+        Some(r)
+            if r.command.trim_start_matches(['/', '$']).ends_with(command)
+                && env.now.duration_since(r.time).as_secs() <= SHOWN_WITHIN_SECS =>
+        {
+            Outcome::ok(r.output)
+        }
+        // The prompt hook would have answered this command itself, so it did not run: with
+        // `disableAllHooks`, no hook of for-loop's runs, the Stop hook included, and the
+        // command file's own line is all that still reaches the user.
+        _ if command == "loop-status" => {
+            let target =
+                crate::commands::session::Target { session_id: Some(session_id.to_string()), host: None };
+            let status = status::run(env, &StatusOptions { target, ..StatusOptions::default() });
+            Outcome::ok(format!("{HOOKS_OFF}\n\n{}", status.stdout))
+        }
+        _ => Outcome::refused(format!("{HOOKS_OFF} Nothing was done: no loop was changed.")),
+    }
+}
+
+/// What a command file says when for-loop's prompt hook did not handle its command.
+const HOOKS_OFF: &str = "for-loop: WARNING: for-loop's hooks are not running in this session: \
+    the prompt hook did not handle this command, and while the hooks are off no stop is judged, so \
+    a loop does not hold the agent to its check. Check: `disableAllHooks` in ~/.claude/settings.json, \
+    .claude/settings.json and .claude/settings.local.json (and managed settings); that the for-loop \
+    plugin is enabled and its hooks are listed in /hooks; that `loop-hook --version` runs. Tell the \
+    user this warning first, in full, and do not work on a loop's task until they answer.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(home: &Path) -> Environment {
+        Environment::new(
+            [("HOME".to_string(), home.display().to_string())],
+            home.to_path_buf(),
+            "2026-11-22T03:00:00Z".parse().unwrap(),
+        )
+    }
+
+    fn event(session: &str, prompt: &str, cwd: &Path, transcript: Option<&Path>) -> Map<String, Value> {
+        let value = json!({
+            "session_id": session,
+            "transcript_path": transcript,
+            "cwd": cwd,
+            "prompt_id": "p-1",
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        });
+        value.as_object().unwrap().clone()
+    }
+
+    /// A loop started by the user's typed `prompt`, whose transcript shows that prompt, as
+    /// Claude Code's does; returns the transcript.
+    fn started(env: &Environment, dir: &Path, prompt: &str) -> PathBuf {
+        let transcript = dir.join("t.jsonl");
+        std::fs::write(&transcript, format!("{}\n", typed(prompt, "2026-11-22T03:00:00Z"))).unwrap();
+        let response = respond(env, Host::ClaudeCode, &event("s", prompt, dir, Some(&transcript)));
+        assert_eq!(response.block, None, "{response:?}");
+        transcript
+    }
+
+    /// The host's record of a prompt the user sent.
+    fn typed(prompt: &str, time: &str) -> Value {
+        json!({"type": "user", "timestamp": time, "message": {"role": "user", "content": prompt}})
+    }
+
+    fn append(path: &Path, records: &[Value]) {
+        let mut text = std::fs::read_to_string(path).unwrap_or_default();
+        for record in records {
+            text.push_str(&format!("{record}\n"));
+        }
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_typed_start_starts_the_loop_and_lets_the_prompt_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let response =
+            respond(&env, Host::ClaudeCode, &event("s", "/for-loop fix --verify false", dir.path(), None));
+        assert_eq!(response.block, None);
+        assert!(response.system_message.unwrap().contains("loop started"));
+        let shown = shown(&env, Some("s"), "for-loop");
+        assert_eq!(shown.code, Code::Success);
+        assert!(shown.stdout.contains("Task:\nfix\n"), "{}", shown.stdout);
+        // A second start is refused to the user directly, and the model never sees it.
+        let again = respond(&env, Host::ClaudeCode, &event("s", "/for-loop other", dir.path(), None));
+        assert!(again.block.unwrap().contains("already has a loop"));
+    }
+
+    #[test]
+    fn a_turn_of_a_running_loop_that_no_stop_judged_is_told_once_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let reply = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:30Z",
+            "message": {"content": [{"type": "text", "text": "done"}]}});
+        append(&transcript, &[reply]);
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let told = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(message.contains("last turn ended without being judged"), "{message}");
+        let ledger =
+            std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
+                .unwrap();
+        assert!(ledger.lines().last().unwrap().contains("\"reason\":\"stop_not_judged\""), "{ledger}");
+        assert!(ledger.lines().next().unwrap().contains("\"origin\":\"user\""), "{ledger}");
+        // Told once: the record now stands after that turn.
+        let again = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        assert_eq!(again.system_message, None);
+        // A turn a stop judged is not told.
+        let judged = "2026-11-22T03:00:00Z".parse().unwrap();
+        let state =
+            crate::store::custody::trusted_state(&Store::locate(&env).unwrap().paths("s")).unwrap().unwrap();
+        let line = LedgerEntry::new(&state, judged, LedgerDecision::Block, ReasonCode::VerifyFailed);
+        let dir2 = tempfile::tempdir().unwrap();
+        let mut env2 = crate::hook::prompt_hook::tests::env(dir2.path());
+        env2.now = judged;
+        respond(
+            &env2,
+            Host::ClaudeCode,
+            &event("s", "/for-loop t --verify false", dir2.path(), Some(&transcript)),
+        );
+        let paths2 = Store::locate(&env2).unwrap().paths("s");
+        LedgerEntry {
+            loop_id: crate::store::custody::trusted_state(&paths2).unwrap().unwrap().meta.loop_id,
+            time: "2026-11-22T03:00:40Z".parse().unwrap(),
+            ..line
+        }
+        .append_to(&paths2.ledger)
+        .unwrap();
+        let mut later2 = env2.clone();
+        later2.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let quiet = respond(&later2, Host::ClaudeCode, &event("s", "hello", dir2.path(), Some(&transcript)));
+        assert_eq!(quiet.system_message, None);
+    }
+
+    #[test]
+    fn cancel_and_status_are_answered_to_the_user_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop:for-loop t --verify false");
+        let status = respond(&env, Host::ClaudeCode, &event("s", "/loop-status", dir.path(), None));
+        assert!(status.block.unwrap().contains("active, iteration 1"));
+        let cancel =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
+        assert!(cancel.block.unwrap().contains("cancelled at iteration 1"));
+        let ledger =
+            std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
+                .unwrap();
+        assert!(ledger.contains("\"origin\":\"user\""), "{ledger}");
+    }
+
+    #[test]
+    fn plain_prompts_pass_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let plain = respond(&env, Host::ClaudeCode, &event("s", "hello /for-loop", dir.path(), None));
+        assert_eq!(plain, PromptResponse::default());
+        assert_eq!(render(&plain), "");
+        assert!(!dir.path().join(".local").exists(), "a plain prompt wrote something");
+        assert_eq!(run(&env, Host::ClaudeCode, "not json".as_bytes()), "");
+        assert_eq!(run(&env, Host::ClaudeCode, "{}".as_bytes()), "");
+    }
+
+    #[test]
+    fn a_command_the_agent_scheduled_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let tool_use = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "x", "name": "ScheduleWakeup",
+            "input": {"delaySeconds": 60, "reason": "r", "prompt": "/for-loop:cancel-loop"}}]}});
+        let enqueue =
+            json!({"type": "queue-operation", "operation": "enqueue", "content": "/for-loop:cancel-loop"});
+        let result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "x", "content": "scheduled"}]}});
+        append(&transcript, &[tool_use, result, enqueue]);
+        let refused = respond(
+            &env,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop", dir.path(), Some(&transcript)),
+        );
+        let reason = refused.block.unwrap();
+        assert!(reason.contains("ScheduleWakeup") && reason.contains("was not run"), "{reason}");
+        let status = status::run(
+            &env,
+            &StatusOptions {
+                target: Target { session_id: Some("s".into()), host: None },
+                ..Default::default()
+            },
+        );
+        assert!(status.stdout.contains("active"), "{}", status.stdout);
+        // A tool call that merely mentions the command is not the agent submitting it.
+        let grep = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "g", "name": "Bash",
+            "input": {"command": "grep -rn '/for-loop:cancel-loop now' docs"}}]}});
+        let grep_result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "g", "content": "none"}]}});
+        let mut text = std::fs::read_to_string(&transcript).unwrap();
+        text.push_str(&format!("{grep}\n{grep_result}\n"));
+        std::fs::write(&transcript, text).unwrap();
+        // The user's own, with a word added, is theirs.
+        let cancel = respond(
+            &env,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop now", dir.path(), Some(&transcript)),
+        );
+        assert!(cancel.block.unwrap().contains("cancelled"));
+    }
+
+    #[test]
+    fn a_prompt_hook_run_from_inside_a_tool_call_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let start = std::fs::read_to_string(&transcript).unwrap();
+        let call = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+            "input": {"command": "python3 forge.py | loop-hook prompt-hook"}}]}});
+        let sidechain =
+            json!({"type": "user", "isSidechain": true, "message": {"role": "user", "content": "x"}});
+        std::fs::write(&transcript, format!("{start}{call}\n{sidechain}\n")).unwrap();
+        let forged =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
+        assert!(forged.block.unwrap().contains("in the middle of a tool call"));
+        // Once the call has its result, a prompt is the user's again.
+        let result = json!({"type": "user", "isSidechain": false, "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}});
+        let text = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+            "content": [{"type": "text", "text": "done"}]}});
+        std::fs::write(&transcript, format!("{start}{call}\n{result}\n{text}\n")).unwrap();
+        let typed =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(&transcript)));
+        assert!(typed.block.unwrap().contains("cancelled"));
+    }
+
+    /// The hole a forged event opened: the agent runs the prompt hook itself, naming a
+    /// transcript of its choice. The loop's own transcript is read instead; the cancel goes
+    /// through (nothing in that transcript is pending), but the host never records the user
+    /// sending it, so the next hook run undoes it and says so.
+    #[test]
+    fn a_cancel_the_user_never_sent_is_undone_at_the_next_hook_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:05:00Z".parse().unwrap();
+        let forged = event("s", "/cancel-loop", dir.path(), Some(Path::new("/nonexistent")));
+        let cancelled = respond(&later, Host::ClaudeCode, &forged);
+        assert!(cancelled.block.unwrap().contains("cancelled"));
+        let paths = Store::locate(&env).unwrap().paths("s");
+        let state = crate::store::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(!state.is_active() && state.meta.awaiting.is_some());
+        let mut next = later.clone();
+        next.now = "2026-11-22T03:06:00Z".parse().unwrap();
+        let told = respond(&next, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(
+            message.contains("`/cancel-loop` at 03:05:00 UTC did not come from the user's prompt"),
+            "{message}"
+        );
+        assert!(message.contains("the loop is on again"), "{message}");
+        let state = crate::store::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(state.is_active() && state.meta.awaiting.is_none(), "{state:?}");
+        let ledger = std::fs::read_to_string(&paths.ledger).unwrap();
+        let last = ledger.lines().last().unwrap();
+        assert!(
+            last.contains("\"reason\":\"command_unconfirmed\"") && last.contains("\"origin\":\"agent\""),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn a_cancel_the_user_typed_is_confirmed_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:05:00Z".parse().unwrap();
+        respond(
+            &later,
+            Host::ClaudeCode,
+            &event("s", "/for-loop:cancel-loop", dir.path(), Some(&transcript)),
+        );
+        let blocked = json!({"type": "system", "subtype": "informational", "timestamp": "2026-11-22T03:05:00.300Z",
+            "content": "UserPromptSubmit operation blocked by hook:\nfor-loop: cancelled\n\nOriginal prompt: /for-loop:cancel-loop"});
+        append(&transcript, &[blocked]);
+        let quiet = respond(&later, Host::ClaudeCode, &event("s", "hello", dir.path(), Some(&transcript)));
+        assert_eq!(quiet.system_message, None);
+        let paths = Store::locate(&env).unwrap().paths("s");
+        let state = crate::store::custody::trusted_state(&paths).unwrap().unwrap();
+        assert!(!state.is_active() && state.meta.awaiting.is_none(), "{state:?}");
+        let ledger = std::fs::read_to_string(&paths.ledger).unwrap();
+        assert!(ledger.lines().last().unwrap().contains("command_confirmed"), "{ledger}");
+    }
+
+    #[test]
+    fn without_the_loops_transcript_a_change_is_refused_with_the_terminal_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        std::fs::remove_file(&transcript).unwrap();
+        let refused =
+            respond(&env, Host::ClaudeCode, &event("s", "/cancel-loop", dir.path(), Some(Path::new("/x"))));
+        let reason = refused.block.unwrap();
+        assert!(
+            reason.contains("was not run") && reason.contains("loop-hook cancel --session s"),
+            "{reason}"
+        );
+        // The start could not be confirmed either, and is kept: the user is told.
+        let message = refused.system_message.unwrap_or_default();
+        assert!(message.contains("could not be confirmed; the loop is kept"), "{message}");
+        let state =
+            crate::store::custody::trusted_state(&Store::locate(&env).unwrap().paths("s")).unwrap().unwrap();
+        assert!(state.is_active());
+    }
+
+    #[test]
+    fn nothing_handled_means_shown_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let shown = shown(&env(dir.path()), Some("s"), "for-loop");
+        assert_eq!(shown.code, Code::Refused);
+        assert!(shown.stdout.contains("hooks are not running in this session"), "{}", shown.stdout);
+    }
+}

@@ -1,0 +1,301 @@
+//! The agent hosts `loop-hook` serves, and each one's turn-end contract: how its event reads and
+//! what its hook must print. The loop logic never sees a host; it works on [`StopEvent`] and
+//! [`HookResponse`].
+//!
+//! The host is named on the hook's command line in each host's hook config (`stop-hook --host
+//! NAME`), because payloads are too alike to tell apart reliably. [`Host::guess`] exists only as
+//! a fallback for a hook line that names no host.
+//!
+//! Every adapter refuses what is not its own host's normal turn end with
+//! [`EventError::Foreign`]: another host's payload (Cursor and Copilot CLI also run Claude Code's
+//! hooks; VS Code reads Copilot's), another event, or a turn that ended abnormally. The hook then
+//! judges nothing and prints only the host's plain "let it stop" answer.
+
+mod antigravity;
+mod claude_code;
+mod codex;
+pub(crate) mod codex_trust;
+mod copilot_cli;
+mod cursor;
+pub(crate) mod event;
+mod gemini_cli;
+pub(crate) mod hook_response;
+pub(crate) mod transcript;
+pub(crate) mod usage;
+pub(crate) mod user_command;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::host::event::{EventError, Fields, StopEvent};
+use crate::host::hook_response::HookResponse;
+
+/// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Host {
+    #[default]
+    ClaudeCode,
+    /// Google Antigravity 2.x: the `agy` CLI, the IDE and the desktop app share one contract.
+    Antigravity,
+    GeminiCli,
+    Codex,
+    Cursor,
+    CopilotCli,
+}
+
+impl Host {
+    pub(crate) const ALL: &'static [Host] =
+        &[Host::ClaudeCode, Host::Antigravity, Host::GeminiCli, Host::Codex, Host::Cursor, Host::CopilotCli];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::Antigravity => "antigravity",
+            Host::GeminiCli => "gemini-cli",
+            Host::Codex => "codex",
+            Host::Cursor => "cursor",
+            Host::CopilotCli => "copilot-cli",
+        }
+    }
+
+    /// Other spellings people type: the hosts' executable names.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Host::ClaudeCode => &["claude"],
+            Host::Antigravity => &["agy"],
+            Host::GeminiCli => &["gemini"],
+            Host::Codex => &[],
+            Host::Cursor => &["cursor-agent"],
+            Host::CopilotCli => &["copilot"],
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Host> {
+        Host::ALL.iter().copied().find(|host| host.name() == name || host.aliases().contains(&name))
+    }
+
+    /// Whether the commands the agent runs can learn the session id, from a placeholder or an
+    /// environment variable. Where they cannot, a new loop waits to be claimed by the
+    /// conversation whose transcript holds its token ([`crate::provenance::claim`]).
+    pub(crate) fn tells_commands_the_session(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+    }
+
+    /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
+    /// (`UserPromptSubmit`), outside the model's sandbox: then the user's commands are carried
+    /// out there, and the same commands from the agent's shell are refused ([`crate::provenance::origin`]).
+    pub(crate) fn has_prompt_hook(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::Codex)
+    }
+
+    /// Whether for-loop can read the model usage from the host's transcript (for `--max-tokens`
+    /// and the tokens in receipts and reports).
+    pub(crate) fn transcript_records_usage(self) -> bool {
+        self == Host::ClaudeCode
+    }
+
+    /// Whether the turn-end event carries the agent's last message, which a completion promise
+    /// is checked against.
+    pub(crate) fn sends_last_message(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+    }
+
+    /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
+    /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
+    pub(crate) fn commands(self) -> Commands {
+        match self {
+            Host::ClaudeCode => {
+                Commands { resume: "/for-loop:resume", cancel: "/cancel-loop", status: "/loop-status" }
+            }
+            Host::GeminiCli => {
+                Commands { resume: "/resume-loop", cancel: "/cancel-loop", status: "/loop-status" }
+            }
+            Host::Codex => {
+                Commands { resume: "$resume-loop", cancel: "$cancel-loop", status: "$loop-status" }
+            }
+            Host::Antigravity | Host::Cursor => Commands {
+                resume: "the resume-loop skill (ask for /resume-loop)",
+                cancel: "the cancel-loop skill (ask for /cancel-loop)",
+                status: "the loop-status skill (ask for /loop-status)",
+            },
+            Host::CopilotCli => Commands {
+                resume: "`loop-hook resume --host copilot-cli` in the project's directory",
+                cancel: "`loop-hook cancel --host copilot-cli` in the project's directory",
+                status: "`loop-hook status --host copilot-cli` in the project's directory",
+            },
+        }
+    }
+
+    /// The names `--host` accepts, for error messages.
+    pub(crate) fn names() -> String {
+        Host::ALL.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The host whose turn-end payload this looks like, for a hook line without `--host`. Only
+    /// fields unique to one host count; anything else is taken as Claude Code's, the default.
+    pub(crate) fn guess(object: &Map<String, Value>) -> Host {
+        let fields = Fields(object);
+        let event = object.get("hook_event_name").and_then(Value::as_str);
+        if event == Some("AfterAgent") {
+            Host::GeminiCli
+        } else if fields.has_any(&["loop_count", "cursor_version"]) || event == Some("stop") {
+            Host::Cursor
+        } else if fields.has_any(antigravity::MARKERS) {
+            Host::Antigravity
+        } else if fields.has_any(&["stopReason"]) && fields.has_any(&["sessionId"]) {
+            Host::CopilotCli
+        } else if event == Some("Stop") && fields.has_any(&["turn_id"]) {
+            Host::Codex
+        } else {
+            Host::ClaudeCode
+        }
+    }
+
+    /// Reads this host's turn-end event. [`EventError::Foreign`] means the payload belongs to
+    /// another host or another event, or the turn did not end normally: the hook then does
+    /// nothing at all.
+    pub(crate) fn parse_stop(self, object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+        match self {
+            Host::ClaudeCode => claude_code::parse(object),
+            Host::Antigravity => antigravity::parse(object),
+            Host::GeminiCli => gemini_cli::parse(object),
+            Host::Codex => codex::parse(object),
+            Host::Cursor => cursor::parse(object),
+            Host::CopilotCli => copilot_cli::parse(object),
+        }
+    }
+
+    /// What the hook prints for `response`, exactly as this host expects it: one JSON object or
+    /// nothing, with exit code 0.
+    pub(crate) fn render(self, response: &HookResponse) -> String {
+        match self {
+            Host::ClaudeCode => response.to_claude_json(),
+            Host::Antigravity => antigravity::render(response),
+            Host::GeminiCli => gemini_cli::render(response),
+            Host::Codex => codex::render(response),
+            Host::Cursor => cursor::render(response),
+            Host::CopilotCli => copilot_cli::render(response),
+        }
+    }
+}
+
+/// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
+/// adapter checks these before anything else.
+fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
+    let others: [(Host, &[&str], &'static str); 4] = [
+        (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
+        (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
+        // Copilot CLI and VS Code spell their fields in camelCase.
+        (Host::CopilotCli, &["sessionId", "hookEventName"], "a Copilot CLI or VS Code event"),
+        (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
+    ];
+    others
+        .into_iter()
+        .find(|(other, markers, _)| *other != host && fields.has_any(markers))
+        .map(|(_, _, what)| what)
+}
+
+/// How a host's user runs for-loop's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Commands {
+    pub(crate) resume: &'static str,
+    pub(crate) cancel: &'static str,
+    pub(crate) status: &'static str,
+}
+
+/// One JSON object as a single line.
+fn object_line(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> String {
+    let object: Map<String, Value> = pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    Value::Object(object).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::event::parse_object;
+
+    #[test]
+    fn names_round_trip() {
+        for host in Host::ALL {
+            assert_eq!(Host::from_name(host.name()), Some(*host));
+            assert_eq!(serde_json::to_string(host).unwrap(), format!("\"{}\"", host.name()));
+        }
+        assert_eq!(Host::from_name("agy"), Some(Host::Antigravity));
+        assert_eq!(Host::from_name("gemini"), Some(Host::GeminiCli));
+        assert_eq!(Host::from_name("vim"), None);
+        assert_eq!(Host::names(), "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli");
+    }
+
+    #[test]
+    fn guesses_from_unique_fields_only() {
+        let guess = |text: &str| Host::guess(&parse_object(text.as_bytes()).unwrap());
+        assert_eq!(guess(r#"{"hook_event_name":"AfterAgent","session_id":"s"}"#), Host::GeminiCli);
+        assert_eq!(guess(r#"{"hook_event_name":"stop","loop_count":0}"#), Host::Cursor);
+        assert_eq!(guess(r#"{"conversationId":"c","fullyIdle":true}"#), Host::Antigravity);
+        assert_eq!(guess(r#"{"common":{},"stop_hook_args":{}}"#), Host::Antigravity);
+        assert_eq!(guess(r#"{"sessionId":"s","stopReason":"end_turn"}"#), Host::CopilotCli);
+        assert_eq!(guess(r#"{"hook_event_name":"Stop","turn_id":"t"}"#), Host::Codex);
+        assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s"}"#), Host::ClaudeCode);
+    }
+
+    /// Every adapter, fed every other host's turn end, refuses it as foreign.
+    #[test]
+    fn every_adapter_refuses_every_other_hosts_payload() {
+        let samples = [
+            (
+                Host::ClaudeCode,
+                r#"{"session_id":"s","cwd":"/p","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"x","permission_mode":"default"}"#,
+            ),
+            (
+                Host::Antigravity,
+                r#"{"conversationId":"c","workspacePaths":["/p"],"executionNum":1,"terminationReason":"model_stop","fullyIdle":true}"#,
+            ),
+            (
+                Host::GeminiCli,
+                r#"{"session_id":"s","cwd":"/p","hook_event_name":"AfterAgent","prompt":"x","prompt_response":"y","stop_hook_active":false}"#,
+            ),
+            (
+                Host::Cursor,
+                r#"{"conversation_id":"c","generation_id":"g","hook_event_name":"stop","status":"completed","loop_count":0,"workspace_roots":["/p"],"cursor_version":"3.17.19"}"#,
+            ),
+            (Host::CopilotCli, r#"{"sessionId":"s","cwd":"/p","stopReason":"end_turn","timestamp":1}"#),
+        ];
+        for host in Host::ALL {
+            for (sender, text) in samples {
+                let object = parse_object(text.as_bytes()).unwrap();
+                let parsed = host.parse_stop(&object);
+                // Claude Code and Codex send the same Stop shape; Codex's has a turn_id.
+                let same = sender == *host || (sender == Host::ClaudeCode && *host == Host::Codex);
+                if sender == *host {
+                    assert!(parsed.is_ok(), "{} refused its own payload: {parsed:?}", host.name());
+                } else if !same {
+                    assert!(
+                        matches!(parsed, Err(EventError::Foreign(_))),
+                        "{} took a {} payload: {parsed:?}",
+                        host.name(),
+                        sender.name()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every adapter's allow is something its host reads as "let it stop": never a block, never
+    /// a shape the host counts as a failed hook.
+    #[test]
+    fn plain_allows() {
+        let allow = HookResponse::allow();
+        let expected = [
+            (Host::ClaudeCode, ""),
+            (Host::Antigravity, r#"{"decision":"stop"}"#),
+            (Host::GeminiCli, r#"{"decision":"allow"}"#),
+            (Host::Codex, ""),
+            (Host::Cursor, "{}"),
+            (Host::CopilotCli, "{}"),
+        ];
+        for (host, output) in expected {
+            assert_eq!(host.render(&allow), output, "{}", host.name());
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! Whether a loop command the prompt hook carried out was really the user's: the host's
+//! transcript must show the user's prompt for it.
+//!
+//! The prompt hook is a program like any other: the agent can run `loop-hook prompt-hook` itself
+//! with a made-up event (from a background job, a copy of the binary, python), and nothing in the
+//! event tells that apart from the host's own call. What the agent cannot make the host do is
+//! record a prompt the user did not send. Claude Code writes the user's prompt into the transcript
+//! after `UserPromptSubmit` returns: a prompt that goes on to the model as a `user` record (a
+//! plugin command as `<command-name>/for-loop:for-loop</command-name>`), a prompt a hook blocked
+//! as a `system` record reading `UserPromptSubmit operation blocked by hook: … Original prompt:
+//! /cancel-loop`. A forged run of the hook leaves neither.
+//!
+//! So a change the prompt hook makes is recorded in the loop's state as [`Awaiting`], in the same
+//! commit as the change (or before it), and the session's next hook run (a stop or a prompt)
+//! looks for that record in the transcript the user's own start named. Found: confirmed, nothing
+//! else happens. Not found, after the transcript has had time to catch up: the command was sent
+//! by a program, most likely the agent. It is recorded (`command_unconfirmed`, origin agent), the
+//! user and the agent are told, and what can be undone is: a cancelled loop is active again and
+//! the stop is judged as usual; a started loop is ended. A resume or a rollback only holds the
+//! agent to the check again or moves its work back to a checkpoint, neither releases the loop, so
+//! they are reported and left as they are.
+//!
+//! The marker lives in the state because the state is witnessed (its last good copy, the digest
+//! on the ledger): an agent that deletes the marker changes the state, which custody finds and
+//! restores or reports. It is never the case that a missing record counts as a confirmation.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::host::Host;
+use crate::host::hook_response::HookResponse;
+use crate::host::user_command::{CommandKind, UserCommand};
+use crate::provenance::origin::Origin;
+use crate::store::custody::Custody;
+use crate::store::incident::Incident;
+use crate::store::journal::Journal;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::StateLock;
+use crate::store::reason_code::ReasonCode;
+use crate::store::receipt::Receipt;
+use crate::store::state::{LoopState, Status};
+use crate::store::{LoopPaths, Store};
+use crate::support::environment::Environment;
+use crate::support::reverse_lines::ReverseLines;
+
+/// How long the transcript is given to show the user's prompt: Claude Code writes it
+/// asynchronously (the flush race, anthropics/claude-code#74340), as it does a turn's replies.
+const SETTLE: Duration = Duration::from_secs(3);
+/// How much earlier than the hook's own clock reading a record may be stamped and still count.
+const SLACK_MS: i64 = 1_000;
+/// How far back a record is looked for: records older than this before the command are not read.
+const LOOKBACK_SECS: i64 = 600;
+/// The prefix Claude Code gives the record of a prompt a `UserPromptSubmit` hook blocked.
+const BLOCKED: &str = "UserPromptSubmit operation blocked by hook:";
+const ORIGINAL: &str = "Original prompt: ";
+
+/// A command the prompt hook carried out, waiting for the transcript to show the user sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Awaiting {
+    /// The name as it arrived, e.g. `/for-loop:cancel-loop`.
+    pub(crate) command: String,
+    pub(crate) kind: Kind,
+    /// When the prompt hook ran.
+    pub(crate) at: Timestamp,
+}
+
+/// The loop commands that change a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Start,
+    Cancel,
+    Resume,
+    Rollback,
+}
+
+impl Kind {
+    pub(crate) fn of(kind: CommandKind) -> Option<Kind> {
+        match kind {
+            CommandKind::Start => Some(Kind::Start),
+            CommandKind::Cancel => Some(Kind::Cancel),
+            CommandKind::Resume => Some(Kind::Resume),
+            CommandKind::Rollback => Some(Kind::Rollback),
+            CommandKind::Status => None,
+        }
+    }
+
+    fn matches(self, kind: CommandKind) -> bool {
+        Kind::of(kind) == Some(self)
+    }
+
+    /// The command a user runs from a terminal outside the agent instead.
+    pub(crate) fn terminal_command(self, session_id: &str) -> String {
+        let verb = match self {
+            Kind::Start => "start",
+            Kind::Cancel => "cancel",
+            Kind::Resume => "resume",
+            Kind::Rollback => "rollback",
+        };
+        format!("loop-hook {verb} --session {session_id}")
+    }
+}
+
+/// Whether one transcript record is the host's record of the user sending `awaiting`'s command:
+/// the user's own prompt (not meta, not a tool result, not a subagent's), or the host's note of a
+/// prompt a hook blocked, stamped no earlier than the command (less a small slack).
+pub(crate) fn confirms(record: &Value, awaiting: &Awaiting) -> bool {
+    if record["isSidechain"] == true || record["isMeta"] == true {
+        return false;
+    }
+    let Some(time) = record["timestamp"].as_str().and_then(|t| t.parse::<Timestamp>().ok()) else {
+        return false;
+    };
+    if time.as_millisecond() < awaiting.at.as_millisecond() - SLACK_MS {
+        return false;
+    }
+    let names = |text: &str| {
+        let command = text
+            .split_once("<command-name>")
+            .and_then(|(_, rest)| rest.split_once("</command-name>"))
+            .map_or(text, |(name, _)| name);
+        UserCommand::parse(Host::ClaudeCode, command).is_some_and(|c| awaiting.kind.matches(c.kind))
+    };
+    match (record["type"].as_str(), record["subtype"].as_str()) {
+        (Some("user"), _) => match &record["message"]["content"] {
+            Value::String(text) => names(text),
+            // A prompt with pasted images arrives as blocks; a tool's result never counts.
+            Value::Array(blocks) => {
+                blocks.iter().all(|b| b["type"] != "tool_result")
+                    && blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(names))
+            }
+            _ => false,
+        },
+        (Some("system"), Some("informational")) => record["content"]
+            .as_str()
+            .filter(|text| text.starts_with(BLOCKED))
+            .and_then(|text| text.rsplit_once(ORIGINAL))
+            .is_some_and(|(_, prompt)| names(prompt)),
+        _ => false,
+    }
+}
+
+/// Whether the transcript holds the user's record of `awaiting`'s command now.
+fn recorded(transcript: &Path, awaiting: &Awaiting) -> bool {
+    let Ok(lines) = ReverseLines::open(transcript, crate::host::transcript::MAX_TRANSCRIPT_BYTES) else {
+        return false;
+    };
+    let oldest = awaiting.at.as_second() - LOOKBACK_SECS;
+    for line in lines.map_while(Result::ok) {
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if confirms(&record, awaiting) {
+            return true;
+        }
+        let time = record["timestamp"].as_str().and_then(|t| t.parse::<Timestamp>().ok());
+        if time.is_some_and(|t| t.as_second() < oldest) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether the transcript shows the record within [`SETTLE`]: a command just carried out may
+/// not be written yet. Costs nothing more when the record is already there.
+fn recorded_within_settle(transcript: &Path, awaiting: &Awaiting) -> bool {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        if recorded(transcript, awaiting) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What becomes of a loop whose awaited command was not confirmed: the state to commit, its
+/// ledger line, and what the user and the agent are told. Pure.
+/// `transcript_gone`: the transcript could not be read at all. A start is then kept: ending it
+/// would let an agent end the user's loop by deleting the transcript, and a loop only holds the
+/// agent to its check; the user is told it could not be confirmed.
+pub(crate) fn undo(
+    state: &LoopState,
+    awaiting: &Awaiting,
+    transcript_gone: bool,
+    now: Timestamp,
+) -> (LoopState, LedgerEntry, String) {
+    let mut next = state.clone();
+    next.meta.awaiting = None;
+    next.meta.updated_at = now;
+    let when = awaiting.at.strftime("%H:%M:%S UTC");
+    let what = match awaiting.kind {
+        Kind::Cancel
+            if state.meta.status == Status::Ended && state.meta.outcome == Some(ReasonCode::Cancelled) =>
+        {
+            next.meta.status = Status::Active;
+            next.meta.outcome = None;
+            next.meta.receipt = None;
+            next.meta.last_blocked = false;
+            "it cancelled this loop; the cancel is undone and the loop is on again".to_string()
+        }
+        Kind::Start if state.is_active() && transcript_gone => {
+            "the host's transcript is gone, so it could not be confirmed; the loop is kept".to_string()
+        }
+        Kind::Start if state.is_active() => {
+            next.meta.status = Status::Ended;
+            next.meta.outcome = Some(ReasonCode::CommandUnconfirmed);
+            next.meta.last_blocked = false;
+            next.meta.receipt = Some(Receipt::of(&next, ReasonCode::CommandUnconfirmed, now, None));
+            "it started this loop; that loop is ended".to_string()
+        }
+        Kind::Resume => {
+            "it resumed this loop, which stays resumed: that only holds the agent to the check".into()
+        }
+        Kind::Rollback => "it rolled the working tree back to a checkpoint; that is left as it is".into(),
+        _ => "it changed nothing that needs undoing".into(),
+    };
+    let detail = format!(
+        "`{}` at {when} was not typed by the user: no prompt of the user's for it reached the host's \
+         transcript, so a program sent it (most likely the agent ran loop-hook prompt-hook itself); {what}",
+        awaiting.command
+    );
+    let entry = LedgerEntry {
+        origin: Some(Origin::Agent),
+        detail: Some(detail),
+        ..LedgerEntry::new(&next, now, LedgerDecision::Note, ReasonCode::CommandUnconfirmed)
+    };
+    let told = format!(
+        "for-loop: `{}` at {when} did not come from the user's prompt: the host never recorded the user \
+         sending it, so a program sent it (most likely the agent, running for-loop's prompt hook itself). \
+         {}. This is recorded in the ledger.",
+        awaiting.command,
+        capitalised(&what)
+    );
+    (next, entry, told)
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |c| c.to_uppercase().collect::<String>() + chars.as_str())
+}
+
+/// Marks the session's loop as awaiting confirmation of `awaiting`, before the prompt hook
+/// carries the command out: a hook killed between the two leaves the mark, never a change
+/// without one. `Err` when the mark cannot be written (the command must then not run).
+pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Result<(), String> {
+    let _lock =
+        StateLock::acquire(&paths.lock, crate::hook::stop_hook::LOCK_WAIT).map_err(|e| e.to_string())?;
+    let mut state = match Custody::check(paths, now) {
+        Ok(Custody::Loop { state, .. }) => state,
+        Ok(Custody::None) => return Ok(()),
+        Ok(Custody::Untrusted { why, .. }) => return Err(why),
+        Err(e) => return Err(e.to_string()),
+    };
+    state.meta.awaiting = Some(awaiting.clone());
+    let entry = LedgerEntry {
+        origin: Some(Origin::User),
+        detail: Some(format!(
+            "`{}` from the prompt hook; the host's transcript is to confirm it",
+            awaiting.command
+        )),
+        ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::CommandPending)
+    };
+    Journal::commit(paths, &state, &[entry]).map_err(|e| e.to_string())
+}
+
+/// Settles the session's awaited command, if there is one: confirmed from the transcript, or
+/// recorded as sent by a program and undone where it can be. Returns what the user and the
+/// agent are to be told. Cheap when no loop waits: one `stat`.
+pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
+    let paths = Store::locate(env).ok()?.paths(session_id);
+    if !paths.state.exists() {
+        return None;
+    }
+    let state = crate::store::custody::trusted_state(&paths).ok()??;
+    let awaiting = state.meta.awaiting.clone()?;
+    let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
+    let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
+    let lock = StateLock::acquire(&paths.lock, crate::hook::stop_hook::LOCK_WAIT).ok()?;
+    let Ok(Custody::Loop { state, incidents: found_now }) = Custody::check(&paths, env.now) else {
+        return None;
+    };
+    // Settled meanwhile by another hook run.
+    if state.meta.awaiting.as_ref() != Some(&awaiting) {
+        return None;
+    }
+    // What custody found and repaired on the way is recorded and told here, as the stop's own
+    // judgment would have: its check now finds nothing left to tell.
+    let mut incidents: Vec<Incident> = lock
+        .taken_over()
+        .map(|what| Incident::new(ReasonCode::LockHeld, env.now, what))
+        .into_iter()
+        .collect();
+    incidents.extend(found_now);
+    let mut lines: Vec<LedgerEntry> = incidents
+        .iter()
+        .map(|incident| LedgerEntry {
+            detail: Some(incident.what.clone()),
+            ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, incident.code)
+        })
+        .collect();
+    let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
+        out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
+        out
+    });
+    let (next, told) = if found {
+        let mut next = state.clone();
+        next.meta.awaiting = None;
+        lines.push(LedgerEntry {
+            origin: Some(Origin::User),
+            ..LedgerEntry::new(&next, env.now, LedgerDecision::Note, ReasonCode::CommandConfirmed)
+        });
+        (next, None)
+    } else {
+        let (next, entry, told) = undo(&state, &awaiting, transcript.is_none(), env.now);
+        lines.push(entry);
+        (next, Some(told))
+    };
+    let told = match told {
+        Some(told) => Some(format!("{noticed}{told}")),
+        None => (!noticed.is_empty()).then(|| noticed.trim_end().to_string()),
+    };
+    match Journal::commit(&paths, &next, &lines) {
+        Ok(()) => told,
+        Err(e) => Some(format!(
+            "{} (for-loop could not record this: {e}.)",
+            told.unwrap_or_else(|| "for-loop: your command's confirmation".into())
+        )),
+    }
+}
+
+/// Adds what [`settle`] found to a stop's answer: the user reads it in the system message, and
+/// the agent in the block's reason when the stop is blocked.
+pub(crate) fn tell(mut response: HookResponse, told: Option<String>) -> HookResponse {
+    let Some(told) = told else { return response };
+    response.system_message = Some(match response.system_message {
+        Some(message) => format!("{told}\n{message}"),
+        None => told.clone(),
+    });
+    if let Some(reason) = response.block {
+        response.block = Some(format!("{told}\n\n{reason}"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn awaiting(kind: Kind) -> Awaiting {
+        Awaiting { command: "/cancel-loop".into(), kind, at: "2026-11-22T03:00:10Z".parse().unwrap() }
+    }
+
+    fn at(mut record: Value, time: &str) -> Value {
+        record["timestamp"] = json!(time);
+        record
+    }
+
+    #[test]
+    fn the_hosts_record_of_a_typed_or_blocked_command_confirms_it() {
+        let cancel = awaiting(Kind::Cancel);
+        let blocked = json!({"type": "system", "subtype": "informational", "isMeta": false,
+            "content": "UserPromptSubmit operation blocked by hook:\nfor-loop: cancelled at iteration 3/30.\n\nOriginal prompt: /for-loop:cancel-loop"});
+        assert!(confirms(&at(blocked.clone(), "2026-11-22T03:00:11Z"), &cancel));
+        let typed = json!({"type": "user", "message": {"role": "user", "content": "/cancel-loop"}});
+        assert!(confirms(&at(typed, "2026-11-22T03:00:10Z"), &cancel));
+        let start = Awaiting { kind: Kind::Start, ..awaiting(Kind::Start) };
+        let command = json!({"type": "user", "message": {"role": "user", "content":
+            "<command-message>for-loop:for-loop</command-message>\n<command-name>/for-loop:for-loop</command-name>\n<command-args>fix --verify false</command-args>"}});
+        assert!(confirms(&at(command.clone(), "2026-11-22T03:00:12Z"), &start));
+        // Another command's record does not confirm this one.
+        assert!(!confirms(&at(command, "2026-11-22T03:00:12Z"), &cancel));
+        // Within the slack, but not older.
+        assert!(confirms(&at(blocked.clone(), "2026-11-22T03:00:09.500Z"), &cancel));
+        assert!(!confirms(&at(blocked.clone(), "2026-11-22T03:00:08Z"), &cancel));
+        // No time, no confirmation.
+        assert!(!confirms(&blocked, &cancel));
+    }
+
+    #[test]
+    fn what_the_agent_can_write_into_the_conversation_never_confirms() {
+        let cancel = awaiting(Kind::Cancel);
+        let time = "2026-11-22T03:00:11Z";
+        let tool_result = json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": "/cancel-loop"},
+            {"type": "text", "text": "/cancel-loop"}]}});
+        let output = json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t",
+             "content": "UserPromptSubmit operation blocked by hook:\nx\n\nOriginal prompt: /cancel-loop"}]}});
+        let said = json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "/cancel-loop"}]}});
+        let meta = json!({"type": "user", "isMeta": true, "message": {"content": "/cancel-loop"}});
+        let sidechain = json!({"type": "user", "isSidechain": true, "message": {"content": "/cancel-loop"}});
+        let mention = json!({"type": "user", "message": {"content": "please do not run /cancel-loop"}});
+        let other_system = json!({"type": "system", "subtype": "informational",
+            "content": "A hook blocked the turn. Original prompt: /cancel-loop"});
+        for record in [tool_result, output, said, meta, sidechain, mention, other_system] {
+            assert!(!confirms(&at(record.clone(), time), &cancel), "{record}");
+        }
+    }
+
+    #[test]
+    fn the_transcript_is_searched_back_to_the_command_and_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let cancel = awaiting(Kind::Cancel);
+        let old = at(json!({"type": "user", "message": {"content": "/cancel-loop"}}), "2026-11-22T02:00:00Z");
+        let reply = at(json!({"type": "assistant", "message": {"content": []}}), "2026-11-22T03:00:05Z");
+        std::fs::write(&path, format!("{old}\n{reply}\n")).unwrap();
+        assert!(!recorded(&path, &cancel));
+        let began = Instant::now();
+        assert!(!recorded_within_settle(&path, &cancel));
+        assert!(began.elapsed() >= SETTLE);
+        // Written late, within the settle time.
+        let late = path.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let typed =
+                at(json!({"type": "user", "message": {"content": "/cancel-loop"}}), "2026-11-22T03:00:11Z");
+            let text = std::fs::read_to_string(&late).unwrap();
+            std::fs::write(&late, format!("{text}{typed}\n")).unwrap();
+        });
+        assert!(recorded_within_settle(&path, &cancel));
+        writer.join().unwrap();
+        assert!(!recorded(Path::new("/no/such/transcript.jsonl"), &cancel));
+    }
+}

@@ -1,0 +1,7 @@
+//! Who asked for a change to a loop, and whether it was really them: origins of command lines,
+//! confirmation of the user's commands by the host's transcript, and claims of loops started
+//! without a session id.
+
+pub(crate) mod claim;
+pub(crate) mod confirmation;
+pub(crate) mod origin;

@@ -1,0 +1,335 @@
+//! The commit protocol: a change to a loop (a judged stop, a cancel, a resume, a start) is
+//! either fully recorded, in the ledger and the state and its last good copy, or changes nothing.
+//!
+//! A commit first writes a journal (what it is about to write, and how long the ledger was), then
+//! appends its ledger lines, then replaces the state (the commit point), then the last good copy,
+//! then removes the journal. A failure before the commit point undoes the ledger lines and leaves
+//! the state as it was, so a full disk never uses up a turn. A process killed midway leaves the
+//! journal behind: the next run, holding the loop's lock, finishes the commit when the state was
+//! already replaced and undoes it otherwise ([`Journal::recover`]).
+//!
+//! Every ledger line a commit writes carries the digest of the state it leaves, which is how the
+//! ledger and the state cross-check each other ([`crate::store::custody`]).
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::store::ledger::{self, LedgerEntry};
+use crate::store::state::LoopState;
+use crate::store::{self, LoopPaths};
+
+/// The largest journal read back: a state at its largest plus its ledger lines.
+const MAX_JOURNAL_BYTES: u64 = store::MAX_STATE_BYTES * 3;
+
+/// A commit in progress, as written to `journal.json` before anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    /// The digest of the state this commit writes.
+    pub(crate) after: String,
+    /// The ledger's length before this commit's lines.
+    pub(crate) ledger_len: u64,
+    /// This commit's ledger lines, as written.
+    pub(crate) lines: String,
+    /// The state this commit writes.
+    pub(crate) state: String,
+    /// Whether that state is an active loop, which keeps a last good copy.
+    pub(crate) active: bool,
+}
+
+/// Why a commit changed nothing.
+#[derive(Debug, Error)]
+pub(crate) enum CommitError {
+    #[error("could not write the journal {path}: {source}")]
+    Journal { path: String, source: io::Error },
+    #[error("could not append to the ledger {path}: {source}")]
+    Ledger { path: String, source: io::Error },
+    #[error("could not write the state {path}: {source}")]
+    State { path: String, source: io::Error },
+    #[error("could not write the state {path}: {source}")]
+    Render { path: String, source: crate::store::state::StateError },
+}
+
+/// What the recovery of an interrupted commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recovery {
+    /// No commit was interrupted.
+    Clean,
+    /// The state had been replaced: the ledger lines and the last good copy were completed.
+    RolledForward,
+    /// The state had not been replaced: the ledger lines were removed.
+    RolledBack,
+    /// The journal could not be read; it was removed.
+    Discarded,
+}
+
+/// `sha256:<hex>` of a state file's text.
+pub(crate) fn state_digest(text: &str) -> String {
+    format!("sha256:{}", crate::support::digest::sha256_hex(text.as_bytes()))
+}
+
+impl Journal {
+    /// Commits `next` with `entries` (each stamped with the digest of `next`). Holding the loop's
+    /// lock is the caller's job. On `Err`, nothing changed.
+    pub(crate) fn commit(
+        paths: &LoopPaths,
+        next: &LoopState,
+        entries: &[LedgerEntry],
+    ) -> Result<(), CommitError> {
+        Journal::commit_with(paths, next, entries, ledger::append_lines)
+    }
+
+    fn commit_with(
+        paths: &LoopPaths,
+        next: &LoopState,
+        entries: &[LedgerEntry],
+        append: fn(&Path, &[u8]) -> io::Result<()>,
+    ) -> Result<(), CommitError> {
+        let state = next
+            .render()
+            .map_err(|source| CommitError::Render { path: paths.state.display().to_string(), source })?;
+        let after = state_digest(&state);
+        let stamped: Vec<LedgerEntry> =
+            entries.iter().map(|e| LedgerEntry { state_digest: Some(after.clone()), ..e.clone() }).collect();
+        let journal_error =
+            |source| CommitError::Journal { path: paths.journal.display().to_string(), source };
+        let lines = String::from_utf8(ledger::lines_of(&stamped).map_err(journal_error)?)
+            .map_err(|e| journal_error(io::Error::other(e)))?;
+        let journal = Journal {
+            after,
+            ledger_len: fs::metadata(&paths.ledger).map_or(0, |m| m.len()),
+            lines,
+            state,
+            active: next.is_active(),
+        };
+        fs::create_dir_all(&paths.dir).map_err(journal_error)?;
+        let bytes = serde_json::to_vec(&journal).map_err(|e| journal_error(io::Error::other(e)))?;
+        store::write_atomic(&paths.journal, &bytes, true).map_err(journal_error)?;
+
+        let undo = |error: CommitError| {
+            truncate(&paths.ledger, journal.ledger_len);
+            let _ = fs::remove_file(&paths.journal);
+            Err(error)
+        };
+        if !journal.lines.is_empty()
+            && let Err(source) = append(&paths.ledger, journal.lines.as_bytes())
+        {
+            return undo(CommitError::Ledger { path: paths.ledger.display().to_string(), source });
+        }
+        if let Err(source) = store::write_atomic(&paths.state, journal.state.as_bytes(), true) {
+            return undo(CommitError::State { path: paths.state.display().to_string(), source });
+        }
+        // Past the commit point. Should the copy fail, the journal stays and the next run
+        // finishes it.
+        if journal.keep_copy(paths).is_ok() {
+            let _ = fs::remove_file(&paths.journal);
+        }
+        Ok(())
+    }
+
+    /// Finishes or undoes a commit a killed process left behind. Call it holding the lock.
+    pub(crate) fn recover(paths: &LoopPaths) -> Recovery {
+        let journal = match store::read_regular(&paths.journal, MAX_JOURNAL_BYTES) {
+            Ok(None) => return Recovery::Clean,
+            Ok(Some(bytes)) => serde_json::from_slice::<Journal>(&bytes).ok(),
+            Err(_) => None,
+        };
+        let Some(journal) = journal else {
+            let _ = store::move_aside(&paths.journal, jiff::Timestamp::now());
+            return Recovery::Discarded;
+        };
+        let on_disk = paths.load_text().ok().flatten().map(|text| state_digest(&text));
+        if on_disk.as_deref() == Some(journal.after.as_str()) {
+            let complete = ledger_holds(&paths.ledger, journal.ledger_len, journal.lines.as_bytes());
+            if !complete {
+                truncate(&paths.ledger, journal.ledger_len);
+                if ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).is_err() {
+                    return Recovery::RolledForward;
+                }
+            }
+            if journal.keep_copy(paths).is_ok() {
+                let _ = fs::remove_file(&paths.journal);
+            }
+            Recovery::RolledForward
+        } else {
+            truncate(&paths.ledger, journal.ledger_len);
+            let _ = fs::remove_file(&paths.journal);
+            Recovery::RolledBack
+        }
+    }
+
+    /// Keeps the last good copy of an active loop's state, or removes the copy of one that is
+    /// no longer active (an ended loop cannot be ended by tampering).
+    fn keep_copy(&self, paths: &LoopPaths) -> io::Result<()> {
+        let Some(armed) = &paths.armed else { return Ok(()) };
+        if !self.active {
+            return store::remove_if_present(armed);
+        }
+        if let Some(parent) = armed.parent() {
+            if fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
+                store::move_aside(parent, jiff::Timestamp::now())?;
+            }
+            fs::create_dir_all(parent)?;
+        }
+        if fs::symlink_metadata(armed).is_ok_and(|m| !m.is_file()) {
+            store::move_aside(armed, jiff::Timestamp::now())?;
+        }
+        store::write_atomic(armed, self.state.as_bytes(), false)
+    }
+}
+
+/// Cuts the ledger back to `len` bytes, when it is longer.
+fn truncate(ledger: &Path, len: u64) {
+    if fs::symlink_metadata(ledger).is_ok_and(|m| m.is_file() && m.len() > len)
+        && let Ok(file) = OpenOptions::new().write(true).open(ledger)
+    {
+        let _ = file.set_len(len);
+    }
+}
+
+/// Whether the ledger holds exactly `lines` from `offset` to its end.
+fn ledger_holds(ledger: &Path, offset: u64, lines: &[u8]) -> bool {
+    let Ok(mut file) = fs::File::open(ledger) else { return lines.is_empty() };
+    if file.metadata().map(|m| m.len()).ok() != Some(offset + lines.len() as u64) {
+        return false;
+    }
+    let mut tail = Vec::with_capacity(lines.len());
+    file.seek(SeekFrom::Start(offset)).is_ok()
+        && file.take(lines.len() as u64).read_to_end(&mut tail).is_ok()
+        && tail == lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::store::ledger::LedgerDecision;
+    use crate::store::reason_code::ReasonCode;
+    use crate::store::state::Status;
+    use crate::store::state::tests::sample;
+
+    fn world() -> (tempfile::TempDir, LoopPaths, LoopState) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Store::at(dir.path().join("for-loop")).paths("s");
+        let state = sample();
+        Journal::commit(&paths, &state, &[]).unwrap();
+        (dir, paths, state)
+    }
+
+    fn entry(state: &LoopState) -> LedgerEntry {
+        LedgerEntry::new(state, state.meta.updated_at, LedgerDecision::Block, ReasonCode::VerifyFailed)
+    }
+
+    fn advanced(state: &LoopState) -> LoopState {
+        let mut next = state.clone();
+        next.meta.iteration += 1;
+        next
+    }
+
+    fn ledger_lines(paths: &LoopPaths) -> Vec<LedgerEntry> {
+        fs::read_to_string(&paths.ledger)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_commit_writes_the_lines_the_state_and_its_copy_and_no_journal() {
+        let (_dir, paths, state) = world();
+        let next = advanced(&state);
+        Journal::commit(&paths, &next, &[entry(&state)]).unwrap();
+        let text = paths.load_text().unwrap().unwrap();
+        assert_eq!(paths.load().unwrap().unwrap(), next);
+        assert_eq!(fs::read_to_string(paths.armed.as_ref().unwrap()).unwrap(), text);
+        let lines = ledger_lines(&paths);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].state_digest.as_deref(), Some(state_digest(&text).as_str()));
+        assert!(!paths.journal.exists());
+        assert!(state_digest(&text).starts_with("sha256:") && state_digest(&text).len() == 71);
+    }
+
+    /// A full disk (or any failed append) must not use up a turn: the state stays as it was.
+    #[test]
+    fn a_failed_ledger_write_changes_nothing() {
+        fn full(path: &Path, bytes: &[u8]) -> io::Result<()> {
+            // Half a line reaches the disk before it fills.
+            ledger::append_lines(path, &bytes[..bytes.len() / 2])?;
+            Err(io::Error::from_raw_os_error(28))
+        }
+        let (_dir, paths, state) = world();
+        Journal::commit(&paths, &advanced(&state), &[entry(&state)]).unwrap();
+        let before = fs::read(&paths.ledger).unwrap();
+        let next = advanced(&advanced(&state));
+        let err = Journal::commit_with(&paths, &next, &[entry(&state)], full).unwrap_err();
+        assert!(err.to_string().contains("could not append to the ledger"), "{err}");
+        assert_eq!(paths.load().unwrap().unwrap(), advanced(&state), "the turn was used up");
+        assert_eq!(fs::read(&paths.ledger).unwrap(), before, "half a line was left");
+        assert!(!paths.journal.exists());
+    }
+
+    /// The journal of a commit from `state` to `next`, written as a commit writes it first.
+    fn journal_written(paths: &LoopPaths, state: &LoopState, next: &LoopState) -> Journal {
+        let journal = Journal {
+            after: state_digest(&next.render().unwrap()),
+            ledger_len: 0,
+            lines: String::from_utf8(ledger::lines_of(&[entry(state)]).unwrap()).unwrap(),
+            state: next.render().unwrap(),
+            active: true,
+        };
+        fs::write(&paths.journal, serde_json::to_vec(&journal).unwrap()).unwrap();
+        journal
+    }
+
+    #[test]
+    fn a_commit_killed_before_the_state_is_rolled_back() {
+        let (_dir, paths, state) = world();
+        let before = paths.load_text().unwrap().unwrap();
+        let next = advanced(&state);
+        // As if killed right after appending: the journal and the lines are there, the state old.
+        let journal = journal_written(&paths, &state, &next);
+        ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).unwrap();
+        assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
+        assert_eq!(paths.load_text().unwrap().unwrap(), before);
+        assert!(ledger_lines(&paths).is_empty());
+        assert!(!paths.journal.exists());
+    }
+
+    #[test]
+    fn a_commit_killed_after_the_state_is_rolled_forward() {
+        let (_dir, paths, state) = world();
+        let next = advanced(&state);
+        let journal = journal_written(&paths, &state, &next);
+        // The state was replaced, half the line made it: the kill came between.
+        ledger::append_lines(&paths.ledger, &journal.lines.as_bytes()[..10]).unwrap();
+        paths.save(&next).unwrap();
+        assert_eq!(Journal::recover(&paths), Recovery::RolledForward);
+        assert_eq!(ledger_lines(&paths).len(), 1);
+        assert_eq!(fs::read_to_string(paths.armed.as_ref().unwrap()).unwrap(), next.render().unwrap());
+        assert!(!paths.journal.exists());
+        assert_eq!(Journal::recover(&paths), Recovery::Clean);
+        assert_eq!(ledger_lines(&paths).len(), 1, "recovery twice adds nothing");
+    }
+
+    #[test]
+    fn a_garbled_journal_is_set_aside() {
+        let (_dir, paths, _) = world();
+        fs::write(&paths.journal, "{not json").unwrap();
+        assert_eq!(Journal::recover(&paths), Recovery::Discarded);
+        assert!(!paths.journal.exists());
+    }
+
+    #[test]
+    fn an_ended_loop_keeps_no_copy() {
+        let (_dir, paths, state) = world();
+        let armed = paths.armed.clone().unwrap();
+        assert!(armed.is_file());
+        let mut ended = state.clone();
+        ended.meta.status = Status::Ended;
+        Journal::commit(&paths, &ended, &[]).unwrap();
+        assert!(!armed.exists());
+    }
+}

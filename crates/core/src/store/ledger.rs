@@ -1,0 +1,378 @@
+//! The loop's ledger: one JSON line per judged stop, appended, never rewritten.
+//!
+//! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
+//! afterwards why a loop went on or ended. Each line a commit writes carries the digest of the
+//! state that commit left, so the ledger also witnesses the state ([`crate::store::custody`]).
+//!
+//! New fields are optional, so ledgers written by earlier versions still read.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::checks::test_summary::Counts;
+use crate::checks::verify::VerifyOutcome;
+use crate::host::usage::Usage;
+use crate::provenance::origin::Origin;
+use crate::store::reason_code::ReasonCode;
+use crate::store::receipt::Receipt;
+use crate::store::state::LoopState;
+use crate::support::reverse_lines::ReverseLines;
+
+/// What a ledger line records. Written as the lowercase word, so ledgers of every version read
+/// alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LedgerDecision {
+    /// The loop was started.
+    Start,
+    /// The stop was blocked: the agent goes on.
+    Block,
+    /// The stop was allowed.
+    Allow,
+    /// The loop was cancelled, outside a stop.
+    Cancel,
+    /// The loop was resumed, outside a stop.
+    Resume,
+    /// The working tree was rolled back to a checkpoint, outside a stop.
+    Rollback,
+    /// A command on the loop was refused (run in the agent's shell).
+    Refused,
+    /// Something seen at a stop that is not its verdict (a block the host overrode).
+    Note,
+}
+
+impl LedgerDecision {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            LedgerDecision::Start => "start",
+            LedgerDecision::Block => "block",
+            LedgerDecision::Allow => "allow",
+            LedgerDecision::Cancel => "cancel",
+            LedgerDecision::Resume => "resume",
+            LedgerDecision::Rollback => "rollback",
+            LedgerDecision::Refused => "refused",
+            LedgerDecision::Note => "note",
+        }
+    }
+}
+
+impl fmt::Display for LedgerDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// One line of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LedgerEntry {
+    pub(crate) time: Timestamp,
+    pub(crate) loop_id: String,
+    /// The turn that just ended.
+    pub(crate) iteration: u32,
+    pub(crate) max_iterations: u32,
+    pub(crate) decision: LedgerDecision,
+    pub(crate) reason: ReasonCode,
+    pub(crate) stop_hook_active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) verify: Option<VerifyRecord>,
+    /// Whether the promise was found, when one is required.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) promise_kept: Option<bool>,
+    /// What went wrong, for `internal_error`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) detail: Option<String>,
+    /// Oracle files that differed from the start at this stop.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub(crate) oracle_changed: Vec<String>,
+    /// The loop's receipt, when it ended or parked at this stop.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) receipt: Option<Receipt>,
+    /// Who asked for this change, for lines that record one (cancel, resume, rollback, a
+    /// refused command).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) origin: Option<Origin>,
+    /// The model usage of the iteration that ended at this stop, per model, where the host's
+    /// transcript records it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) tokens: Option<Usage>,
+    /// `sha256:<hex>` of the state file the commit that wrote this line left behind.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) state_digest: Option<String>,
+    /// A metric loop's measurement at this stop ([`crate::metric::keep::MetricRecord`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) metric: Option<crate::metric::keep::MetricRecord>,
+    /// What the test runners' summaries in verify's output said, all suites together.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) tests: Option<Counts>,
+    /// Skip markers added since the loop started, where this stop looked for them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub(crate) skip_markers: Vec<String>,
+}
+
+/// What the ledger keeps of a verify run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct VerifyRecord {
+    pub(crate) exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) signal: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) duration_ms: u64,
+    pub(crate) output_bytes: u64,
+    pub(crate) output_digest: String,
+    pub(crate) tail: String,
+}
+
+impl VerifyRecord {
+    pub(crate) fn of(outcome: &VerifyOutcome) -> VerifyRecord {
+        VerifyRecord {
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            timed_out: outcome.timed_out,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            output_bytes: outcome.output.total_bytes(),
+            output_digest: outcome.output.digest_hex(),
+            tail: outcome.output.last_lines(5, 400),
+        }
+    }
+}
+
+impl LedgerEntry {
+    /// An entry for `state` at the turn it is in, with nothing else recorded yet.
+    pub(crate) fn new(
+        state: &LoopState,
+        time: Timestamp,
+        decision: LedgerDecision,
+        reason: ReasonCode,
+    ) -> LedgerEntry {
+        LedgerEntry {
+            time,
+            loop_id: state.meta.loop_id.clone(),
+            iteration: state.meta.iteration,
+            max_iterations: state.meta.settings.max_iterations,
+            decision,
+            reason,
+            stop_hook_active: None,
+            verify: None,
+            promise_kept: None,
+            detail: None,
+            oracle_changed: Vec::new(),
+            receipt: None,
+            origin: None,
+            tokens: None,
+            state_digest: None,
+            metric: None,
+            tests: None,
+            skip_markers: Vec::new(),
+        }
+    }
+
+    /// Appends this entry as one line, written with a single call so that concurrent appends
+    /// never interleave within a line.
+    pub(crate) fn append_to(&self, path: &Path) -> io::Result<()> {
+        append_lines(path, &lines_of(std::slice::from_ref(self))?)
+    }
+
+    /// The digest of the state the last committed line of `loop_id` left, if a line says.
+    pub(crate) fn last_state_digest(path: &Path, loop_id: &str) -> Option<String> {
+        let lines = ReverseLines::open(path, 1 << 20).ok()?;
+        lines
+            .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line.ok()?).ok())
+            .find(|entry| entry.loop_id == loop_id && entry.state_digest.is_some())
+            .and_then(|entry| entry.state_digest)
+    }
+
+    /// The lines after the last judged stop of `loop_id`: the stops allowed since without a
+    /// verdict, each of which the next judged stop tells the user about again.
+    pub(crate) fn since_last_verdict(path: &Path, loop_id: &str) -> Vec<LedgerEntry> {
+        let mut since = Vec::new();
+        let Ok(lines) = ReverseLines::open(path, 1 << 20) else { return since };
+        for line in lines.take(50) {
+            let Some(entry) = line.ok().and_then(|l| serde_json::from_slice::<LedgerEntry>(&l).ok()) else {
+                continue;
+            };
+            if entry.loop_id != loop_id && !entry.loop_id.is_empty() {
+                continue;
+            }
+            if entry.reason.is_verdict()
+                || matches!(entry.decision, LedgerDecision::Resume | LedgerDecision::Start)
+            {
+                break;
+            }
+            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop {
+                since.push(entry);
+            }
+        }
+        since.reverse();
+        since
+    }
+}
+
+impl LedgerEntry {
+    /// How many of `loop_id`'s stops in a row, since its last verdict, were taken for forged.
+    pub(crate) fn forged_streak(path: &Path, loop_id: &str) -> u32 {
+        let since = LedgerEntry::since_last_verdict(path, loop_id);
+        let streak = since.iter().rev().take_while(|e| e.reason == ReasonCode::ForgedStop).count();
+        u32::try_from(streak).unwrap_or(u32::MAX)
+    }
+
+    /// How many stops of `loop_id` were taken for forged, in all.
+    pub(crate) fn forged_stops(path: &Path, loop_id: &str) -> u32 {
+        let Ok(lines) = ReverseLines::open(path, 4 << 20) else { return 0 };
+        let forged = lines
+            .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line.ok()?).ok())
+            .filter(|e| e.loop_id == loop_id && e.reason == ReasonCode::ForgedStop)
+            .count();
+        u32::try_from(forged).unwrap_or(u32::MAX)
+    }
+}
+
+/// The entries as the bytes of their lines.
+pub(crate) fn lines_of(entries: &[LedgerEntry]) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for entry in entries {
+        serde_json::to_writer(&mut bytes, entry).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+    }
+    Ok(bytes)
+}
+
+/// Appends `bytes` (whole lines) with one write, so concurrent appends never interleave within
+/// a line. A ledger path that is not a regular file is refused rather than followed.
+pub(crate) fn append_lines(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        return Err(io::Error::other(format!(
+            "{} is {}, not the ledger file",
+            path.display(),
+            crate::store::describe(&meta)
+        )));
+    }
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+impl LedgerEntry {
+    /// The last `n` entries of a ledger, oldest first. Lines that do not parse are skipped.
+    pub(crate) fn read_last(path: &Path, n: usize) -> io::Result<Vec<LedgerEntry>> {
+        let mut entries = Vec::new();
+        for line in ReverseLines::open(path, 4 << 20)? {
+            if entries.len() == n {
+                break;
+            }
+            if let Ok(entry) = serde_json::from_slice(&line?) {
+                entries.push(entry);
+            }
+        }
+        entries.reverse();
+        Ok(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(iteration: u32) -> LedgerEntry {
+        LedgerEntry {
+            time: "2026-11-22T03:00:00Z".parse().unwrap(),
+            loop_id: "l".into(),
+            iteration,
+            max_iterations: 30,
+            decision: LedgerDecision::Block,
+            reason: ReasonCode::VerifyFailed,
+            stop_hook_active: Some(false),
+            verify: None,
+            promise_kept: None,
+            detail: None,
+            oracle_changed: Vec::new(),
+            receipt: None,
+            origin: None,
+            tokens: None,
+            state_digest: None,
+            metric: None,
+            tests: None,
+            skip_markers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn appends_lines_and_reads_the_last_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        for i in 1..=5 {
+            entry(i).append_to(&path).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 5);
+        let last = LedgerEntry::read_last(&path, 2).unwrap();
+        assert_eq!(last.iter().map(|e| e.iteration).collect::<Vec<_>>(), [4, 5]);
+    }
+
+    /// Lines as earlier versions wrote them still read, and the words on disk stay the same.
+    #[test]
+    fn reads_the_lines_earlier_versions_wrote() {
+        let old = r#"{"time":"2026-11-22T03:00:00Z","loop_id":"l","iteration":2,"max_iterations":30,"decision":"note","reason":"harness_override","stop_hook_active":false,"detail":"x"}"#;
+        let entry: LedgerEntry = serde_json::from_str(old).unwrap();
+        assert_eq!((entry.decision, entry.reason), (LedgerDecision::Note, ReasonCode::HarnessOverride));
+        for decision in [
+            LedgerDecision::Start,
+            LedgerDecision::Block,
+            LedgerDecision::Allow,
+            LedgerDecision::Cancel,
+            LedgerDecision::Resume,
+            LedgerDecision::Note,
+        ] {
+            assert_eq!(serde_json::to_string(&decision).unwrap(), format!("\"{decision}\""));
+        }
+        assert_eq!(format!("{:<6}|", LedgerDecision::Note), "note  |");
+    }
+
+    /// Whatever stands at the ledger's path instead of the file is refused, never written through
+    /// (a link to `/dev/full`, a directory): the hook moves it aside first.
+    #[test]
+    #[cfg(unix)]
+    fn only_the_ledger_file_itself_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+        let err = entry(1).append_to(&path).unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link, not the ledger file"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(entry(1).append_to(&path).unwrap_err().to_string().contains("a directory"));
+    }
+
+    #[test]
+    fn tells_the_last_digest_and_the_stops_let_through_since_the_last_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        let line = |decision, reason, digest: Option<&str>| LedgerEntry {
+            decision,
+            reason,
+            state_digest: digest.map(str::to_string),
+            ..entry(1)
+        };
+        for e in [
+            line(LedgerDecision::Start, ReasonCode::Started, Some("sha256:a")),
+            line(LedgerDecision::Allow, ReasonCode::InternalError, None),
+            line(LedgerDecision::Block, ReasonCode::VerifyFailed, Some("sha256:b")),
+            line(LedgerDecision::Allow, ReasonCode::InternalError, None),
+            line(LedgerDecision::Allow, ReasonCode::ForeignSession, None),
+            line(LedgerDecision::Allow, ReasonCode::RecordFailed, None),
+        ] {
+            e.append_to(&path).unwrap();
+        }
+        assert_eq!(LedgerEntry::last_state_digest(&path, "l").as_deref(), Some("sha256:b"));
+        assert_eq!(LedgerEntry::last_state_digest(&path, "other"), None);
+        let since: Vec<ReasonCode> =
+            LedgerEntry::since_last_verdict(&path, "l").iter().map(|e| e.reason).collect();
+        assert_eq!(since, [ReasonCode::InternalError, ReasonCode::RecordFailed]);
+    }
+}

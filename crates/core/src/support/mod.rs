@@ -1,0 +1,12 @@
+//! Building blocks with no knowledge of loops: bounded reads, digests, durations, frontmatter,
+//! the environment, the shared walk of a project's files, and which binary this is.
+
+pub(crate) mod bounded_read;
+pub(crate) mod digest;
+pub(crate) mod duration;
+pub(crate) mod environment;
+pub(crate) mod frontmatter;
+pub(crate) mod outcome;
+pub(crate) mod reverse_lines;
+pub(crate) mod version;
+pub(crate) mod walk;

@@ -1,0 +1,361 @@
+//! The words for-loop says: the prompt re-injected into the agent, the one-line status the user
+//! sees at each stop, and the summary when a loop ends.
+//!
+//! The re-injected prompt is written as a plain task, not as a system notice (hosts warn that
+//! text framed as out-of-band commands can trip the model's prompt-injection defences), and it
+//! stays under the hosts' 10,000-character cap by trimming verify output, never the task.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::verify::VerifyOutcome;
+use crate::host::usage::human_tokens;
+use crate::store::incident::Incident;
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::LoopState;
+use crate::support::duration::human;
+use crate::verdict::decision::StopFacts;
+
+/// The whole re-injected prompt stays below this many characters.
+pub(crate) const REASON_BUDGET: usize = 9_500;
+/// Verify output always gets at least this much room; a task that leaves less is referenced.
+const MIN_OUTPUT_ROOM: usize = 1_500;
+
+/// Every re-injected prompt has this right after the task: how a later run recognises the loop's
+/// own feedback in a transcript ([`crate::store::custody::tell_deleted_store`]).
+pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
+
+/// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
+/// are paragraphs about the tests behind the check, shown before verify's output.
+pub(crate) fn reinjection(
+    state: &LoopState,
+    code: ReasonCode,
+    facts: &StopFacts<'_>,
+    sections: &[String],
+) -> String {
+    let (verify, state_path, oracle_changes) = (facts.verify, facts.state_path, facts.oracle_changes);
+    let meta = &state.meta;
+    let settings = &meta.settings;
+    let mut status = format!(
+        "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n",
+        meta.iteration,
+        settings.max_iterations,
+        criterion(state)
+    );
+    // What went wrong around the loop comes first: the agent may have caused it.
+    if !facts.incidents.is_empty() {
+        status.push('\n');
+    }
+    for incident in facts.incidents {
+        status.push_str(&format!("for-loop noticed: {}.\n", incident.what));
+    }
+    if facts.incidents.iter().any(|i| !i.code.let_through_unjudged()) {
+        status.push_str(
+            "The loop's files are for-loop's: changing, deleting or locking them does not end the loop, \
+             and only the user can end it early.\n",
+        );
+    }
+    // The changed check comes first: it is why this stop is blocked whatever verify said.
+    if !oracle_changes.is_empty() {
+        status.push_str(&oracle_notice(oracle_changes, state_path));
+    }
+    for section in sections {
+        status.push_str(section);
+    }
+    let mut advice = String::new();
+    match (code, verify) {
+        (ReasonCode::VerifyTimedOut, Some(_)) => {
+            status.push_str(&format!(
+                "\nVerify `{}` did not finish within {} s and was stopped. The output it had printed:\n",
+                settings.verify.as_deref().unwrap_or_default(),
+                settings.verify_timeout_secs
+            ));
+            advice = format!(
+                "To finish: find why `{}` hangs or is slow (a test waiting for input, a server that \
+                 never exits, an endless loop) and fix it, then run it yourself to see it pass.",
+                settings.verify.as_deref().unwrap_or_default()
+            );
+        }
+        (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
+            status.push_str(&format!(
+                "\nVerify `{}` failed: {} after {}. Its output:\n",
+                settings.verify.as_deref().unwrap_or_default(),
+                outcome.describe(),
+                human(outcome.duration)
+            ));
+            advice = format!(
+                "To finish: find the cause of this failure and fix it, run `{}` yourself to see it \
+                 pass, then end your turn. Do not change the verify command or the files it runs.",
+                settings.verify.as_deref().unwrap_or_default()
+            );
+        }
+        (ReasonCode::VerifyNotRun, _) => {
+            let why = facts.verify_not_run.unwrap_or("it could not be started");
+            status.push_str(&format!(
+                "\nVerify `{}` could not run: {why}. A check that does not run does not pass.\n",
+                settings.verify.as_deref().unwrap_or_default()
+            ));
+            advice = format!(
+                "To finish: make it possible for `{}` to run again in {} (if the directory was moved or \
+                 deleted, put it back), run it yourself to see it pass, then end your turn.",
+                settings.verify.as_deref().unwrap_or_default(),
+                meta.cwd.display()
+            );
+        }
+        (ReasonCode::PromiseMissing, _) => {
+            let promise = settings.completion_promise.as_deref().unwrap_or_default();
+            if settings.verify.is_some() {
+                status.push_str("\nVerify passed. ");
+            } else {
+                status.push('\n');
+            }
+            status.push_str(&format!(
+                "Your last message did not contain <promise>{promise}</promise>. When the task is \
+                 truly complete, end your turn with that exact line; write it only if it is true.\n"
+            ));
+        }
+        // The shortfall is one of the sections.
+        (ReasonCode::TestsDropped, _) => {}
+        (ReasonCode::OracleChanged, _) => {
+            if settings.verify.is_some() {
+                status.push_str(
+                    "\nVerify passed, but that does not count while the check itself is changed.\n",
+                );
+            }
+        }
+        _ => {
+            status.push_str(&format!(
+                "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
+                 Review your work against the task and keep improving it.\n",
+                settings.max_iterations
+            ));
+        }
+    }
+    let streak_advice = meta.streaks.advice(&settings.escalation);
+    if !streak_advice.is_empty() {
+        advice = format!("{streak_advice}\n{advice}");
+    }
+    if !advice.is_empty() {
+        advice.insert(0, '\n');
+    }
+
+    advice.push_str(if advice.ends_with('\n') || advice.is_empty() { "\n" } else { "\n\n" });
+    advice.push_str(way_out(state));
+    let task_room =
+        REASON_BUDGET.saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
+    let task_chars = state.task.chars().count();
+    let task = if task_chars <= task_room {
+        state.task.trim_end().to_string()
+    } else {
+        format!(
+            "Your task is {task_chars} characters long, too long to repeat here. Read it in full, \
+             below the settings, in {}.",
+            state_path.display()
+        )
+    };
+
+    let mut reason = task;
+    reason.push_str(&status);
+    let show_output =
+        matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
+    if let Some(outcome) = verify.filter(|o| show_output && !o.passed()) {
+        let used = reason.chars().count() + advice.chars().count() + 40;
+        let excerpt = outcome.output.excerpt(REASON_BUDGET.saturating_sub(used));
+        let fence = fence_for(&excerpt);
+        if excerpt.trim().is_empty() {
+            reason.push_str("(no output)\n");
+        } else {
+            reason.push_str(&format!("\n{fence}text\n{}\n{fence}\n", excerpt.trim_end()));
+        }
+    }
+    reason.push_str(&advice);
+    reason
+}
+
+/// The honest way out of a task that cannot be done, where the host lets the hook read the
+/// agent's final message, and the reminder that weakening the check is none.
+fn way_out(state: &LoopState) -> &'static str {
+    if state.meta.host.sends_last_message() {
+        "If the task cannot be done as asked, say why and end your turn with \
+         <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. \
+         Weakening the check is never the way out."
+    } else {
+        "If the task cannot be done as asked, say why plainly and end your turn: the user decides. \
+         Weakening the check is never the way out."
+    }
+}
+
+/// One line for the user at a blocked stop, e.g. `for-loop 3/30 · verify failed (exit 1, 4.2 s)`.
+pub(crate) fn status_line(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    not_run: Option<&str>,
+) -> String {
+    let head = format!("for-loop {}/{}", state.meta.iteration, state.meta.settings.max_iterations);
+    let what = match (code, verify) {
+        (ReasonCode::VerifyFailed, Some(o)) => {
+            format!("verify failed ({}, {})", o.describe(), human(o.duration))
+        }
+        (ReasonCode::VerifyTimedOut, _) => {
+            format!("verify timed out after {} s", state.meta.settings.verify_timeout_secs)
+        }
+        (ReasonCode::OracleChanged, _) => "the verify files were changed; passes do not count".to_string(),
+        (ReasonCode::VerifyNotRun, _) => format!("verify could not run ({})", not_run.unwrap_or("unknown")),
+        (ReasonCode::TestsDropped, _) => {
+            "verify passed, but with fewer tests run or more skipped; passes do not count".to_string()
+        }
+        (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
+        (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
+        _ => "no verify command, running to the cap".to_string(),
+    };
+    format!("{head} · {what}")
+}
+
+/// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop;
+/// `check_modified`: the check's files were still changed then.
+pub(crate) fn headline(
+    state: &LoopState,
+    code: ReasonCode,
+    verify: Option<&VerifyOutcome>,
+    check_modified: bool,
+) -> String {
+    let meta = &state.meta;
+    let at = format!("{}/{}", meta.iteration, meta.settings.max_iterations);
+    let verify_cmd = meta.settings.verify.as_deref().unwrap_or_default();
+    let still_fails = match (verify, check_modified) {
+        (Some(o), false) if !o.passed() => format!(" and `{verify_cmd}` still fails ({})", o.describe()),
+        (Some(o), true) if !o.passed() => {
+            format!(" and `{verify_cmd}` still fails ({}) even with its check modified", o.describe())
+        }
+        (Some(_), true) => format!(" and `{verify_cmd}` passes only because its check was modified"),
+        (None, true) => " with the verify check modified".to_string(),
+        _ => String::new(),
+    };
+    match code {
+        ReasonCode::Verified => match verify {
+            Some(o) => format!(
+                "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
+                human(o.duration)
+            ),
+            None => format!("for-loop: done, verified at iteration {at}."),
+        },
+        ReasonCode::Promise => format!("for-loop: done, promise kept at iteration {at}."),
+        ReasonCode::CapReached => format!("for-loop: stopped at the cap, {at} iterations used{still_fails}."),
+        ReasonCode::Cancelled => format!("for-loop: cancelled at iteration {at}."),
+        ReasonCode::SameFailures => format!(
+            "for-loop: parked at iteration {at}: the same failure {} times in a row{still_fails}. The loop is kept.",
+            meta.streaks.same_failure
+        ),
+        ReasonCode::NoProgress => format!(
+            "for-loop: parked at iteration {at}: the working tree did not change for {} stops. The loop is kept.",
+            meta.streaks.no_change
+        ),
+        ReasonCode::TokenBudget => format!(
+            "for-loop: parked at iteration {at}: the token budget of {} is spent ({} used){still_fails}. The loop is kept.",
+            human_tokens(meta.settings.max_tokens.unwrap_or_default()),
+            human_tokens(meta.usage.as_ref().map_or(0, |u| u.used.total().counted()))
+        ),
+        ReasonCode::TimeBudget => format!(
+            "for-loop: parked at iteration {at}: the time budget of {} is spent{still_fails}. The loop is kept.",
+            human(Duration::from_secs(meta.settings.max_time_secs.unwrap_or_default()))
+        ),
+        ReasonCode::Aborted => format!(
+            "for-loop: parked at iteration {at}: the agent says the task cannot be done as asked{still_fails}. \
+             The loop is kept; read its reason below."
+        ),
+        other => format!("for-loop: ended ({other}) at iteration {at}."),
+    }
+}
+
+/// What the user is told about incidents, one line each, ahead of the stop's own words.
+pub(crate) fn incident_lines(incidents: &[Incident]) -> String {
+    incidents.iter().fold(String::new(), |mut out, incident| {
+        let _ = writeln!(out, "for-loop: {}.", incident.what);
+        out
+    })
+}
+
+/// `check.sh (modified)`.
+pub(crate) fn change_in_words(change: &OracleChange) -> String {
+    let kind = match change.kind {
+        ChangeKind::Modified => "modified",
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::Added => "added",
+        ChangeKind::Unchecked => "too many files to look through for added ones: delete the ones you created",
+        ChangeKind::ChangedDuringVerify => "changed while verify ran",
+    };
+    format!("{} ({kind})", change.path)
+}
+
+/// What the re-injection says about changed oracle files.
+fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
+    let mut out = String::from(
+        "\nThe verify command's own files changed since the loop started, so a passing verify does not count:\n",
+    );
+    for change in changes.iter().take(20) {
+        out.push_str(&format!("  - {}\n", change_in_words(change)));
+    }
+    if changes.len() > 20 {
+        out.push_str(&format!("  - and {} more\n", changes.len() - 20));
+    }
+    let originals = state_path.with_file_name("oracle");
+    if changes.iter().any(|c| c.kind != ChangeKind::ChangedDuringVerify) {
+        out.push_str(&format!(
+            "Restore them exactly as they were (`git checkout -- <path>`, or copy the originals saved in {}; \
+             delete the added ones). Fix the code under test instead of the check.\n",
+            originals.display()
+        ));
+    } else {
+        out.push_str(
+            "They are as they were now, but not while verify ran: nothing may change them during the \
+             check, neither the code under test nor a process left running. Fix the code under test \
+             instead of the check.\n",
+        );
+    }
+    out
+}
+
+/// What completes the loop, in words.
+pub(crate) fn criterion(state: &LoopState) -> String {
+    let settings = &state.meta.settings;
+    match (settings.verify.as_deref(), settings.completion_promise.as_deref()) {
+        (Some(v), None) => format!("`{v}` exits 0"),
+        (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
+        (Some(v), Some(p)) => {
+            format!("`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop")
+        }
+        (None, None) => format!("all {} iterations are used", settings.max_iterations),
+    }
+}
+
+pub(crate) fn elapsed(state: &LoopState, now: Timestamp) -> String {
+    let span = now.duration_since(state.meta.started_at);
+    human(Duration::try_from(span).unwrap_or_default())
+}
+
+/// A code fence longer than any run of backticks inside `text`.
+fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_outlast_backticks_in_the_output() {
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(fence_for("a ```` b"), "`````");
+    }
+}
