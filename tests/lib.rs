@@ -9,6 +9,8 @@
 //!   their transcript, and the hook commands of the packaging under `plugin/`.
 //! - `packaging`: every host's hook configuration, generated from one source, and the launcher
 //!   that finds the binary, run as each host runs it.
+//! - `layers`: the engine's layers: imports run downwards only, no import cycles, no IO in
+//!   `verdict` (the rules of docs/architecture.md).
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
@@ -30,6 +32,7 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod layers;
 mod metric;
 mod notify;
 mod packaging;

@@ -97,7 +97,7 @@ pub fn run(
     };
     // Where a command line comes from: mutations from an agent's shell are refused on hosts
     // whose prompt hook carries out the user's own commands.
-    let origin = provenance::origin::Origin::of_command_line(env);
+    let origin = host::origin::Origin::of_command_line(env);
     let user_command =
         matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
     let outcome = match cli {

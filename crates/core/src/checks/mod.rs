@@ -4,6 +4,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod oracle;
+pub(crate) mod oracle_change;
 pub(crate) mod oracle_watch;
 pub(crate) mod protect;
 pub(crate) mod skip_marker;

@@ -10,15 +10,17 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::protect::Protect;
 use crate::checks::test_suite::{self, SuiteGuard};
 use crate::support::bounded_read;
 use crate::support::digest::hex;
+use crate::support::relative_path::relative_to;
 use crate::support::walk;
 use crate::worktree::WorkTree;
 
@@ -52,27 +54,6 @@ pub(crate) struct Oracle {
     /// files are among `files`; this keeps its runner hooks and sections.
     #[serde(default, skip_serializing_if = "SuiteGuard::is_off")]
     pub tests: SuiteGuard,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ChangeKind {
-    Modified,
-    Deleted,
-    Added,
-    /// Too many files where protected ones may be added to look at them all, when there were
-    /// not at start: the path is the directory that was walked.
-    Unchecked,
-    /// Changed while verify ran and put back (or restored by verify itself): the same before and
-    /// after, but not during the run that passed ([`crate::checks::oracle_watch`]).
-    ChangedDuringVerify,
-}
-
-/// One oracle file that is not as it was at start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct OracleChange {
-    pub path: String,
-    pub kind: ChangeKind,
 }
 
 impl Oracle {
@@ -249,35 +230,6 @@ pub(crate) fn files_run_by(cwd: &Path, verify: &str) -> Vec<String> {
 
 fn split_words(command: &str) -> Vec<String> {
     shell_words::split(command).unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect())
-}
-
-/// `path` relative to `cwd` with `/` separators, if it is inside `cwd`. Purely lexical: `..`
-/// components are resolved without touching the disk, so a deleted file still maps.
-pub(crate) fn relative_to(cwd: &Path, path: &Path) -> Option<String> {
-    let absolute = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
-    let mut parts: Vec<String> = Vec::new();
-    let base: Vec<String> = normal_components(cwd)?;
-    for component in normal_components(&absolute)? {
-        parts.push(component);
-    }
-    if parts.len() <= base.len() || parts[..base.len()] != base[..] {
-        return None;
-    }
-    Some(parts[base.len()..].join("/"))
-}
-
-fn normal_components(path: &Path) -> Option<Vec<String>> {
-    let mut out: Vec<String> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop()?;
-            }
-            Component::Normal(part) => out.push(part.to_string_lossy().into_owned()),
-        }
-    }
-    Some(out)
 }
 
 /// What a search for protected files found.

@@ -23,7 +23,6 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::host::Host;
-use crate::store::state::LoopState;
 use crate::support::environment::Environment;
 
 /// Which tier a loop runs in, and why.
@@ -146,19 +145,20 @@ pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString>
     args
 }
 
-/// The sandbox verify runs in for `state`'s loop: bubblewrap's arguments in the strict tier,
-/// nothing in the default tier.
-pub(crate) fn sandbox_for_verify(
+/// The sandbox verify runs in for a loop of `host` in `cwd` whose check stands on `oracle_files`:
+/// bubblewrap's arguments in the strict tier, nothing in the default tier.
+pub(crate) fn sandbox_for_verify<'a>(
     env: &Environment,
-    store: &crate::store::Store,
-    state: &LoopState,
+    store: &Path,
+    host: Host,
+    cwd: &Path,
+    oracle_files: impl IntoIterator<Item = &'a String>,
 ) -> Vec<OsString> {
-    let cwd = &state.meta.cwd;
-    if !tier(env, state.meta.host, cwd, store.root()).strict {
+    if !tier(env, host, cwd, store).strict {
         return Vec::new();
     }
-    let mut read_only = read_only_paths(env, store.root());
-    read_only.extend(state.meta.oracle.files.keys().map(|file| cwd.join(file)));
+    let mut read_only = read_only_paths(env, store);
+    read_only.extend(oracle_files.into_iter().map(|file| cwd.join(file)));
     verify_sandbox(cwd, &read_only)
 }
 

@@ -27,7 +27,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::protect::Protect;
 use crate::support::bounded_read;
 use crate::support::digest::sha256_hex;
@@ -116,7 +116,7 @@ pub(crate) struct SuiteGuard {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sections: BTreeMap<String, String>,
     /// Test files found beyond [`MAX_TEST_FILES`], which are not fingerprinted.
-    #[serde(default, skip_serializing_if = "crate::store::receipt::is_zero")]
+    #[serde(default, skip_serializing_if = "crate::support::is_zero")]
     pub unchecked_files: u32,
 }
 
@@ -320,7 +320,7 @@ pub(crate) fn named_by_scripts(cwd: &Path, scripts: &[String]) -> Vec<String> {
                 if found.len() >= MAX_FOLLOWED {
                     return found;
                 }
-                let Some(relative) = crate::checks::oracle::relative_to(cwd, Path::new(word)) else {
+                let Some(relative) = crate::support::relative_path::relative_to(cwd, Path::new(word)) else {
                     continue;
                 };
                 if scripts.contains(&relative)

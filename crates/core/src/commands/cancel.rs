@@ -5,15 +5,15 @@
 //! gives commands no session id, the loop is found by [`Target::here`] instead.
 
 use crate::commands::session::{self, Target};
+use crate::host::origin::Origin;
 use crate::provenance::claim;
-use crate::provenance::origin::{self, Mutation, Origin};
+use crate::provenance::origin::{self, Mutation};
 use crate::store::Store;
 use crate::store::custody::Custody;
 use crate::store::incident::Incident;
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
 use crate::store::state::Status;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -78,7 +78,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     state.meta.outcome = Some(ReasonCode::Cancelled);
     state.meta.updated_at = env.now;
     state.meta.last_blocked = false;
-    let receipt = Receipt::of(&state, ReasonCode::Cancelled, env.now, None);
+    let receipt = state.receipt(ReasonCode::Cancelled, env.now, None);
     state.meta.receipt = Some(receipt.clone());
     let mut lines: Vec<LedgerEntry> = noticed
         .iter()
@@ -97,7 +97,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     }
     origin::after(&paths, &state, Mutation::Cancel, origin);
     drop(lock);
-    crate::hook::notify::after_end(&paths, &state, &receipt, env.now);
+    crate::commands::notify::after_end(&paths, &state, &receipt, env.now);
     let mut ledger = paths.ledger.clone();
     // A loop still waiting to be claimed is moved out of the way of the stops that search for it.
     if state.meta.session_id.is_empty()

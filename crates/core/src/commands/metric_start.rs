@@ -25,7 +25,13 @@ pub(crate) fn baseline(
     settings: &MetricSettings,
 ) -> Result<Vec<Lesson>, String> {
     let cwd = state.meta.cwd.clone();
-    let sandbox = crate::checks::strict::sandbox_for_verify(env, store, state);
+    let sandbox = crate::checks::strict::sandbox_for_verify(
+        env,
+        store.root(),
+        state.meta.host,
+        &state.meta.cwd,
+        state.meta.oracle.files.keys(),
+    );
     let timeout = Duration::from_secs(state.meta.settings.verify_timeout_secs);
     let measurement = crate::metric::measure::measure(settings, None, &cwd, timeout, &sandbox)
         .map_err(|e| format!("the metric command could not run: {e}"))?;

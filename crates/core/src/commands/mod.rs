@@ -3,6 +3,7 @@
 
 pub(crate) mod cancel;
 pub(crate) mod metric_start;
+pub(crate) mod notify;
 pub(crate) mod request;
 pub(crate) mod resume;
 pub(crate) mod rollback;

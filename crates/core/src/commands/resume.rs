@@ -3,7 +3,8 @@
 
 use crate::checks::stall::Streaks;
 use crate::commands::session::{self, Target};
-use crate::provenance::origin::{self, Mutation, Origin};
+use crate::host::origin::Origin;
+use crate::provenance::origin::{self, Mutation};
 use crate::store::custody::Custody;
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};

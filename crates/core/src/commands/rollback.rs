@@ -2,7 +2,8 @@
 //! change, and restore it when confirmed with `--yes`.
 
 use crate::commands::session::Target;
-use crate::provenance::origin::{self, Mutation, Origin};
+use crate::host::origin::Origin;
+use crate::provenance::origin::{self, Mutation};
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::support::environment::Environment;

@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use crate::hook::stop_hook::LOCK_WAIT;
 use crate::host::Host;
+use crate::store::lock::LOCK_WAIT;
 use crate::store::lock::StateLock;
 use crate::store::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};

@@ -8,11 +8,11 @@ use crate::checks::test_ratchet::TestRatchet;
 use crate::checks::test_suite;
 use crate::commands::request::{LoopRequest, RequestError};
 use crate::commands::session;
-use crate::hook::stop_hook::LOCK_WAIT;
 use crate::host::Host;
 use crate::provenance::claim;
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::LOCK_WAIT;
 use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
@@ -43,11 +43,11 @@ pub(crate) struct StartOptions {
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) host: Option<Host>,
     /// Who asked: written on the loop's first ledger line, like every other mutation's.
-    pub(crate) origin: Option<crate::provenance::origin::Origin>,
+    pub(crate) origin: Option<crate::host::origin::Origin>,
     /// The host's transcript, from the prompt hook's event (the user's own prompt).
     pub(crate) transcript: Option<PathBuf>,
     /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
-    pub(crate) awaiting: Option<crate::provenance::confirmation::Awaiting>,
+    pub(crate) awaiting: Option<crate::store::awaiting::Awaiting>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -340,7 +340,7 @@ fn banner(
     if let Some(command) = &settings.notify {
         out.push_str(&format!(
             "Notify:      {command}  (when the loop ends or parks; killed after {} s)\n",
-            crate::hook::notify::NOTIFY_TIMEOUT.as_secs()
+            crate::commands::notify::NOTIFY_TIMEOUT.as_secs()
         ));
     }
     if settings.checkpoint {

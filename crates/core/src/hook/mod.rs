@@ -2,7 +2,6 @@
 //! of shell command lines, and the user's notification command.
 
 pub(crate) mod guard;
-pub(crate) mod notify;
 pub(crate) mod prompt_hook;
 pub(crate) mod shell_command;
 pub(crate) mod stop_hook;

@@ -29,8 +29,9 @@ use crate::commands::start::{self, StartOptions};
 use crate::commands::status::{self, StatusOptions};
 use crate::host::Host;
 use crate::host::event::{self, Fields};
+use crate::host::origin::Origin;
 use crate::host::user_command::{CommandKind, UserCommand};
-use crate::provenance::origin::{Notice, Origin};
+use crate::provenance::origin::Notice;
 use crate::store::Store;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
@@ -116,11 +117,11 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return PromptResponse { block: None, system_message: notice };
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
-    let kind = crate::provenance::confirmation::Kind::of(command.kind);
+    let kind = crate::store::awaiting::Kind::of(command.kind);
     // Without the loop's transcript nothing tells the user's prompt from a program's.
     if let (Some(kind), Some(state), true, Host::ClaudeCode) = (kind, &trusted, anchorless, host)
         // A start over a running loop is refused anyway, and says why.
-        && !(kind == crate::provenance::confirmation::Kind::Start && state.is_active())
+        && !(kind == crate::store::awaiting::Kind::Start && state.is_active())
     {
         return PromptResponse {
             block: Some(format!(
@@ -159,11 +160,11 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     }
     // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
     // carried out, so a hook killed in between leaves the mark, never a change without one.
-    let awaiting = kind.filter(|_| host == Host::ClaudeCode && transcript.is_some()).map(|kind| {
-        crate::provenance::confirmation::Awaiting { command: command.name.clone(), kind, at: env.now }
-    });
+    let awaiting = kind
+        .filter(|_| host == Host::ClaudeCode && transcript.is_some())
+        .map(|kind| crate::store::awaiting::Awaiting { command: command.name.clone(), kind, at: env.now });
     if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
-        && awaiting.kind != crate::provenance::confirmation::Kind::Start
+        && awaiting.kind != crate::store::awaiting::Kind::Start
         && let Err(why) = crate::provenance::confirmation::mark(&paths, awaiting, env.now)
     {
         return PromptResponse {
@@ -274,7 +275,7 @@ fn carry_out(
     session_id: &str,
     cwd: &Path,
     transcript: Option<&Path>,
-    awaiting: Option<&crate::provenance::confirmation::Awaiting>,
+    awaiting: Option<&crate::store::awaiting::Awaiting>,
     command: &UserCommand,
 ) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };

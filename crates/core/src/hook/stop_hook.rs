@@ -9,7 +9,7 @@ use std::io::Read;
 use std::thread;
 use std::time::Duration;
 
-use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::oracle_watch::{OracleWatch, Touched};
 use crate::checks::skip_marker;
 use crate::checks::verify::{VerifyOutcome, VerifySpec};
@@ -26,17 +26,15 @@ use crate::store::incident::Incident;
 use crate::store::journal::Journal;
 use crate::store::judgment::{Found, Judgment};
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::lock::StateLock;
+use crate::store::lock::{LOCK_WAIT, StateLock};
 use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
 use crate::store::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
-use crate::verdict::decision::{self, Gate, StopFacts};
+use crate::verdict::decision::{self, Gate};
+use crate::verdict::facts::StopFacts;
 use crate::worktree::{self, WorkTree};
 
-/// The longest the hook waits for a loop's lock before giving up on this stop.
-pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
 /// Hosts may write the transcript's last lines after the hook starts; one retry after this.
 const TRANSCRIPT_RETRY: Duration = Duration::from_millis(1_500);
 
@@ -151,7 +149,7 @@ fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
     }
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,
-        origin: Some(crate::provenance::origin::Origin::Agent),
+        origin: Some(crate::host::origin::Origin::Agent),
         detail: Some(format!(
             "the agent ran the Stop hook itself from a tool call at iteration {} ({}): that forged stop \
              was not judged and used no iteration",
@@ -270,7 +268,13 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     drop(lock);
 
     // 1. Gather: everything the verdict depends on, with the lock released (verify is slow).
-    let sandbox = crate::checks::strict::sandbox_for_verify(env, &store, &state);
+    let sandbox = crate::checks::strict::sandbox_for_verify(
+        env,
+        store.root(),
+        state.meta.host,
+        &state.meta.cwd,
+        state.meta.oracle.files.keys(),
+    );
     let gathered = Gathered::at(&state, event, &sandbox);
     let facts = gathered.facts(&paths, event, env, &[]);
     let ends =
@@ -371,7 +375,7 @@ pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookRes
     // 4. Effects of the committed verdict, outside the lock: they change nothing in the loop.
     drop(lock);
     if let Some(receipt) = &decision.receipt {
-        crate::hook::notify::after_end(&paths, &decision.next, receipt, env.now);
+        crate::commands::notify::after_end(&paths, &decision.next, receipt, env.now);
     }
     decision.response()
 }
@@ -408,7 +412,7 @@ fn end_untrusted(
     next.meta.outcome = Some(ReasonCode::StateTampered);
     next.meta.updated_at = env.now;
     next.meta.last_blocked = false;
-    let receipt = Receipt::of(&next, ReasonCode::StateTampered, env.now, None);
+    let receipt = next.receipt(ReasonCode::StateTampered, env.now, None);
     next.meta.receipt = Some(receipt.clone());
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,

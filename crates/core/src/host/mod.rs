@@ -20,6 +20,7 @@ mod cursor;
 pub(crate) mod event;
 mod gemini_cli;
 pub(crate) mod hook_response;
+pub(crate) mod origin;
 pub(crate) mod transcript;
 pub(crate) mod usage;
 pub(crate) mod user_command;

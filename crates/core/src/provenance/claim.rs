@@ -17,11 +17,11 @@ use std::io;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::hook::stop_hook::LOCK_WAIT;
 use crate::host::Host;
 use crate::host::event::{StopEvent, Transcript};
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::LOCK_WAIT;
 use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::Status;

@@ -28,20 +28,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::host::Host;
 use crate::host::hook_response::HookResponse;
-use crate::host::user_command::{CommandKind, UserCommand};
-use crate::provenance::origin::Origin;
+use crate::host::origin::Origin;
+use crate::host::user_command::UserCommand;
+use crate::store::awaiting::{Awaiting, Kind};
 use crate::store::custody::Custody;
 use crate::store::incident::Incident;
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
 use crate::store::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -57,53 +56,6 @@ const LOOKBACK_SECS: i64 = 600;
 /// The prefix Claude Code gives the record of a prompt a `UserPromptSubmit` hook blocked.
 const BLOCKED: &str = "UserPromptSubmit operation blocked by hook:";
 const ORIGINAL: &str = "Original prompt: ";
-
-/// A command the prompt hook carried out, waiting for the transcript to show the user sent it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Awaiting {
-    /// The name as it arrived, e.g. `/for-loop:cancel-loop`.
-    pub(crate) command: String,
-    pub(crate) kind: Kind,
-    /// When the prompt hook ran.
-    pub(crate) at: Timestamp,
-}
-
-/// The loop commands that change a loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Kind {
-    Start,
-    Cancel,
-    Resume,
-    Rollback,
-}
-
-impl Kind {
-    pub(crate) fn of(kind: CommandKind) -> Option<Kind> {
-        match kind {
-            CommandKind::Start => Some(Kind::Start),
-            CommandKind::Cancel => Some(Kind::Cancel),
-            CommandKind::Resume => Some(Kind::Resume),
-            CommandKind::Rollback => Some(Kind::Rollback),
-            CommandKind::Status => None,
-        }
-    }
-
-    fn matches(self, kind: CommandKind) -> bool {
-        Kind::of(kind) == Some(self)
-    }
-
-    /// The command a user runs from a terminal outside the agent instead.
-    pub(crate) fn terminal_command(self, session_id: &str) -> String {
-        let verb = match self {
-            Kind::Start => "start",
-            Kind::Cancel => "cancel",
-            Kind::Resume => "resume",
-            Kind::Rollback => "rollback",
-        };
-        format!("loop-hook {verb} --session {session_id}")
-    }
-}
 
 /// Whether one transcript record is the host's record of the user sending `awaiting`'s command:
 /// the user's own prompt (not meta, not a tool result, not a subagent's), or the host's note of a
@@ -210,7 +162,7 @@ pub(crate) fn undo(
             next.meta.status = Status::Ended;
             next.meta.outcome = Some(ReasonCode::CommandUnconfirmed);
             next.meta.last_blocked = false;
-            next.meta.receipt = Some(Receipt::of(&next, ReasonCode::CommandUnconfirmed, now, None));
+            next.meta.receipt = Some(next.receipt(ReasonCode::CommandUnconfirmed, now, None));
             "it started this loop; that loop is ended".to_string()
         }
         Kind::Resume => {
@@ -248,8 +200,7 @@ fn capitalised(text: &str) -> String {
 /// carries the command out: a hook killed between the two leaves the mark, never a change
 /// without one. `Err` when the mark cannot be written (the command must then not run).
 pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Result<(), String> {
-    let _lock =
-        StateLock::acquire(&paths.lock, crate::hook::stop_hook::LOCK_WAIT).map_err(|e| e.to_string())?;
+    let _lock = StateLock::acquire(&paths.lock, crate::store::lock::LOCK_WAIT).map_err(|e| e.to_string())?;
     let mut state = match Custody::check(paths, now) {
         Ok(Custody::Loop { state, .. }) => state,
         Ok(Custody::None) => return Ok(()),
@@ -280,7 +231,7 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
     let awaiting = state.meta.awaiting.clone()?;
     let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
     let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
-    let lock = StateLock::acquire(&paths.lock, crate::hook::stop_hook::LOCK_WAIT).ok()?;
+    let lock = StateLock::acquire(&paths.lock, crate::store::lock::LOCK_WAIT).ok()?;
     let Ok(Custody::Loop { state, incidents: found_now }) = Custody::check(&paths, env.now) else {
         return None;
     };

@@ -14,64 +14,17 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::host::Host;
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::Origin;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
-
-/// Where a loop mutation came from. Written on the mutation's ledger line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Origin {
-    /// The user's own prompt, read by the host's prompt hook.
-    User,
-    /// A shell outside any agent, as far as can be told: the user's terminal, or the agent's
-    /// shell with its variables removed.
-    Terminal,
-    /// A command run inside an agent's shell (a tool call, or a slash command's `!` line on hosts
-    /// without a prompt hook).
-    Agent,
-}
-
-impl Origin {
-    /// Where a `loop-hook` command line was run from.
-    pub(crate) fn of_command_line(env: &Environment) -> Origin {
-        if AGENT_SHELL_VARS.iter().any(|name| env.var(name).is_some()) {
-            Origin::Agent
-        } else {
-            Origin::Terminal
-        }
-    }
-
-    /// "by the user", "from a terminal", "by the agent", for messages and receipts.
-    pub(crate) fn by_whom(self) -> &'static str {
-        match self {
-            Origin::User => "by the user",
-            Origin::Terminal => "from a terminal outside the session",
-            Origin::Agent => "by the agent, through its shell",
-        }
-    }
-}
-
-/// Variables the hosts put in the environment of the commands their agent runs.
-const AGENT_SHELL_VARS: &[&str] = &[
-    // Claude Code: every Bash tool call and `!` line (and hooks, which never mutate through the
-    // command line).
-    "CLAUDECODE",
-    "CLAUDE_CODE_SESSION_ID",
-    // Codex: every shell command of the agent.
-    "CODEX_THREAD_ID",
-    "CODEX_SESSION_ID",
-    // Gemini CLI's shell tool.
-    "GEMINI_CLI",
-];
 
 /// The loop mutations a user asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,7 +218,7 @@ mod tests {
     fn the_agents_shell_is_told_by_its_hosts_variables() {
         assert_eq!(Origin::of_command_line(&env(&[])), Origin::Terminal);
         assert_eq!(Origin::of_command_line(&env(&[("HOME", "/h")])), Origin::Terminal);
-        for var in AGENT_SHELL_VARS {
+        for var in crate::host::origin::AGENT_SHELL_VARS {
             assert_eq!(Origin::of_command_line(&env(&[(var, "x")])), Origin::Agent, "{var}");
         }
         // An empty variable is as good as none.

@@ -19,10 +19,11 @@ use super::limits::{self, AgentEnd};
 use super::status::StatusLine;
 use crate::commands::resume::ResumeOptions;
 use crate::commands::start::{self, StartOptions};
-use crate::hook::stop_hook::{self, LOCK_WAIT};
+use crate::hook::stop_hook;
 use crate::host::event::StopEvent;
 use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::lock::LOCK_WAIT;
 use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Status};
@@ -140,7 +141,7 @@ impl Driver {
                         session_id: Some(session_id.clone()),
                         cwd: None,
                         host: Some(agent.host()),
-                        origin: Some(crate::provenance::origin::Origin::of_command_line(env)),
+                        origin: Some(crate::host::origin::Origin::of_command_line(env)),
                         transcript: None,
                         ..StartOptions::default()
                     },

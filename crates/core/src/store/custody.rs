@@ -19,6 +19,10 @@
 
 use std::fs;
 
+/// Every re-injected prompt has this right after the task: how a later run recognises the loop's
+/// own feedback in a transcript ([`crate::store::custody::tell_deleted_store`]).
+pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
+
 use jiff::Timestamp;
 
 use crate::store::incident::Incident;
@@ -311,7 +315,7 @@ pub(crate) fn tell_deleted_store(transcript: &std::path::Path) -> Option<String>
             _ => continue,
         };
         if text.starts_with("Stop hook feedback:") {
-            return text.contains(crate::verdict::message::REINJECTION_MARK).then(|| {
+            return text.contains(REINJECTION_MARK).then(|| {
                 "for-loop: this session's last stop was blocked by a for-loop loop, but the loop's state \
                  and its last good copy are both gone: something deleted them while the loop ran (if it \
                  was not you, it was the agent). The loop cannot go on without them; start it again with \
@@ -514,8 +518,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let transcript = dir.path().join("t.jsonl");
         let feedback = format!(
-            "Stop hook feedback:\nfix it\n\n---\n{} 2 of 30.",
-            crate::verdict::message::REINJECTION_MARK
+            "Stop hook feedback:
+fix it
+
+---
+{REINJECTION_MARK} 2 of 30."
         );
         let ours = serde_json::json!({"type": "user", "isMeta": true, "message": {"content": feedback}});
         let theirs = serde_json::json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nlint!"}});

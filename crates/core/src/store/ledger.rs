@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::test_summary::Counts;
 use crate::checks::verify::VerifyOutcome;
+use crate::host::origin::Origin;
 use crate::host::usage::Usage;
-use crate::provenance::origin::Origin;
 use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
 use crate::store::state::LoopState;

@@ -16,6 +16,9 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The longest a hook or command waits for a loop's lock before giving up.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
+
 use thiserror::Error;
 
 /// How often a lock changes hands before acquiring gives up.

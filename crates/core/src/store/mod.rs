@@ -13,6 +13,7 @@
 //! the same directory. A writer killed midway leaves that temporary behind; the next writer of
 //! the loop, holding its lock, sweeps them ([`LoopPaths::sweep_temporaries`]).
 
+pub(crate) mod awaiting;
 pub(crate) mod custody;
 pub(crate) mod incident;
 pub(crate) mod journal;
@@ -22,6 +23,7 @@ pub(crate) mod lock;
 pub(crate) mod reason_code;
 pub(crate) mod receipt;
 pub(crate) mod state;
+pub(crate) mod status;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

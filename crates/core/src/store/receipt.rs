@@ -10,9 +10,8 @@ use crate::host::Host;
 use crate::host::usage::human_tokens;
 use crate::metric::Number;
 use crate::store::reason_code::ReasonCode;
-use crate::store::state::{LoopState, Status};
+use crate::store::status::Status;
 use crate::support::duration::human_ms;
-use crate::worktree::checkpoint_ref;
 
 /// How many changed files a receipt names before it only counts them.
 const NAMED_FILES: usize = 8;
@@ -46,7 +45,7 @@ pub(crate) struct Receipt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<MetricSummary>,
     /// Stops the agent forged by running the Stop hook from a tool call: recorded, not judged.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::support::is_zero")]
     pub(crate) forged_stops: u32,
     /// What the test runners' summaries said at the last verify run, all suites together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,10 +62,6 @@ pub(crate) struct Receipt {
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-pub(crate) fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
 /// What a metric loop's receipt says about its number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,45 +77,6 @@ pub(crate) struct MetricSummary {
 }
 
 impl Receipt {
-    /// The receipt of `state` (the loop after its last stop).
-    pub(crate) fn of(
-        state: &LoopState,
-        outcome: ReasonCode,
-        now: Timestamp,
-        files_changed: Option<Vec<String>>,
-    ) -> Receipt {
-        let meta = &state.meta;
-        let elapsed = now.duration_since(meta.started_at);
-        Receipt {
-            outcome,
-            status: meta.status,
-            iterations: meta.iteration,
-            max_iterations: meta.settings.max_iterations,
-            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(0),
-            verify_ms: meta.verify_total_ms,
-            same_failure_streak: meta.streaks.same_failure,
-            no_change_streak: meta.streaks.no_change,
-            harness_overrides: meta.harness_overrides,
-            files_changed,
-            oracle_changed: Vec::new(),
-            at: now,
-            tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
-            metric: meta.metric.as_ref().map(|m| MetricSummary {
-                baseline: m.baseline,
-                best: m.best,
-                name: m.name.clone(),
-                keeps: m.keeps,
-                discards: m.discards,
-                best_checkpoint: checkpoint_ref(&meta.loop_id, m.best_checkpoint),
-            }),
-            forged_stops: 0,
-            tests: meta.tests.last,
-            most_tests_ran: meta.tests.most_ran(),
-            skip_markers: Vec::new(),
-            abort_reason: None,
-        }
-    }
-
     /// The receipt's lines, under a headline, with `host`'s words for going on.
     pub(crate) fn render(&self, headline: &str, host: Host) -> String {
         let mut out = format!(
@@ -228,7 +184,8 @@ mod tests {
         state.meta.streaks.same_failure = 8;
         let files = (0..10).map(|i| format!("src/f{i}.rs")).collect();
         let now: Timestamp = "2026-11-22T03:12:03Z".parse().unwrap();
-        let text = Receipt::of(&state, ReasonCode::SameFailures, now, Some(files))
+        let text = state
+            .receipt(ReasonCode::SameFailures, now, Some(files))
             .render("for-loop: parked.", Host::ClaudeCode);
         assert!(
             text.contains("receipt: same_failures · 8/30 iterations · 12m 03s elapsed · 12.3 s in verify"),
@@ -244,7 +201,8 @@ mod tests {
     fn a_verified_loop_has_no_resume_line() {
         let mut state = sample();
         state.meta.status = Status::Ended;
-        let text = Receipt::of(&state, ReasonCode::Verified, state.meta.started_at, Some(vec![]))
+        let text = state
+            .receipt(ReasonCode::Verified, state.meta.started_at, Some(vec![]))
             .render("done", Host::ClaudeCode);
         assert!(text.contains("changed: no files"), "{text}");
         assert!(!text.contains("resume"), "{text}");

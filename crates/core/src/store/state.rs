@@ -16,6 +16,7 @@ use crate::host::Host;
 use crate::host::usage::UsageCursor;
 use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
+pub(crate) use crate::store::status::Status;
 use crate::support::frontmatter::{Frontmatter, FrontmatterError};
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
@@ -35,18 +36,6 @@ pub(crate) enum StateError {
     NewerSchema { found: u32 },
     #[error("the loop's state cannot be written as YAML: {0}")]
     Render(String),
-}
-
-/// Whether the loop still holds the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Status {
-    /// Every stop of the owning session is judged.
-    Active,
-    /// Stopped by a breaker or budget (`outcome` says which) and kept for `resume`.
-    Parked,
-    /// Over: `outcome` says why. Stops are allowed without a word.
-    Ended,
 }
 
 /// The settings a loop was started with. They never change during the loop.
@@ -77,7 +66,7 @@ pub(crate) struct Settings {
     /// passes it ([`crate::host::usage::TokenCounts::counted`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
-    /// Shell command run when the loop ends or parks ([`crate::hook::notify`]).
+    /// Shell command run when the loop ends or parks ([`crate::commands::notify`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<String>,
     /// Metric mode: keep what improves a number, discard what does not.
@@ -169,7 +158,7 @@ pub(crate) struct Meta {
     /// have asked for ([`crate::provenance::confirmation`]). Kept in the state so that removing it is a
     /// change of the state, which custody finds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub awaiting: Option<crate::provenance::confirmation::Awaiting>,
+    pub awaiting: Option<crate::store::awaiting::Awaiting>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -187,6 +176,45 @@ struct SchemaProbe {
 }
 
 impl LoopState {
+    /// The loop's receipt, after its last stop.
+    pub(crate) fn receipt(
+        &self,
+        outcome: ReasonCode,
+        now: Timestamp,
+        files_changed: Option<Vec<String>>,
+    ) -> Receipt {
+        let meta = &self.meta;
+        let elapsed = now.duration_since(meta.started_at);
+        Receipt {
+            outcome,
+            status: meta.status,
+            iterations: meta.iteration,
+            max_iterations: meta.settings.max_iterations,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(0),
+            verify_ms: meta.verify_total_ms,
+            same_failure_streak: meta.streaks.same_failure,
+            no_change_streak: meta.streaks.no_change,
+            harness_overrides: meta.harness_overrides,
+            files_changed,
+            oracle_changed: Vec::new(),
+            at: now,
+            tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
+            metric: meta.metric.as_ref().map(|m| crate::store::receipt::MetricSummary {
+                baseline: m.baseline,
+                best: m.best,
+                name: m.name.clone(),
+                keeps: m.keeps,
+                discards: m.discards,
+                best_checkpoint: crate::worktree::checkpoint_ref(&meta.loop_id, m.best_checkpoint),
+            }),
+            forged_stops: 0,
+            tests: meta.tests.last,
+            most_tests_ran: meta.tests.most_ran(),
+            skip_markers: Vec::new(),
+            abort_reason: None,
+        }
+    }
+
     /// Parses a state file.
     pub(crate) fn parse(text: &str) -> Result<Self, StateError> {
         let parts = Frontmatter::split(text)?;

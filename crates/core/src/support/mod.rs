@@ -7,6 +7,13 @@ pub(crate) mod duration;
 pub(crate) mod environment;
 pub(crate) mod frontmatter;
 pub(crate) mod outcome;
+pub(crate) mod relative_path;
 pub(crate) mod reverse_lines;
 pub(crate) mod version;
 pub(crate) mod walk;
+
+/// For `skip_serializing_if`: a count of zero is left out of what is written.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}

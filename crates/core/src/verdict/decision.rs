@@ -6,26 +6,21 @@
 //! commits that verdict as it is. Nothing is rendered or changed after `decide`, so what its tests
 //! check is exactly what users see, and every branch is tested here without processes or files.
 
-use std::path::Path;
-
-use jiff::Timestamp;
-
-use crate::checks::oracle::OracleChange;
 use crate::checks::skip_marker::SkipMarker;
 use crate::checks::stall::Streaks;
 use crate::checks::test_ratchet::{News, TestJudgement};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::hook_response::HookResponse;
-use crate::host::usage::{Usage, UsageCursor};
+use crate::host::usage::Usage;
 use crate::metric::Number;
-use crate::metric::keep::{self, Judgement, Measured, MetricFacts, MetricProgress, MetricRecord, Rung};
+use crate::metric::keep::{self, Judgement, Measured, MetricProgress, MetricRecord, Rung};
 use crate::metric::lessons::Lesson;
-use crate::store::incident::Incident;
 use crate::store::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
 use crate::store::state::{LastVerify, LoopState, Status};
 use crate::verdict::abort;
+use crate::verdict::facts::StopFacts;
 use crate::verdict::message;
 use crate::verdict::metric_message::{self, Step};
 use crate::verdict::promise;
@@ -50,50 +45,6 @@ pub(crate) fn gate(state: &LoopState, session_id: &str) -> Gate {
     } else {
         Gate::Judge
     }
-}
-
-/// Everything the stop brought, gathered before deciding.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StopFacts<'a> {
-    pub(crate) last_message: Option<&'a str>,
-    /// The verify run; `None` when the loop has no verify command, or it could not run.
-    pub(crate) verify: Option<&'a VerifyOutcome>,
-    /// Why verify could not run at all (the loop's directory is gone, no shell): the check did
-    /// not pass.
-    pub(crate) verify_not_run: Option<&'a str>,
-    pub(crate) now: Timestamp,
-    /// Where the task can be read in full when it is too long to re-inject.
-    pub(crate) state_path: &'a Path,
-    /// Where the loop's history is, for the words at its end.
-    pub(crate) ledger_path: &'a Path,
-    /// Oracle files that differ from the start.
-    pub(crate) oracle_changes: &'a [OracleChange],
-    /// The working tree's fingerprint now, when known.
-    pub(crate) tree: Option<&'a str>,
-    /// Files changed since the loop started, when known. Only a stop that ends or parks the loop
-    /// shows them, so the hook gathers them only then ([`code`] says beforehand).
-    pub(crate) files_changed: Option<&'a [String]>,
-    /// Tool calls in the turn that just ended, when known.
-    pub(crate) tool_uses: Option<usize>,
-    /// The host's "continuing because a stop hook blocked" flag, where the host has one that
-    /// means exactly that.
-    pub(crate) stop_hook_active: Option<bool>,
-    /// Why the checkpoint of this iteration could not be taken, when it could not.
-    pub(crate) checkpoint_error: Option<&'a str>,
-    /// The transcript read up to this stop for model usage; `None` when it could not be read
-    /// (the loop's last reading stands).
-    pub(crate) usage: Option<&'a UsageCursor>,
-    /// What went wrong around the loop since the last judged stop (the state changed behind its
-    /// back, a stop let through unjudged): told to the user and the agent, and recorded.
-    pub(crate) incidents: &'a [Incident],
-    /// A metric loop's attempt: its measurement, guard run and change summary.
-    pub(crate) metric: Option<&'a MetricFacts>,
-    /// Stops the agent forged from its shell during this loop (recorded, never judged), for the
-    /// receipt of a loop that ends or parks here.
-    pub(crate) forged_stops: u32,
-    /// Skip markers added to the project since the loop started, where they were looked for
-    /// (after a passing verify, and when the loop ends or parks).
-    pub(crate) skip_markers: &'a [SkipMarker],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -375,7 +326,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.status = status;
         next.meta.outcome = Some(code);
         next.meta.last_blocked = false;
-        let mut receipt = Receipt::of(&next, code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+        let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
         receipt.forged_stops = facts.forged_stops;
         receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
         if code == ReasonCode::Aborted {
@@ -510,10 +461,17 @@ fn detail(facts: &StopFacts<'_>, tests: Option<&TestJudgement>) -> Option<String
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use jiff::Timestamp;
+
     use super::*;
     use crate::checks::capture::Captured;
+    use crate::checks::oracle_change::OracleChange;
     use crate::checks::test_ratchet::{RatchetStatus, TestRatchet};
     use crate::checks::test_summary::tally;
+    use crate::host::usage::UsageCursor;
+    use crate::store::incident::Incident;
     use crate::store::state::tests::sample;
     use std::time::Duration;
 
@@ -664,8 +622,10 @@ mod tests {
     fn snapshot_cap_with_a_modified_check() {
         let state = with(Some("sh check.sh"), None, 30, 30);
         let passed = outcome(Some(0), false, "");
-        let changes =
-            [OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified }];
+        let changes = [OracleChange {
+            path: "check.sh".into(),
+            kind: crate::checks::oracle_change::ChangeKind::Modified,
+        }];
         let facts = StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) };
         let decision = decide(&state, facts);
         assert_eq!(decision.receipt.as_ref().unwrap().oracle_changed, ["check.sh (modified)"]);
@@ -810,8 +770,14 @@ mod tests {
         let state = with(Some("sh check.sh"), None, 3, 30);
         let passed = outcome(Some(0), false, "");
         let changes = [
-            OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified },
-            OracleChange { path: "tests/login.rs".into(), kind: crate::checks::oracle::ChangeKind::Deleted },
+            OracleChange {
+                path: "check.sh".into(),
+                kind: crate::checks::oracle_change::ChangeKind::Modified,
+            },
+            OracleChange {
+                path: "tests/login.rs".into(),
+                kind: crate::checks::oracle_change::ChangeKind::Deleted,
+            },
         ];
         let facts = StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) };
         insta::assert_snapshot!(shown(&decide(&state, facts)), @r"
@@ -1201,8 +1167,10 @@ mod tests {
     fn a_pass_does_not_count_while_the_oracle_is_changed() {
         let state = with(Some("sh check.sh"), None, 1, 30);
         let passed = outcome(Some(0), false, "");
-        let changes =
-            [OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified }];
+        let changes = [OracleChange {
+            path: "check.sh".into(),
+            kind: crate::checks::oracle_change::ChangeKind::Modified,
+        }];
         let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) });
         assert_eq!(decision.code, ReasonCode::OracleChanged);
         let reason = reason(&decision);
@@ -1221,8 +1189,10 @@ mod tests {
     fn a_changed_oracle_with_a_failing_verify_shows_both() {
         let state = with(Some("sh check.sh"), None, 1, 30);
         let failed = outcome(Some(1), false, "boom");
-        let changes =
-            [OracleChange { path: "tests/a.rs".into(), kind: crate::checks::oracle::ChangeKind::Deleted }];
+        let changes = [OracleChange {
+            path: "tests/a.rs".into(),
+            kind: crate::checks::oracle_change::ChangeKind::Deleted,
+        }];
         let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&failed), None) });
         assert_eq!(decision.code, ReasonCode::OracleChanged);
         assert!(reason(&decision).contains("boom"));

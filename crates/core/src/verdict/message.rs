@@ -11,23 +11,20 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::usage::human_tokens;
+use crate::store::custody::REINJECTION_MARK;
 use crate::store::incident::Incident;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::support::duration::human;
-use crate::verdict::decision::StopFacts;
+use crate::verdict::facts::StopFacts;
 
 /// The whole re-injected prompt stays below this many characters.
 pub(crate) const REASON_BUDGET: usize = 9_500;
 /// Verify output always gets at least this much room; a task that leaves less is referenced.
 const MIN_OUTPUT_ROOM: usize = 1_500;
-
-/// Every re-injected prompt has this right after the task: how a later run recognises the loop's
-/// own feedback in a transcript ([`crate::store::custody::tell_deleted_store`]).
-pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
 
 /// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
 /// are paragraphs about the tests behind the check, shown before verify's output.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::checks::oracle::OracleChange;
+use crate::checks::oracle_change::OracleChange;
 use crate::checks::verify::VerifyOutcome;
 use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, Rung};
 use crate::store::reason_code::ReasonCode;

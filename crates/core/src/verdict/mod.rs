@@ -3,6 +3,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod decision;
+pub(crate) mod facts;
 pub(crate) mod message;
 pub(crate) mod metric_message;
 pub(crate) mod promise;

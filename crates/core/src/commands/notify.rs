@@ -178,7 +178,7 @@ mod tests {
         state.meta.iteration = 4;
         state.meta.status = Status::Ended;
         let at = state.meta.started_at + jiff::SignedDuration::from_secs(723);
-        let receipt = Receipt::of(&state, ReasonCode::Verified, at, Some(vec!["src/a.rs".into()]));
+        let receipt = state.receipt(ReasonCode::Verified, at, Some(vec!["src/a.rs".into()]));
         World { dir, paths, state, receipt }
     }
 

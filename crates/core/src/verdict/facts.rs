@@ -1,0 +1,57 @@
+//! Everything a stop brought, gathered by the hook before [`crate::verdict::decision::decide`]
+//! turns it into a verdict.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+
+use crate::checks::oracle_change::OracleChange;
+use crate::checks::skip_marker::SkipMarker;
+use crate::checks::verify::VerifyOutcome;
+use crate::host::usage::UsageCursor;
+use crate::metric::keep::MetricFacts;
+use crate::store::incident::Incident;
+
+/// Everything the stop brought, gathered before deciding.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StopFacts<'a> {
+    pub(crate) last_message: Option<&'a str>,
+    /// The verify run; `None` when the loop has no verify command, or it could not run.
+    pub(crate) verify: Option<&'a VerifyOutcome>,
+    /// Why verify could not run at all (the loop's directory is gone, no shell): the check did
+    /// not pass.
+    pub(crate) verify_not_run: Option<&'a str>,
+    pub(crate) now: Timestamp,
+    /// Where the task can be read in full when it is too long to re-inject.
+    pub(crate) state_path: &'a Path,
+    /// Where the loop's history is, for the words at its end.
+    pub(crate) ledger_path: &'a Path,
+    /// Oracle files that differ from the start.
+    pub(crate) oracle_changes: &'a [OracleChange],
+    /// The working tree's fingerprint now, when known.
+    pub(crate) tree: Option<&'a str>,
+    /// Files changed since the loop started, when known. Only a stop that ends or parks the loop
+    /// shows them, so the hook gathers them only then ([`code`] says beforehand).
+    pub(crate) files_changed: Option<&'a [String]>,
+    /// Tool calls in the turn that just ended, when known.
+    pub(crate) tool_uses: Option<usize>,
+    /// The host's "continuing because a stop hook blocked" flag, where the host has one that
+    /// means exactly that.
+    pub(crate) stop_hook_active: Option<bool>,
+    /// Why the checkpoint of this iteration could not be taken, when it could not.
+    pub(crate) checkpoint_error: Option<&'a str>,
+    /// The transcript read up to this stop for model usage; `None` when it could not be read
+    /// (the loop's last reading stands).
+    pub(crate) usage: Option<&'a UsageCursor>,
+    /// What went wrong around the loop since the last judged stop (the state changed behind its
+    /// back, a stop let through unjudged): told to the user and the agent, and recorded.
+    pub(crate) incidents: &'a [Incident],
+    /// A metric loop's attempt: its measurement, guard run and change summary.
+    pub(crate) metric: Option<&'a MetricFacts>,
+    /// Stops the agent forged from its shell during this loop (recorded, never judged), for the
+    /// receipt of a loop that ends or parks here.
+    pub(crate) forged_stops: u32,
+    /// Skip markers added to the project since the loop started, where they were looked for
+    /// (after a passing verify, and when the loop ends or parks).
+    pub(crate) skip_markers: &'a [SkipMarker],
+}

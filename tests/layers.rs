@@ -1,0 +1,436 @@
+//! The engine's layers, enforced: every `crate::` path in `crates/core/src` points at its own
+//! layer or one below it, `verdict` does no file, lock or process work, nothing reaches into
+//! `lib.rs`, and no two production modules import each other, directly or around a circle.
+//!
+//! The rules are the table in `docs/architecture.md`; a failure names the file, the line and
+//! the rule it breaks. Test modules may reach sideways inside their layer (a test of `receipt`
+//! builds a sample `state`), but never upwards.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A layer may import itself and any layer before it; `run` and
+/// `report` sit side by side and do not import each other. `cli` and `lib` are the top: they
+/// dispatch to everything.
+const LAYERS: &[(&str, u8)] = &[
+    ("support", 0),
+    ("host", 1),
+    ("worktree", 2),
+    ("checks", 3),
+    ("metric", 4),
+    ("store", 5),
+    ("verdict", 6),
+    ("provenance", 7),
+    ("commands", 8),
+    ("hook", 9),
+    ("run", 10),
+    ("report", 10),
+    ("cli", 11),
+    ("lib", 12),
+];
+
+/// What `verdict` may not name: it decides on facts gathered by others.
+const NO_IO_IN_VERDICT: &[&str] =
+    &["std::fs", "std::process", "std::net", "File::", "Command::", "StateLock", "Journal"];
+
+/// One `crate::` reference: from a module, to a module, where.
+#[derive(Debug, Clone)]
+struct Reference {
+    from: String,
+    to: String,
+    file: String,
+    line: usize,
+    text: String,
+    in_test: bool,
+}
+
+/// A source file of the crate: its module path (`store::state`) and its text.
+struct Source {
+    module: String,
+    file: String,
+    text: String,
+}
+
+fn core_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src")
+}
+
+fn sources(root: &Path) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let relative = path.strip_prefix(root).unwrap().with_extension("");
+                let mut parts: Vec<String> =
+                    relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+                if parts.last().is_some_and(|p| p == "mod") {
+                    parts.pop();
+                }
+                out.push(Source {
+                    module: parts.join("::"),
+                    file: relative.with_extension("rs").to_string_lossy().replace('\\', "/"),
+                    text: fs::read_to_string(&path).unwrap(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.module.cmp(&b.module));
+    out
+}
+
+/// The text of a line without its `//` comment (doc comments name modules in links, which is
+/// not an import).
+fn code_of(line: &str) -> &str {
+    let mut in_string = false;
+    let bytes = line.as_bytes();
+    for i in 0..bytes.len() {
+        match bytes[i] {
+            b'"' if i == 0 || bytes[i - 1] != b'\\' => in_string = !in_string,
+            b'/' if !in_string && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Every full path a `crate::` reference at the start of `rest` names: `a::b`, or each leaf of
+/// a `{a::{b, c}, d}` group.
+fn paths_after(rest: &str) -> Vec<String> {
+    fn skip_space(s: &[u8], i: &mut usize) {
+        while *i < s.len() && s[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    }
+    fn tree(s: &[u8], i: &mut usize, prefix: &str, out: &mut Vec<String>) {
+        skip_space(s, i);
+        if s.get(*i) == Some(&b'{') {
+            *i += 1;
+            loop {
+                skip_space(s, i);
+                match s.get(*i) {
+                    None => return,
+                    Some(b'}') => {
+                        *i += 1;
+                        return;
+                    }
+                    Some(b',') => *i += 1,
+                    Some(_) => {
+                        let before = *i;
+                        tree(s, i, prefix, out);
+                        if *i == before {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        let mut path = prefix.to_string();
+        loop {
+            let start = *i;
+            while *i < s.len() && (s[*i].is_ascii_alphanumeric() || s[*i] == b'_') {
+                *i += 1;
+            }
+            if *i == start {
+                break;
+            }
+            if !path.is_empty() {
+                path.push_str("::");
+            }
+            path.push_str(&String::from_utf8_lossy(&s[start..*i]));
+            if s[*i..].starts_with(b"::") {
+                *i += 2;
+                if s.get(*i) == Some(&b'{') {
+                    tree(s, i, &path, out);
+                    return;
+                }
+            } else {
+                break;
+            }
+        }
+        if path != prefix {
+            out.push(path);
+        }
+    }
+    let mut out = Vec::new();
+    tree(rest.as_bytes(), &mut 0, "", &mut out);
+    out
+}
+
+/// The module a path names: the longest prefix that is a file of the crate. `None` for an item
+/// of `lib.rs` itself.
+fn module_of(path: &str, modules: &BTreeSet<String>) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len()).rev().map(|n| parts[..n].join("::")).find(|candidate| modules.contains(candidate))
+}
+
+fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
+    let modules: BTreeSet<String> = sources.iter().map(|s| s.module.clone()).collect();
+    let mut refs = Vec::new();
+    let mut into_lib = Vec::new();
+    for source in sources {
+        let test_file = source.file.ends_with("/tests.rs") || source.file.ends_with("/testing.rs");
+        // Code after `#[cfg(test)]` on a `mod` is test code up to the end of the file: every
+        // module keeps its tests at its end.
+        let mut in_test = test_file;
+        // A `use crate::{...}` group may span lines: join the statement before reading it.
+        let mut pending: Option<(usize, String)> = None;
+        let mut after_cfg_test = false;
+        for (index, raw) in source.text.lines().enumerate() {
+            let line = code_of(raw);
+            if line.trim() == "#[cfg(test)]" {
+                after_cfg_test = true;
+                continue;
+            }
+            if after_cfg_test && line.trim_start().starts_with("mod ") {
+                in_test = true;
+            }
+            after_cfg_test = false;
+            let (start, text) = match pending.take() {
+                Some((start, mut text)) => {
+                    text.push(' ');
+                    text.push_str(line.trim());
+                    (start, text)
+                }
+                None => (index + 1, line.to_string()),
+            };
+            if (text.trim_start().starts_with("use crate::") || text.contains("use crate::{"))
+                && !text.contains(';')
+            {
+                pending = Some((start, text));
+                continue;
+            }
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("crate::") {
+                let before = rest[..at].chars().last();
+                rest = &rest[at + "crate::".len()..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                    continue;
+                }
+                for path in paths_after(rest) {
+                    match module_of(&path, &modules) {
+                        Some(to) if to != source.module => refs.push(Reference {
+                            from: source.module.clone(),
+                            to,
+                            file: source.file.clone(),
+                            line: start,
+                            text: text.trim().to_string(),
+                            in_test,
+                        }),
+                        Some(_) => {}
+                        None => into_lib.push(format!(
+                            "{}:{}: `crate::{path}` reaches into lib.rs; name the module that defines it\n    {}",
+                            source.file,
+                            start,
+                            text.trim()
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    (refs, into_lib)
+}
+
+fn layer(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+fn rank(module: &str) -> Option<u8> {
+    let name = layer(module);
+    LAYERS.iter().find(|(layer, _)| *layer == name).map(|(_, rank)| *rank)
+}
+
+/// References that run upwards or sideways between layers.
+fn upward(refs: &[Reference]) -> Vec<String> {
+    refs.iter()
+        .filter(|r| layer(&r.from) != layer(&r.to))
+        .filter_map(|r| match (rank(&r.from), rank(&r.to)) {
+            (Some(from), Some(to)) if to < from => None,
+            (Some(_), Some(_)) => Some(format!(
+                "{}:{}: `{}` imports `{}`, but {} may only import the layers below it\n    {}",
+                r.file,
+                r.line,
+                r.from,
+                r.to,
+                layer(&r.from),
+                r.text
+            )),
+            _ => Some(format!(
+                "{}:{}: `{}` or `{}` is in no layer; add its folder to the table in tests/layers.rs and \
+                 docs/architecture.md\n    {}",
+                r.file, r.line, r.from, r.to, r.text
+            )),
+        })
+        .collect()
+}
+
+/// Circles of production modules that import each other (Tarjan's strongly connected components).
+fn cycles(refs: &[Reference]) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<&'a str, BTreeSet<&'a str>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            for &w in &self.graph[v] {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    component.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut graph: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for r in refs.iter().filter(|r| !r.in_test) {
+        graph.entry(&r.from).or_default().insert(&r.to);
+        graph.entry(&r.to).or_default();
+    }
+    let mut walk = Walk {
+        graph: &graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for &v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+/// Lines of `verdict` that do file, lock or process work.
+fn io_in_verdict(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| layer(&s.module) == "verdict") {
+        for (index, raw) in source.text.lines().enumerate() {
+            if raw.trim() == "#[cfg(test)]" {
+                break;
+            }
+            let line = code_of(raw);
+            if let Some(name) = NO_IO_IN_VERDICT.iter().find(|name| line.contains(*name)) {
+                out.push(format!(
+                    "{}:{}: verdict names `{name}`; it decides on gathered facts and does no IO\n    {}",
+                    source.file,
+                    index + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn source(module: &str, text: &str) -> Source {
+    Source { module: module.into(), file: format!("{}.rs", module.replace("::", "/")), text: text.into() }
+}
+
+#[test]
+fn every_import_runs_down_the_layers() {
+    let sources = sources(&core_src());
+    assert!(sources.len() > 50, "found only {} source files under crates/core/src", sources.len());
+    let (refs, into_lib) = references(&sources);
+    assert!(refs.len() > 300, "found only {} crate:: references: the reader is broken", refs.len());
+    let problems: Vec<String> = upward(&refs).into_iter().chain(into_lib).collect();
+    assert!(problems.is_empty(), "{} imports break the layers:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn no_production_modules_import_each_other_in_a_circle() {
+    let (refs, _) = references(&sources(&core_src()));
+    let found = cycles(&refs);
+    let shown: Vec<String> = found.iter().map(|c| c.join(" -> ")).collect();
+    assert!(found.is_empty(), "import cycles:\n{}", shown.join("\n"));
+}
+
+#[test]
+fn the_verdict_does_no_io() {
+    let problems = io_in_verdict(&sources(&core_src()));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn at_most_sixteen_files_at_the_top_of_the_engine() {
+    let top: Vec<String> = fs::read_dir(core_src())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(top.len() <= 16, "{} files at the top of crates/core/src: {top:?}", top.len());
+}
+
+#[test]
+fn every_folder_of_the_engine_is_a_layer() {
+    for entry in fs::read_dir(core_src()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(rank(&name).is_some(), "crates/core/src/{name} is in no layer of tests/layers.rs");
+    }
+}
+
+/// The checks above would pass on a reader that sees nothing; these show they see what they must.
+#[test]
+fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
+    let sources = vec![
+        source("support::digest", "use crate::store::state::LoopState;\n"),
+        source("store", "//! [`crate::hook::stop_hook`] is a doc link, not an import\n"),
+        source("store::state", "use crate::{\n    support::digest,\n    store::ledger::{Entry, Line},\n};\n"),
+        source("store::ledger", "fn f() { crate::store::state::g(); }\n"),
+        source("hook", ""),
+        source("hook::stop_hook", "use crate::VERSION;\nuse crate::store::{self, state};\n"),
+        source("verdict::decision", "use std::fs;\n#[cfg(test)]\nmod tests {\n    use std::fs;\n}\n"),
+        source("checks::oracle", "#[cfg(test)]\nmod tests {\n    use crate::checks::test_suite::x;\n}\n"),
+        source("checks::test_suite", "use crate::checks::oracle::Oracle;\n"),
+    ];
+    let (refs, into_lib) = references(&sources);
+    let up = upward(&refs);
+    assert_eq!(up.len(), 1, "{up:#?}");
+    assert!(up[0].starts_with("support/digest.rs:1: `support::digest` imports `store::state`"), "{up:#?}");
+    assert_eq!(into_lib.len(), 1, "{into_lib:#?}");
+    assert!(into_lib[0].contains("crate::VERSION"), "{into_lib:#?}");
+    // The upward import closes a second circle through `support::digest`.
+    let circle: Vec<String> = ["store::ledger", "store::state", "support::digest"].map(String::from).into();
+    assert_eq!(cycles(&refs), vec![circle]);
+    let multi_line = refs.iter().find(|r| r.from == "store::state" && r.to == "store::ledger").unwrap();
+    assert_eq!(multi_line.line, 1);
+    assert!(refs.iter().any(|r| r.from == "hook::stop_hook" && r.to == "store::state"));
+    assert!(
+        !refs.iter().any(|r| r.from == "store" && r.to == "hook::stop_hook"),
+        "a doc link was read as an import"
+    );
+    assert!(refs.iter().any(|r| r.from == "checks::oracle" && r.in_test));
+    let io = io_in_verdict(&sources);
+    assert_eq!(io.len(), 1, "{io:#?}");
+    assert!(io[0].starts_with("verdict/decision.rs:1:"), "{io:#?}");
+}
