@@ -204,6 +204,30 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
                 pending = Some((start, text));
                 continue;
             }
+            // `super::` names a sibling (or, in a file's inline test module, the file itself).
+            let parent =
+                if in_test && !test_file { source.module.clone() } else { parent_of(&source.module) };
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("super::") {
+                let before = rest[..at].chars().last();
+                rest = &rest[at + "super::".len()..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                for path in paths_after(rest) {
+                    let full = if parent.is_empty() { path } else { format!("{parent}::{path}") };
+                    if let Some(to) = module_of(&full, &modules).filter(|to| *to != source.module) {
+                        refs.push(Reference {
+                            from: source.module.clone(),
+                            to,
+                            file: source.file.clone(),
+                            line: start,
+                            text: text.trim().to_string(),
+                            in_test,
+                        });
+                    }
+                }
+            }
             let mut rest = text.as_str();
             while let Some(at) = rest.find("crate::") {
                 let before = rest[..at].chars().last();
@@ -234,6 +258,10 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
         }
     }
     (refs, into_lib)
+}
+
+fn parent_of(module: &str) -> String {
+    module.rsplit_once("::").map_or_else(String::new, |(parent, _)| parent.to_string())
 }
 
 fn layer(module: &str) -> &str {
@@ -326,6 +354,7 @@ fn cycles(refs: &[Reference]) -> Vec<Vec<String>> {
             walk.visit(v);
         }
     }
+    walk.found.sort();
     walk.found
 }
 
@@ -412,6 +441,12 @@ fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
         source("verdict::decision", "use std::fs;\n#[cfg(test)]\nmod tests {\n    use std::fs;\n}\n"),
         source("checks::oracle", "#[cfg(test)]\nmod tests {\n    use crate::checks::test_suite::x;\n}\n"),
         source("checks::test_suite", "use crate::checks::oracle::Oracle;\n"),
+        source("run", ""),
+        source("run::driver", "fn f() { super::attempts::sweep(); }\n"),
+        source(
+            "run::attempts",
+            "use super::driver::{Attempt, Driver};\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        ),
     ];
     let (refs, into_lib) = references(&sources);
     let up = upward(&refs);
@@ -421,7 +456,8 @@ fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
     assert!(into_lib[0].contains("crate::VERSION"), "{into_lib:#?}");
     // The upward import closes a second circle through `support::digest`.
     let circle: Vec<String> = ["store::ledger", "store::state", "support::digest"].map(String::from).into();
-    assert_eq!(cycles(&refs), vec![circle]);
+    let siblings: Vec<String> = ["run::attempts", "run::driver"].map(String::from).into();
+    assert_eq!(cycles(&refs), vec![siblings, circle]);
     let multi_line = refs.iter().find(|r| r.from == "store::state" && r.to == "store::ledger").unwrap();
     assert_eq!(multi_line.line, 1);
     assert!(refs.iter().any(|r| r.from == "hook::stop_hook" && r.to == "store::state"));

@@ -75,7 +75,6 @@ pub(crate) struct Attempt {
 
 impl Driver {
     pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
-        super::attempts::sweep_orphans(env);
         let mut driver = match Driver::prepare(env, options, None) {
             Ok(driver) => driver,
             Err(outcome) => return outcome,

@@ -166,7 +166,10 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     }
     match options.attempts {
         Some(k) => attempts::run(env, options, k),
-        None => driver::Driver::run(env, options),
+        None => {
+            attempts::sweep_orphans(env);
+            driver::Driver::run(env, options)
+        }
     }
 }
 
