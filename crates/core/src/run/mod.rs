@@ -164,13 +164,11 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
     }
-    match options.attempts {
-        Some(k) => attempts::run(env, options, k),
-        None => {
-            attempts::sweep_orphans(env);
-            driver::Driver::run(env, options)
-        }
+    if let Some(k) = options.attempts {
+        return attempts::run(env, options, k);
     }
+    attempts::sweep_orphans(env);
+    driver::Driver::run(env, options)
 }
 
 /// Options that make no sense together, or a missing task.
