@@ -425,25 +425,6 @@ fn known(root: &Path) -> Known {
         let key = if sub == "help" || sub.starts_with('-') { "" } else { sub };
         subcommands.entry(key.to_string()).or_default().extend(flags_in(rest));
     }
-    // Each subcommand's paragraph under "Commands:" names options its usage line leaves out.
-    let mut in_commands = false;
-    let mut current: Option<String> = None;
-    for line in help.lines() {
-        if !line.starts_with(' ') {
-            in_commands = line.trim() == "Commands:";
-            current = None;
-            continue;
-        }
-        if !in_commands {
-            continue;
-        }
-        if line.starts_with("  ") && !line.starts_with("   ") {
-            current = line.split_whitespace().next().map(str::to_string);
-        }
-        if let Some(sub) = current.as_ref().filter(|sub| subcommands.contains_key(sub.as_str())) {
-            subcommands.get_mut(sub).unwrap().extend(flags_in(line));
-        }
-    }
     let for_loop = {
         let mut flags = for_loop_flags(root);
         // `/for-loop --help` is the whole text `--help`, which the parser answers with its usage.
