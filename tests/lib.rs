@@ -24,10 +24,13 @@
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
 //! - `notify`: `--notify` commands that work, fail, hang or flood their output.
+//! - `docs`: the README and docs/: links and anchors resolve, the README stays short, and every
+//!   `loop-hook` subcommand and flag they show exists.
 
 mod util;
 
 mod cli;
+mod docs;
 mod e2e;
 mod faults;
 mod guard;
