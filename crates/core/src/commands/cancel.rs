@@ -11,7 +11,6 @@ use crate::provenance::origin::{self, Mutation};
 use crate::store::Store;
 use crate::store::custody::Custody;
 use crate::store::incident::Incident;
-use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::Status;
@@ -40,19 +39,19 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     {
         return refusal;
     }
-    let lock = match session::locked(&paths, "cancel") {
-        Ok(lock) => lock,
+    let transaction = match session::locked(&paths, "cancel") {
+        Ok(transaction) => transaction,
         Err(refusal) => return refusal,
     };
     // The loop as last committed: a state changed behind for-loop's back is restored first, so
     // the cancel ends the real loop and its last good copy cannot bring it back.
-    let (mut state, noticed) = match Custody::check(&paths, env.now) {
+    let (mut state, noticed) = match transaction.read(env.now) {
         Ok(Custody::Loop { state, incidents }) => (state, incidents),
         Ok(Custody::Untrusted { state, why }) => {
             (state, vec![Incident::new(ReasonCode::StateTampered, env.now, why)])
         }
         Ok(Custody::None) if again && target.session_id(env).is_none() => {
-            drop(lock);
+            drop(transaction);
             return cancel(env, target, origin, false);
         }
         Ok(Custody::None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
@@ -80,23 +79,17 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     state.meta.last_blocked = false;
     let receipt = state.receipt(ReasonCode::Cancelled, env.now, None);
     state.meta.receipt = Some(receipt.clone());
-    let mut lines: Vec<LedgerEntry> = noticed
-        .iter()
-        .map(|incident| LedgerEntry {
-            detail: Some(incident.what.clone()),
-            ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, incident.code)
-        })
-        .collect();
+    let mut lines: Vec<LedgerEntry> = noticed.iter().map(|incident| incident.note(&state, env.now)).collect();
     lines.push(LedgerEntry {
         receipt: Some(receipt.clone()),
         origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Cancel, ReasonCode::Cancelled)
     });
-    if let Err(e) = Journal::commit(&paths, &state, &lines) {
+    if let Err(e) = transaction.commit(&state, &lines) {
         return Outcome::refused(format!("for-loop: could not cancel, nothing changed: {e}"));
     }
     origin::after(&paths, &state, Mutation::Cancel, origin);
-    drop(lock);
+    drop(transaction);
     crate::commands::notify::after_end(&paths, &state, &receipt, env.now);
     let mut ledger = paths.ledger.clone();
     // A loop still waiting to be claimed is moved out of the way of the stops that search for it.

@@ -6,7 +6,6 @@ use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
 use crate::store::custody::Custody;
-use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{Meta, Status};
@@ -77,11 +76,11 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         }
         Err(refusal) => return refusal,
     };
-    let _lock = match session::locked(&paths, "resume") {
-        Ok(lock) => lock,
+    let transaction = match session::locked(&paths, "resume") {
+        Ok(transaction) => transaction,
         Err(refusal) => return refusal,
     };
-    let mut state = match Custody::check(&paths, env.now) {
+    let mut state = match transaction.read(env.now) {
         Ok(Custody::Loop { state, .. }) => state,
         Ok(Custody::Untrusted { why, .. }) => {
             return Outcome::refused(format!(
@@ -121,7 +120,7 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         origin: Some(origin),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
     };
-    if let Err(e) = Journal::commit(&paths, &state, &[entry]) {
+    if let Err(e) = transaction.commit(&state, &[entry]) {
         return Outcome::refused(format!("for-loop: could not resume, nothing changed: {e}"));
     }
     origin::after(&paths, &state, Mutation::Resume, origin);

@@ -8,9 +8,8 @@
 use std::path::Path;
 
 use crate::host::Host;
-use crate::store::lock::LOCK_WAIT;
-use crate::store::lock::StateLock;
 use crate::store::state::{LoopState, Status};
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -100,10 +99,9 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
-/// The session's loop files, locked; `verb` names the command in errors ("cancel").
-pub(crate) fn locked(paths: &LoopPaths, verb: &str) -> Result<StateLock, Outcome> {
-    StateLock::acquire(&paths.lock, LOCK_WAIT)
-        .map_err(|e| Outcome::refused(format!("for-loop: could not {verb}: {e}")))
+/// The session's loop, held for a change; `verb` names the command in errors ("cancel").
+pub(crate) fn locked<'p>(paths: &'p LoopPaths, verb: &str) -> Result<Transaction<'p>, Outcome> {
+    Transaction::lock(paths).map_err(|e| Outcome::refused(format!("for-loop: could not {verb}: {e}")))
 }
 
 #[cfg(test)]

@@ -10,12 +10,10 @@ use crate::commands::request::{LoopRequest, RequestError};
 use crate::commands::session;
 use crate::host::Host;
 use crate::provenance::claim;
-use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::lock::LOCK_WAIT;
-use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::digest::Fnv1a;
 use crate::support::environment::Environment;
@@ -136,8 +134,8 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
             paths.dir.display()
         ));
     }
-    let _lock = match StateLock::acquire(&paths.lock, LOCK_WAIT) {
-        Ok(lock) => lock,
+    let transaction = match Transaction::lock(&paths) {
+        Ok(transaction) => transaction,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
     match paths.load() {
@@ -235,7 +233,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
     };
-    if let Err(e) = Journal::commit(&paths, &state, &[started]) {
+    if let Err(e) = transaction.commit(&state, &[started]) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
             let _ = std::fs::remove_dir_all(&paths.dir);

@@ -257,9 +257,12 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::StopNotJudged)
     };
     // Under the loop's lock, so that a commit undoing its own lines cannot take this one along.
-    let lock = crate::store::lock::StateLock::acquire(&paths.lock, std::time::Duration::from_secs(1)).ok();
-    let _ = entry.append_to(&paths.ledger);
-    drop(lock);
+    let held = crate::store::transaction::Transaction::lock_within(paths, std::time::Duration::from_secs(1));
+    let _ = match &held {
+        Ok(transaction) => transaction.note(&entry),
+        Err(_) => entry.append_to(&paths.ledger),
+    };
+    drop(held);
     Some(format!(
         "for-loop: your loop's last turn ended without being judged: for-loop's Stop hook did not run, \
          so nothing held the agent to the check. Check that hooks are on (no `disableAllHooks` in any \

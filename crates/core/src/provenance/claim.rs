@@ -19,12 +19,10 @@ use jiff::{SignedDuration, Timestamp};
 
 use crate::host::Host;
 use crate::host::event::{StopEvent, Transcript};
-use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::lock::LOCK_WAIT;
-use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::Status;
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::bounded_read;
 use crate::support::digest::{hex, sha256_hex};
@@ -106,8 +104,8 @@ fn claim(
 ) -> io::Result<bool> {
     let target = store.paths(session_id);
     fs::create_dir_all(&target.dir)?;
-    let _pending_lock = StateLock::acquire(&pending.lock, LOCK_WAIT).map_err(io::Error::other)?;
-    let _target_lock = StateLock::acquire(&target.lock, LOCK_WAIT).map_err(io::Error::other)?;
+    let _waiting = Transaction::lock(pending).map_err(io::Error::other)?;
+    let claiming = Transaction::lock(&target).map_err(io::Error::other)?;
     // Read under the locks: a cancel or another stop may have got here first.
     let Some(mut state) = pending.load().map_err(io::Error::other)? else {
         return Ok(false);
@@ -149,7 +147,7 @@ fn claim(
         detail: Some(format!("claimed by conversation {session_id}")),
         ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::Claimed)
     };
-    Journal::commit(&target, &state, &[claimed]).map_err(io::Error::other)?;
+    claiming.commit(&state, &[claimed]).map_err(io::Error::other)?;
     // The loop is the session's now; a copy left here by a crash is removed by the next claim.
     let _ = fs::remove_dir_all(&pending.dir);
     Ok(true)
@@ -178,7 +176,7 @@ fn set_aside(store: &Store, pending: &LoopPaths) {
     if !pending.state.exists() {
         return;
     }
-    let Ok(_lock) = StateLock::acquire(&pending.lock, LOCK_WAIT) else { return };
+    let Ok(_held) = Transaction::lock(pending) else { return };
     let unclaimed = store.root().join("unclaimed");
     let _ = fs::create_dir_all(&unclaimed).and_then(|()| fs::rename(&pending.dir, unclaimed.join(name)));
 }

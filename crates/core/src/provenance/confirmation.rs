@@ -36,12 +36,10 @@ use crate::host::origin::Origin;
 use crate::host::user_command::UserCommand;
 use crate::store::awaiting::{Awaiting, Kind};
 use crate::store::custody::Custody;
-use crate::store::incident::Incident;
-use crate::store::journal::Journal;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Status};
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::reverse_lines::ReverseLines;
@@ -200,12 +198,11 @@ fn capitalised(text: &str) -> String {
 /// carries the command out: a hook killed between the two leaves the mark, never a change
 /// without one. `Err` when the mark cannot be written (the command must then not run).
 pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Result<(), String> {
-    let _lock = StateLock::acquire(&paths.lock, crate::store::lock::LOCK_WAIT).map_err(|e| e.to_string())?;
-    let mut state = match Custody::check(paths, now) {
-        Ok(Custody::Loop { state, .. }) => state,
-        Ok(Custody::None) => return Ok(()),
-        Ok(Custody::Untrusted { why, .. }) => return Err(why),
-        Err(e) => return Err(e.to_string()),
+    let (transaction, custody) = Transaction::open(paths, now).map_err(|e| e.to_string())?;
+    let mut state = match custody {
+        Custody::Loop { state, .. } => state,
+        Custody::None => return Ok(()),
+        Custody::Untrusted { why, .. } => return Err(why),
     };
     state.meta.awaiting = Some(awaiting.clone());
     let entry = LedgerEntry {
@@ -216,7 +213,7 @@ pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Re
         )),
         ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::CommandPending)
     };
-    Journal::commit(paths, &state, &[entry]).map_err(|e| e.to_string())
+    transaction.commit(&state, &[entry]).map_err(|e| e.to_string())
 }
 
 /// Settles the session's awaited command, if there is one: confirmed from the transcript, or
@@ -231,8 +228,7 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
     let awaiting = state.meta.awaiting.clone()?;
     let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
     let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
-    let lock = StateLock::acquire(&paths.lock, crate::store::lock::LOCK_WAIT).ok()?;
-    let Ok(Custody::Loop { state, incidents: found_now }) = Custody::check(&paths, env.now) else {
+    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(&paths, env.now) else {
         return None;
     };
     // Settled meanwhile by another hook run.
@@ -241,19 +237,8 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
     }
     // What custody found and repaired on the way is recorded and told here, as the stop's own
     // judgment would have: its check now finds nothing left to tell.
-    let mut incidents: Vec<Incident> = lock
-        .taken_over()
-        .map(|what| Incident::new(ReasonCode::LockHeld, env.now, what))
-        .into_iter()
-        .collect();
-    incidents.extend(found_now);
-    let mut lines: Vec<LedgerEntry> = incidents
-        .iter()
-        .map(|incident| LedgerEntry {
-            detail: Some(incident.what.clone()),
-            ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, incident.code)
-        })
-        .collect();
+    let mut lines: Vec<LedgerEntry> =
+        incidents.iter().map(|incident| incident.note(&state, env.now)).collect();
     let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
         out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
         out
@@ -275,7 +260,7 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
         Some(told) => Some(format!("{noticed}{told}")),
         None => (!noticed.is_empty()).then(|| noticed.trim_end().to_string()),
     };
-    match Journal::commit(&paths, &next, &lines) {
+    match transaction.commit(&next, &lines) {
         Ok(()) => told,
         Err(e) => Some(format!(
             "{} (for-loop could not record this: {e}.)",

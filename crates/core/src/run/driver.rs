@@ -21,12 +21,11 @@ use crate::commands::resume::ResumeOptions;
 use crate::commands::start::{self, StartOptions};
 use crate::hook::stop_hook;
 use crate::host::event::StopEvent;
-use crate::store::journal::Journal;
+use crate::store::custody::Custody;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::lock::LOCK_WAIT;
-use crate::store::lock::StateLock;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Status};
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -523,8 +522,8 @@ fn newest_run(store: &Store, wanted: &str) -> Option<String> {
 /// Makes a parked or capped run loop active again with the room `more` asks for, recorded in
 /// its ledger.
 fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Result<(), String> {
-    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
-    let mut state = paths.load().map_err(|e| e.to_string())?.ok_or("the loop's state is gone")?;
+    let (transaction, custody) = Transaction::open(paths, env.now).map_err(|e| e.to_string())?;
+    let mut state = trusted(custody)?;
     match (state.meta.status, state.meta.outcome) {
         (Status::Active, _) if *more == ResumeOptions::default() => return Ok(()),
         (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
@@ -544,20 +543,31 @@ fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Res
         detail: Some(format!("resumed after {was}")),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
     };
-    Journal::commit(paths, &state, &[entry]).map_err(|e| e.to_string())
+    transaction.commit(&state, &[entry]).map_err(|e| e.to_string())
+}
+
+/// The loop as last committed: a state edited behind the driver's back (by the agent it runs)
+/// is restored by custody, and one no trusted copy vouches for is refused, never trusted.
+fn trusted(custody: Custody) -> Result<LoopState, String> {
+    match custody {
+        Custody::Loop { state, .. } => Ok(state),
+        Custody::None => Err("the loop's state is gone".to_string()),
+        Custody::Untrusted { why, .. } => Err(format!("{why}; the loop cannot be trusted any more")),
+    }
 }
 
 /// Parks a run loop outside a judged stop, recorded in its ledger with `reason` and `what`.
 pub(crate) fn park_loop(paths: &LoopPaths, reason: ReasonCode, what: &str) -> Result<(), String> {
-    let _lock = StateLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
-    let mut next = paths.load().map_err(|e| e.to_string())?.ok_or("the loop's state is gone")?;
+    let now = Timestamp::now();
+    let (transaction, custody) = Transaction::open(paths, now).map_err(|e| e.to_string())?;
+    let mut next = trusted(custody)?;
     next.meta.status = Status::Parked;
-    next.meta.updated_at = Timestamp::now();
+    next.meta.updated_at = now;
     let entry = LedgerEntry {
         detail: Some(what.to_string()),
         ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
     };
-    Journal::commit(paths, &next, &[entry]).map_err(|e| e.to_string())
+    transaction.commit(&next, &[entry]).map_err(|e| e.to_string())
 }
 
 /// Whether Ctrl-C was pressed since the driver started.

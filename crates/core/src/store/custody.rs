@@ -84,7 +84,7 @@ impl Custody {
     /// Checks the session's loop and restores what can be restored. Finishes an interrupted
     /// commit and sweeps temporaries first. Call it holding the loop's lock. `Err` is a state that
     /// cannot be read with no copy to restore it from (a loop older than the copies).
-    pub(crate) fn check(paths: &LoopPaths, now: Timestamp) -> Result<Custody, StoreError> {
+    pub(in crate::store) fn check(paths: &LoopPaths, now: Timestamp) -> Result<Custody, StoreError> {
         let recovery = Journal::recover(paths);
         if recovery != journal::Recovery::Clean {
             eprintln!("for-loop: an interrupted commit was found: {recovery:?}");

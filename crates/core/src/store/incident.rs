@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 
-use crate::store::ledger::LedgerEntry;
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
+use crate::store::state::LoopState;
 
 /// Files named `incident.<seconds>.<code>` in a loop's directory: incidents that could not be
 /// written anywhere else. An empty file needs no free blocks, only a directory entry.
@@ -34,6 +35,14 @@ pub(crate) struct Incident {
 impl Incident {
     pub(crate) fn new(code: ReasonCode, at: Timestamp, what: impl Into<String>) -> Incident {
         Incident { code, at, what: what.into(), recorded: false, file: None }
+    }
+
+    /// The ledger line that records this incident against `state`'s loop.
+    pub(crate) fn note(&self, state: &LoopState, now: Timestamp) -> LedgerEntry {
+        LedgerEntry {
+            detail: Some(self.what.clone()),
+            ..LedgerEntry::new(state, now, LedgerDecision::Note, self.code)
+        }
     }
 
     /// A stop recorded in the ledger without a verdict, to be told again.

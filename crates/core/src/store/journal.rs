@@ -72,9 +72,9 @@ pub(crate) fn state_digest(text: &str) -> String {
 }
 
 impl Journal {
-    /// Commits `next` with `entries` (each stamped with the digest of `next`). Holding the loop's
-    /// lock is the caller's job. On `Err`, nothing changed.
-    pub(crate) fn commit(
+    /// Commits `next` with `entries` (each stamped with the digest of `next`), for a
+    /// [`crate::store::transaction::Transaction`], which holds the loop's lock. On `Err`, nothing changed.
+    pub(in crate::store) fn commit(
         paths: &LoopPaths,
         next: &LoopState,
         entries: &[LedgerEntry],

@@ -45,7 +45,7 @@ pub(crate) struct StateLock {
 impl StateLock {
     /// Waits up to `wait` for the lock, then takes it over from whoever holds it. Hooks must not
     /// hang, so there is no unbounded wait.
-    pub(crate) fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
+    pub(in crate::store) fn acquire(path: &Path, wait: Duration) -> Result<StateLock, LockError> {
         let io_error = |source| LockError::Io { path: path.display().to_string(), source };
         let mut taken_over = None;
         // The loop's directory may be gone (deleted under a running loop): the lock recreates it.

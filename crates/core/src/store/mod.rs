@@ -24,6 +24,7 @@ pub(crate) mod reason_code;
 pub(crate) mod receipt;
 pub(crate) mod state;
 pub(crate) mod status;
+pub(crate) mod transaction;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,188 @@
+//! Opening a stop's loop: the loop as last committed (restored when something changed it behind
+//! for-loop's back), whether this stop is the loop's to judge, and everything to tell about it;
+//! then, after verify, opening it again to see what changed while verify ran.
+
+use crate::host::Host;
+use crate::host::event::StopEvent;
+use crate::host::hook_response::HookResponse;
+use crate::provenance::claim;
+use crate::store::custody::Custody;
+use crate::store::incident::Incident;
+use crate::store::judgment::{Found, Judgment, Marked};
+use crate::store::ledger::{LedgerDecision, LedgerEntry};
+use crate::store::reason_code::ReasonCode;
+use crate::store::state::{LoopState, Status};
+use crate::store::transaction::{OpenError, Transaction};
+use crate::store::{LoopPaths, Store};
+use crate::support::environment::Environment;
+use crate::verdict::decision::{self, Gate};
+
+use super::fault::{fault, record};
+use super::no_loop;
+
+/// A loop open for judging this stop: its state as read before verify, what to tell about it,
+/// and the mark that says a judgment is running (cleared when it is dropped).
+pub(super) struct Opened<'p> {
+    pub(super) state: LoopState,
+    pub(super) incidents: Vec<Incident>,
+    pub(super) judging: Marked<'p>,
+}
+
+/// What opening found.
+pub(super) enum Opening<'p> {
+    /// The loop, to judge.
+    Judge(Box<Opened<'p>>),
+    /// A new loop this conversation started was claimed in place of its ended one: open again.
+    Again,
+}
+
+/// Opens the session's loop for this stop. `Err` is the answer when there is nothing to judge:
+/// no loop, another session's, an ended one, or a fault of ours.
+pub(super) fn open<'p>(
+    env: &Environment,
+    host: Host,
+    event: &StopEvent,
+    store: &Store,
+    paths: &'p LoopPaths,
+) -> Result<Opening<'p>, HookResponse> {
+    let (transaction, custody) = match Transaction::open(paths, env.now) {
+        Ok(opened) => opened,
+        Err(OpenError::Lock(e)) => {
+            return Err(fault(paths, None, event, env, &format!("{e}. This stop is allowed.")));
+        }
+        Err(OpenError::Unreadable(e)) => {
+            return Err(fault(
+                paths,
+                None,
+                event,
+                env,
+                &format!(
+                    "{e}. There is no last good copy to restore it from (the loop is older than \
+                     those copies), so this stop is allowed; the file is kept for inspection. \
+                     {} moves it aside and ends the loop.",
+                    host.commands().cancel
+                ),
+            ));
+        }
+    };
+    let (state, mut incidents) = match custody {
+        Custody::None => return Err(no_loop(event)),
+        Custody::Untrusted { state, why } => {
+            return Err(match decision::gate(&state, &event.session_id) {
+                Gate::Judge => end_untrusted(&transaction, &state, &why, event, env),
+                _ => HookResponse::allow(),
+            });
+        }
+        Custody::Loop { state, incidents } => (state, incidents),
+    };
+    match decision::gate(&state, &event.session_id) {
+        // A new loop this conversation started, on a host whose commands cannot name it, may
+        // be waiting to replace the ended one.
+        Gate::Ended => {
+            drop(transaction);
+            return if claim::attach(store, host, event, env.now) {
+                Ok(Opening::Again)
+            } else {
+                Err(HookResponse::allow())
+            };
+        }
+        Gate::Foreign => {
+            for incident in &incidents {
+                record(paths, &state, event, env, incident.code, Some(&incident.what));
+            }
+            record(paths, &state, event, env, ReasonCode::ForeignSession, None);
+            return Err(HookResponse::allow());
+        }
+        Gate::Judge => {}
+    }
+    // Stops let through unjudged since the last verdict are told again.
+    incidents.extend(
+        LedgerEntry::since_last_verdict(&paths.ledger, &state.meta.loop_id).iter().map(Incident::from_ledger),
+    );
+    incidents.extend(Incident::fallbacks(&paths.dir));
+    // A judgment of this loop that never finished (its hook was killed), or one still running in
+    // another hook process (the hook installed twice: that one answers).
+    match Judgment::found(paths, env.now) {
+        Found::Running(other) => {
+            let what = format!(
+                "another for-loop hook (process {}) is judging this stop right now, so this one lets it \
+                 through and that one answers; if the hook is installed twice, remove one",
+                other.pid
+            );
+            return Err(fault(paths, Some(&state), event, env, &what));
+        }
+        Found::Interrupted(judgment) => {
+            if judgment.loop_id == state.meta.loop_id {
+                incidents.push(judgment.incident(env.now));
+            }
+            Judgment::clear(paths);
+        }
+        Found::None => {}
+    }
+    let judging = Judgment::begin(paths, &state, env.now);
+    Ok(Opening::Judge(Box::new(Opened { state, incidents, judging })))
+}
+
+/// Opens the loop again after verify, and keeps it open for the commit. The state may have been
+/// changed meanwhile: by the user (a cancel, a new loop: this stop is then allowed), or behind
+/// for-loop's back (restored again, and told).
+pub(super) fn reopen<'p>(
+    env: &Environment,
+    paths: &'p LoopPaths,
+    event: &StopEvent,
+    opened: &mut Opened<'_>,
+) -> Result<Transaction<'p>, HookResponse> {
+    let state = &opened.state;
+    let transaction = Transaction::lock(paths)
+        .map_err(|e| fault(paths, Some(state), event, env, &format!("{e}. This stop is allowed.")))?;
+    opened.incidents.extend(transaction.taken_over(env.now));
+    match transaction.read(env.now) {
+        Ok(Custody::Loop { state: now, incidents })
+            if now.meta.loop_id == state.meta.loop_id
+                && now.meta.iteration == state.meta.iteration
+                && now.is_active() =>
+        {
+            opened.incidents.extend(incidents);
+            // A command the prompt hook marked meanwhile still awaits its confirmation: the
+            // verdict, made from the state read before verify, must not drop the mark.
+            opened.state.meta.awaiting = now.meta.awaiting;
+            Ok(transaction)
+        }
+        Ok(Custody::Untrusted { state, why }) => Err(end_untrusted(&transaction, &state, &why, event, env)),
+        _ => Err(HookResponse::allow()),
+    }
+}
+
+/// Ends a loop whose state no trusted copy vouches for: its settings may be the agent's, so
+/// neither judging by them nor going on is safe. The user is told, and the receipt says tampered.
+pub(super) fn end_untrusted(
+    transaction: &Transaction<'_>,
+    state: &LoopState,
+    why: &str,
+    event: &StopEvent,
+    env: &Environment,
+) -> HookResponse {
+    let mut next = state.clone();
+    next.meta.status = Status::Ended;
+    next.meta.outcome = Some(ReasonCode::StateTampered);
+    next.meta.updated_at = env.now;
+    next.meta.last_blocked = false;
+    let receipt = next.receipt(ReasonCode::StateTampered, env.now, None);
+    next.meta.receipt = Some(receipt.clone());
+    let entry = LedgerEntry {
+        stop_hook_active: event.stop_hook_active,
+        detail: Some(why.to_string()),
+        receipt: Some(receipt.clone()),
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, ReasonCode::StateTampered)
+    };
+    let recorded = match transaction.commit(&next, &[entry]) {
+        Ok(()) => format!("ledger: {}", transaction.paths().ledger.display()),
+        Err(e) => format!("this could not be recorded: {e}"),
+    };
+    let headline = format!(
+        "for-loop: {why}. for-loop cannot tell what the loop's settings really were, so the loop is \
+         over: ended as tampered, not verified. If it was not you, it was the agent; start the loop \
+         again with the for-loop command."
+    );
+    HookResponse::allow_with(format!("{}\n  {recorded}", receipt.render(&headline, state.meta.host)))
+}
