@@ -71,6 +71,8 @@ const AGENT_SHELL_VARS: &[&str] = &[
     "CODEX_SESSION_ID",
     // Gemini CLI's shell tool.
     "GEMINI_CLI",
+    // Copilot CLI's shell tool (1.0.102); its hooks get `COPILOT_CLI` but not this one.
+    "COPILOT_AGENT_SESSION_ID",
 ];
 
 /// The loop mutations a user asks for.
