@@ -148,7 +148,6 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
     let hosts = [
         ("cursor", "cursor/3.17.19-stop-completed.json", "transcript_path", "followup_message"),
         ("antigravity", "antigravity/2.0-docs-stop.json", "transcriptPath", "reason"),
-        ("copilot-cli", "copilot-cli/1.0.41-agent-stop.json", "transcriptPath", "reason"),
     ];
     for (host, fixture, transcript_field, prompt_field) in hosts {
         let env = TestEnv::new();
@@ -292,6 +291,11 @@ fn packaging_files_are_exactly_valid() {
     assert_eq!(json("cursor/.cursor-plugin/plugin.json")["hooks"], "./hooks/hooks.json");
     let copilot = json("copilot-cli/for-loop.json");
     assert!(copilot["hooks"]["agentStop"][0]["timeoutSec"].is_u64());
+    let prompt = &copilot["hooks"]["userPromptSubmitted"][0];
+    assert!(
+        prompt["timeoutSec"].is_u64()
+            && prompt["bash"].as_str().unwrap().contains("prompt-hook --host copilot-cli")
+    );
     // Antigravity runs its hook as a program: it must be executable.
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(plugin.join("antigravity/hooks/stop-hook")).unwrap().permissions(),
@@ -343,10 +347,6 @@ fn each_host_is_told_commands_its_packaging_has() {
         let status = env.run(&["status", "--session", "s"], "").stdout;
         let go_on =
             status.lines().find(|l| l.contains("go on:")).unwrap_or_else(|| panic!("{host}: {status}"));
-        if host == "copilot-cli" {
-            assert!(go_on.contains("`loop-hook resume --host copilot-cli`"), "{go_on}");
-            continue;
-        }
         assert_eq!(go_on.contains("/for-loop:resume"), host == "claude-code", "{host}: {go_on}");
         let command = go_on
             .split(|c: char| c.is_whitespace() || c == '(' || c == ')')

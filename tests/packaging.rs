@@ -203,11 +203,20 @@ fn generated() -> Vec<(&'static str, String)> {
         "timeout": STOP_TIMEOUT_SECS,
         "loop_limit": null,
     }]}});
-    let copilot_hooks = json!({"version": 1, "hooks": {"agentStop": [{
-        "type": "command",
-        "bash": standalone_lookup("stop-hook --host copilot-cli", "cat >/dev/null; echo '{}'"),
-        "timeoutSec": STOP_TIMEOUT_SECS,
-    }]}});
+    let copilot_hooks = json!({"version": 1, "hooks": {
+        "agentStop": [{
+            "type": "command",
+            "bash": standalone_lookup("stop-hook --host copilot-cli", "cat >/dev/null; echo '{}'"),
+            "timeoutSec": STOP_TIMEOUT_SECS,
+        }],
+        // Carries out the user's /for-loop, /cancel-loop, /loop-status and /resume-loop before
+        // the model sees them.
+        "userPromptSubmitted": [{
+            "type": "command",
+            "bash": standalone_lookup("prompt-hook --host copilot-cli", "cat >/dev/null; echo '{}'"),
+            "timeoutSec": PROMPT_TIMEOUT_SECS,
+        }],
+    }});
     let antigravity_stop = format!(
         "#!/bin/sh\n\
          # Antigravity's Stop hook. Antigravity runs hook commands from the folder holding hooks.json,\n\

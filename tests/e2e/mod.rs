@@ -3,7 +3,8 @@
 //!
 //! - `claude_code`: Claude Code with this repository as its plugin.
 //! - `demo`: `scripts/demo` run end to end, so it cannot rot.
-//! - `gemini_cli`, `codex`: the packaging under `plugin/`, installed the way users install it.
+//! - `gemini_cli`, `codex`, `copilot_cli`: the packaging under `plugin/`, installed the way
+//!   users install it.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
@@ -16,6 +17,7 @@ use crate::util::{TestEnv, run_bounded};
 
 mod claude_code;
 mod codex;
+mod copilot_cli;
 mod demo;
 mod gemini_cli;
 mod release;

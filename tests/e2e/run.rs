@@ -46,7 +46,7 @@ fn run_with_claude_code_is_fresh_each_iteration_and_waits_out_a_rate_limit() {
 /// session's first request has only the user's.
 fn turn_roles(request: &Recorded) -> Vec<String> {
     let turns = match request.api {
-        Api::Messages => &request.body["messages"],
+        Api::Messages | Api::ChatCompletions => &request.body["messages"],
         Api::Gemini => &request.body["contents"],
         Api::Responses => &request.body["input"],
     };

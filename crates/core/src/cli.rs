@@ -57,10 +57,10 @@ Commands:
 
 Options:
   --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
-                $GEMINI_SESSION_ID or $CODEX_THREAD_ID). Without one, start on antigravity, cursor
-                or copilot-cli leaves the loop to be claimed by the conversation whose transcript
-                holds its token, and the other commands act on the loop started in this directory
-                (by --host's agent, when given).
+                $GEMINI_SESSION_ID, $CODEX_THREAD_ID or $COPILOT_AGENT_SESSION_ID). Without one,
+                start on antigravity or cursor leaves the loop to be claimed by the conversation
+                whose transcript holds its token, and the other commands act on the loop started
+                in this directory (by --host's agent, when given).
   --cwd DIR     where verify runs (default: the current directory)
   --host NAME   the agent host: claude-code (default), antigravity, gemini-cli, codex, cursor
                 or copilot-cli

@@ -18,6 +18,10 @@ pub enum Agent<'a> {
     /// Codex; `codex_home` (`CODEX_HOME`) must hold the `config.toml` that
     /// [`MockModel::codex_config`] gives.
     Codex { codex_home: &'a Path },
+    /// Copilot CLI in offline mode with this mock as its own provider (Chat Completions); it
+    /// keeps its config, hooks and sessions under `$HOME/.copilot`. Run it with `-p PROMPT
+    /// --no-auto-update`.
+    CopilotCli,
 }
 
 /// The API key each CLI is given: the mock ignores it, but a CLI without one asks for a login.
@@ -51,6 +55,14 @@ impl MockModel {
             Agent::Codex { codex_home } => {
                 cmd.env("CODEX_HOME", codex_home).env(CODEX_KEY_VAR, API_KEY);
             }
+            Agent::CopilotCli => {
+                // Offline: no GitHub login, telemetry, update check or web tools.
+                cmd.env("COPILOT_OFFLINE", "true")
+                    .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", self.base_url()))
+                    .env("COPILOT_PROVIDER_API_KEY", API_KEY)
+                    .env("COPILOT_MODEL", COPILOT_MODEL)
+                    .env("COPILOT_AUTO_UPDATE", "false");
+            }
         }
         cmd
     }
@@ -65,6 +77,10 @@ impl MockModel {
         )
     }
 }
+
+/// The model Copilot CLI is told to use: not one it knows, so it applies no model-specific
+/// prompting, and the mock echoes it back.
+const COPILOT_MODEL: &str = "mock-gpt";
 
 /// The variable [`MockModel::codex_config`] tells Codex to read its key from.
 const CODEX_KEY_VAR: &str = "MOCK_API_KEY";
@@ -110,7 +126,10 @@ mod tests {
         let codex = vars(&model.agent_command(Path::new("codex"), Agent::Codex { codex_home }, home, &[]));
         assert!(codex.contains(&(CODEX_KEY_VAR.into(), API_KEY.into())));
         assert!(model.codex_config().contains(&format!("base_url = \"{}/v1\"", model.base_url())));
-        for cmd in [claude_vars, gemini, codex] {
+        let copilot = vars(&model.agent_command(Path::new("copilot"), Agent::CopilotCli, home, &[]));
+        assert!(copilot.contains(&("COPILOT_PROVIDER_BASE_URL".into(), format!("{}/v1", model.base_url()))));
+        assert!(copilot.contains(&("COPILOT_OFFLINE".into(), "true".into())));
+        for cmd in [claude_vars, gemini, codex, copilot] {
             assert!(cmd.contains(&("HOME".into(), "/home/test".into())));
             let names: Vec<&str> = cmd.iter().map(|(k, _)| k.as_str()).collect();
             assert!(!names.contains(&"USER") && !names.contains(&"ANTHROPIC_AUTH_TOKEN"), "{names:?}");

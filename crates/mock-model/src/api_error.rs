@@ -37,7 +37,7 @@ pub(crate) fn response(api: Api, status: u16, retry_after: Option<u64>) -> Respo
             }
             Response::json(status, &json!({ "error": error }))
         }
-        Api::Responses => {
+        Api::Responses | Api::ChatCompletions => {
             let wait = retry_after.map(|secs| format!(" Please try again in {secs}s.")).unwrap_or_default();
             let error = json!({
                 "type": if limited { "rate_limit_exceeded" } else { "server_error" },
@@ -80,7 +80,7 @@ pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
                 ],
             }}),
         ),
-        Api::Responses => Response::json(
+        Api::Responses | Api::ChatCompletions => Response::json(
             429,
             &json!({"error": {
                 "type": "usage_limit_reached",

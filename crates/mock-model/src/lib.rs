@@ -1,9 +1,11 @@
 //! A scripted, offline stand-in for model APIs, to drive real agent CLIs in tests and the demo:
-//! the Anthropic Messages API (Claude Code), the Gemini API (Gemini CLI) and the `OpenAI` Responses
-//! API (Codex). One server answers all three; the path picks the dialect ([`Api`]).
+//! the Anthropic Messages API (Claude Code), the Gemini API (Gemini CLI), the `OpenAI` Responses
+//! API (Codex) and the `OpenAI` Chat Completions API (Copilot CLI). One server answers them all;
+//! the path picks the dialect ([`Api`]).
 //!
-//! Point the CLI at [`MockModel::base_url`]: `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, or a
-//! Codex model provider whose `base_url` is `<base_url>/v1`. Each request of the agent's
+//! Point the CLI at [`MockModel::base_url`]: `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, a
+//! Codex model provider whose `base_url` is `<base_url>/v1`, or `COPILOT_PROVIDER_BASE_URL` set to
+//! `<base_url>/v1`. Each request of the agent's
 //! own loop (a `POST /v1/messages` whose body has a non-empty `tools` array) gets the next
 //! [`Step`] of the [`Script`]: a final text, or one tool call whose result comes back in the next
 //! request. Side requests (session titles, summaries) get a short filler text and consume
@@ -27,6 +29,7 @@
 
 mod agent;
 mod api_error;
+mod chat;
 mod gemini;
 mod http;
 mod record;
@@ -350,6 +353,42 @@ impl Shared {
                 }
                 Err(message) => (
                     Api::Responses,
+                    Served::BadRequest,
+                    false,
+                    Response::error(400, "invalid_request_error", message),
+                ),
+            },
+            ("POST", "/v1/chat/completions") => match &body {
+                Ok(body) => {
+                    let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
+                    let is_main = !tools.is_empty();
+                    if let Some((served, response)) =
+                        is_main.then(|| state.take_error(Api::ChatCompletions)).flatten()
+                    {
+                        return self.record(
+                            state,
+                            request,
+                            (Api::ChatCompletions, served, true),
+                            body.clone(),
+                            response,
+                        );
+                    }
+                    let (served, step) = if is_main {
+                        state.next_step()
+                    } else {
+                        (Served::Filler, Some(Step::Text(FILLER_TEXT.into())))
+                    };
+                    let turn = chat::turn(step.as_ref(), EXHAUSTED_TEXT, tools);
+                    let model = body["model"].as_str().unwrap_or("mock-model");
+                    let response = if body["stream"] == true {
+                        Response::sse(chat::sse(&turn, model, serial))
+                    } else {
+                        Response::json(200, &chat::completion(&turn, model, serial))
+                    };
+                    (Api::ChatCompletions, served, is_main, response)
+                }
+                Err(message) => (
+                    Api::ChatCompletions,
                     Served::BadRequest,
                     false,
                     Response::error(400, "invalid_request_error", message),

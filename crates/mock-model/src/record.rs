@@ -28,6 +28,8 @@ pub enum Api {
     Gemini,
     /// `OpenAI` Responses, `/v1/responses` (Codex).
     Responses,
+    /// `OpenAI` Chat Completions, `/v1/chat/completions` (Copilot CLI with its own provider).
+    ChatCompletions,
 }
 
 /// One request as received.
@@ -76,11 +78,19 @@ impl Recorded {
             Api::Messages => self.last_user_message().map(|message| content_text(&message["content"])),
             Api::Gemini => crate::gemini::last_user_text(&self.body),
             Api::Responses => crate::responses::last_user_text(&self.body),
+            Api::ChatCompletions => crate::chat::last_user_text(&self.body),
         }
     }
 
-    /// The tool results in the last user message (Messages API requests only).
+    /// The tool results in the last user message (Messages API), or after the last assistant
+    /// message (Chat Completions). Other dialects give none.
     pub fn tool_results(&self) -> Vec<ToolResult> {
+        if self.api == Api::ChatCompletions {
+            return crate::chat::tool_results(&self.body)
+                .into_iter()
+                .map(|(tool_use_id, text)| ToolResult { tool_use_id, text, is_error: false })
+                .collect();
+        }
         let Some(blocks) = self.last_user_message().and_then(|m| m["content"].as_array()) else {
             return Vec::new();
         };

@@ -403,3 +403,43 @@ fn responses_requests_stream_items_for_the_declared_shell_tool() {
     assert_eq!(recorded[0].last_user_text().unwrap(), "task");
     assert_eq!(model.exhausted_requests(), 1);
 }
+
+/// Chat Completions as Copilot CLI sends it: the agent's loop declares its `bash` tool and gets
+/// one streamed call of it, then the script's text; a request without tools is a side request.
+#[test]
+fn chat_completions_stream_calls_of_the_declared_shell_tool() {
+    let model = MockModel::start(Script::new().bash("touch x").text("done")).unwrap();
+    let mut client = Client::connect(model.addr());
+    let body = json!({
+        "model": "mock-gpt",
+        "stream": true,
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"properties": {
+            "command": {"type": "string"}, "mode": {"type": "string"}}}}}],
+        "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}],
+    });
+    let data = |reply: &Reply| -> Vec<Value> {
+        let text = std::str::from_utf8(&reply.body).unwrap().to_owned();
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        text.split("\n\n")
+            .filter_map(|event| event.strip_prefix("data: "))
+            .filter(|data| *data != "[DONE]")
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect()
+    };
+    let call = data(&client.post("/v1/chat/completions", &body));
+    let tool = &call[0]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(tool["function"]["name"], "bash");
+    let arguments: Value = serde_json::from_str(tool["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!((arguments["command"].as_str(), arguments["mode"].as_str()), (Some("touch x"), Some("sync")));
+    assert_eq!(call[1]["choices"][0]["finish_reason"], "tool_calls");
+    let text = data(&client.post("/v1/chat/completions", &body));
+    assert_eq!(text[0]["choices"][0]["delta"]["content"], "done");
+    let side = client.post("/v1/chat/completions", &json!({"model": "m", "messages": []}));
+    let side: Value = serde_json::from_slice(&side.body).unwrap();
+    assert_eq!(side["choices"][0]["message"]["content"], FILLER_TEXT);
+    let recorded = model.main_requests();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[0].api, Api::ChatCompletions);
+    assert_eq!(recorded[0].last_user_text().unwrap(), "task");
+    assert_eq!(model.exhausted_requests(), 0);
+}

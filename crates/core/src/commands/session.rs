@@ -1,7 +1,7 @@
 //! Finding the session a command acts on, and its loop's files, for the commands a user runs
 //! (`cancel`, `resume`, `rollback`, `status`).
 //!
-//! Where the host tells commands no session id (Cursor, Antigravity, Copilot CLI), a command acts
+//! Where the host tells commands no session id (Cursor, Antigravity), a command acts
 //! on the one loop started in its working directory that is not over, claimed or not. With two
 //! or more there, it names them and asks for `--session`.
 

@@ -1,5 +1,5 @@
 //! `loop-hook prompt-hook`: the host's prompt-submit hook (Claude Code's and Codex's
-//! `UserPromptSubmit`). It carries out the user's `/for-loop`, `/cancel-loop`, `/loop-status`,
+//! `UserPromptSubmit`, Copilot CLI's `userPromptSubmitted`). It carries out the user's `/for-loop`, `/cancel-loop`, `/loop-status`,
 //! resume and rollback itself, from the text the user submitted, before the model sees anything.
 //!
 //! Why here and not in the command file: the hook gets the user's literal prompt, which the model
@@ -51,6 +51,10 @@ pub(crate) struct PromptResponse {
     pub(crate) block: Option<String>,
     /// A line for the user only.
     pub(crate) system_message: Option<String>,
+    /// What the hook did with a command the model goes on to work on (a start, a resume), for
+    /// hosts whose model learns it from the hook's answer: Copilot CLI has no command file to
+    /// show it.
+    pub(crate) context: Option<String>,
 }
 
 /// What the hook did with a command, kept beside the loop for the command file to show.
@@ -67,13 +71,15 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
     let Ok(object) = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes)) else {
         return String::new();
     };
-    render(&respond(env, host, &object))
+    render(host, &respond(env, host, &object))
 }
 
 fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
     let fields = Fields(object);
-    let (Ok(Some(session_id)), Ok(Some(prompt))) = (fields.string("session_id"), fields.string("prompt"))
-    else {
+    // Copilot CLI's `userPromptSubmitted` spells it in camelCase.
+    let session_id =
+        fields.string("session_id").ok().flatten().or_else(|| fields.string("sessionId").ok().flatten());
+    let (Some(session_id), Ok(Some(prompt))) = (session_id, fields.string("prompt")) else {
         return PromptResponse::default();
     };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
@@ -113,8 +119,30 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     if let Some(line) = interrupted.map(|what| format!("for-loop: {what}.")).or(unjudged) {
         notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
     }
+    // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
+    // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
+    if host == Host::CopilotCli && dir.exists() && crate::hook::copilot_block::is_reinjection(&paths, &prompt)
+    {
+        if let Some(notice) = notice {
+            Notice::post(&dir, &notice);
+        }
+        return PromptResponse::default();
+    }
     let Some(command) = UserCommand::parse(host, &prompt) else {
-        return PromptResponse { block: None, system_message: notice };
+        // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
+        // itself: what they must hear is told that way, and they send the prompt again.
+        if host == Host::CopilotCli && dir.exists() {
+            let overridden = crate::hook::copilot_block::block_overridden(env, &paths);
+            let told = match (notice, overridden) {
+                (Some(notice), Some(overridden)) => Some(format!("{notice}\n\n{overridden}")),
+                (Some(notice), None) => Some(format!(
+                    "{notice}\n\nThis prompt was not sent to the agent, so that you see this first: send it again."
+                )),
+                (None, overridden) => overridden,
+            };
+            return PromptResponse { block: told, ..PromptResponse::default() };
+        }
+        return PromptResponse { system_message: notice, ..PromptResponse::default() };
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
     let kind = crate::store::awaiting::Kind::of(command.kind);
@@ -133,6 +161,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
                 kind.terminal_command(&session_id)
             )),
             system_message: notice,
+            context: None,
         };
     }
     if forged {
@@ -144,6 +173,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
                 command.name
             )),
             system_message: notice,
+            context: None,
         };
     }
     if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
@@ -156,6 +186,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
                 command.name, command.name
             )),
             system_message: notice,
+            context: None,
         };
     }
     // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
@@ -170,6 +201,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return PromptResponse {
             block: Some(format!("for-loop: `{}` was not run: {why}.", command.name)),
             system_message: notice,
+            context: None,
         };
     }
     let mut outcome =
@@ -201,13 +233,13 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     }
     let notice_then = |line: String| Some(notice.clone().map_or(line.clone(), |n| format!("{n}\n{line}")));
     if to_model {
-        PromptResponse { block: None, system_message: notice_then(headline) }
+        PromptResponse { block: None, system_message: notice_then(headline), context: Some(outcome.stdout) }
     } else {
         let shown = match notice {
             Some(n) => format!("{n}\n\n{}", outcome.stdout),
             None => outcome.stdout,
         };
-        PromptResponse { block: Some(shown), system_message: None }
+        PromptResponse { block: Some(shown), system_message: None, context: None }
     }
 }
 
@@ -362,7 +394,10 @@ fn mentions(value: &Value, text: &str, anywhere: bool) -> bool {
 
 /// The hook's output. Claude Code and Codex take the same keys for `UserPromptSubmit`: a block
 /// with its reason (shown to the user; the prompt never reaches the model) and a `systemMessage`.
-fn render(response: &PromptResponse) -> String {
+fn render(host: Host, response: &PromptResponse) -> String {
+    if host == Host::CopilotCli {
+        return copilot_answer(response);
+    }
     let mut object = Map::new();
     if let Some(reason) = &response.block {
         object.insert("decision".into(), json!("block"));
@@ -413,6 +448,21 @@ const HOOKS_OFF: &str = "for-loop: WARNING: for-loop's hooks are not running in 
     plugin is enabled and its hooks are listed in /hooks; that `loop-hook --version` runs. Tell the \
     user this warning first, in full, and do not work on a loop's task until they answer.";
 
+/// The prompt hook's answer in the shape `userPromptSubmitted` reads (1.0.44 and newer):
+/// `{"handled":true,"responseContent":R}` shows R to the user and sends nothing to the model;
+/// `{"additionalContext":C}` sends the prompt on with C beside it (1.0.65 and newer), which is
+/// how the model learns the loop a start began. The CLI has no line for the user alone, so a
+/// `system_message` is not printed.
+fn copilot_answer(response: &PromptResponse) -> String {
+    match (&response.block, &response.context) {
+        (Some(shown), _) => {
+            crate::host::object_line([("handled", json!(true)), ("responseContent", json!(shown))])
+        }
+        (None, Some(context)) => crate::host::object_line([("additionalContext", json!(context))]),
+        (None, None) => "{}".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +509,19 @@ mod tests {
             text.push_str(&format!("{record}\n"));
         }
         std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn copilot_prompt_answers_are_handled_or_context() {
+        let shown = PromptResponse { block: Some("status".into()), ..PromptResponse::default() };
+        assert_eq!(copilot_answer(&shown), r#"{"handled":true,"responseContent":"status"}"#);
+        let started = PromptResponse {
+            system_message: Some("for the user".into()),
+            context: Some("for-loop: started".into()),
+            ..PromptResponse::default()
+        };
+        assert_eq!(copilot_answer(&started), r#"{"additionalContext":"for-loop: started"}"#);
+        assert_eq!(copilot_answer(&PromptResponse::default()), "{}");
     }
 
     #[test]
@@ -547,7 +610,8 @@ mod tests {
         let env = env(dir.path());
         let plain = respond(&env, Host::ClaudeCode, &event("s", "hello /for-loop", dir.path(), None));
         assert_eq!(plain, PromptResponse::default());
-        assert_eq!(render(&plain), "");
+        assert_eq!(render(Host::ClaudeCode, &plain), "");
+        assert_eq!(render(Host::CopilotCli, &plain), "{}");
         assert!(!dir.path().join(".local").exists(), "a plain prompt wrote something");
         assert_eq!(run(&env, Host::ClaudeCode, "not json".as_bytes()), "");
         assert_eq!(run(&env, Host::ClaudeCode, "{}".as_bytes()), "");

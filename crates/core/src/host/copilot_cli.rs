@@ -1,13 +1,22 @@
 //! GitHub Copilot CLI's `agentStop`: camelCase input (`sessionId`, `cwd`, `transcriptPath`,
-//! `stopReason`, `timestamp`).
+//! `stopReason`, `timestamp` in epoch milliseconds) and, since 1.0.72, `stop_hook_active`, true
+//! when the turn goes on because a stop hook blocked the last stop.
 //!
 //! Output: `{"decision":"block","reason":P}` queues P as the next user prompt; `{}` lets it stop.
 //! Exit code 2 only warns, so nothing is ever signalled through the exit code. There is no
-//! documented field shown to the user.
+//! field shown to the user.
 //!
-//! VS Code reads the same `.github/hooks/` files but sends `hookEventName` and
-//! `stop_hook_active` and expects another output shape, so its events are refused. Only
-//! `stopReason:"end_turn"` is judged.
+//! Since 1.0.72 the CLI ends the turn after 8 blocks in a row: the 9th stop's block is ignored
+//! and the run ends with the loop on. That stop was blocked, so the next stop (after the user's
+//! next prompt) arrives with `stop_hook_active:false` while the loop's last verdict was a block:
+//! the same override Claude Code's cap leaves, recorded and counted the same way. The prompt hook
+//! tells the user before that ([`crate::prompt_hook`]).
+//!
+//! Refused, so one turn end is judged once and answered in the shape its reader expects: VS
+//! Code's `Stop` (it reads `.github/hooks/` too and sends `hookEventName`), and every event with
+//! `hook_event_name`: Claude Code's, and Copilot CLI's own `Stop`, the `snake_case` form it sends a
+//! hook configured under Claude's event name. Measured on 1.0.102, the CLI's own `agentStop` is
+//! the only one of these with neither field. Only `stopReason:"end_turn"` is judged.
 
 use serde_json::{Map, Value, json};
 
@@ -17,7 +26,7 @@ use crate::host::hook_response::HookResponse;
 
 pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
-    if fields.has_any(&["hookEventName", "hook_event_name", "stop_hook_active"]) {
+    if fields.has_any(&["hookEventName", "hook_event_name"]) {
         return Err(EventError::Foreign("a VS Code or Claude-style event, not Copilot CLI's agentStop"));
     }
     if let Some(what) = foreign_marker(Host::CopilotCli, &fields) {
@@ -31,11 +40,16 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     }
     Ok(StopEvent {
         session_id: fields.required_string("sessionId")?,
-        stop_hook_active: None,
+        // Absent before 1.0.72, which had no block cap to override a block either.
+        stop_hook_active: fields.boolean("stop_hook_active")?,
         last_assistant_message: None,
         transcript: fields.path("transcriptPath")?.map(Transcript::Opaque),
     })
 }
+
+/// How many blocks in a row Copilot CLI honours before it ends the turn anyway (1.0.72 and
+/// newer; measured on 1.0.102: the 9th block is ignored).
+pub(crate) const BLOCK_CAP: u32 = 8;
 
 pub(super) fn render(response: &HookResponse) -> String {
     match &response.block {
@@ -61,14 +75,35 @@ mod tests {
         .unwrap();
         assert_eq!(event.session_id, "cp-1");
         assert_eq!(event.transcript, Some(Transcript::Opaque("/t".into())));
+        assert_eq!(event.stop_hook_active, None);
+    }
+
+    /// 1.0.102's `agentStop`, as the CLI sent it on a continuation.
+    #[test]
+    fn reads_the_flag_1_0_72_added() {
+        let event = parse_text(
+            r#"{"sessionId":"11111111-2222-4333-8444-555555555556","timestamp":1795709402735,"cwd":"/p",
+                "transcriptPath":"/h/.copilot/session-state/11111111-2222-4333-8444-555555555556/events.jsonl",
+                "stopReason":"end_turn","stop_hook_active":true}"#,
+        )
+        .unwrap();
+        assert_eq!(event.session_id, "11111111-2222-4333-8444-555555555556");
+        assert_eq!(event.stop_hook_active, Some(true));
+        assert!(matches!(
+            parse_text(r#"{"sessionId":"s","stopReason":"end_turn","stop_hook_active":"yes"}"#),
+            Err(EventError::WrongType { field: "stop_hook_active", .. })
+        ));
     }
 
     #[test]
-    fn refuses_vs_code_and_abnormal_ends() {
-        assert!(matches!(
-            parse_text(r#"{"sessionId":"s","hookEventName":"Stop","stop_hook_active":false}"#),
-            Err(EventError::Foreign(_))
-        ));
+    fn refuses_vs_code_its_own_stop_form_and_abnormal_ends() {
+        let vs_code =
+            r#"{"sessionId":"s","hookEventName":"Stop","transcript_path":"/t","stop_hook_active":false}"#;
+        assert!(matches!(parse_text(vs_code), Err(EventError::Foreign(_))));
+        // What 1.0.102 sends a hook configured as `Stop` for the same turn end.
+        let snake = r#"{"hook_event_name":"Stop","session_id":"s","timestamp":"2026-11-26T16:08:59.550Z","cwd":"/p",
+            "transcript_path":"/t","stop_reason":"end_turn","stop_hook_active":false}"#;
+        assert!(matches!(parse_text(snake), Err(EventError::Foreign(_))));
         assert_eq!(
             parse_text(r#"{"sessionId":"s","stopReason":"error"}"#),
             Err(EventError::Foreign("the turn did not end normally"))

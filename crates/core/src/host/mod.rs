@@ -15,7 +15,7 @@ mod antigravity;
 mod claude_code;
 mod codex;
 pub(crate) mod codex_trust;
-mod copilot_cli;
+pub(crate) mod copilot_cli;
 mod cursor;
 pub(crate) mod event;
 mod gemini_cli;
@@ -79,15 +79,23 @@ impl Host {
     /// Whether the commands the agent runs can learn the session id, from a placeholder or an
     /// environment variable. Where they cannot, a new loop waits to be claimed by the
     /// conversation whose transcript holds its token ([`crate::provenance::claim`]).
+    ///
+    /// Copilot CLI (1.0.72 and newer, measured on 1.0.102) names the session in its
+    /// `userPromptSubmitted` event, where the prompt hook starts the loop, and in the agent's
+    /// shell (`COPILOT_AGENT_SESSION_ID`). Its loops are bound to that id at once rather than
+    /// claimed by transcript: the CLI writes a tool's output to `events.jsonl` 70-150 ms after
+    /// the result, so a model that answers at once ends its turn before the token is in the
+    /// file, and waiting for it would hold every stop of the project for a guessed time.
     pub(crate) fn tells_commands_the_session(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli)
     }
 
     /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
     /// (`UserPromptSubmit`), outside the model's sandbox: then the user's commands are carried
     /// out there, and the same commands from the agent's shell are refused ([`crate::provenance::origin`]).
     pub(crate) fn has_prompt_hook(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::Codex)
+        // Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`).
+        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli)
     }
 
     /// Whether for-loop can read the model usage from the host's transcript (for `--max-tokens`
@@ -120,11 +128,9 @@ impl Host {
                 cancel: "the cancel-loop skill (ask for /cancel-loop)",
                 status: "the loop-status skill (ask for /loop-status)",
             },
-            Host::CopilotCli => Commands {
-                resume: "`loop-hook resume --host copilot-cli` in the project's directory",
-                cancel: "`loop-hook cancel --host copilot-cli` in the project's directory",
-                status: "`loop-hook status --host copilot-cli` in the project's directory",
-            },
+            Host::CopilotCli => {
+                Commands { resume: "/resume-loop", cancel: "/cancel-loop", status: "/loop-status" }
+            }
         }
     }
 
@@ -187,8 +193,9 @@ fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
     let others: [(Host, &[&str], &'static str); 4] = [
         (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
         (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
-        // Copilot CLI and VS Code spell their fields in camelCase.
-        (Host::CopilotCli, &["sessionId", "hookEventName"], "a Copilot CLI or VS Code event"),
+        // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
+        // configured under Claude's event name) is snake_case but has a `stop_reason`.
+        (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
         (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
     ];
     others
@@ -206,7 +213,7 @@ pub(crate) struct Commands {
 }
 
 /// One JSON object as a single line.
-fn object_line(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> String {
+pub(crate) fn object_line(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> String {
     let object: Map<String, Value> = pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     Value::Object(object).to_string()
 }

@@ -51,4 +51,6 @@ pub(crate) const AGENT_SHELL_VARS: &[&str] = &[
     "CODEX_SESSION_ID",
     // Gemini CLI's shell tool.
     "GEMINI_CLI",
+    // Copilot CLI's shell tool (1.0.102); its hooks get `COPILOT_CLI` but not this one.
+    "COPILOT_AGENT_SESSION_ID",
 ];

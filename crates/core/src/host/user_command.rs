@@ -45,6 +45,14 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("$loop-status", CommandKind::Status),
             ("$resume-loop", CommandKind::Resume),
         ],
+        // Copilot CLI invokes a skill as `/NAME` and passes the typed text to its prompt hook.
+        Host::CopilotCli => &[
+            ("/for-loop", CommandKind::Start),
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+            ("/resume-loop", CommandKind::Resume),
+            ("/for-loop:rollback", CommandKind::Rollback),
+        ],
         _ => &[
             ("/for-loop:for-loop", CommandKind::Start),
             ("/for-loop:cancel-loop", CommandKind::Cancel),

@@ -1,5 +1,6 @@
-//! Loops started where the host tells commands no session id: Cursor, Antigravity and Copilot
-//! CLI give the conversation id to hooks only.
+//! Loops started where the host tells commands no session id: Cursor and Antigravity give the
+//! conversation id to hooks only. (Copilot CLI gives it to its prompt hook and the agent's
+//! shell, so its loops are bound at once: see [`Host::tells_commands_the_session`].)
 //!
 //! Such a loop is written without an owner under `pending/<key>/`, and the start command prints
 //! its token. The host keeps that output in the conversation's transcript, so the first turn end

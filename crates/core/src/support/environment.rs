@@ -7,8 +7,13 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 /// Where hosts put the session id, first found wins.
-const SESSION_VARS: [&str; 4] =
-    ["CLAUDE_CODE_SESSION_ID", "FOR_LOOP_SESSION_ID", "GEMINI_SESSION_ID", "CODEX_THREAD_ID"];
+const SESSION_VARS: [&str; 5] = [
+    "CLAUDE_CODE_SESSION_ID",
+    "FOR_LOOP_SESSION_ID",
+    "GEMINI_SESSION_ID",
+    "CODEX_THREAD_ID",
+    "COPILOT_AGENT_SESSION_ID",
+];
 
 /// Variables, working directory and time as the process sees them.
 #[derive(Debug, Clone)]
@@ -54,8 +59,10 @@ impl Environment {
 
     /// The session id the host exports to hooks and commands, when it does: Claude Code to both,
     /// Gemini CLI to hooks only (`GEMINI_SESSION_ID`), Codex to the shell commands the agent runs
-    /// (`CODEX_THREAD_ID`, the `session_id` of its hook events). Antigravity, Cursor and Copilot
-    /// CLI export none; their loops are claimed by their transcripts ([`crate::provenance::claim`]).
+    /// (`CODEX_THREAD_ID`, the `session_id` of its hook events), Copilot CLI to the agent's shell
+    /// (`COPILOT_AGENT_SESSION_ID`, measured on 1.0.102; its hooks get the id in their events).
+    /// Antigravity and Cursor export none; their loops are claimed by their transcripts
+    /// ([`crate::provenance::claim`]).
     pub fn session_id(&self) -> Option<&str> {
         SESSION_VARS.into_iter().find_map(|name| self.var(name))
     }

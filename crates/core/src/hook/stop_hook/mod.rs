@@ -71,7 +71,13 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
                 });
                 response = judged();
             }
-            crate::provenance::confirmation::tell(response, unconfirmed)
+            let response = crate::provenance::confirmation::tell(response, unconfirmed);
+            if host == Host::CopilotCli
+                && let Some(reason) = &response.block
+            {
+                crate::hook::copilot_block::remember_block(env, &event.session_id, reason);
+            }
+            response
         }
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
