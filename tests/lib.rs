@@ -10,6 +10,8 @@
 //! - `packaging`: every host's hook configuration, generated from one source, and the launcher
 //!   that finds the binary, run as each host runs it.
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
+//! - `latest_clients`: `scripts/test-latest-clients` (the end-to-end tests against the newest
+//!   published agent CLIs), offline with a stand-in cargo, and the weekly workflow that runs it.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
@@ -30,6 +32,7 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod latest_clients;
 mod metric;
 mod notify;
 mod packaging;
