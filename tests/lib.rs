@@ -12,6 +12,8 @@
 //! - `layers`: the engine's layers: imports run downwards only, no import cycles, no IO in
 //!   `verdict` (the rules of docs/architecture.md).
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
+//! - `latest_clients`: `scripts/test-latest-clients` (the end-to-end tests against the newest
+//!   published agent CLIs), offline with a stand-in cargo, and the weekly workflow that runs it.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
@@ -35,6 +37,7 @@ mod e2e;
 mod faults;
 mod guard;
 mod hosts;
+mod latest_clients;
 mod layers;
 mod metric;
 mod notify;

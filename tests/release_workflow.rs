@@ -11,6 +11,12 @@ const WORKFLOW: &str = ".github/workflows/release.yml";
 
 #[test]
 fn the_release_workflow_is_a_valid_github_workflow() {
+    assert_valid_github_workflow(WORKFLOW);
+}
+
+/// Validates the workflow at `path` (in the repository) against the GitHub workflow schema with
+/// `check-jsonschema`; a missing validator fails the test.
+pub(crate) fn assert_valid_github_workflow(path: &str) {
     let tool = repo().join("tests/tools/.venv/bin/check-jsonschema");
     assert!(
         tool.exists(),
@@ -19,12 +25,12 @@ fn the_release_workflow_is_a_valid_github_workflow() {
     );
     let output = Command::new(&tool)
         .args(["--builtin-schema", "vendor.github-workflows"])
-        .arg(repo().join(WORKFLOW))
+        .arg(repo().join(path))
         .output()
         .unwrap();
     let said =
         format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success() && said.contains("ok -- validation done"), "{said}");
+    assert!(output.status.success() && said.contains("ok -- validation done"), "{path}: {said}");
 }
 
 #[test]

@@ -275,20 +275,38 @@ pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A pinned CLI from tests/clients (`$env_var` overrides where it is). A missing CLI fails the
-/// test with instructions: it is never a silent pass. To leave the end-to-end tests out on
-/// purpose, filter them out (`scripts/test` does with `FOR_LOOP_SKIP_E2E=1`), so they are
-/// reported as skipped.
+/// An agent CLI the end-to-end tests drive: `$env_var` when set (the path of that one CLI), else
+/// `node_modules/.bin/NAME` under `$FOR_LOOP_CLIENTS_DIR` when set (an absolute path to a directory
+/// laid out like tests/clients; `scripts/test-latest-clients` points it at the newest published
+/// CLIs), else the pinned one in tests/clients. A missing CLI fails the test with instructions:
+/// it is never a silent pass. To leave the end-to-end tests out on purpose, filter them out
+/// (`scripts/test` does with `FOR_LOOP_SKIP_E2E=1`), so they are reported as skipped.
 pub(crate) fn client_bin(name: &str, env_var: &str) -> PathBuf {
-    let path = std::env::var_os(env_var)
-        .map_or_else(|| repo().join("tests/clients/node_modules/.bin").join(name), PathBuf::from);
+    let (path, install) = match (std::env::var_os(env_var), std::env::var_os("FOR_LOOP_CLIENTS_DIR")) {
+        (Some(path), _) => (PathBuf::from(path), format!("set {env_var} to where it is")),
+        (None, dir) => (
+            clients_dir(dir).join("node_modules/.bin").join(name),
+            "run scripts/install-test-clients (scripts/test does), or scripts/test-latest-clients for the \
+             newest published CLIs"
+                .to_string(),
+        ),
+    };
     assert!(
         path.exists(),
-        "the {name} CLI is not installed at {}: run scripts/install-test-clients (scripts/test does), \
-         or leave the end-to-end tests out with FOR_LOOP_SKIP_E2E=1 scripts/test",
+        "the {name} CLI is not installed at {}: {install}, or leave the end-to-end tests out with \
+         FOR_LOOP_SKIP_E2E=1 scripts/test",
         path.display()
     );
     path
+}
+
+/// Where the agent CLIs are installed, given `$FOR_LOOP_CLIENTS_DIR`: that directory, which must
+/// be absolute (tests run in directories of the runner's choosing), or tests/clients.
+fn clients_dir(var: Option<std::ffi::OsString>) -> PathBuf {
+    let Some(dir) = var else { return repo().join("tests/clients") };
+    let dir = PathBuf::from(dir);
+    assert!(dir.is_absolute(), "FOR_LOOP_CLIENTS_DIR must be an absolute path, not {}", dir.display());
+    dir
 }
 
 /// PATH without any directory holding a `loop-hook`, so a binary installed on the machine cannot
@@ -333,6 +351,16 @@ pub(crate) fn run_within(mut cmd: Command, what: &str, stdin: &[u8], limit: Dura
 #[should_panic(expected = "the no-such-agent CLI is not installed")]
 fn a_missing_agent_cli_fails_the_test() {
     client_bin("no-such-agent", "FOR_LOOP_TEST_NO_SUCH_AGENT");
+}
+
+/// The CLIs are the pinned ones in tests/clients unless `FOR_LOOP_CLIENTS_DIR` names another
+/// installation, which `scripts/test-latest-clients` does for the newest published ones.
+#[test]
+fn the_clients_directory_is_tests_clients_unless_another_is_named() {
+    assert_eq!(clients_dir(None), repo().join("tests/clients"));
+    assert_eq!(clients_dir(Some("/opt/clients".into())), Path::new("/opt/clients"));
+    let relative = std::panic::catch_unwind(|| clients_dir(Some("clients".into())));
+    assert!(relative.is_err(), "a relative FOR_LOOP_CLIENTS_DIR was taken");
 }
 
 /// `sha256:<hex>` of `bytes`, as ledger lines name the state they vouch for.

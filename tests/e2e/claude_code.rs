@@ -1,7 +1,7 @@
 //! End to end with the real Claude Code CLI (pinned in tests/clients), driven offline by the
 //! scripted model in `mock-model`, with this repository loaded as the plugin.
 //!
-//! Each test asserts on what the model was sent (re-injected prompts arrive as a user message
+//! Each test asserts on what the model was sent (re-injected prompts arrive in a user message as
 //! `Stop hook feedback:\n<reason>`), on the hook events in the CLI's stream-json output, and on the
 //! workspace and loop files afterwards.
 
@@ -138,13 +138,20 @@ impl ClaudeRun {
     }
 }
 
-/// The text of the user message that opened each main request after the first.
+/// The re-injected prompts the model was sent, each from `Stop hook feedback:` to its end. Claude
+/// Code 2.1.328 sends the feedback as the user message itself; 2.1.332 sends it inside a
+/// `<system-reminder>` block, after a line saying that a hook wrote it (its transcript still holds
+/// the plain feedback), so the wrapper is left out.
 fn reinjections(model: &MockModel) -> Vec<String> {
     model
         .main_requests()
         .iter()
         .filter_map(mock_model::Recorded::last_user_text)
-        .filter(|t| t.contains("Stop hook feedback:"))
+        .filter_map(|text| {
+            let fed = &text[text.find("Stop hook feedback:")?..];
+            let fed = fed.trim_end().strip_suffix("</system-reminder>").map_or(fed, str::trim_end);
+            Some(fed.to_string())
+        })
         .collect()
 }
 
