@@ -275,43 +275,8 @@ impl Shared {
         let path = request.path();
         let (api, served, is_main, response) = match (request.method.as_str(), path) {
             ("POST", "/v1/messages") => match &body {
-                Ok(body) => {
-                    let is_main = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
-                    if let Some((served, response)) =
-                        is_main.then(|| state.take_error(Api::Messages)).flatten()
-                    {
-                        return self.record(
-                            state,
-                            request,
-                            (Api::Messages, served, true),
-                            body.clone(),
-                            response,
-                        );
-                    }
-                    let (served, content) = if is_main {
-                        state.next_main_content(serial)
-                    } else {
-                        (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
-                    };
-                    let reply = Reply {
-                        id: format!("msg_mock_{serial}"),
-                        // Echoed, so the CLI's model bookkeeping sees the model it asked for.
-                        model: body["model"].as_str().unwrap_or("mock-model").to_owned(),
-                        content,
-                    };
-                    let response = if body["stream"] == true {
-                        Response::sse(reply.sse())
-                    } else {
-                        Response::json(200, &reply.message())
-                    };
-                    (Api::Messages, served, is_main, response)
-                }
-                Err(message) => (
-                    Api::Messages,
-                    Served::BadRequest,
-                    false,
-                    Response::error(400, "invalid_request_error", message),
-                ),
+                Ok(body) => answer_messages(&mut state, body, serial),
+                Err(message) => bad_request(Api::Messages, "invalid_request_error", message),
             },
             ("POST", "/v1/messages/count_tokens") => match &body {
                 Ok(_) => (
@@ -320,43 +285,11 @@ impl Shared {
                     false,
                     Response::json(200, &json!({"input_tokens": 1})),
                 ),
-                Err(message) => (
-                    Api::Messages,
-                    Served::BadRequest,
-                    false,
-                    Response::error(400, "invalid_request_error", message),
-                ),
+                Err(message) => bad_request(Api::Messages, "invalid_request_error", message),
             },
             ("POST", "/v1/responses") => match &body {
-                Ok(body) => {
-                    let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
-                    let is_main = !tools.is_empty();
-                    if let Some((served, response)) =
-                        is_main.then(|| state.take_error(Api::Responses)).flatten()
-                    {
-                        return self.record(
-                            state,
-                            request,
-                            (Api::Responses, served, true),
-                            body.clone(),
-                            response,
-                        );
-                    }
-                    let (served, step) = if is_main {
-                        state.next_step()
-                    } else {
-                        (Served::Filler, Some(Step::Text(FILLER_TEXT.into())))
-                    };
-                    let item = responses::item(step.as_ref(), EXHAUSTED_TEXT, tools, serial);
-                    let model = body["model"].as_str().unwrap_or("mock-model");
-                    (Api::Responses, served, is_main, Response::sse(responses::sse(&item, model, serial)))
-                }
-                Err(message) => (
-                    Api::Responses,
-                    Served::BadRequest,
-                    false,
-                    Response::error(400, "invalid_request_error", message),
-                ),
+                Ok(body) => answer_responses(&mut state, body, serial),
+                Err(message) => bad_request(Api::Responses, "invalid_request_error", message),
             },
             ("POST", "/v1/chat/completions") => match &body {
                 Ok(body) => {
@@ -395,38 +328,8 @@ impl Shared {
                 ),
             },
             ("POST", path) if path.starts_with("/v1beta/models/") && path.contains(':') => match &body {
-                Ok(body) => {
-                    let streaming = path.ends_with(":streamGenerateContent");
-                    let is_main = streaming && gemini::is_main(body);
-                    if let Some((served, response)) = is_main.then(|| state.take_error(Api::Gemini)).flatten()
-                    {
-                        return self.record(
-                            state,
-                            request,
-                            (Api::Gemini, served, true),
-                            body.clone(),
-                            response,
-                        );
-                    }
-                    let (served, step) = if is_main {
-                        state.next_step()
-                    } else {
-                        (Served::Filler, Some(Step::Text(gemini::filler(body, FILLER_TEXT).into())))
-                    };
-                    let part = gemini::part(step.as_ref(), EXHAUSTED_TEXT);
-                    let response = if streaming {
-                        Response::sse(gemini::sse(&part))
-                    } else {
-                        Response::json(200, &gemini::response(&part))
-                    };
-                    (Api::Gemini, served, is_main, response)
-                }
-                Err(message) => (
-                    Api::Gemini,
-                    Served::BadRequest,
-                    false,
-                    Response::error(400, "INVALID_ARGUMENT", message),
-                ),
+                Ok(body) => answer_gemini(&mut state, body, path),
+                Err(message) => bad_request(Api::Gemini, "INVALID_ARGUMENT", message),
             },
             (method, path) => (
                 Api::Messages,
@@ -508,6 +411,75 @@ impl State {
         self.next_step += 1;
         (served, content)
     }
+}
+
+/// What a request was served, and the response: the dialect, what the script gave, whether it
+/// was a main request.
+type Answer = (Api, Served, bool, Response);
+
+/// A request whose body cannot be used, answered in `api`'s shape of error.
+fn bad_request(api: Api, kind: &str, message: &str) -> Answer {
+    (api, Served::BadRequest, false, Response::error(400, kind, message))
+}
+
+/// `POST /v1/messages`: a main request (one with tools) gets the script's next step.
+fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
+    let is_main = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
+    if let Some((served, response)) = is_main.then(|| state.take_error(Api::Messages)).flatten() {
+        return (Api::Messages, served, true, response);
+    }
+    let (served, content) = if is_main {
+        state.next_main_content(serial)
+    } else {
+        (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
+    };
+    let reply = Reply {
+        id: format!("msg_mock_{serial}"),
+        // Echoed, so the CLI's model bookkeeping sees the model it asked for.
+        model: body["model"].as_str().unwrap_or("mock-model").to_owned(),
+        content,
+    };
+    let response = if body["stream"] == true {
+        Response::sse(reply.sse())
+    } else {
+        Response::json(200, &reply.message())
+    };
+    (Api::Messages, served, is_main, response)
+}
+
+/// `POST /v1/responses`: a main request (one with tools) gets the script's next step.
+fn answer_responses(state: &mut State, body: &Value, serial: u64) -> Answer {
+    let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    let is_main = !tools.is_empty();
+    if let Some((served, response)) = is_main.then(|| state.take_error(Api::Responses)).flatten() {
+        return (Api::Responses, served, true, response);
+    }
+    let (served, step) =
+        if is_main { state.next_step() } else { (Served::Filler, Some(Step::Text(FILLER_TEXT.into()))) };
+    let item = responses::item(step.as_ref(), EXHAUSTED_TEXT, tools, serial);
+    let model = body["model"].as_str().unwrap_or("mock-model");
+    (Api::Responses, served, is_main, Response::sse(responses::sse(&item, model, serial)))
+}
+
+/// `POST /v1beta/models/MODEL:ACTION`: a streamed main request gets the script's next step.
+fn answer_gemini(state: &mut State, body: &Value, path: &str) -> Answer {
+    let streaming = path.ends_with(":streamGenerateContent");
+    let is_main = streaming && gemini::is_main(body);
+    if let Some((served, response)) = is_main.then(|| state.take_error(Api::Gemini)).flatten() {
+        return (Api::Gemini, served, true, response);
+    }
+    let (served, step) = if is_main {
+        state.next_step()
+    } else {
+        (Served::Filler, Some(Step::Text(gemini::filler(body, FILLER_TEXT).into())))
+    };
+    let part = gemini::part(step.as_ref(), EXHAUSTED_TEXT);
+    let response = if streaming {
+        Response::sse(gemini::sse(&part))
+    } else {
+        Response::json(200, &gemini::response(&part))
+    };
+    (Api::Gemini, served, is_main, response)
 }
 
 /// The JSON body, or why there is none to use. An empty body is `Null`, which routes as a side

@@ -78,6 +78,11 @@ impl Flag {
         Flag::AllowTestEdits,
     ];
 
+    /// The flag's place in [`Flag::ALL`].
+    fn index(self) -> usize {
+        Flag::ALL.iter().position(|f| *f == self).unwrap_or(0)
+    }
+
     /// Flags that may be given more than once, each adding a value.
     fn repeatable(self) -> bool {
         self == Flag::Protect
@@ -202,116 +207,100 @@ pub(crate) enum RequestError {
 impl LoopRequest {
     /// Parses the raw argument text of `/for-loop`.
     pub(crate) fn parse(raw: &str) -> Result<LoopRequest, RequestError> {
-        let mut values: [Option<String>; Flag::ALL.len()] = Default::default();
-        let mut protect: Vec<String> = Vec::new();
-        let mut cuts: Vec<Range<usize>> = Vec::new();
         if matches!(raw.trim(), "--help" | "-h" | "help") {
             return Err(RequestError::HelpWanted);
         }
-        let mut scanner = Scanner { text: raw, pos: 0 };
-        while let Some(word) = scanner.next_word() {
-            let text = &raw[word.clone()];
-            let Some(flag_word) = FlagWord::classify(text)? else {
-                continue;
-            };
-            let flag = flag_word.flag;
-            let slot = &mut values[Flag::ALL.iter().position(|f| *f == flag).unwrap_or(0)];
-            if slot.is_some() && !flag.repeatable() {
-                return Err(RequestError::Duplicate { flag });
-            }
-            let (value, end) = match (flag.is_switch(), flag_word.inline_value) {
-                (true, Some(_)) => {
-                    return Err(RequestError::BadValue {
-                        flag,
-                        value: text.to_string(),
-                        why: format!("it takes no value: write just {flag}"),
-                    });
-                }
-                (true, None) => (String::new(), word.end),
-                (false, Some(offset)) => scanner.value_at(word.start + offset, flag, true)?,
-                (false, None) => scanner.value_at(word.end, flag, false)?,
-            };
-            if flag.repeatable() {
-                protect.push(value.clone());
-            }
-            *slot = Some(value);
-            cuts.push(word.start..end);
-            scanner.pos = end;
-        }
-        let [
-            verify,
-            completion_promise,
-            max_iterations,
-            verify_timeout,
-            _,
-            max_same_failures,
-            max_time,
-            escalate,
-            checkpoint,
-            require_strict,
-            max_tokens,
-            notify,
-            metric,
-            target,
-            guard,
-            metric_runs,
-            min_gain,
-            direction,
-            refine_after,
-            pivot_after,
-            park_after_pivots,
-            allow_test_edits,
-        ] = values;
-        let metric = MetricFlags {
-            command: metric,
-            target,
-            guard,
-            runs: metric_runs,
-            min_gain,
-            direction,
-            refine_after,
-            pivot_after,
-            park_after_pivots,
-        }
-        .settings()?;
-
-        let task = unquote_whole(cut_out(raw, &cuts).trim());
-        if is_blank(&task) {
-            return Err(RequestError::EmptyTask);
-        }
-        if task.len() > MAX_TASK_BYTES {
-            return Err(RequestError::TaskTooLong(task.len()));
-        }
+        let mut typed = TypedFlags::scan(raw)?;
+        // The first mistake reported is metric mode's, then the task's, then each value's in turn.
+        let metric = MetricFlags::take(&mut typed).settings()?;
+        let task = task_text(raw, &typed.cuts)?;
         Ok(LoopRequest {
             task,
-            verify: verify.map(|v| check_command(Flag::Verify, &v)).transpose()?,
-            completion_promise: completion_promise.map(|p| check_promise(&p)).transpose()?,
-            max_iterations: max_iterations
+            verify: typed.take(Flag::Verify).map(|v| check_command(Flag::Verify, &v)).transpose()?,
+            completion_promise: typed.take(Flag::CompletionPromise).map(|p| check_promise(&p)).transpose()?,
+            max_iterations: typed
+                .take(Flag::MaxIterations)
                 .map(|v| check_max_iterations(&v))
                 .transpose()?
                 .unwrap_or(DEFAULT_MAX_ITERATIONS),
-            verify_timeout_secs: verify_timeout
+            verify_timeout_secs: typed
+                .take(Flag::VerifyTimeout)
                 .map(|v| check_verify_timeout(&v))
                 .transpose()?
                 .unwrap_or(DEFAULT_VERIFY_TIMEOUT_SECS),
-            protect: protect.into_iter().map(|p| check_protect(&p)).collect::<Result<_, _>>()?,
-            max_same_failures: max_same_failures
+            protect: typed.protect.iter().map(|p| check_protect(p)).collect::<Result<_, _>>()?,
+            max_same_failures: typed
+                .take(Flag::MaxSameFailures)
                 .map(|v| check_count(Flag::MaxSameFailures, &v, 1_000))
                 .transpose()?
                 .unwrap_or(crate::checks::stall::DEFAULT_MAX_SAME_FAILURES),
-            max_time_secs: max_time.map(|v| check_max_time(&v)).transpose()?,
-            escalation: escalate
+            max_time_secs: typed.take(Flag::MaxTime).map(|v| check_max_time(&v)).transpose()?,
+            escalation: typed
+                .take(Flag::Escalate)
                 .map(|v| check_escalation(&v))
                 .transpose()?
                 .unwrap_or(crate::checks::stall::DEFAULT_ESCALATION.to_vec()),
-            checkpoint: checkpoint.is_some(),
-            require_strict: require_strict.is_some(),
-            max_tokens: max_tokens.map(|v| check_max_tokens(&v)).transpose()?,
-            notify: notify.map(|v| check_command(Flag::Notify, &v)).transpose()?,
+            checkpoint: typed.take(Flag::Checkpoint).is_some(),
+            require_strict: typed.take(Flag::RequireStrict).is_some(),
+            max_tokens: typed.take(Flag::MaxTokens).map(|v| check_max_tokens(&v)).transpose()?,
+            notify: typed.take(Flag::Notify).map(|v| check_command(Flag::Notify, &v)).transpose()?,
             metric,
-            allow_test_edits: allow_test_edits.is_some(),
+            allow_test_edits: typed.take(Flag::AllowTestEdits).is_some(),
         })
     }
+}
+
+/// Our flags as typed: their values, unchecked, and where they are in the text.
+struct TypedFlags {
+    /// The value of each flag given, in the order of [`Flag::ALL`]; a switch's is empty.
+    values: [Option<String>; Flag::ALL.len()],
+    /// Every `--protect` value, in order.
+    protect: Vec<String>,
+    /// The flags with their values, to cut out of the task.
+    cuts: Vec<Range<usize>>,
+}
+
+impl TypedFlags {
+    /// Finds our flags in `raw` and reads their values; refuses a near miss, a flag given twice,
+    /// a missing value and a switch given one.
+    fn scan(raw: &str) -> Result<TypedFlags, RequestError> {
+        let mut typed = TypedFlags { values: Default::default(), protect: Vec::new(), cuts: Vec::new() };
+        let mut scanner = Scanner { text: raw, pos: 0 };
+        while let Some(word) = scanner.next_word() {
+            let Some(flag_word) = FlagWord::classify(&raw[word.clone()])? else {
+                continue;
+            };
+            let flag = flag_word.flag;
+            let slot = &mut typed.values[flag.index()];
+            if slot.is_some() && !flag.repeatable() {
+                return Err(RequestError::Duplicate { flag });
+            }
+            let (value, end) = scanner.flag_value(&flag_word, word.clone())?;
+            if flag.repeatable() {
+                typed.protect.push(value.clone());
+            }
+            *slot = Some(value);
+            typed.cuts.push(word.start..end);
+            scanner.pos = end;
+        }
+        Ok(typed)
+    }
+
+    fn take(&mut self, flag: Flag) -> Option<String> {
+        self.values[flag.index()].take()
+    }
+}
+
+/// The task: the text with our flags cut out, unquoted when it is one quoted string.
+fn task_text(raw: &str, cuts: &[Range<usize>]) -> Result<String, RequestError> {
+    let task = unquote_whole(cut_out(raw, cuts).trim());
+    if is_blank(&task) {
+        return Err(RequestError::EmptyTask);
+    }
+    if task.len() > MAX_TASK_BYTES {
+        return Err(RequestError::TaskTooLong(task.len()));
+    }
+    Ok(task)
 }
 
 /// The metric flags as typed, before they are checked together.
@@ -328,58 +317,34 @@ struct MetricFlags {
 }
 
 impl MetricFlags {
+    fn take(typed: &mut TypedFlags) -> MetricFlags {
+        MetricFlags {
+            command: typed.take(Flag::Metric),
+            target: typed.take(Flag::Target),
+            guard: typed.take(Flag::Guard),
+            runs: typed.take(Flag::MetricRuns),
+            min_gain: typed.take(Flag::MinGain),
+            direction: typed.take(Flag::Direction),
+            refine_after: typed.take(Flag::RefineAfter),
+            pivot_after: typed.take(Flag::PivotAfter),
+            park_after_pivots: typed.take(Flag::ParkAfterPivots),
+        }
+    }
+
     fn settings(self) -> Result<Option<MetricSettings>, RequestError> {
-        let bad =
-            |flag: Flag, value: &str, why: String| RequestError::BadValue { flag, value: value.into(), why };
+        self.refuse_without_metric()?;
         let Some(command) = self.command else {
-            let given = [
-                (Flag::Target, &self.target),
-                (Flag::Guard, &self.guard),
-                (Flag::MetricRuns, &self.runs),
-                (Flag::MinGain, &self.min_gain),
-                (Flag::Direction, &self.direction),
-                (Flag::RefineAfter, &self.refine_after),
-                (Flag::PivotAfter, &self.pivot_after),
-                (Flag::ParkAfterPivots, &self.park_after_pivots),
-            ];
-            if let Some((flag, Some(value))) = given.into_iter().find(|(_, v)| v.is_some()) {
-                return Err(bad(flag, value, "it belongs to metric mode: add --metric CMD".into()));
-            }
             return Ok(None);
         };
         if command.trim().is_empty() {
             return Err(RequestError::MissingValue { flag: Flag::Metric });
         }
-        let target: Option<Target> =
-            self.target.as_deref().map(|t| t.parse().map_err(|why| bad(Flag::Target, t, why))).transpose()?;
-        let direction: Option<Direction> = self
-            .direction
+        let target: Option<Target> = self
+            .target
             .as_deref()
-            .map(|d| d.parse().map_err(|why| bad(Flag::Direction, d, why)))
+            .map(|t| t.parse().map_err(|why| bad_value(Flag::Target, t, why)))
             .transpose()?;
-        let direction = match (target, direction) {
-            (Some(t), Some(d)) if t.direction() != d => {
-                return Err(bad(
-                    Flag::Direction,
-                    self.direction.as_deref().unwrap_or_default(),
-                    format!(
-                        "--target {t} already means {} is better: drop --direction",
-                        t.direction().word()
-                    ),
-                ));
-            }
-            (Some(t), _) => t.direction(),
-            (None, Some(d)) => d,
-            (None, None) => {
-                return Err(bad(
-                    Flag::Metric,
-                    &command,
-                    "say which way is better: --target \"<= 120\" (the loop ends when it is met) or \
-                     --direction min|max (the loop runs to its cap keeping the best)"
-                        .into(),
-                ));
-            }
-        };
+        let direction = better_direction(target, self.direction.as_deref(), &command)?;
         let guard = self
             .guard
             .map(|g| {
@@ -402,7 +367,7 @@ impl MetricFlags {
             min_gain: self
                 .min_gain
                 .as_deref()
-                .map(|g| g.parse().map_err(|why| bad(Flag::MinGain, g, why)))
+                .map(|g| g.parse().map_err(|why| bad_value(Flag::MinGain, g, why)))
                 .transpose()?
                 .unwrap_or_default(),
             refine_after: count(Flag::RefineAfter, self.refine_after, 1_000, keep::DEFAULT_REFINE_AFTER)?,
@@ -415,6 +380,61 @@ impl MetricFlags {
             )?,
         }))
     }
+
+    /// Without `--metric`, the flags of metric mode would do nothing: the first one given is
+    /// refused.
+    fn refuse_without_metric(&self) -> Result<(), RequestError> {
+        if self.command.is_some() {
+            return Ok(());
+        }
+        let given = [
+            (Flag::Target, &self.target),
+            (Flag::Guard, &self.guard),
+            (Flag::MetricRuns, &self.runs),
+            (Flag::MinGain, &self.min_gain),
+            (Flag::Direction, &self.direction),
+            (Flag::RefineAfter, &self.refine_after),
+            (Flag::PivotAfter, &self.pivot_after),
+            (Flag::ParkAfterPivots, &self.park_after_pivots),
+        ];
+        match given.into_iter().find(|(_, v)| v.is_some()) {
+            Some((flag, Some(value))) => {
+                Err(bad_value(flag, value, "it belongs to metric mode: add --metric CMD".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Which way a metric loop's number is better: the target's way, or `--direction` without a
+/// target; one of the two is needed, and they must agree.
+fn better_direction(
+    target: Option<Target>,
+    given: Option<&str>,
+    command: &str,
+) -> Result<Direction, RequestError> {
+    let direction: Option<Direction> =
+        given.map(|d| d.parse().map_err(|why| bad_value(Flag::Direction, d, why))).transpose()?;
+    match (target, direction) {
+        (Some(t), Some(d)) if t.direction() != d => Err(bad_value(
+            Flag::Direction,
+            given.unwrap_or_default(),
+            format!("--target {t} already means {} is better: drop --direction", t.direction().word()),
+        )),
+        (Some(t), _) => Ok(t.direction()),
+        (None, Some(d)) => Ok(d),
+        (None, None) => Err(bad_value(
+            Flag::Metric,
+            command,
+            "say which way is better: --target \"<= 120\" (the loop ends when it is met) or \
+             --direction min|max (the loop runs to its cap keeping the best)"
+                .into(),
+        )),
+    }
+}
+
+fn bad_value(flag: Flag, value: &str, why: String) -> RequestError {
+    RequestError::BadValue { flag, value: value.into(), why }
 }
 
 /// A word recognised as one of our flags.
@@ -507,6 +527,22 @@ impl Scanner<'_> {
         };
         self.pos = end;
         Some(start..end)
+    }
+
+    /// Reads the value of the flag in `word`: none for a switch, else its `=value` or the
+    /// next word; returns it with the offset where it ends.
+    fn flag_value(&self, flag_word: &FlagWord, word: Range<usize>) -> Result<(String, usize), RequestError> {
+        let flag = flag_word.flag;
+        match (flag.is_switch(), flag_word.inline_value) {
+            (true, Some(_)) => Err(RequestError::BadValue {
+                flag,
+                value: self.text[word].to_string(),
+                why: format!("it takes no value: write just {flag}"),
+            }),
+            (true, None) => Ok((String::new(), word.end)),
+            (false, Some(offset)) => self.value_at(word.start + offset, flag, true),
+            (false, None) => self.value_at(word.end, flag, false),
+        }
     }
 
     /// Reads a flag's value starting at `at`; returns it unquoted with the offset where it ends.

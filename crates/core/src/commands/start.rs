@@ -274,19 +274,57 @@ fn banner(
         ));
     }
     out.push_str(&format!("\nTask:\n{}\n\n", state.task.trim_end()));
-    let verify = match &settings.verify {
+    out.push_str(&format!("Verify:      {}\n", verify_line(state)));
+    out.push_str(&format!("Done when:   {}\n", criterion(state)));
+    out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
+    out.push_str(&format!("Tier:        {}\n", tier.line()));
+    out.push_str(&oracle_lines(&state.meta.oracle));
+    if settings.verify.is_some() {
+        out.push_str(if settings.allow_test_edits {
+            "Tests:       may be changed (--allow-test-edits): the suite is not protected, and not counted\n"
+        } else {
+            "Tests:       counted from verify's output; a pass that runs fewer tests than before, or \
+             skips more, does not count (--allow-test-edits turns this off)\n"
+        });
+    }
+    out.push_str(&limit_lines(settings));
+    out.push_str(&where_kept(paths, claim_token.is_some()));
+    if let Some(warning) =
+        settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
+    {
+        out.push_str(&format!("\nWarning: {warning}\n"));
+    }
+    if settings.verify.is_none() && settings.completion_promise.is_none() {
+        out.push_str(&format!(
+            "\nNo --verify and no --completion-promise: the loop runs all {} iterations. \
+             Give --verify CMD to end it when a check passes.\n",
+            settings.max_iterations
+        ));
+    }
+    out.push_str(
+        "\nWork on the task now. Each time you stop, for-loop judges the result and either ends \
+         the loop or gives you the task again with what is still missing.",
+    );
+    out
+}
+
+/// The verify command, where it runs and when it is killed.
+fn verify_line(state: &LoopState) -> String {
+    let settings = &state.meta.settings;
+    match &settings.verify {
         Some(cmd) => format!(
             "{cmd}  (runs at every stop in {}, killed after {} s)",
             state.meta.cwd.display(),
             settings.verify_timeout_secs
         ),
         None => "none".into(),
-    };
-    out.push_str(&format!("Verify:      {verify}\n"));
-    out.push_str(&format!("Done when:   {}\n", criterion(state)));
-    out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
-    out.push_str(&format!("Tier:        {}\n", tier.line()));
-    let oracle = &state.meta.oracle;
+    }
+}
+
+/// What the start protects: the oracle's files, the test suite, and `--protect` patterns that
+/// match nothing yet.
+fn oracle_lines(oracle: &Oracle) -> String {
+    let mut out = String::new();
     if !oracle.files.is_empty() {
         let mut names: Vec<&str> = oracle.files.keys().take(6).map(String::as_str).collect();
         if oracle.files.len() > 6 {
@@ -318,14 +356,12 @@ fn banner(
             ));
         }
     }
-    if settings.verify.is_some() {
-        out.push_str(if settings.allow_test_edits {
-            "Tests:       may be changed (--allow-test-edits): the suite is not protected, and not counted\n"
-        } else {
-            "Tests:       counted from verify's output; a pass that runs fewer tests than before, or \
-             skips more, does not count (--allow-test-edits turns this off)\n"
-        });
-    }
+    out
+}
+
+/// The budgets, the notify command and checkpoints, each when it is set.
+fn limit_lines(settings: &Settings) -> String {
+    let mut out = String::new();
     if let Some(budget) = settings.max_time_secs {
         out.push_str(&format!("Time budget: {}\n", crate::support::duration::human_ms(budget * 1_000)));
     }
@@ -344,35 +380,19 @@ fn banner(
     if settings.checkpoint {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
     }
-    if claim_token.is_some() {
-        out.push_str(&format!(
+    out
+}
+
+/// Where the loop's state and ledger are; an unclaimed loop moves once it is claimed.
+fn where_kept(paths: &LoopPaths, unclaimed: bool) -> String {
+    if unclaimed {
+        format!(
             "State:       {} (until claimed; then under sessions/<conversation id>/ in the same store)\n",
             paths.state.display()
-        ));
+        )
     } else {
-        out.push_str(&format!(
-            "State:       {}\nLedger:      {}\n",
-            paths.state.display(),
-            paths.ledger.display()
-        ));
+        format!("State:       {}\nLedger:      {}\n", paths.state.display(), paths.ledger.display())
     }
-    if let Some(warning) =
-        settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
-    {
-        out.push_str(&format!("\nWarning: {warning}\n"));
-    }
-    if settings.verify.is_none() && settings.completion_promise.is_none() {
-        out.push_str(&format!(
-            "\nNo --verify and no --completion-promise: the loop runs all {} iterations. \
-             Give --verify CMD to end it when a check passes.\n",
-            settings.max_iterations
-        ));
-    }
-    out.push_str(
-        "\nWork on the task now. Each time you stop, for-loop judges the result and either ends \
-         the loop or gives you the task again with what is still missing.",
-    );
-    out
 }
 
 /// What the start says about the test suite it protects: how many test and runner files, the

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::commands::session::Target;
 use crate::host::usage::human_tokens;
 use crate::store::ledger::LedgerEntry;
-use crate::store::state::{LoopState, Status};
+use crate::store::state::{LastVerify, LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
 use crate::support::duration::human_ms;
 use crate::support::environment::Environment;
@@ -67,30 +67,61 @@ pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
 
 fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     let meta = &state.meta;
-    let settings = &meta.settings;
-    let headline = match (meta.status, meta.outcome) {
-        (Status::Active, _) => format!("active, iteration {} of {}", meta.iteration, settings.max_iterations),
+    let mut out = format!("for-loop: loop {} is {}\n", meta.loop_id, headline(state));
+    out.push_str(&format!("  task:       {}\n", task_line(&state.task)));
+    out.push_str(&format!("  verify:     {}\n", meta.settings.verify.as_deref().unwrap_or("none")));
+    out.push_str(&format!("  last run:   {}\n", last_run(meta.last_verify.as_ref())));
+    out.push_str(&format!("  done when:  {}\n", criterion(state)));
+    out.push_str(&spending(state, env));
+    out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
+    if let Ok(store) = crate::store::Store::locate(env) {
+        let tier = crate::checks::strict::tier(env, meta.host, &meta.cwd, store.root());
+        out.push_str(&format!("  tier:       {}\n", tier.line()));
+    }
+    out.push_str(&format!(
+        "  state:      {}\n  ledger:     {}\n",
+        paths.state.display(),
+        paths.ledger.display()
+    ));
+    out.push_str(&checks(state, paths, env));
+    out.push_str(&recent_stops(paths));
+    if let Some(receipt) = &meta.receipt {
+        out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
+    }
+    out.trim_end().to_string()
+}
+
+/// Where the loop is: active, ended or parked, and at which iteration.
+fn headline(state: &LoopState) -> String {
+    let meta = &state.meta;
+    let max = meta.settings.max_iterations;
+    match (meta.status, meta.outcome) {
+        (Status::Active, _) => format!("active, iteration {} of {max}", meta.iteration),
         (Status::Ended, Some(outcome)) => {
-            format!("ended ({outcome}) at iteration {} of {}", meta.iteration, settings.max_iterations)
+            format!("ended ({outcome}) at iteration {} of {max}", meta.iteration)
         }
-        (Status::Ended, None) => {
-            format!("ended at iteration {} of {}", meta.iteration, settings.max_iterations)
-        }
+        (Status::Ended, None) => format!("ended at iteration {} of {max}", meta.iteration),
         (Status::Parked, outcome) => format!(
-            "parked ({}) at iteration {} of {}; {} continues it",
+            "parked ({}) at iteration {} of {max}; {} continues it",
             outcome.map_or("unknown".into(), |o| o.to_string()),
             meta.iteration,
-            settings.max_iterations,
             meta.host.commands().resume
         ),
-    };
-    let first_line = state.task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    let task = if first_line.chars().count() > 70 || state.task.trim().lines().count() > 1 {
+    }
+}
+
+/// The task's first non-blank line, cut to 70 characters, with `…` when there is more.
+fn task_line(task: &str) -> String {
+    let first_line = task.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    if first_line.chars().count() > 70 || task.trim().lines().count() > 1 {
         format!("{}…", first_line.chars().take(70).collect::<String>())
     } else {
         first_line.to_string()
-    };
-    let last = match &meta.last_verify {
+    }
+}
+
+fn last_run(last: Option<&LastVerify>) -> String {
+    match last {
         Some(v) if v.timed_out => format!("timed out after {}", human_ms(v.duration_ms)),
         Some(v) => format!(
             "{} in {}",
@@ -98,12 +129,13 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             human_ms(v.duration_ms)
         ),
         None => "not run yet".into(),
-    };
-    let mut out = format!("for-loop: loop {} is {headline}\n", meta.loop_id);
-    out.push_str(&format!("  task:       {task}\n"));
-    out.push_str(&format!("  verify:     {}\n", settings.verify.as_deref().unwrap_or("none")));
-    out.push_str(&format!("  last run:   {last}\n"));
-    out.push_str(&format!("  done when:  {}\n", criterion(state)));
+    }
+}
+
+/// The metric's progress, and the time and tokens spent.
+fn spending(state: &LoopState, env: &Environment) -> String {
+    let meta = &state.meta;
+    let mut out = String::new();
     if let Some(m) = &meta.metric {
         let unit = m.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
         out.push_str(&format!(
@@ -116,24 +148,24 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         elapsed(state, env.now),
         human_ms(meta.verify_total_ms)
     ));
-    if meta.usage.is_some() || settings.max_tokens.is_some() {
+    if meta.usage.is_some() || meta.settings.max_tokens.is_some() {
         let used = meta.usage.as_ref().map_or(0, |u| u.used.total().counted());
         out.push_str(&format!(
             "  tokens:     {} counted{}\n",
             human_tokens(used),
-            settings.max_tokens.map_or(String::new(), |max| format!(" of a {} budget", human_tokens(max)))
+            meta.settings
+                .max_tokens
+                .map_or(String::new(), |max| format!(" of a {} budget", human_tokens(max)))
         ));
     }
-    out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
-    if let Ok(store) = crate::store::Store::locate(env) {
-        let tier = crate::checks::strict::tier(env, meta.host, &meta.cwd, store.root());
-        out.push_str(&format!("  tier:       {}\n", tier.line()));
-    }
-    out.push_str(&format!(
-        "  state:      {}\n  ledger:     {}\n",
-        paths.state.display(),
-        paths.ledger.display()
-    ));
+    out
+}
+
+/// What guards the loop: the oracle's files, the test count, the streaks, and anything that
+/// went wrong (an interrupted judgment, the host overriding blocks).
+fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
+    let meta = &state.meta;
+    let mut out = String::new();
     if !meta.oracle.files.is_empty() {
         let changed = meta.oracle.changes(&meta.cwd);
         out.push_str(&format!(
@@ -160,34 +192,37 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             meta.harness_overrides
         ));
     }
+    out
+}
+
+/// The last few stops from the ledger, one line each.
+fn recent_stops(paths: &LoopPaths) -> String {
     let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
-    if !recent.is_empty() {
-        out.push_str("  recent stops:\n");
-        for entry in recent {
-            let verify = entry.verify.as_ref().map_or(String::new(), |v| {
-                if v.timed_out {
-                    format!(" · timed out after {}", human_ms(v.duration_ms))
-                } else {
-                    format!(
-                        " · exit {} in {}",
-                        v.exit_code.map_or("-".into(), |c| c.to_string()),
-                        human_ms(v.duration_ms)
-                    )
-                }
-            });
-            out.push_str(&format!(
-                "    {}  #{:<3} {:<6} {}{verify}\n",
-                entry.time.strftime("%H:%M:%S"),
-                entry.iteration,
-                entry.decision,
-                entry.reason
-            ));
-        }
+    if recent.is_empty() {
+        return String::new();
     }
-    if let Some(receipt) = &meta.receipt {
-        out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
+    let mut out = String::from("  recent stops:\n");
+    for entry in recent {
+        let verify = entry.verify.as_ref().map_or(String::new(), |v| {
+            if v.timed_out {
+                format!(" · timed out after {}", human_ms(v.duration_ms))
+            } else {
+                format!(
+                    " · exit {} in {}",
+                    v.exit_code.map_or("-".into(), |c| c.to_string()),
+                    human_ms(v.duration_ms)
+                )
+            }
+        });
+        out.push_str(&format!(
+            "    {}  #{:<3} {:<6} {}{verify}\n",
+            entry.time.strftime("%H:%M:%S"),
+            entry.iteration,
+            entry.decision,
+            entry.reason
+        ));
     }
-    out.trim_end().to_string()
+    out
 }
 
 fn loop_json(state: &LoopState, paths: &LoopPaths) -> Value {

@@ -51,6 +51,31 @@ enum Break {
     Input,
 }
 
+/// A word as it is read: its text so far, whether any characters formed it (`""` does), and
+/// the simple commands of the substitutions inside it.
+#[derive(Default)]
+struct PartialWord {
+    text: String,
+    started: bool,
+    nested: Vec<SimpleCommand>,
+}
+
+impl PartialWord {
+    fn push(&mut self, c: char) {
+        self.text.push(c);
+        self.started = true;
+    }
+
+    fn push_str(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.started = true;
+    }
+
+    fn end(self, ended: Break) -> (Option<String>, Break, Vec<SimpleCommand>) {
+        (self.started.then_some(self.text), ended, self.nested)
+    }
+}
+
 impl Parser<'_> {
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.pos + ahead).copied()
@@ -100,9 +125,7 @@ impl Parser<'_> {
     /// Reads one word; returns it (if any characters formed one), what ended it, and the simple
     /// commands of any substitution inside it.
     fn word(&mut self) -> (Option<String>, Break, Vec<SimpleCommand>) {
-        let mut word = String::new();
-        let mut started = false;
-        let mut nested = Vec::new();
+        let mut word = PartialWord::default();
         let mut quote: Option<char> = None;
         while let Some(c) = self.peek(0) {
             match (quote, c) {
@@ -111,117 +134,135 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 (Some('\''), _) => {
-                    word.push(c);
+                    word.text.push(c);
                     self.pos += 1;
                 }
                 (None, '\'' | '"') => {
                     quote = Some(c);
-                    started = true;
+                    word.started = true;
                     self.pos += 1;
                 }
-                (_, '\\') => {
-                    self.pos += 1;
-                    if let Some(next) = self.peek(0) {
-                        if next != '\n' {
-                            word.push(next);
-                        }
-                        self.pos += 1;
-                    }
-                    started = true;
-                }
+                (_, '\\') => self.escape(&mut word),
                 (_, '$') if self.peek(1) == Some('(') => {
                     self.pos += 2;
-                    let inner = self.until_closing(')');
-                    nested.extend(parse(&inner, self.lookup, self.home));
-                    // Its output is unknown; what it runs stays visible in the word.
-                    word.push_str(&format!("$({inner})"));
-                    started = true;
+                    self.substitution(')', &mut word);
                 }
                 (_, '`') => {
                     self.pos += 1;
-                    let inner = self.until_closing('`');
-                    nested.extend(parse(&inner, self.lookup, self.home));
-                    word.push_str(&format!("$({inner})"));
-                    started = true;
+                    self.substitution('`', &mut word);
                 }
                 (_, '$') => {
                     self.pos += 1;
-                    word.push_str(&self.variable());
-                    started = true;
+                    let value = self.variable();
+                    word.push_str(&value);
                 }
                 // `~` at a word's start, or after `=` or `:` in an assignment (`X=~/a:~/b`).
-                (None, '~') if !started || word.ends_with('=') || word.ends_with(':') => {
+                (None, '~') if !word.started || word.text.ends_with('=') || word.text.ends_with(':') => {
                     self.pos += 1;
-                    let alone =
-                        matches!(self.peek(0), None | Some('/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')'));
-                    match (alone, self.home) {
-                        (true, Some(home)) => word.push_str(home),
-                        _ => word.push('~'),
-                    }
-                    started = true;
+                    word.push_str(self.tilde_expansion());
                 }
                 (None, ' ' | '\t') => {
                     self.pos += 1;
-                    return (started.then_some(word), Break::Blank, nested);
+                    return word.end(Break::Blank);
                 }
                 (None, '\n' | ';' | '(' | ')' | '{' | '}')
-                    if !started || c == '\n' || c == ';' || c == ')' =>
+                    if !word.started || c == '\n' || c == ';' || c == ')' =>
                 {
                     self.pos += 1;
-                    return (started.then_some(word), Break::Command, nested);
+                    return word.end(Break::Command);
                 }
-                (None, '|' | '&') => {
-                    // `&>` and `>&` are redirections; `&&`, `||`, `|`, `&` end the command.
-                    if c == '&' && self.peek(1) == Some('>') {
-                        self.pos += 2;
-                        if self.peek(0) == Some('>') {
-                            self.pos += 1;
-                        }
-                        return (started.then_some(word), Break::Redirect, nested);
-                    }
-                    self.pos += 1;
-                    if self.peek(0) == Some(c) {
-                        self.pos += 1;
-                    }
-                    return (started.then_some(word), Break::Command, nested);
-                }
+                (None, '|' | '&') => return word.end(self.control_operator(c)),
                 (None, '>') => {
                     // `2>` : a number right before `>` is the descriptor, not a word.
-                    if word.chars().all(|d| d.is_ascii_digit()) && !word.is_empty() && quote.is_none() {
-                        word.clear();
-                        started = false;
+                    if !word.text.is_empty() && word.text.chars().all(|d| d.is_ascii_digit()) {
+                        word.text.clear();
+                        word.started = false;
                     }
-                    self.pos += 1;
-                    if matches!(self.peek(0), Some('>' | '|')) {
-                        self.pos += 1;
-                    }
-                    if self.peek(0) == Some('&') {
-                        // `>&2`: a descriptor, nothing written.
-                        self.pos += 1;
-                        while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
-                            self.pos += 1;
-                        }
-                        return (started.then_some(word), Break::Blank, nested);
-                    }
-                    return (started.then_some(word), Break::Redirect, nested);
+                    return word.end(self.output_redirection());
                 }
-                (None, '<') => {
-                    self.pos += 1;
-                    while matches!(self.peek(0), Some('<' | '-')) {
-                        self.pos += 1;
-                    }
-                    // A heredoc's body lines are read as commands of their own: a shell fed
-                    // one runs them, and anything else reads data that names nothing to run.
-                    return (started.then_some(word), Break::Input, nested);
-                }
+                (None, '<') => return word.end(self.input_redirection()),
                 _ => {
                     word.push(c);
-                    started = true;
                     self.pos += 1;
                 }
             }
         }
-        (started.then_some(word), Break::Command, nested)
+        word.end(Break::Command)
+    }
+
+    /// A backslash: the character after it is taken as it is, and a backslash-newline joins
+    /// two lines.
+    fn escape(&mut self, word: &mut PartialWord) {
+        self.pos += 1;
+        if let Some(next) = self.peek(0) {
+            if next != '\n' {
+                word.text.push(next);
+            }
+            self.pos += 1;
+        }
+        word.started = true;
+    }
+
+    /// A command substitution, its opening read. What it runs is parsed as commands of their
+    /// own; its output is unknown, so what it runs stays visible in the word.
+    fn substitution(&mut self, close: char, word: &mut PartialWord) {
+        let inner = self.until_closing(close);
+        word.nested.extend(parse(&inner, self.lookup, self.home));
+        word.push_str(&format!("$({inner})"));
+    }
+
+    /// What a `~` just read stands for: the home directory when the `~` is alone or starts a
+    /// path, else itself (`~user` is not expanded).
+    fn tilde_expansion(&self) -> &str {
+        let alone = matches!(self.peek(0), None | Some('/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')'));
+        match (alone, self.home) {
+            (true, Some(home)) => home,
+            _ => "~",
+        }
+    }
+
+    /// At a `|` or `&`: `&>` and `&>>` are redirections; `&&`, `||`, `|`, `&` end the command.
+    fn control_operator(&mut self, c: char) -> Break {
+        if c == '&' && self.peek(1) == Some('>') {
+            self.pos += 2;
+            if self.peek(0) == Some('>') {
+                self.pos += 1;
+            }
+            return Break::Redirect;
+        }
+        self.pos += 1;
+        if self.peek(0) == Some(c) {
+            self.pos += 1;
+        }
+        Break::Command
+    }
+
+    /// At a `>`, `>>` or `>|`: the next word is written, unless `>&2` names a descriptor.
+    fn output_redirection(&mut self) -> Break {
+        self.pos += 1;
+        if matches!(self.peek(0), Some('>' | '|')) {
+            self.pos += 1;
+        }
+        if self.peek(0) == Some('&') {
+            // `>&2`: a descriptor, nothing written.
+            self.pos += 1;
+            while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
+                self.pos += 1;
+            }
+            return Break::Blank;
+        }
+        Break::Redirect
+    }
+
+    /// At a `<`, `<<` or `<<-`.
+    fn input_redirection(&mut self) -> Break {
+        self.pos += 1;
+        while matches!(self.peek(0), Some('<' | '-')) {
+            self.pos += 1;
+        }
+        // A heredoc's body lines are read as commands of their own: a shell fed
+        // one runs them, and anything else reads data that names nothing to run.
+        Break::Input
     }
 
     /// The text up to the matching `close`, nested parentheses counted; the position moves past it.

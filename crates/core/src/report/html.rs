@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::host::usage::human_tokens;
+use crate::host::usage::{Usage, human_tokens};
 use crate::report::chart;
 use crate::report::cost::{Cost, human_dollars};
 use crate::report::escape::{self, truncate};
@@ -193,37 +193,68 @@ pub(crate) fn render(report: &LoopReport) -> String {
 fn header(page: &mut String, report: &LoopReport) {
     let (tone, badge, sentence) = standing(report);
     let code = report.outcome.map_or("active", ReasonCode::as_str);
-    let task = report.task.trim_end();
-    let first = task.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no task)").trim();
     let _ = write!(
         page,
         "<header class=\"top\" id=\"summary\">\n<div class=\"brand\"><strong>for-loop report</strong><span>loop <span class=\"mono\">{id}</span></span></div>\n\
-         <div class=\"outcome tone-{tone}\" data-outcome=\"{code}\"><span class=\"badge\">{badge}</span><code>{code}</code><span class=\"sentence\">{sentence}</span></div>\n\
-         <h1 id=\"task-title\">{title}</h1>\n",
+         <div class=\"outcome tone-{tone}\" data-outcome=\"{code}\"><span class=\"badge\">{badge}</span><code>{code}</code><span class=\"sentence\">{sentence}</span></div>\n",
         id = escape::text(&report.loop_id),
         sentence = escape::text(&sentence),
-        title = escape::text(&truncate(first, 200)),
     );
-    // The whole task, unless its first line already is the whole task.
+    title_and_task(page, report);
+    page.push_str("<dl class=\"facts\">\n");
+    facts(page, report, badge, code);
+    page.push_str("</dl>\n</header>\n");
+}
+
+/// The task's first line as the title, and the whole task below it unless the title is all of it.
+fn title_and_task(page: &mut String, report: &LoopReport) {
+    let task = report.task.trim_end();
+    let first = task.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no task)").trim();
+    let _ = writeln!(page, "<h1 id=\"task-title\">{}</h1>", escape::text(&truncate(first, 200)));
     if task.trim() != first || first.chars().count() > 200 {
         let _ = writeln!(page, "<pre class=\"task\" id=\"task\">{}</pre>", escape::text(task));
     }
-    page.push_str("<dl class=\"facts\">\n");
-    let mut fact = |label: &str, value: String, class: &str| {
-        let _ = writeln!(page, "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>");
+}
+
+/// The summary's facts: the check, the outcome, the time, the tokens and where the loop ran.
+fn facts(page: &mut String, report: &LoopReport, badge: &str, code: &str) {
+    let verify = match &report.verify {
+        Some(v) => format!("<code id=\"verify-command\">{}</code>", escape::text(v)),
+        None => "<span class=\"muted\">none</span>".into(),
     };
-    fact(
-        "Verify",
-        match &report.verify {
-            Some(v) => format!("<code id=\"verify-command\">{}</code>", escape::text(v)),
-            None => "<span class=\"muted\">none</span>".into(),
-        },
-        "wide",
-    );
-    fact("Done when", with_code_spans(&report.done_when), "wide");
-    fact("Outcome", format!("{badge} <span class=\"muted\">({code})</span>"), "");
-    fact("Iterations", format!("{} / {}", report.iteration, report.max_iterations), "");
-    fact("Elapsed", human_ms(report.elapsed_ms), "");
+    fact(page, "Verify", &verify, "wide");
+    fact(page, "Done when", &with_code_spans(&report.done_when), "wide");
+    fact(page, "Outcome", &format!("{badge} <span class=\"muted\">({code})</span>"), "");
+    fact(page, "Iterations", &format!("{} / {}", report.iteration, report.max_iterations), "");
+    fact(page, "Elapsed", &human_ms(report.elapsed_ms), "");
+    fact(page, "Time in verify", &time_in_verify(report), "");
+    fact(page, "Host", &escape::text(&report.host), "");
+    let tier = report
+        .tier
+        .as_deref()
+        .map_or_else(|| "<span class=\"muted\">not recorded</span>".into(), escape::text);
+    fact(page, "Tier", &tier, "");
+    if let Some(usage) = report.tokens() {
+        let budget = report
+            .max_tokens
+            .map(|max| format!(" <span class=\"muted\">of {}</span>", human_tokens(max)))
+            .unwrap_or_default();
+        fact(page, "Tokens", &format!("{}{budget}", human_tokens(usage.total().counted())), "");
+        fact(page, "Cost", &estimated_cost(&usage), "");
+    } else if let Some(max) = report.max_tokens {
+        let none = format!("<span class=\"muted\">none recorded, budget {}</span>", human_tokens(max));
+        fact(page, "Tokens", &none, "");
+    }
+    fact(page, "Started", &report.started_at.strftime("%Y-%m-%d %H:%M UTC").to_string(), "");
+    fact(page, "Directory", &format!("<span class=\"mono\">{}</span>", escape::text(&report.cwd)), "wide");
+}
+
+fn fact(page: &mut String, label: &str, value: &str, class: &str) {
+    let _ = writeln!(page, "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>");
+}
+
+/// The time spent in verify, with its share of the time elapsed.
+fn time_in_verify(report: &LoopReport) -> String {
     let share = if report.elapsed_ms > 0 {
         format!(
             " <span class=\"muted\">({:.0}%)</span>",
@@ -232,47 +263,23 @@ fn header(page: &mut String, report: &LoopReport) {
     } else {
         String::new()
     };
-    fact("Time in verify", format!("{}{share}", human_ms(report.verify_ms)), "");
-    fact("Host", escape::text(&report.host), "");
-    fact(
-        "Tier",
-        report
-            .tier
-            .as_deref()
-            .map_or_else(|| "<span class=\"muted\">not recorded</span>".into(), escape::text),
-        "",
-    );
-    if let Some(usage) = report.tokens() {
-        let counted = usage.total().counted();
-        let budget = report
-            .max_tokens
-            .map(|max| format!(" <span class=\"muted\">of {}</span>", human_tokens(max)))
-            .unwrap_or_default();
-        fact("Tokens", format!("{}{budget}", human_tokens(counted)), "");
-        let cost = Cost::of(&usage);
-        let value = match (cost.is_complete(), cost.dollars > 0.0) {
-            (true, _) => format!("{} <span class=\"muted\">est.</span>", human_dollars(cost.dollars)),
-            (false, true) => format!(
-                "≥ {} <span class=\"muted\">(no price for {})</span>",
-                human_dollars(cost.dollars),
-                escape::text(&cost.unpriced.join(", "))
-            ),
-            (false, false) => format!(
-                "<span class=\"muted\">no price for {}</span>",
-                escape::text(&cost.unpriced.join(", "))
-            ),
-        };
-        fact("Cost", value, "");
-    } else if let Some(max) = report.max_tokens {
-        fact(
-            "Tokens",
-            format!("<span class=\"muted\">none recorded, budget {}</span>", human_tokens(max)),
-            "",
-        );
+    format!("{}{share}", human_ms(report.verify_ms))
+}
+
+/// The estimated cost of `usage`, and the models it has no price for.
+fn estimated_cost(usage: &Usage) -> String {
+    let cost = Cost::of(usage);
+    match (cost.is_complete(), cost.dollars > 0.0) {
+        (true, _) => format!("{} <span class=\"muted\">est.</span>", human_dollars(cost.dollars)),
+        (false, true) => format!(
+            "≥ {} <span class=\"muted\">(no price for {})</span>",
+            human_dollars(cost.dollars),
+            escape::text(&cost.unpriced.join(", "))
+        ),
+        (false, false) => {
+            format!("<span class=\"muted\">no price for {}</span>", escape::text(&cost.unpriced.join(", ")))
+        }
     }
-    fact("Started", report.started_at.strftime("%Y-%m-%d %H:%M UTC").to_string(), "");
-    fact("Directory", format!("<span class=\"mono\">{}</span>", escape::text(&report.cwd)), "wide");
-    page.push_str("</dl>\n</header>\n");
 }
 
 fn timeline(page: &mut String, report: &LoopReport) {

@@ -151,8 +151,46 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
         Err(e) => return refuse(e.to_string()),
     };
     let user = WorkTree::open(&env.cwd);
+    let start = match starting_point(env, &store, &user) {
+        Ok(start) => start,
+        Err(what) => return refuse(what),
+    };
+    let id = group_id(env);
+    let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &start.base], None);
+    let mut group =
+        Group { id: id.clone(), repo: start.repo, base: start.base.clone(), winner: None, attempts: vec![] };
+    save(&store, &group);
+
+    let race = Race {
+        env,
+        options,
+        store: &store,
+        user: &user,
+        id: &id,
+        base: &start.base,
+        prefix: &start.prefix,
+        cancel: Arc::new(AtomicBool::new(false)),
+        winner: Mutex::new(None),
+        records: Mutex::new(vec![]),
+    };
+    race.run(k);
+    (group.attempts, group.winner) = race.results();
+    save(&store, &group);
+    summary(&group, options.json, k)
+}
+
+/// What the attempts start from: the user's repository, a snapshot of the working tree, and
+/// where in the repository the user is, for each attempt to run there too.
+struct Start {
+    repo: PathBuf,
+    base: String,
+    prefix: PathBuf,
+}
+
+/// Takes the snapshot the attempts start from, or says why they cannot start.
+fn starting_point(env: &Environment, store: &Store, user: &WorkTree) -> Result<Start, String> {
     if !user.is_git() {
-        return refuse(format!(
+        return Err(format!(
             "{} is not in a git repository; each attempt works in a git work tree of its own \
              (run `git init` there, or drop --attempts)",
             env.cwd.display()
@@ -161,7 +199,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
     let repo = user.root().to_path_buf();
     let store_root = fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
     if store_root.starts_with(&repo) {
-        return refuse(format!(
+        return Err(format!(
             "the loop store {} is inside the repository {}; the attempts' work trees must not be \
              (set FOR_LOOP_HOME elsewhere)",
             store.root().display(),
@@ -172,90 +210,120 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
         .ok()
         .and_then(|cwd| cwd.strip_prefix(&repo).ok().map(Path::to_path_buf))
         .unwrap_or_default();
-    let base = match user.snapshot(None, "for-loop: the working tree best-of-K attempts start from") {
-        Ok(base) => base,
-        Err(e) => return refuse(format!("cannot snapshot the working tree: {e}")),
-    };
-    let id = group_id(env);
-    let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &base], None);
-    let mut group =
-        Group { id: id.clone(), repo: repo.clone(), base: base.clone(), winner: None, attempts: vec![] };
-    save(&store, &group);
+    let base = user
+        .snapshot(None, "for-loop: the working tree best-of-K attempts start from")
+        .map_err(|e| format!("cannot snapshot the working tree: {e}"))?;
+    Ok(Start { repo, base, prefix })
+}
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    let winner: Mutex<Option<u32>> = Mutex::new(None);
-    let records: Mutex<Vec<AttemptRecord>> = Mutex::new(vec![]);
-    let one = |n: u32| {
-        let loop_id = format!("attempt-{id}-{n}");
-        let mut said = String::new();
-        let (outcome, git_ref) = match OwnedTree::add(&store, &user, &base, &format!("{id}-{n}")) {
-            Err(e) => (format!("not started: {e}"), None),
-            Ok(tree) => {
-                let attempt = Attempt { n, cancel: Arc::clone(&cancel) };
-                let ran = Driver::run_attempt(
-                    &env.with_cwd(tree.dir.join(&prefix)),
-                    options,
-                    loop_id.clone(),
-                    attempt,
-                );
-                said = ran.stdout;
-                let state = store.paths(&loop_id).load().ok().flatten();
-                let end = state.as_ref().and_then(|s| s.meta.outcome);
-                if matches!(end, Some(ReasonCode::Verified | ReasonCode::Promise)) {
-                    let mut won = winner.lock().unwrap_or_else(PoisonError::into_inner);
-                    if won.is_none() {
-                        *won = Some(n);
-                        cancel.store(true, Ordering::SeqCst);
-                    }
+/// The attempts of one run: what each needs to start, and what they share.
+struct Race<'a> {
+    env: &'a Environment,
+    options: &'a RunOptions,
+    store: &'a Store,
+    user: &'a WorkTree,
+    id: &'a str,
+    base: &'a str,
+    prefix: &'a Path,
+    /// Raised when an attempt verifies: the others stop.
+    cancel: Arc<AtomicBool>,
+    winner: Mutex<Option<u32>>,
+    records: Mutex<Vec<AttemptRecord>>,
+}
+
+impl Race<'_> {
+    /// Runs attempts 1 to `k`, at once or one after another until one wins.
+    fn run(&self, k: u32) {
+        if self.options.parallel {
+            thread::scope(|scope| {
+                for n in 1..=k {
+                    scope.spawn(move || self.attempt(n));
                 }
-                let git_ref = WorkTree::open(&tree.dir)
-                    .snapshot(Some(&base), &format!("for-loop: attempt {n}"))
-                    .ok()
-                    .and_then(|commit| {
-                        let name = format!("{REFS}/{id}/{n}");
-                        user.run_git(&["update-ref", &name, &commit], None).ok().map(|_| name)
-                    });
-                let outcome = match (end, state.map(|s| s.meta.status)) {
-                    (Some(reason), _) => reason.as_str().to_string(),
-                    (None, Some(Status::Parked)) if cancel.load(Ordering::SeqCst) => {
-                        "parked: another attempt verified first".to_string()
-                    }
-                    (None, Some(status)) => format!("{status:?}").to_lowercase(),
-                    (None, None) => "not started".to_string(),
-                };
-                drop(tree);
-                (outcome, git_ref)
-            }
-        };
-        records.lock().unwrap_or_else(PoisonError::into_inner).push(AttemptRecord {
-            n,
-            loop_id,
-            outcome,
-            git_ref,
-            said,
-        });
-    };
-    if options.parallel {
-        thread::scope(|scope| {
+            });
+        } else {
             for n in 1..=k {
-                let one = &one;
-                scope.spawn(move || one(n));
-            }
-        });
-    } else {
-        for n in 1..=k {
-            one(n);
-            if cancel.load(Ordering::SeqCst) || super::driver::interrupted() {
-                break;
+                self.attempt(n);
+                if self.cancel.load(Ordering::SeqCst) || super::driver::interrupted() {
+                    break;
+                }
             }
         }
     }
-    let mut attempts = records.into_inner().unwrap_or_else(PoisonError::into_inner);
-    attempts.sort_by_key(|a| a.n);
-    group.attempts = attempts;
-    group.winner = winner.into_inner().unwrap_or_else(PoisonError::into_inner);
-    save(&store, &group);
-    summary(&group, options.json, k)
+
+    /// Runs attempt `n` in a work tree of its own, and records how it ended.
+    fn attempt(&self, n: u32) {
+        let loop_id = format!("attempt-{}-{n}", self.id);
+        let record = match OwnedTree::add(self.store, self.user, self.base, &format!("{}-{n}", self.id)) {
+            Err(e) => AttemptRecord {
+                n,
+                loop_id,
+                outcome: format!("not started: {e}"),
+                git_ref: None,
+                said: String::new(),
+            },
+            Ok(tree) => self.drive(tree, n, loop_id),
+        };
+        self.records.lock().unwrap_or_else(PoisonError::into_inner).push(record);
+    }
+
+    /// Drives attempt `n`'s loop in `tree`, keeps its end state under the run's refs, then
+    /// removes the tree.
+    fn drive(&self, tree: OwnedTree, n: u32, loop_id: String) -> AttemptRecord {
+        let attempt = Attempt { n, cancel: Arc::clone(&self.cancel) };
+        let ran = Driver::run_attempt(
+            &self.env.with_cwd(tree.dir.join(self.prefix)),
+            self.options,
+            loop_id.clone(),
+            attempt,
+        );
+        let state = self.store.paths(&loop_id).load().ok().flatten();
+        let end = state.as_ref().and_then(|s| s.meta.outcome);
+        if matches!(end, Some(ReasonCode::Verified | ReasonCode::Promise)) {
+            self.claim_win(n);
+        }
+        let git_ref = self.keep_end_state(&tree, n);
+        let outcome = self.outcome(end, state.map(|s| s.meta.status));
+        drop(tree);
+        AttemptRecord { n, loop_id, outcome, git_ref, said: ran.stdout }
+    }
+
+    /// The first attempt to verify wins, and tells the others to stop.
+    fn claim_win(&self, n: u32) {
+        let mut won = self.winner.lock().unwrap_or_else(PoisonError::into_inner);
+        if won.is_none() {
+            *won = Some(n);
+            self.cancel.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Commits attempt `n`'s working tree under the run's refs; the ref, when that worked.
+    fn keep_end_state(&self, tree: &OwnedTree, n: u32) -> Option<String> {
+        WorkTree::open(&tree.dir).snapshot(Some(self.base), &format!("for-loop: attempt {n}")).ok().and_then(
+            |commit| {
+                let name = format!("{REFS}/{}/{n}", self.id);
+                self.user.run_git(&["update-ref", &name, &commit], None).ok().map(|_| name)
+            },
+        )
+    }
+
+    /// How an attempt ended, for its record: its reason code, else what became of its loop.
+    fn outcome(&self, end: Option<ReasonCode>, status: Option<Status>) -> String {
+        match (end, status) {
+            (Some(reason), _) => reason.as_str().to_string(),
+            (None, Some(Status::Parked)) if self.cancel.load(Ordering::SeqCst) => {
+                "parked: another attempt verified first".to_string()
+            }
+            (None, Some(status)) => format!("{status:?}").to_lowercase(),
+            (None, None) => "not started".to_string(),
+        }
+    }
+
+    /// Every attempt's record, in order, and the winner.
+    fn results(self) -> (Vec<AttemptRecord>, Option<u32>) {
+        let mut attempts = self.records.into_inner().unwrap_or_else(PoisonError::into_inner);
+        attempts.sort_by_key(|a| a.n);
+        (attempts, self.winner.into_inner().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// Each attempt's own end (its receipt), then which attempt won, how to apply it, and the

@@ -79,8 +79,17 @@ pub(crate) struct MetricSummary {
 impl Receipt {
     /// The receipt's lines, under a headline, with `host`'s words for going on.
     pub(crate) fn render(&self, headline: &str, host: Host) -> String {
+        let mut out = format!("{headline}\n  receipt: {}", self.costs());
+        out.push_str(&self.course());
+        out.push_str(&self.changes());
+        out.push_str(&self.how_to_go_on(host));
+        out
+    }
+
+    /// `ended · 3/30 iterations · 2m elapsed · 40 s in verify`, and the tokens where known.
+    fn costs(&self) -> String {
         let mut out = format!(
-            "{headline}\n  receipt: {} · {}/{} iterations · {} elapsed · {} in verify",
+            "{} · {}/{} iterations · {} elapsed · {} in verify",
             self.outcome,
             self.iterations,
             self.max_iterations,
@@ -90,6 +99,13 @@ impl Receipt {
         if let Some(tokens) = self.tokens {
             out.push_str(&format!(" · {} tokens", human_tokens(tokens)));
         }
+        out
+    }
+
+    /// How the loop went: its streaks, its metric, the host's overrides, the agent's reason to
+    /// give up, and the tests.
+    fn course(&self) -> String {
+        let mut out = String::new();
         if self.same_failure_streak > 1 || self.no_change_streak > 0 {
             out.push_str(&format!(
                 "\n  streaks: same failure ×{} · unchanged tree ×{}",
@@ -115,28 +131,23 @@ impl Receipt {
                 out.push_str(&format!(" · {most} ran at most"));
             }
         }
+        out
+    }
+
+    /// What changed: skip markers, files, forged stops, and the check itself.
+    fn changes(&self) -> String {
+        let mut out = String::new();
         if !self.skip_markers.is_empty() {
-            let named: Vec<&str> = self.skip_markers.iter().take(NAMED_FILES).map(String::as_str).collect();
-            let more = self.skip_markers.len().saturating_sub(NAMED_FILES);
-            out.push_str(&format!(
-                "\n  skip markers added: {}{}",
-                named.join(", "),
-                if more > 0 { format!(", and {more} more") } else { String::new() }
-            ));
+            out.push_str(&format!("\n  skip markers added: {}", first_few(&self.skip_markers)));
         }
         match &self.files_changed {
             Some(files) if files.is_empty() => out.push_str("\n  changed: no files"),
-            Some(files) => {
-                let named: Vec<&str> = files.iter().take(NAMED_FILES).map(String::as_str).collect();
-                let more = files.len().saturating_sub(NAMED_FILES);
-                out.push_str(&format!(
-                    "\n  changed: {} file{}: {}{}",
-                    files.len(),
-                    if files.len() == 1 { "" } else { "s" },
-                    named.join(", "),
-                    if more > 0 { format!(", and {more} more") } else { String::new() }
-                ));
-            }
+            Some(files) => out.push_str(&format!(
+                "\n  changed: {} file{}: {}",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                first_few(files)
+            )),
             None => {}
         }
         if self.forged_stops > 0 {
@@ -153,21 +164,34 @@ impl Receipt {
                 self.oracle_changed.join(", ")
             ));
         }
+        out
+    }
+
+    /// How to go on with a loop that can go on, in `host`'s words; empty for one that is done.
+    fn how_to_go_on(&self, host: Host) -> String {
         if self.outcome == ReasonCode::TokenBudget {
-            out.push_str(&format!(
+            format!(
                 "\n  go on: {} (add --more-tokens 500k for a larger token budget)",
                 host.commands().resume
-            ));
+            )
         } else if self.status == Status::Parked
             || matches!(self.outcome, ReasonCode::CapReached | ReasonCode::Cancelled)
         {
-            out.push_str(&format!(
+            format!(
                 "\n  go on: {} (add --more N for more iterations, --more-time 30m for more time)",
                 host.commands().resume
-            ));
+            )
+        } else {
+            String::new()
         }
-        out
     }
+}
+
+/// The first [`NAMED_FILES`] names, and how many more there are.
+fn first_few(names: &[String]) -> String {
+    let named: Vec<&str> = names.iter().take(NAMED_FILES).map(String::as_str).collect();
+    let more = names.len().saturating_sub(NAMED_FILES);
+    format!("{}{}", named.join(", "), if more > 0 { format!(", and {more} more") } else { String::new() })
 }
 
 #[cfg(test)]

@@ -255,8 +255,67 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let step = metric_step(state, &facts);
     let tests = judge_tests(state, &facts);
     let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref(), tests.as_ref());
+    let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
 
     let mut next = state.clone();
+    record_stop(&mut next, &facts, streaks, tests.as_ref(), step.as_ref());
+    if harness_override {
+        next.meta.harness_overrides += 1;
+    }
+
+    let status = status_after(code);
+    let warnings = message::incident_lines(facts.incidents);
+    let (verdict, system_message, receipt) = if status == Status::Active {
+        next.meta.iteration += 1;
+        next.meta.last_blocked = true;
+        let (reason, line) = match words(state, step.as_ref(), &facts) {
+            Some(words) => (
+                metric_message::reinjection(&next, &words, facts.state_path, facts.oracle_changes),
+                metric_message::status_line(&next, &words),
+            ),
+            None => block_words(state, &next, code, &facts, tests.as_ref()),
+        };
+        (Verdict::Block { reason }, format!("{warnings}{line}"), None)
+    } else {
+        next.meta.status = status;
+        next.meta.outcome = Some(code);
+        next.meta.last_blocked = false;
+        let receipt = closing_receipt(&next, code, &facts);
+        let shown = format!("{warnings}{}", closing_words(state, &next, code, &facts, &receipt));
+        (Verdict::Allow, shown, Some(receipt))
+    };
+    next.meta.receipt.clone_from(&receipt);
+
+    let mut ledger = notes(state, &facts, harness_override);
+    let recorded = if status == Status::Active { LedgerDecision::Block } else { LedgerDecision::Allow };
+    ledger.push(LedgerEntry {
+        stop_hook_active: facts.stop_hook_active,
+        verify: facts.verify.map(VerifyRecord::of),
+        promise_kept,
+        detail: detail(&facts, tests.as_ref()),
+        tests: tests.as_ref().and_then(|j| j.counts),
+        skip_markers: facts.skip_markers.iter().map(ToString::to_string).collect(),
+        oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
+        receipt: receipt.clone(),
+        tokens: iteration_tokens(state, &facts),
+        metric: metric_record(state, step.as_ref(), &facts),
+        ..LedgerEntry::new(state, facts.now, recorded, code)
+    });
+    let rollback_to =
+        step.as_ref().filter(|s| s.judgement != Judgement::Kept).map(|s| s.after.best_checkpoint);
+    let lesson = lesson(state, step.as_ref(), &facts);
+    Decision { verdict, code, system_message, next, receipt, ledger, rollback_to, lesson }
+}
+
+/// What the loop keeps of this stop whatever the verdict: the time, verify's run, the streaks,
+/// the usage, the test ratchet and the metric's progress.
+fn record_stop(
+    next: &mut LoopState,
+    facts: &StopFacts<'_>,
+    streaks: Streaks,
+    tests: Option<&TestJudgement>,
+    step: Option<&MetricStep>,
+) {
     next.meta.updated_at = facts.now;
     if let Some(outcome) = facts.verify {
         let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
@@ -268,86 +327,89 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     if let Some(usage) = facts.usage {
         next.meta.usage = Some(usage.clone());
     }
-    // What this iteration used: the growth of the loop's usage since the last stop.
-    let tokens = facts.usage.map(|now| {
-        let before = state.meta.usage.as_ref().map(|u| u.used.clone()).unwrap_or_default();
-        Usage(
-            now.used
-                .0
-                .iter()
-                .map(|(model, counts)| {
-                    (model.clone(), counts.growth_since(&before.0.get(model).copied().unwrap_or_default()))
-                })
-                .filter(|(_, counts)| !counts.is_zero())
-                .collect(),
-        )
-    });
-    if let Some(judgement) = &tests {
+    if let Some(judgement) = tests {
         next.meta.tests = judgement.next.clone();
     }
-    if let Some(step) = &step {
+    if let Some(step) = step {
         next.meta.metric = Some(step.after.clone());
     }
-    let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
-    if harness_override {
-        next.meta.harness_overrides += 1;
+}
+
+/// What this iteration used: the growth of the loop's usage since the last stop.
+fn iteration_tokens(state: &LoopState, facts: &StopFacts<'_>) -> Option<Usage> {
+    let now = facts.usage?;
+    let before = state.meta.usage.as_ref().map(|u| u.used.clone()).unwrap_or_default();
+    Some(Usage(
+        now.used
+            .0
+            .iter()
+            .map(|(model, counts)| {
+                (model.clone(), counts.growth_since(&before.0.get(model).copied().unwrap_or_default()))
+            })
+            .filter(|(_, counts)| !counts.is_zero())
+            .collect(),
+    ))
+}
+
+/// The prompt and the user's status line at a blocked stop of a loop without a metric. `next`
+/// is the loop after this stop.
+fn block_words(
+    state: &LoopState,
+    next: &LoopState,
+    code: ReasonCode,
+    facts: &StopFacts<'_>,
+    tests: Option<&TestJudgement>,
+) -> (String, String) {
+    let mut sections = Vec::new();
+    if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
+        sections.push(shortfall.explain(settings_verify(state)));
     }
+    if !facts.skip_markers.is_empty() {
+        sections.push(skip_notice(facts.skip_markers));
+    }
+    let news = tests.and_then(|j| j.news.as_ref());
+    if let Some(news) = news.and_then(News::for_the_model) {
+        sections.push(format!("\n{news}\n"));
+    }
+    let reason = message::reinjection(next, code, facts, &sections);
+    let mut line = message::status_line(next, code, facts.verify, facts.verify_not_run);
+    if let Some(news) = news {
+        line.push_str(&format!("\n  {}", news.text()));
+    }
+    (reason, line)
+}
 
-    let status = status_after(code);
-    let warnings = message::incident_lines(facts.incidents);
-    let (verdict, system_message, receipt) = if status == Status::Active {
-        next.meta.iteration += 1;
-        next.meta.last_blocked = true;
-        if let Some(words) = words(state, step.as_ref(), &facts) {
-            let reason = metric_message::reinjection(&next, &words, facts.state_path, facts.oracle_changes);
-            let line = metric_message::status_line(&next, &words);
-            (Verdict::Block { reason }, format!("{warnings}{line}"), None)
-        } else {
-            let mut sections = Vec::new();
-            if let Some(shortfall) = tests.as_ref().and_then(|j| j.shortfall.as_ref()) {
-                sections.push(shortfall.explain(settings_verify(state)));
-            }
-            if !facts.skip_markers.is_empty() {
-                sections.push(skip_notice(facts.skip_markers));
-            }
-            let news = tests.as_ref().and_then(|j| j.news.as_ref());
-            if let Some(news) = news.and_then(News::for_the_model) {
-                sections.push(format!("\n{news}\n"));
-            }
-            let reason = message::reinjection(&next, code, &facts, &sections);
-            let line = message::status_line(&next, code, facts.verify, facts.verify_not_run);
-            let mut shown = format!("{warnings}{line}");
-            if let Some(news) = news {
-                shown.push_str(&format!("\n  {}", news.text()));
-            }
-            (Verdict::Block { reason }, shown, None)
-        }
-    } else {
-        next.meta.status = status;
-        next.meta.outcome = Some(code);
-        next.meta.last_blocked = false;
-        let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
-        receipt.forged_stops = facts.forged_stops;
-        receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
-        if code == ReasonCode::Aborted {
-            receipt.abort_reason = facts.last_message.and_then(abort::reason);
-        }
-        if code != ReasonCode::Verified && code != ReasonCode::Promise {
-            receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
-        }
-        let headline = metric_message::headline(&next, code).unwrap_or_else(|| {
-            message::headline(&next, code, facts.verify, !receipt.oracle_changed.is_empty())
-        });
-        let shown = format!(
-            "{warnings}{}\n  ledger: {}",
-            receipt.render(&headline, state.meta.host),
-            facts.ledger_path.display()
-        );
-        (Verdict::Allow, shown, Some(receipt))
-    };
-    next.meta.receipt.clone_from(&receipt);
+/// The receipt of a loop that ends or parks at this stop. `next` is the loop after it.
+fn closing_receipt(next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
+    let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+    receipt.forged_stops = facts.forged_stops;
+    receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
+    if code == ReasonCode::Aborted {
+        receipt.abort_reason = facts.last_message.and_then(abort::reason);
+    }
+    if code != ReasonCode::Verified && code != ReasonCode::Promise {
+        receipt.oracle_changed = facts.oracle_changes.iter().map(message::change_in_words).collect();
+    }
+    receipt
+}
 
-    let mut ledger: Vec<LedgerEntry> = facts
+/// What the user sees when the loop ends or parks: the headline, the receipt and the ledger.
+fn closing_words(
+    state: &LoopState,
+    next: &LoopState,
+    code: ReasonCode,
+    facts: &StopFacts<'_>,
+    receipt: &Receipt,
+) -> String {
+    let headline = metric_message::headline(next, code)
+        .unwrap_or_else(|| message::headline(next, code, facts.verify, !receipt.oracle_changed.is_empty()));
+    format!("{}\n  ledger: {}", receipt.render(&headline, state.meta.host), facts.ledger_path.display())
+}
+
+/// The ledger's notes ahead of the verdict: incidents not yet recorded, and the host ending a
+/// turn that was blocked.
+fn notes(state: &LoopState, facts: &StopFacts<'_>, harness_override: bool) -> Vec<LedgerEntry> {
+    let mut notes: Vec<LedgerEntry> = facts
         .incidents
         .iter()
         .filter(|incident| !incident.recorded)
@@ -358,30 +420,13 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         })
         .collect();
     if harness_override {
-        ledger.push(LedgerEntry {
+        notes.push(LedgerEntry {
             stop_hook_active: facts.stop_hook_active,
             detail: Some("the host ended the turn although the last stop was blocked".into()),
             ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, ReasonCode::HarnessOverride)
         });
     }
-    let recorded = if status == Status::Active { LedgerDecision::Block } else { LedgerDecision::Allow };
-    ledger.push(LedgerEntry {
-        stop_hook_active: facts.stop_hook_active,
-        verify: facts.verify.map(VerifyRecord::of),
-        promise_kept,
-        detail: detail(&facts, tests.as_ref()),
-        tests: tests.as_ref().and_then(|j| j.counts),
-        skip_markers: facts.skip_markers.iter().map(ToString::to_string).collect(),
-        oracle_changed: facts.oracle_changes.iter().map(|c| c.path.clone()).collect(),
-        receipt: receipt.clone(),
-        tokens,
-        metric: metric_record(state, step.as_ref(), &facts),
-        ..LedgerEntry::new(state, facts.now, recorded, code)
-    });
-    let rollback_to =
-        step.as_ref().filter(|s| s.judgement != Judgement::Kept).map(|s| s.after.best_checkpoint);
-    let lesson = lesson(state, step.as_ref(), &facts);
-    Decision { verdict, code, system_message, next, receipt, ledger, rollback_to, lesson }
+    notes
 }
 
 fn words<'a>(state: &'a LoopState, step: Option<&'a MetricStep>, facts: &StopFacts<'a>) -> Option<Step<'a>> {

@@ -34,13 +34,35 @@ pub(crate) fn reinjection(
     facts: &StopFacts<'_>,
     sections: &[String],
 ) -> String {
-    let (verify, state_path, oracle_changes) = (facts.verify, facts.state_path, facts.oracle_changes);
+    let mut status = loop_notice(state, facts);
+    for section in sections {
+        status.push_str(section);
+    }
+    let (verdict, advice) = verdict_and_advice(state, code, facts);
+    status.push_str(&verdict);
+    let advice = closing_advice(state, advice);
+
+    let mut reason =
+        task_or_reference(state, facts.state_path, status.chars().count() + advice.chars().count());
+    reason.push_str(&status);
+    let show_output =
+        matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
+    if let Some(outcome) = facts.verify.filter(|o| show_output && !o.passed()) {
+        let used = reason.chars().count() + advice.chars().count() + 40;
+        reason.push_str(&output_block(outcome, REASON_BUDGET.saturating_sub(used)));
+    }
+    reason.push_str(&advice);
+    reason
+}
+
+/// The head of the re-injection's status: the iteration and the criterion, then what went wrong
+/// around the loop and any change to the check.
+fn loop_notice(state: &LoopState, facts: &StopFacts<'_>) -> String {
     let meta = &state.meta;
-    let settings = &meta.settings;
     let mut status = format!(
         "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n",
         meta.iteration,
-        settings.max_iterations,
+        meta.settings.max_iterations,
         criterion(state)
     );
     // What went wrong around the loop comes first: the agent may have caused it.
@@ -57,95 +79,115 @@ pub(crate) fn reinjection(
         );
     }
     // The changed check comes first: it is why this stop is blocked whatever verify said.
-    if !oracle_changes.is_empty() {
-        status.push_str(&oracle_notice(oracle_changes, state_path));
+    if !facts.oracle_changes.is_empty() {
+        status.push_str(&oracle_notice(facts.oracle_changes, facts.state_path));
     }
-    for section in sections {
-        status.push_str(section);
-    }
-    let mut advice = String::new();
-    match (code, verify) {
-        (ReasonCode::VerifyTimedOut, Some(_)) => {
-            status.push_str(&format!(
-                "\nVerify `{}` did not finish within {} s and was stopped. The output it had printed:\n",
-                settings.verify.as_deref().unwrap_or_default(),
-                settings.verify_timeout_secs
-            ));
-            advice = format!(
-                "To finish: find why `{}` hangs or is slow (a test waiting for input, a server that \
-                 never exits, an endless loop) and fix it, then run it yourself to see it pass.",
-                settings.verify.as_deref().unwrap_or_default()
-            );
-        }
+    status
+}
+
+/// What this stop's check said, for the status, and what to do about it (empty when the status
+/// says it all).
+fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> (String, String) {
+    let settings = &state.meta.settings;
+    let verify = settings.verify.as_deref().unwrap_or_default();
+    match (code, facts.verify) {
+        (ReasonCode::VerifyTimedOut, Some(_)) => timed_out(verify, settings.verify_timeout_secs),
         (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
-            status.push_str(&format!(
-                "\nVerify `{}` failed: {} after {}. Its output:\n",
-                settings.verify.as_deref().unwrap_or_default(),
-                outcome.describe(),
-                human(outcome.duration)
-            ));
-            advice = format!(
-                "To finish: find the cause of this failure and fix it, run `{}` yourself to see it \
-                 pass, then end your turn. Do not change the verify command or the files it runs.",
-                settings.verify.as_deref().unwrap_or_default()
-            );
+            failed(verify, outcome)
         }
         (ReasonCode::VerifyNotRun, _) => {
-            let why = facts.verify_not_run.unwrap_or("it could not be started");
-            status.push_str(&format!(
-                "\nVerify `{}` could not run: {why}. A check that does not run does not pass.\n",
-                settings.verify.as_deref().unwrap_or_default()
-            ));
-            advice = format!(
-                "To finish: make it possible for `{}` to run again in {} (if the directory was moved or \
-                 deleted, put it back), run it yourself to see it pass, then end your turn.",
-                settings.verify.as_deref().unwrap_or_default(),
-                meta.cwd.display()
-            );
+            not_run(verify, facts.verify_not_run.unwrap_or("it could not be started"), &state.meta.cwd)
         }
-        (ReasonCode::PromiseMissing, _) => {
-            let promise = settings.completion_promise.as_deref().unwrap_or_default();
-            if settings.verify.is_some() {
-                status.push_str("\nVerify passed. ");
-            } else {
-                status.push('\n');
-            }
-            status.push_str(&format!(
-                "Your last message did not contain <promise>{promise}</promise>. When the task is \
-                 truly complete, end your turn with that exact line; write it only if it is true.\n"
-            ));
-        }
+        (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
         // The shortfall is one of the sections.
-        (ReasonCode::TestsDropped, _) => {}
+        (ReasonCode::TestsDropped, _) => (String::new(), String::new()),
         (ReasonCode::OracleChanged, _) => {
-            if settings.verify.is_some() {
-                status.push_str(
-                    "\nVerify passed, but that does not count while the check itself is changed.\n",
-                );
-            }
+            let said = if settings.verify.is_some() {
+                "\nVerify passed, but that does not count while the check itself is changed.\n"
+            } else {
+                ""
+            };
+            (said.to_string(), String::new())
         }
-        _ => {
-            status.push_str(&format!(
+        _ => (
+            format!(
                 "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
                  Review your work against the task and keep improving it.\n",
                 settings.max_iterations
-            ));
-        }
+            ),
+            String::new(),
+        ),
     }
-    let streak_advice = meta.streaks.advice(&settings.escalation);
-    if !streak_advice.is_empty() {
-        advice = format!("{streak_advice}\n{advice}");
-    }
+}
+
+fn timed_out(verify: &str, timeout_secs: u64) -> (String, String) {
+    (
+        format!(
+            "\nVerify `{verify}` did not finish within {timeout_secs} s and was stopped. \
+             The output it had printed:\n"
+        ),
+        format!(
+            "To finish: find why `{verify}` hangs or is slow (a test waiting for input, a server that \
+             never exits, an endless loop) and fix it, then run it yourself to see it pass."
+        ),
+    )
+}
+
+fn failed(verify: &str, outcome: &VerifyOutcome) -> (String, String) {
+    (
+        format!(
+            "\nVerify `{verify}` failed: {} after {}. Its output:\n",
+            outcome.describe(),
+            human(outcome.duration)
+        ),
+        format!(
+            "To finish: find the cause of this failure and fix it, run `{verify}` yourself to see it \
+             pass, then end your turn. Do not change the verify command or the files it runs."
+        ),
+    )
+}
+
+fn not_run(verify: &str, why: &str, cwd: &Path) -> (String, String) {
+    (
+        format!("\nVerify `{verify}` could not run: {why}. A check that does not run does not pass.\n"),
+        format!(
+            "To finish: make it possible for `{verify}` to run again in {} (if the directory was moved or \
+             deleted, put it back), run it yourself to see it pass, then end your turn.",
+            cwd.display()
+        ),
+    )
+}
+
+fn promise_missing(state: &LoopState) -> String {
+    let settings = &state.meta.settings;
+    let promise = settings.completion_promise.as_deref().unwrap_or_default();
+    let mut said = String::from(if settings.verify.is_some() { "\nVerify passed. " } else { "\n" });
+    said.push_str(&format!(
+        "Your last message did not contain <promise>{promise}</promise>. When the task is \
+         truly complete, end your turn with that exact line; write it only if it is true.\n"
+    ));
+    said
+}
+
+/// The re-injection's last paragraphs: the streaks' advice, this stop's advice, and the way out.
+fn closing_advice(state: &LoopState, advice: String) -> String {
+    let meta = &state.meta;
+    let streak_advice = meta.streaks.advice(&meta.settings.escalation);
+    let mut advice = if streak_advice.is_empty() { advice } else { format!("{streak_advice}\n{advice}") };
     if !advice.is_empty() {
         advice.insert(0, '\n');
     }
-
     advice.push_str(if advice.ends_with('\n') || advice.is_empty() { "\n" } else { "\n\n" });
     advice.push_str(way_out(state));
-    let task_room =
-        REASON_BUDGET.saturating_sub(status.chars().count() + advice.chars().count() + MIN_OUTPUT_ROOM);
+    advice
+}
+
+/// The task as the user gave it, or where to read it when repeating it would leave verify's
+/// output less than its minimum room beside the `rest` of the prompt.
+fn task_or_reference(state: &LoopState, state_path: &Path, rest: usize) -> String {
+    let task_room = REASON_BUDGET.saturating_sub(rest + MIN_OUTPUT_ROOM);
     let task_chars = state.task.chars().count();
-    let task = if task_chars <= task_room {
+    if task_chars <= task_room {
         state.task.trim_end().to_string()
     } else {
         format!(
@@ -153,24 +195,17 @@ pub(crate) fn reinjection(
              below the settings, in {}.",
             state_path.display()
         )
-    };
-
-    let mut reason = task;
-    reason.push_str(&status);
-    let show_output =
-        matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
-    if let Some(outcome) = verify.filter(|o| show_output && !o.passed()) {
-        let used = reason.chars().count() + advice.chars().count() + 40;
-        let excerpt = outcome.output.excerpt(REASON_BUDGET.saturating_sub(used));
-        let fence = fence_for(&excerpt);
-        if excerpt.trim().is_empty() {
-            reason.push_str("(no output)\n");
-        } else {
-            reason.push_str(&format!("\n{fence}text\n{}\n{fence}\n", excerpt.trim_end()));
-        }
     }
-    reason.push_str(&advice);
-    reason
+}
+
+/// Verify's output, cut to `room` characters and fenced so that nothing in it closes the fence.
+fn output_block(outcome: &VerifyOutcome, room: usize) -> String {
+    let excerpt = outcome.output.excerpt(room);
+    if excerpt.trim().is_empty() {
+        return "(no output)\n".to_string();
+    }
+    let fence = fence_for(&excerpt);
+    format!("\n{fence}text\n{}\n{fence}\n", excerpt.trim_end())
 }
 
 /// The honest way out of a task that cannot be done, where the host lets the hook read the

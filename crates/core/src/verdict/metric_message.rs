@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::checks::oracle_change::OracleChange;
 use crate::checks::verify::VerifyOutcome;
-use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, Rung};
+use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::verdict::message::REASON_BUDGET;
@@ -29,6 +29,36 @@ pub(crate) fn reinjection(
     let (Some(settings), Some(after)) = (&state.meta.settings.metric, &state.meta.metric) else {
         return state.task.clone();
     };
+    let mut status = progress(state, settings, after, step);
+    if !oracle.is_empty() {
+        status.push_str(&oracle_notice(oracle));
+    }
+    let history = keep::history(after);
+    if !history.is_empty() {
+        status.push_str(&format!("\nLast attempts:\n{history}"));
+    }
+    if let Some(note) = keep::rung_note(step.rung, after.ladder, settings) {
+        status.push_str(&format!("\n{note}\n"));
+    }
+    let advice = "\nMake one focused change, run the metric yourself to see its number, then end your turn: \
+                  the loop measures it again and keeps or rolls it back. Do not change the metric command or the \
+                  files it runs.";
+    let mut reason = task_or_reference(state, state_path, status.chars().count() + advice.len());
+    reason.push_str(&status);
+    if let Some((command, outcome)) = failed_check(state, settings, step) {
+        let room = REASON_BUDGET.saturating_sub(reason.chars().count() + advice.len() + 80);
+        reason.push_str(&format!(
+            "\n`{command}` failed ({}); correctness comes first. Its output:\n```text\n{}\n```\n",
+            outcome.describe(),
+            outcome.output.excerpt(room).replace("```", "'''").trim_end()
+        ));
+    }
+    reason.push_str(advice);
+    reason
+}
+
+/// How metric mode works, then this attempt's outcome and the progress so far.
+fn progress(state: &LoopState, settings: &MetricSettings, after: &MetricProgress, step: &Step<'_>) -> String {
     let meta = &state.meta;
     let mut status = format!(
         "\n\n---\nfor-loop (metric mode): this is iteration {} of {}. The loop keeps each change that makes {} \
@@ -49,61 +79,54 @@ pub(crate) fn reinjection(
         after.keeps,
         after.discards
     ));
-    if !oracle.is_empty() {
-        let names: Vec<String> = oracle
-            .iter()
-            .map(|c| format!("{} ({})", c.path, format!("{:?}", c.kind).to_lowercase()))
-            .collect();
-        status.push_str(&format!(
-            "\nThe files the metric, guard or verify command runs were changed ({}); a metric that changes its own \
-             definition does not count. They were rolled back with your change.\n",
-            names.join(", ")
-        ));
+    status
+}
+
+/// What the re-injection says about the metric's changed files.
+fn oracle_notice(oracle: &[OracleChange]) -> String {
+    let names: Vec<String> =
+        oracle.iter().map(|c| format!("{} ({})", c.path, format!("{:?}", c.kind).to_lowercase())).collect();
+    format!(
+        "\nThe files the metric, guard or verify command runs were changed ({}); a metric that changes its own \
+         definition does not count. They were rolled back with your change.\n",
+        names.join(", ")
+    )
+}
+
+/// The command whose failure discarded this attempt, and its run: the guard, or else verify.
+fn failed_check<'a>(
+    state: &LoopState,
+    settings: &MetricSettings,
+    step: &Step<'a>,
+) -> Option<(String, &'a VerifyOutcome)> {
+    if !matches!(step.judgement, Judgement::Discarded(Discard::GuardFailed)) {
+        return None;
     }
-    let history = keep::history(after);
-    if !history.is_empty() {
-        status.push_str(&format!("\nLast attempts:\n{history}"));
-    }
-    if let Some(note) = keep::rung_note(step.rung, after.ladder, settings) {
-        status.push_str(&format!("\n{note}\n"));
-    }
-    let failed_check = match step.judgement {
-        Judgement::Discarded(Discard::GuardFailed) => step
-            .facts
-            .guard
-            .as_ref()
-            .filter(|g| !g.passed())
-            .map(|g| (settings.guard.clone().unwrap_or_default(), g))
-            .or_else(|| {
-                step.verify
-                    .filter(|v| !v.passed())
-                    .map(|v| (meta.settings.verify.clone().unwrap_or_default(), v))
-            }),
-        _ => None,
-    };
-    let advice = "\nMake one focused change, run the metric yourself to see its number, then end your turn: \
-                  the loop measures it again and keeps or rolls it back. Do not change the metric command or the \
-                  files it runs.";
-    let mut task = state.task.trim_end().to_string();
-    if task.chars().count() + status.chars().count() + advice.len() + 1_500 > REASON_BUDGET {
-        task = format!(
+    step.facts
+        .guard
+        .as_ref()
+        .filter(|g| !g.passed())
+        .map(|g| (settings.guard.clone().unwrap_or_default(), g))
+        .or_else(|| {
+            step.verify
+                .filter(|v| !v.passed())
+                .map(|v| (state.meta.settings.verify.clone().unwrap_or_default(), v))
+        })
+}
+
+/// The task, or where to read it when it would crowd out the failed check's output beside the
+/// `rest` of the prompt.
+fn task_or_reference(state: &LoopState, state_path: &Path, rest: usize) -> String {
+    let task = state.task.trim_end().to_string();
+    if task.chars().count() + rest + 1_500 > REASON_BUDGET {
+        format!(
             "Your task is {} characters long, too long to repeat here. Read it in full, below the settings, in {}.",
             state.task.chars().count(),
             state_path.display()
-        );
+        )
+    } else {
+        task
     }
-    let mut reason = task;
-    reason.push_str(&status);
-    if let Some((command, outcome)) = failed_check {
-        let room = REASON_BUDGET.saturating_sub(reason.chars().count() + advice.len() + 80);
-        reason.push_str(&format!(
-            "\n`{command}` failed ({}); correctness comes first. Its output:\n```text\n{}\n```\n",
-            outcome.describe(),
-            outcome.output.excerpt(room).replace("```", "'''").trim_end()
-        ));
-    }
-    reason.push_str(advice);
-    reason
 }
 
 /// One line for the user at a blocked stop.
