@@ -253,8 +253,8 @@ fn matching_files(cwd: &Path, patterns: &[String], limit: usize) -> Found {
     }
     let protect = Protect::stored(patterns);
     let scopes = protect.scopes().to_vec();
-    let walked = walk::walk(cwd, &scopes, limit);
-    let mut files: Vec<String> = walked.files.iter().map(|entry| slash_path(&entry.path)).collect();
+    let walked = walk::paths(cwd, &scopes, limit, |path| protect.matches(&slash_path(path)));
+    let mut files: Vec<String> = walked.files.iter().map(|path| slash_path(path)).collect();
     let tree = WorkTree::open(cwd);
     if tree.is_git()
         && let Ok(visible) = tree.visible_files(cwd, &scopes)

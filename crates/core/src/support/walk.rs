@@ -46,7 +46,48 @@ pub(crate) struct Walked {
 /// Walks `scopes` (relative to `root`; the empty path is all of it) for at most `limit` entries.
 /// A scope that does not exist adds nothing; one that is a file is that file.
 pub(crate) fn walk(root: &Path, scopes: &[String], limit: usize) -> Walked {
-    let mut walked = Walked { complete: true, ..Walked::default() };
+    let mut files = Vec::new();
+    let (complete, unreadable) = visit(root, scopes, limit, |entry, path| {
+        // One stat per file: the fingerprint outside git reads each file's metadata.
+        if let Ok(meta) = entry.metadata() {
+            files.push(Entry { path: path.to_path_buf(), meta });
+        }
+    });
+    Walked { files, unreadable, complete }
+}
+
+/// The paths [`walk`] would find that `keep` accepts, without reading any file's metadata: a
+/// search by name (the runner files behind a check) costs one `getdents` per directory, not one
+/// `stat` per file.
+pub(crate) fn paths(root: &Path, scopes: &[String], limit: usize, keep: impl Fn(&Path) -> bool) -> Paths {
+    let mut files = Vec::new();
+    let (complete, _) = visit(root, scopes, limit, |_, path| {
+        if keep(path) {
+            files.push(path.to_path_buf());
+        }
+    });
+    Paths { files, complete }
+}
+
+/// What [`paths`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Paths {
+    /// The kept files, relative to the root, in path order.
+    pub(crate) files: Vec<PathBuf>,
+    /// False when the walk was cut at its bound: files may be missing.
+    pub(crate) complete: bool,
+}
+
+/// Walks `scopes` as [`walk`] describes, calling `found` with every file (anything but a
+/// directory) and its path relative to `root`; returns whether the walk was complete and the
+/// directories it could not read.
+fn visit(
+    root: &Path,
+    scopes: &[String],
+    limit: usize,
+    mut found: impl FnMut(&ignore::DirEntry, &Path),
+) -> (bool, Vec<PathBuf>) {
+    let mut unreadable = Vec::new();
     let mut seen = 0usize;
     for scope in scopes {
         let start = if scope.is_empty() { root.to_path_buf() } else { root.join(scope) };
@@ -59,14 +100,13 @@ pub(crate) fn walk(root: &Path, scopes: &[String], limit: usize) -> Walked {
         for entry in walker {
             seen += 1;
             if seen > limit {
-                walked.complete = false;
-                return walked;
+                return (false, unreadable);
             }
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(error) => {
                     if let Some(path) = unreadable_path(&error) {
-                        walked.unreadable.extend(path.strip_prefix(root).ok().map(Path::to_path_buf));
+                        unreadable.extend(path.strip_prefix(root).ok().map(Path::to_path_buf));
                     }
                     continue;
                 }
@@ -74,11 +114,12 @@ pub(crate) fn walk(root: &Path, scopes: &[String], limit: usize) -> Walked {
             if entry.file_type().is_some_and(|kind| kind.is_dir()) {
                 continue;
             }
-            let (Ok(path), Ok(meta)) = (entry.path().strip_prefix(root), entry.metadata()) else { continue };
-            walked.files.push(Entry { path: path.to_path_buf(), meta });
+            if let Ok(path) = entry.path().strip_prefix(root) {
+                found(&entry, path);
+            }
         }
     }
-    walked
+    (true, unreadable)
 }
 
 fn skipped(entry: &ignore::DirEntry) -> bool {
