@@ -208,7 +208,7 @@ impl Invocation {
                 ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
                 ("report", Long("open")) => report.open = true,
                 ("report", Long("options-on-stdin")) => report.options_on_stdin = true,
-                (_, arg) => return Err(arg.unexpected()),
+                (_, arg) => return Err(refusal(&command, arg)),
             }
         }
         let cli = match command.as_str() {
@@ -235,6 +235,34 @@ impl Invocation {
             }
         };
         Ok(Invocation { cli, exit_zero })
+    }
+}
+
+/// The options each command reads, for the nearest one to a mistyped option.
+fn options_of(command: &str) -> &'static [&'static str] {
+    match command {
+        "start" => &["--session", "--cwd", "--host", "--exit-zero"],
+        "stop-hook" | "stop" | "prompt-hook" => &["--host"],
+        "cancel" | "resume" | "rollback" => &["--session", "--host", "--exit-zero"],
+        "status" => &["--session", "--host", "--json", "--all", "--exit-zero"],
+        "shown" => &["--session", "--exit-zero"],
+        "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
+        _ => &[],
+    }
+}
+
+/// Why `arg` is refused; a mistyped option names the one it was probably meant to be.
+fn refusal(command: &str, arg: lexopt::Arg<'_>) -> lexopt::Error {
+    let typed = match &arg {
+        Long(name) => format!("--{name}"),
+        Short(letter) => format!("-{letter}"),
+        Value(_) => return arg.unexpected(),
+    };
+    match crate::support::nearest::nearest(&typed, options_of(command).iter().copied()) {
+        Some(known) => lexopt::Error::Custom(
+            format!("`{typed}` is not an option of `loop-hook {command}`: did you mean {known}?").into(),
+        ),
+        None => arg.unexpected(),
     }
 }
 
@@ -304,6 +332,49 @@ mod tests {
         assert!(parse(&["stop-hook", "--exit-zero"]).is_err());
         let invocation = Invocation::parse(["start", "--exit-zero"].map(OsString::from)).unwrap();
         assert!(invocation.exit_zero);
+    }
+
+    #[test]
+    fn every_option_takes_its_value_after_an_equals_sign_too() {
+        match parse(&["start", "--session=s", "--cwd=/p", "--host=cursor"]).unwrap() {
+            Cli::Start(o) => {
+                assert_eq!(
+                    (o.session_id.as_deref(), o.cwd, o.host),
+                    (Some("s"), Some(PathBuf::from("/p")), Some(Host::Cursor))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["report", "--session=s", "--out=a b.html"]).unwrap() {
+            Cli::Report(o) => {
+                assert_eq!(o.target.session_id.as_deref(), Some("s"));
+                assert_eq!(o.out, Some(PathBuf::from("a b.html")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["stop-hook", "--host=gemini-cli"]),
+            Ok(Cli::StopHook { host: Host::GeminiCli })
+        ));
+        assert!(parse(&["status", "--json=yes"]).is_err(), "a switch takes no value");
+    }
+
+    #[test]
+    fn a_mistyped_option_names_the_nearest_one() {
+        for (args, expected) in [
+            (
+                &["status", "--jsn"][..],
+                "`--jsn` is not an option of `loop-hook status`: did you mean --json?",
+            ),
+            (&["start", "--sesion", "s"], "did you mean --session?"),
+            (&["report", "--output", "r.html"], "did you mean --out?"),
+            (&["cancel", "--exit_zero"], "did you mean --exit-zero?"),
+        ] {
+            let error = parse(args).unwrap_err().to_string();
+            assert!(error.contains(expected), "{args:?}: {error}");
+        }
+        let far = parse(&["status", "--frobnicate"]).unwrap_err().to_string();
+        assert!(!far.contains("did you mean"), "{far}");
     }
 
     #[test]
