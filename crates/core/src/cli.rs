@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 
+use crate::commands::doctor::DoctorOptions;
 use crate::commands::session::Target;
 use crate::commands::start::StartOptions;
 use crate::commands::status::StatusOptions;
@@ -28,6 +29,7 @@ Usage:
   loop-hook report [--session ID] [--host NAME] [--out FILE] [--open] [--exit-zero]
   loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--agent-arg ARG ...] [--json] [loop flags]
   loop-hook run --resume [LOOP]
+  loop-hook doctor [--host NAME] [--json] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -51,6 +53,11 @@ Commands:
   report     Writes one self-contained HTML page about the loop (timeline, failures, files changed,
              tokens) next to its state, or to --out FILE, and prints its path; --open opens it.
              --options-on-stdin reads --out and --open from stdin, as typed after /for-loop:report.
+  doctor     Checks whether a loop would hold here, for every host installed on this machine (or
+             --host's): the binary each hook runs and its version, the hooks registered, enabled
+             and trusted, settings that switch hooks off, the store, the tier, and this project's
+             stale or parked loops. One line per check, with the command that fixes it; exits 1
+             when something that keeps a loop from holding fails. --json prints one object.
   run        The fresh-context loop: runs an agent CLI headless (claude -p, gemini -p, codex exec),
              one new session per iteration, judged by verify like the in-session loop; Ctrl-C
              parks it (`run --resume` continues). `loop-hook run --help` explains it.
@@ -140,6 +147,7 @@ pub(crate) enum Cli {
     },
     Report(ReportOptions),
     Run(crate::run::RunOptions),
+    Doctor(DoctorOptions),
     Help,
     Version,
 }
@@ -171,6 +179,7 @@ impl Invocation {
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
         let mut report = ReportOptions::default();
+        let mut doctor = DoctorOptions::default();
         let mut session_id = None;
         let mut host = None;
         let mut shown = None;
@@ -178,7 +187,7 @@ impl Invocation {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
                 (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report",
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor",
                     Long("exit-zero"),
                 ) => {
                     exit_zero = true;
@@ -192,7 +201,7 @@ impl Invocation {
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 (
                     "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
-                    | "report",
+                    | "report" | "doctor",
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
@@ -203,6 +212,7 @@ impl Invocation {
                     })?);
                 }
                 ("status", Long("json")) => status.json = true,
+                ("doctor", Long("json")) => doctor.json = true,
                 ("status", Long("all")) => status.all = true,
                 ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
                 ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
@@ -227,10 +237,11 @@ impl Invocation {
             "rollback" => Cli::Rollback(Target { session_id, host }),
             "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
             "report" => Cli::Report(ReportOptions { target: Target { session_id, host }, ..report }),
+            "doctor" => Cli::Doctor(DoctorOptions { host, ..doctor }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback or shown").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback, shown or doctor").into(),
                 ));
             }
         };
@@ -247,6 +258,7 @@ fn options_of(command: &str) -> &'static [&'static str] {
         "status" => &["--session", "--host", "--json", "--all", "--exit-zero"],
         "shown" => &["--session", "--exit-zero"],
         "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
+        "doctor" => &["--host", "--json", "--exit-zero"],
         _ => &[],
     }
 }
@@ -285,6 +297,10 @@ mod tests {
                 assert_eq!(o.session_id.as_deref(), Some("s"));
                 assert_eq!(o.cwd, Some(PathBuf::from("/p")));
             }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["doctor", "--host=codex", "--json"]).unwrap() {
+            Cli::Doctor(o) => assert_eq!((o.host, o.json), (Some(Host::Codex), true)),
             other => panic!("{other:?}"),
         }
         match parse(&["status", "--json", "--all"]).unwrap() {
