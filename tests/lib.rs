@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module holds one area:
 //!
 //! - `cli`: `loop-hook` commands as a user or a slash command runs them (start, cancel, status).
+//! - `doctor`: `loop-hook doctor` on fake homes of each host, one silent failure at a time.
 //! - `stop_hook`: Stop events piped into the binary, and the JSON it answers.
 //! - `guard`: `PreToolUse` events and the guard's deny JSON.
 //! - `faults`: bad input, broken surroundings and tampering with the loop's own files; each is
@@ -33,6 +34,7 @@ mod util;
 
 mod cli;
 mod docs;
+mod doctor;
 mod e2e;
 mod faults;
 mod guard;

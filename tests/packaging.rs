@@ -278,6 +278,15 @@ Otherwise the loop is running again: work on its task, shown above, as before.
             ),
         ),
         (
+            "plugin/gemini-cli/commands/doctor.toml",
+            gemini_command(
+                "Check whether a for-loop would hold here: the binary and its version, the extension, the folder's trust, the store, stale or parked loops; one line per check with the command that fixes it.",
+                gemini_shell("doctor", ""),
+                "Show the user the output above exactly as it is, in a code block. Add nothing else.
+",
+            ),
+        ),
+        (
             "plugin/gemini-cli/commands/loop-status.toml",
             gemini_command(
                 "Show the for-loop in this session: iteration, last verify result, elapsed time, files and recent stops.",

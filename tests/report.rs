@@ -409,3 +409,33 @@ fn chromium_renders_a_full_report_at_laptop_width_and_in_print() {
     let bytes = std::fs::read(&pdf).unwrap_or_default();
     assert!(bytes.starts_with(b"%PDF") && bytes.len() > 10_000, "no PDF at {}", pdf.display());
 }
+
+/// A loop in a linked git work tree (`git worktree add`, whose `.git` is a file naming its git
+/// directory) is a loop in git: the report lists the files each checkpoint changed.
+#[test]
+fn a_loop_in_a_linked_work_tree_reports_its_changes_as_in_git() {
+    let env = TestEnv::new();
+    git(&env, &["init", "-q"]);
+    env.write("check.sh", "test -f fixed\n");
+    git(&env, &["add", "."]);
+    git(&env, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    let linked = env.home.join("linked");
+    git(&env, &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()]);
+    assert!(linked.join(".git").is_file(), "a linked work tree's .git is a file");
+    let started = env.run(
+        &["start", "--session", SESSION, "--cwd", linked.to_str().unwrap()],
+        "make fixed --verify 'sh check.sh' --checkpoint",
+    );
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    std::fs::write(linked.join("a.txt"), "1\n").unwrap();
+    let mut stop = env.command(&["stop-hook"]);
+    stop.current_dir(&linked);
+    let event = crate::util::stop_event(SESSION, &linked, "done", false);
+    let run = crate::util::run_command(stop, event.to_string().as_bytes());
+    assert!(run.blocked(), "{}", run.stdout);
+    let (_, html) = report(&env, "report.html");
+    assert!(!html.contains("not in a git repository"), "{html}");
+    assert!(html.contains("<table id=\"files-per-iteration\">"), "{html}");
+    assert!(html.contains("<strong>1</strong> file changed since the loop started"), "{html}");
+    assert!(html.contains("<li>a.txt</li>"), "{html}");
+}

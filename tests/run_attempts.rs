@@ -248,3 +248,32 @@ fn a_capped_run_resumes_with_more_iterations() {
     assert!(state.contains("max_iterations: 3"), "{state}");
     assert!(state.contains("max_time_secs: 6"), "{state}");
 }
+
+/// A best-of-K attempt's work tree is removed when its run ends, but its report still knows it
+/// was in git: each iteration's files come from its checkpoints, refs of the user's repository,
+/// and the page says where its work tree went instead of "not in a git repository".
+#[test]
+fn an_attempts_report_reads_its_changes_after_its_work_tree_is_removed() {
+    let env = project();
+    let bin = fake_claude(&env, &format!("echo fixed > fixed\n{DONE}"));
+    let run = run_command(
+        driver(
+            &env,
+            &bin,
+            &["make fixed say fixed", "--verify", "sh check.sh", "--checkpoint", "--attempts", "1"],
+        ),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_no_work_trees(&env);
+    let ids = sessions(&env);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let out = env.home.join("attempt.html");
+    let report = env.run(&["report", "--session", &ids[0], "--out", out.to_str().unwrap()], b"");
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(!html.contains("not in a git repository"), "{html}");
+    assert!(html.contains("work tree was removed when its run ended"), "{html}");
+    assert!(html.contains("<table id=\"files-per-iteration\">"), "{html}");
+    assert!(html.contains("<li>fixed</li>"), "{html}");
+}

@@ -241,3 +241,58 @@ fn an_agent_that_aborts_parks_the_run_with_its_reason() {
     resume_with_the_fix(&env);
     assert_eq!(env.ledger_reasons(&session), ["aborted", "resumed", "verified"]);
 }
+
+/// Options as a shell hands them over: `--name=value` works like `--name value` for run's own
+/// options and the loop's flags, and `--agent-arg=--model=x` reaches the agent CLI as one
+/// argument instead of joining the task.
+#[test]
+fn options_with_an_equals_sign_reach_the_agent_and_the_loop() {
+    let env = TestEnv::new();
+    let args_file = env.home.join("agent-args");
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "printf '%s\\n' \"$@\" > {}\necho '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
+            args_file.display()
+        ),
+    );
+    let run = crate::util::run_command(
+        driver(
+            &env,
+            &bin,
+            &["fix it", "--agent-arg=--model=x", "--verify=test -d .", "--max-iterations=7", "--json"],
+        ),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let agent_args = std::fs::read_to_string(&args_file).unwrap();
+    assert!(agent_args.lines().any(|line| line == "--model=x"), "{agent_args}");
+    let session = only_run(&env);
+    let state = std::fs::read_to_string(env.session_dir(&session).join("state.md")).unwrap();
+    assert!(state.ends_with("---\nfix it"), "the task is the positional text alone: {state}");
+    assert!(state.contains("max_iterations: 7"), "{state}");
+    assert!(state.contains("test -d ."), "{state}");
+}
+
+/// A mistyped option is refused before anything starts, naming the option it was meant to be;
+/// it never becomes part of the task. One nothing resembles says how to pass it on instead.
+#[test]
+fn an_unknown_option_is_refused_with_the_nearest_one_and_nothing_runs() {
+    let env = TestEnv::new();
+    let ran = env.home.join("agent-ran");
+    let bin = fake_claude(&env, &format!("touch {}", ran.display()));
+    for (args, expected) in [
+        (
+            &["fix it", "--verify", "true", "--max-iteration", "3"][..],
+            "`--max-iteration` is not an option of loop-hook run: did you mean --max-iterations?",
+        ),
+        (&["fix it", "--verify=true", "--agent-args=-m"], "did you mean --agent-arg?"),
+        (&["fix it", "--verify", "true", "--model", "x"], "pass it with --agent-arg=--model"),
+    ] {
+        let run = crate::util::run_command(driver(&env, &bin, args), b"");
+        assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(expected), "{args:?}: {}", run.stdout);
+        assert!(!ran.exists(), "{args:?} started the agent");
+        assert!(!env.store().join("sessions").exists(), "{args:?} started a loop");
+    }
+}

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 
+use crate::commands::doctor::DoctorOptions;
 use crate::commands::session::Target;
 use crate::commands::start::StartOptions;
 use crate::commands::status::StatusOptions;
@@ -28,6 +29,7 @@ Usage:
   loop-hook report [--session ID] [--host NAME] [--out FILE] [--open] [--exit-zero]
   loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--agent-arg ARG ...] [--json] [loop flags]
   loop-hook run --resume [LOOP]
+  loop-hook doctor [--host NAME] [--json] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -51,6 +53,11 @@ Commands:
   report     Writes one self-contained HTML page about the loop (timeline, failures, files changed,
              tokens) next to its state, or to --out FILE, and prints its path; --open opens it.
              --options-on-stdin reads --out and --open from stdin, as typed after /for-loop:report.
+  doctor     Checks whether a loop would hold here, for every host installed on this machine (or
+             --host's): the binary each hook runs and its version, the hooks registered, enabled
+             and trusted, settings that switch hooks off, the store, the tier, and this project's
+             stale or parked loops. One line per check, with the command that fixes it; exits 1
+             when something that keeps a loop from holding fails. --json prints one object.
   run        The fresh-context loop: runs an agent CLI headless (claude -p, gemini -p, codex exec),
              one new session per iteration, judged by verify like the in-session loop; Ctrl-C
              parks it (`run --resume` continues). `loop-hook run --help` explains it.
@@ -140,6 +147,7 @@ pub(crate) enum Cli {
     },
     Report(ReportOptions),
     Run(crate::run::RunOptions),
+    Doctor(DoctorOptions),
     Help,
     Version,
 }
@@ -171,6 +179,7 @@ impl Invocation {
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
         let mut report = ReportOptions::default();
+        let mut doctor = DoctorOptions::default();
         let mut session_id = None;
         let mut host = None;
         let mut shown = None;
@@ -178,7 +187,7 @@ impl Invocation {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
                 (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report",
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor",
                     Long("exit-zero"),
                 ) => {
                     exit_zero = true;
@@ -192,7 +201,7 @@ impl Invocation {
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 (
                     "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
-                    | "report",
+                    | "report" | "doctor",
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
@@ -203,12 +212,13 @@ impl Invocation {
                     })?);
                 }
                 ("status", Long("json")) => status.json = true,
+                ("doctor", Long("json")) => doctor.json = true,
                 ("status", Long("all")) => status.all = true,
                 ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
                 ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
                 ("report", Long("open")) => report.open = true,
                 ("report", Long("options-on-stdin")) => report.options_on_stdin = true,
-                (_, arg) => return Err(arg.unexpected()),
+                (_, arg) => return Err(refusal(&command, arg)),
             }
         }
         let cli = match command.as_str() {
@@ -227,14 +237,44 @@ impl Invocation {
             "rollback" => Cli::Rollback(Target { session_id, host }),
             "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
             "report" => Cli::Report(ReportOptions { target: Target { session_id, host }, ..report }),
+            "doctor" => Cli::Doctor(DoctorOptions { host, ..doctor }),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback or shown").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback, shown or doctor").into(),
                 ));
             }
         };
         Ok(Invocation { cli, exit_zero })
+    }
+}
+
+/// The options each command reads, for the nearest one to a mistyped option.
+fn options_of(command: &str) -> &'static [&'static str] {
+    match command {
+        "start" => &["--session", "--cwd", "--host", "--exit-zero"],
+        "stop-hook" | "stop" | "prompt-hook" => &["--host"],
+        "cancel" | "resume" | "rollback" => &["--session", "--host", "--exit-zero"],
+        "status" => &["--session", "--host", "--json", "--all", "--exit-zero"],
+        "shown" => &["--session", "--exit-zero"],
+        "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
+        "doctor" => &["--host", "--json", "--exit-zero"],
+        _ => &[],
+    }
+}
+
+/// Why `arg` is refused; a mistyped option names the one it was probably meant to be.
+fn refusal(command: &str, arg: lexopt::Arg<'_>) -> lexopt::Error {
+    let typed = match &arg {
+        Long(name) => format!("--{name}"),
+        Short(letter) => format!("-{letter}"),
+        Value(_) => return arg.unexpected(),
+    };
+    match crate::support::nearest::nearest(&typed, options_of(command).iter().copied()) {
+        Some(known) => lexopt::Error::Custom(
+            format!("`{typed}` is not an option of `loop-hook {command}`: did you mean {known}?").into(),
+        ),
+        None => arg.unexpected(),
     }
 }
 
@@ -257,6 +297,10 @@ mod tests {
                 assert_eq!(o.session_id.as_deref(), Some("s"));
                 assert_eq!(o.cwd, Some(PathBuf::from("/p")));
             }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["doctor", "--host=codex", "--json"]).unwrap() {
+            Cli::Doctor(o) => assert_eq!((o.host, o.json), (Some(Host::Codex), true)),
             other => panic!("{other:?}"),
         }
         match parse(&["status", "--json", "--all"]).unwrap() {
@@ -304,6 +348,49 @@ mod tests {
         assert!(parse(&["stop-hook", "--exit-zero"]).is_err());
         let invocation = Invocation::parse(["start", "--exit-zero"].map(OsString::from)).unwrap();
         assert!(invocation.exit_zero);
+    }
+
+    #[test]
+    fn every_option_takes_its_value_after_an_equals_sign_too() {
+        match parse(&["start", "--session=s", "--cwd=/p", "--host=cursor"]).unwrap() {
+            Cli::Start(o) => {
+                assert_eq!(
+                    (o.session_id.as_deref(), o.cwd, o.host),
+                    (Some("s"), Some(PathBuf::from("/p")), Some(Host::Cursor))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["report", "--session=s", "--out=a b.html"]).unwrap() {
+            Cli::Report(o) => {
+                assert_eq!(o.target.session_id.as_deref(), Some("s"));
+                assert_eq!(o.out, Some(PathBuf::from("a b.html")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["stop-hook", "--host=gemini-cli"]),
+            Ok(Cli::StopHook { host: Host::GeminiCli })
+        ));
+        assert!(parse(&["status", "--json=yes"]).is_err(), "a switch takes no value");
+    }
+
+    #[test]
+    fn a_mistyped_option_names_the_nearest_one() {
+        for (args, expected) in [
+            (
+                &["status", "--jsn"][..],
+                "`--jsn` is not an option of `loop-hook status`: did you mean --json?",
+            ),
+            (&["start", "--sesion", "s"], "did you mean --session?"),
+            (&["report", "--output", "r.html"], "did you mean --out?"),
+            (&["cancel", "--exit_zero"], "did you mean --exit-zero?"),
+        ] {
+            let error = parse(args).unwrap_err().to_string();
+            assert!(error.contains(expected), "{args:?}: {error}");
+        }
+        let far = parse(&["status", "--frobnicate"]).unwrap_err().to_string();
+        assert!(!far.contains("did you mean"), "{far}");
     }
 
     #[test]

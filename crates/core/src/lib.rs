@@ -148,6 +148,7 @@ pub fn run(
         Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
         Cli::Shown { session_id, command } => hook::prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Run(options) => run::run(env, &options),
+        Cli::Doctor(options) => commands::doctor::run(env, &options),
         Cli::Report(mut options) => {
             let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };
             match typed.map(|text| text.map_or(Ok(()), |text| options.add_typed(&text))) {

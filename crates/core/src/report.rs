@@ -4,6 +4,7 @@
 //! This module reads the files (state, ledger, checkpoints); [`model`] turns them into what the
 //! page shows and [`html`] renders it, both without touching anything.
 
+mod attempt;
 mod chart;
 mod cost;
 mod escape;
@@ -94,7 +95,8 @@ pub(crate) fn run(env: &Environment, options: &ReportOptions) -> Outcome {
             ));
         }
     };
-    let report = LoopReport::build(&state, ledger, file_changes(&state), state.meta.tier.clone(), env.now);
+    let report =
+        LoopReport::build(&state, ledger, file_changes(&store, &state), state.meta.tier.clone(), env.now);
     let page = html::render(&report);
     let out = match &options.out {
         Some(out) => env.cwd.join(out),
@@ -130,23 +132,42 @@ fn read_ledger(paths: &LoopPaths) -> std::io::Result<LedgerLines> {
 
 /// The files the loop changed: per iteration from its checkpoints, and in all from its receipt
 /// once it is over, else from its start until now.
-fn file_changes(state: &LoopState) -> FileChanges {
+fn file_changes(store: &Store, state: &LoopState) -> FileChanges {
     let meta = &state.meta;
-    let tree = WorkTree::open(&meta.cwd);
     let mut changes = FileChanges::default();
-    if !tree.is_git() {
+    let here = WorkTree::open(&meta.cwd);
+    // A best-of-K attempt's work tree is removed when its run ends: its checkpoints are refs of
+    // the repository it was made from, so they are read there. "Now" is not its state any more.
+    let (tree, gone) = if here.is_git() {
+        (here, false)
+    } else if let Some(origin) =
+        attempt::repository(store, &meta.session_id).filter(|_| fs::metadata(&meta.cwd).is_err())
+    {
+        changes.note = Some(format!(
+            "This attempt's work tree was removed when its run ended; its checkpoints are read from {}.",
+            origin.root().display()
+        ));
+        (origin, true)
+    } else {
         changes.total = meta.receipt.as_ref().and_then(|r| r.files_changed.clone());
-        changes.note = Some(
-            "The loop's directory is not in a git repository, so changes per iteration are not known.".into(),
-        );
+        changes.note = Some(if fs::metadata(&meta.cwd).is_err() {
+            format!(
+                "The loop's directory {} no longer exists, so changes per iteration are not known.",
+                meta.cwd.display()
+            )
+        } else {
+            "The loop's directory is not in a git repository, so changes per iteration are not known.".into()
+        });
         return changes;
-    }
+    };
     changes.total = match (&meta.receipt, meta.status) {
         (Some(receipt), Status::Ended | Status::Parked) => receipt.files_changed.clone(),
+        _ if gone => None,
         _ => meta
             .baseline_tree
             .as_ref()
-            .and_then(|from| tree.fingerprint().ok().and_then(|now| tree.changed_files(from, &now).ok())),
+            // A tree id, not the fingerprint: only a tree can be compared file by file.
+            .and_then(|from| tree.tree_id().ok().and_then(|now| tree.changed_files(from, &now).ok())),
     };
     if !meta.settings.checkpoint {
         changes.note =

@@ -2,6 +2,7 @@
 //! resume, rollback and status, and finding the session they act on.
 
 pub(crate) mod cancel;
+pub(crate) mod doctor;
 pub(crate) mod metric_start;
 pub(crate) mod notify;
 pub(crate) mod request;

@@ -53,7 +53,7 @@ pub(crate) enum Flag {
 }
 
 impl Flag {
-    const ALL: [Flag; 22] = [
+    pub(crate) const ALL: [Flag; 22] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -89,7 +89,7 @@ impl Flag {
     }
 
     /// Flags that take no value.
-    fn is_switch(self) -> bool {
+    pub(crate) fn is_switch(self) -> bool {
         matches!(self, Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits)
     }
 

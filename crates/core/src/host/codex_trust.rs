@@ -41,6 +41,13 @@ fn codex_home(env: &Environment) -> Option<PathBuf> {
 /// Whether `config` (a Codex `config.toml`) trusts a Stop hook of a plugin named `for-loop`,
 /// from whichever marketplace it was installed.
 pub(crate) fn stop_hook_trusted(config: &str) -> bool {
+    hook_trusted(config, "stop")
+}
+
+/// Whether `config` trusts for-loop's hook of `event` as Codex names it in the record's key
+/// (`stop`, `user_prompt_submit`).
+pub(crate) fn hook_trusted(config: &str, event: &str) -> bool {
+    let marker = format!(":{event}:");
     let mut in_our_stop_hook = false;
     for line in config.lines().map(str::trim) {
         if let Some(header) = line.strip_prefix('[') {
@@ -48,7 +55,7 @@ pub(crate) fn stop_hook_trusted(config: &str) -> bool {
                 .strip_prefix("hooks.state.\"")
                 .and_then(|rest| rest.split_once('"'))
                 .is_some_and(|(key, after)| {
-                    after.trim() == "]" && key.starts_with("for-loop@") && key.contains(":stop:")
+                    after.trim() == "]" && key.starts_with("for-loop@") && key.contains(&marker)
                 });
         } else if in_our_stop_hook
             && let Some((name, value)) = line.split_once('=')
@@ -73,6 +80,13 @@ mod tests {
     fn a_trust_record_for_our_stop_hook_counts_from_any_marketplace() {
         assert!(stop_hook_trusted(TRUSTED));
         assert!(stop_hook_trusted(&TRUSTED.replace("for-loop@for-loop", "for-loop@team-tools")));
+    }
+
+    #[test]
+    fn the_prompt_hook_has_a_record_of_its_own() {
+        let prompt = TRUSTED.replace(":stop:", ":user_prompt_submit:");
+        assert!(hook_trusted(&prompt, "user_prompt_submit"));
+        assert!(!hook_trusted(TRUSTED, "user_prompt_submit"));
     }
 
     #[test]

@@ -11,16 +11,14 @@ mod agent;
 mod attempts;
 mod driver;
 mod limits;
+mod options;
 mod status;
-
-use std::ffi::OsString;
-use std::time::Duration;
 
 use crate::commands::resume::ResumeOptions;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 
-pub(crate) use agent::Agent;
+pub(crate) use options::RunOptions;
 
 pub(crate) const USAGE: &str = "\
 Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iterations N]
@@ -55,104 +53,11 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     run to this working tree; refused, changing nothing, when local changes are
                     in the way. Nothing is staged or committed
   loop flags        --protect, --max-same-failures, --max-time, --escalate, --checkpoint,
-                    --verify-timeout, --completion-promise, as in /for-loop";
+                    --verify-timeout, --completion-promise, as in /for-loop
 
-/// What `loop-hook run` was asked.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct RunOptions {
-    /// The loop text as `/for-loop` reads it: task words, then our flags.
-    pub loop_text: String,
-    pub agent: Option<Agent>,
-    pub agent_args: Vec<String>,
-    pub json: bool,
-    pub backoff: Option<Duration>,
-    /// `Some("")`: resume the newest run loop; `Some(id)`: that one.
-    pub resume: Option<String>,
-    /// With `--resume`: the room to add, as `/for-loop:resume` takes it.
-    pub more: ResumeOptions,
-    /// Best-of-K: how many independent attempts.
-    pub attempts: Option<u32>,
-    pub parallel: bool,
-    /// `Some("")`: apply the newest best-of-K winner; `Some(id)`: that run's.
-    pub apply: Option<String>,
-    pub help: bool,
-}
-
-impl RunOptions {
-    /// Parses the words after `run`. Our own options are taken out; everything else is the
-    /// loop's text, quoted so `/for-loop`'s parser reads each word back as it was.
-    pub(crate) fn parse(args: Vec<OsString>) -> Result<RunOptions, String> {
-        let mut options = RunOptions::default();
-        let mut words = Vec::new();
-        let mut more = Vec::new();
-        let mut args =
-            args.into_iter().map(|a| a.into_string().map_err(|a| format!("{a:?} is not UTF-8 text")));
-        let value = |args: &mut dyn Iterator<Item = Result<String, String>>, name: &str| {
-            args.next().unwrap_or_else(|| Err(format!("{name} needs a value")))
-        };
-        while let Some(arg) = args.next() {
-            let arg = arg?;
-            match arg.as_str() {
-                "--agent" => {
-                    let name = value(&mut args, "--agent")?;
-                    options.agent = Some(
-                        Agent::from_name(&name)
-                            .ok_or_else(|| format!("unknown agent `{name}`: use claude, gemini or codex"))?,
-                    );
-                }
-                "--agent-arg" => options.agent_args.push(value(&mut args, "--agent-arg")?),
-                "--json" => options.json = true,
-                "--help" | "-h" => options.help = true,
-                "--backoff" => {
-                    let text = value(&mut args, "--backoff")?;
-                    let secs = crate::support::duration::parse_seconds(&text)
-                        .map_err(|e| format!("--backoff {text}: {e}"))?;
-                    options.backoff = Some(Duration::from_secs(secs));
-                }
-                "--resume" => options.resume = Some(String::new()),
-                flag @ ("--more" | "--more-time" | "--more-tokens") => {
-                    more.push(format!("{flag} {}", value(&mut args, flag)?));
-                }
-                word if options.resume.as_deref() == Some("") && !word.starts_with('-') => {
-                    options.resume = Some(word.to_string());
-                }
-                "--apply" => options.apply = Some(String::new()),
-                word if options.apply.as_deref() == Some("") && !word.starts_with('-') => {
-                    options.apply = Some(word.to_string());
-                }
-                "--parallel" => options.parallel = true,
-                "--attempts" => {
-                    let text = value(&mut args, "--attempts")?;
-                    let k = text
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|k| (1..=attempts::MAX_ATTEMPTS).contains(k))
-                        .ok_or_else(|| {
-                            format!("--attempts {text}: give a number from 1 to {}", attempts::MAX_ATTEMPTS)
-                        })?;
-                    options.attempts = Some(k);
-                }
-                word if word.starts_with("--") => words.push(word.to_string()),
-                word => {
-                    // A flag's value is quoted; a task word is kept as typed.
-                    let after_flag = words.last().is_some_and(|w: &String| w.starts_with("--"))
-                        && !matches!(
-                            words.last().map(String::as_str),
-                            Some("--checkpoint" | "--require-strict")
-                        );
-                    words.push(if after_flag {
-                        shell_words::quote(word).into_owned()
-                    } else {
-                        word.to_string()
-                    });
-                }
-            }
-        }
-        options.loop_text = words.join(" ");
-        options.more = ResumeOptions::parse(&more.join(" "))?;
-        Ok(options)
-    }
-}
+  Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
+  An option that is neither one of these nor a loop flag is refused, never read as task text:
+  task words that start with a dash go after `--`.";
 
 pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
@@ -173,10 +78,12 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
 
 /// Options that make no sense together, or a missing task.
 fn misuse(options: &RunOptions) -> Option<&'static str> {
-    let task = !options.loop_text.trim().is_empty();
+    let task = !options.task.trim().is_empty();
     let more = options.more != ResumeOptions::default();
     if options.apply.is_some() && (task || options.resume.is_some() || options.attempts.is_some()) {
         Some("--apply takes only the run to apply: `loop-hook run --apply [RUN]`")
+    } else if options.resume.is_some() && !options.loop_text.is_empty() {
+        Some("--resume continues a loop with its own task and flags: leave them out")
     } else if options.resume.is_some() && options.attempts.is_some() {
         Some("--attempts starts a new best-of-K run; it cannot be resumed (apply its winner with --apply)")
     } else if more && options.resume.is_none() {
@@ -195,46 +102,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<RunOptions, String> {
-        RunOptions::parse(args.iter().map(OsString::from).collect())
-    }
-
-    #[test]
-    fn own_options_come_out_and_the_rest_is_loop_text() {
-        let options = parse(&[
-            "fix the",
-            "tests",
-            "--verify",
-            "cargo test --lib",
-            "--agent",
-            "codex",
-            "--agent-arg",
-            "-m",
-            "--json",
-        ])
-        .unwrap();
-        assert_eq!(options.loop_text, "fix the tests --verify 'cargo test --lib'");
-        assert_eq!(options.agent, Some(Agent::Codex));
-        assert_eq!(options.agent_args, ["-m"]);
-        assert!(options.json);
-        assert_eq!(parse(&["--resume"]).unwrap().resume.as_deref(), Some(""));
-        assert_eq!(parse(&["--resume", "run-x"]).unwrap().resume.as_deref(), Some("run-x"));
-        assert!(parse(&["t", "--agent", "vim"]).is_err());
-        assert!(parse(&["t", "--agent-arg"]).is_err());
-        assert_eq!(parse(&["t", "--backoff", "2s"]).unwrap().backoff, Some(Duration::from_secs(2)));
-        let best = parse(&["t", "--attempts", "3", "--parallel"]).unwrap();
-        assert_eq!((best.attempts, best.parallel, best.loop_text.as_str()), (Some(3), true, "t"));
-        for bad in ["0", "-1", "x", "", "1000"] {
-            assert!(parse(&["t", "--attempts", bad]).is_err(), "--attempts {bad:?}");
-        }
-        assert_eq!(parse(&["--apply"]).unwrap().apply.as_deref(), Some(""));
-        assert_eq!(parse(&["--apply", "20260101-x"]).unwrap().apply.as_deref(), Some("20260101-x"));
-        let more = parse(&["--resume", "run-1", "--more", "5", "--more-time", "1h"]).unwrap();
-        assert_eq!(
-            (more.resume.as_deref(), more.more.iterations, more.more.time_secs),
-            (Some("run-1"), Some(5), Some(3_600))
-        );
-        assert!(parse(&["--resume", "--more", "0"]).is_err());
-        assert!(parse(&["--resume", "--more-time"]).is_err());
+        RunOptions::parse(args.iter().map(std::ffi::OsString::from).collect())
     }
 
     #[test]
@@ -248,6 +116,8 @@ mod tests {
             &["t", "--apply"][..],
             &["--apply", "--attempts", "2"],
             &["--resume", "--attempts", "2"],
+            &["--resume", "run-1", "another task"],
+            &["--resume", "run-1", "--verify", "true"],
             &["t", "--more", "3"],
             &["t", "--parallel"],
             &[],

@@ -1,0 +1,161 @@
+//! The binaries a hook could run: this one, the first on `PATH`, `cargo install`'s, and what a
+//! package's launcher picks, found in the launcher's own order (`scripts/loop-hook`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::super::facts::{Binary, BinaryFacts, Launch};
+use crate::support::environment::Environment;
+use crate::support::version::VERSION;
+
+/// How long another binary gets to answer `--version`.
+const VERSION_WAIT: Duration = Duration::from_secs(5);
+
+pub(super) fn facts(env: &Environment) -> BinaryFacts {
+    let this_path = crate::support::version::current_exe();
+    let version = |path: PathBuf| {
+        let version = version_of(&path, this_path.as_deref());
+        Binary { path, version }
+    };
+    BinaryFacts {
+        this_version: VERSION.to_string(),
+        launcher_plugin_version: env.var("FOR_LOOP_PLUGIN_VERSION").map(str::to_string),
+        for_loop_bin: env.var("FOR_LOOP_BIN").map(|value| (value.to_string(), Path::new(value).is_file())),
+        first_on_path: on_path(env, "loop-hook").map(version),
+        cargo: cargo_bin(env).filter(|path| is_executable(path)).map(version),
+        this_path,
+    }
+}
+
+/// `${CARGO_HOME:-~/.cargo}/bin/loop-hook`.
+fn cargo_bin(env: &Environment) -> Option<PathBuf> {
+    let home = env
+        .var("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".cargo")))?;
+    home.is_absolute().then(|| home.join("bin/loop-hook"))
+}
+
+/// The first executable `name` in an absolute `PATH` entry outside the current directory, as
+/// every lookup of ours reads `PATH`.
+pub(super) fn on_path(env: &Environment, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(env.var("PATH")?)
+        .filter(|dir| dir.is_absolute() && !dir.starts_with(&env.cwd))
+        .map(|dir| dir.join(name))
+        .find(|path| is_executable(path))
+}
+
+pub(super) fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// The version `path` reports: this build's own when it is this binary, else what its
+/// `--version` prints (`loop-hook X`), waited for a few seconds at most.
+fn version_of(path: &Path, this: Option<&Path>) -> Option<String> {
+    let same = |a: &Path, b: &Path| {
+        std::fs::canonicalize(a).ok().is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok())
+    };
+    if this.is_some_and(|this| same(path, this)) {
+        return Some(VERSION.to_string());
+    }
+    let mut child = Command::new(path)
+        .arg("--version")
+        .env_remove("FOR_LOOP_PLUGIN_VERSION")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < VERSION_WAIT => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let output = child.wait_with_output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines().next()?.strip_prefix("loop-hook ").map(|v| v.trim().to_string())
+}
+
+/// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, a
+/// checkout's build, `cargo install`'s, a release's verified binary, then `PATH` (checkouts).
+pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
+    let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
+    let plugin_version =
+        launcher.lines().find_map(|line| line.strip_prefix("plugin_version=")).map(|v| v.trim().to_string());
+    let this = crate::support::version::current_exe();
+    let found = |path: PathBuf, source: &'static str| {
+        let version = version_of(&path, this.as_deref());
+        Ok((Binary { path, version }, source))
+    };
+    let runs = 'runs: {
+        if let Some(path) =
+            env.var("FOR_LOOP_BIN").map(PathBuf::from).filter(|p| p.is_absolute() && is_executable(p))
+        {
+            break 'runs found(path, "FOR_LOOP_BIN");
+        }
+        let sums = root.join("bin/SHA256SUMS");
+        let release = sums.is_file();
+        if !release {
+            for profile in ["release", "debug"] {
+                let path = root.join("target").join(profile).join("loop-hook");
+                if is_executable(&path) {
+                    break 'runs found(path, "checkout");
+                }
+            }
+        }
+        if let Some(path) = cargo_bin(env).filter(|p| is_executable(p)) {
+            break 'runs found(path, "cargo");
+        }
+        if release {
+            break 'runs shipped(root, &sums).and_then(|path| found(path, "shipped"));
+        }
+        match on_path(env, "loop-hook") {
+            Some(path) => found(path, "PATH"),
+            None => Err(format!(
+                "the launcher at {} finds no loop-hook ($FOR_LOOP_BIN, target/, ~/.cargo/bin, PATH): every stop is allowed",
+                root.display()
+            )),
+        }
+    };
+    Launch { root: root.to_path_buf(), plugin_version, runs }
+}
+
+/// A release's binary for this platform, when its SHA-256 matches `bin/SHA256SUMS`.
+fn shipped(root: &Path, sums: &Path) -> Result<PathBuf, String> {
+    let os = std::env::consts::OS;
+    let platform = format!("{os}-{}", std::env::consts::ARCH);
+    let exe = if os == "windows" { "loop-hook.exe" } else { "loop-hook" };
+    let name = format!("{platform}/{exe}");
+    let sums = std::fs::read_to_string(sums).map_err(|e| format!("cannot read {}: {e}", sums.display()))?;
+    let expected = sums
+        .lines()
+        .filter_map(|line| line.split_once(char::is_whitespace))
+        .find(|(_, file)| file.trim().trim_start_matches('*') == name)
+        .map(|(sum, _)| sum.to_ascii_lowercase())
+        .ok_or_else(|| format!("the package at {} ships no loop-hook for {platform}", root.display()))?;
+    let path = root.join("bin").join(&name);
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if crate::support::digest::sha256_hex(&bytes) != expected {
+        return Err(format!(
+            "{} does not match its SHA-256 in bin/SHA256SUMS, so it is not run",
+            path.display()
+        ));
+    }
+    Ok(path)
+}

@@ -1,0 +1,80 @@
+//! Gathering the facts: each host's files, read as that host reads them, and the machine's.
+//! Nothing here judges; [`super::lines`] does.
+
+mod binary;
+mod claude;
+mod codex;
+mod gemini;
+mod others;
+mod project;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::facts::Facts;
+use crate::host::Host;
+use crate::store::Store;
+use crate::support::environment::Environment;
+use crate::worktree::WorkTree;
+
+/// The most of a settings or hook file read.
+const JSON_BYTES: u64 = 4 << 20;
+
+/// A JSON file's value, or `None` when it is missing or not JSON (a host ignores it then too).
+pub(super) fn read_json(path: &Path) -> Option<Value> {
+    let bytes = crate::support::bounded_read::read(path, JSON_BYTES).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Everything the checks need about this machine and the project in `env.cwd`. A host's facts
+/// are gathered when `asked` names it, or when the host looks installed here (its program on
+/// `PATH` or its configuration directory present).
+pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
+    let tree = WorkTree::open(&env.cwd);
+    let project = if tree.is_git() { tree.root().to_path_buf() } else { env.cwd.clone() };
+    let store = Store::locate(env).ok();
+    let present = |host: Host, program: &str, dir: Option<&PathBuf>| {
+        asked == Some(host) || binary::on_path(env, program).is_some() || dir.is_some_and(|d| d.is_dir())
+    };
+    let claude_dir = claude::config_dir(env);
+    let gemini_home = gemini::home(env);
+    let codex_home = codex::home(env);
+    let copilot_home = others::copilot_home(env);
+    let cursor_home = others::cursor_home(env);
+    let antigravity_dir = gemini_home.as_ref().map(|h| h.join("config"));
+    let gemini_dir = gemini_home.as_ref().map(|h| h.join("extensions"));
+    Facts {
+        binary: binary::facts(env),
+        store: project::store(store.as_ref()),
+        claude: claude_dir
+            .clone()
+            .filter(|dir| present(Host::ClaudeCode, "claude", Some(dir)))
+            .map(|dir| claude::facts(env, dir, &project)),
+        gemini: gemini_home
+            .clone()
+            .filter(|_| present(Host::GeminiCli, "gemini", gemini_dir.as_ref()))
+            .map(|home| gemini::facts(env, home, &project)),
+        codex: codex_home
+            .clone()
+            .filter(|home| present(Host::Codex, "codex", Some(home)))
+            .map(|home| codex::facts(env, home)),
+        copilot: copilot_home
+            .filter(|home| {
+                present(Host::CopilotCli, "copilot", Some(home)) || project.join(".github/hooks").is_dir()
+            })
+            .map(|home| others::copilot(env, home, &project)),
+        cursor: cursor_home
+            .filter(|home| {
+                present(Host::Cursor, "cursor-agent", Some(home))
+                    || project.join(".cursor/hooks.json").is_file()
+            })
+            .map(|home| others::cursor(home, &project)),
+        antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
+            .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
+        tier: project::tier(env, &project, store.as_ref()),
+        loops: project::loops(env, &project, store.as_ref()),
+        asked,
+        project,
+    }
+}
