@@ -96,6 +96,11 @@ pub(super) fn run_git(
 ) -> Result<Output, WorkTreeError> {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir);
+    // The project's own git configuration is the model's to write: nothing in it may run a
+    // program inside the hook, which could put a fix in while the hook judges and take it out
+    // after. fsmonitor runs on every look at the tree; repository hooks (reference-transaction)
+    // on every checkpoint. Command-line settings win over every configuration file.
+    command.args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]);
     if index.is_some() {
         // A split index would leave shared index files of ours in the git directory.
         command.args(["-c", "core.splitIndex=false"]);

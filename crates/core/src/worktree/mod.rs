@@ -381,6 +381,42 @@ mod tests {
     use testing::{git, no_temp_index_left, read, repo, try_git, user_state, write};
 
     #[test]
+    #[cfg(unix)]
+    fn the_projects_git_configuration_runs_nothing_inside_the_hook() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = repo(&[("a.txt", "a")]);
+        let marker = dir.path().join("ran");
+        let script = dir.path().join("payload.sh");
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 0\n", marker.display()))
+            .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let hooks = dir.path().join("hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for hook in ["reference-transaction", "post-index-change", "pre-commit"] {
+            std::fs::copy(&script, hooks.join(hook)).unwrap();
+        }
+        git(dir.path(), &["config", "core.fsmonitor", &script.display().to_string()]);
+        git(dir.path(), &["config", "core.hooksPath", &hooks.display().to_string()]);
+        // The payload is live: git run as the user runs it.
+        git(dir.path(), &["update-ref", "refs/probe", "HEAD"]);
+        assert!(marker.exists(), "the test's hook did not run for plain git, so it proves nothing");
+        std::fs::remove_file(&marker).unwrap();
+
+        let tree = WorkTree::open(dir.path());
+        write(dir.path(), "a.txt", "changed");
+        tree.fingerprint().unwrap();
+        tree.tree_id().unwrap();
+        tree.visible_files(dir.path(), &[String::new()]).unwrap();
+        tree.checkpoint("loop-1", 1).unwrap();
+        tree.checkpoints("loop-1").unwrap();
+        assert!(
+            !marker.exists(),
+            "the project's git configuration ran: {}",
+            std::fs::read_to_string(&marker).unwrap()
+        );
+    }
+
+    #[test]
     fn fingerprint_follows_tracked_and_untracked_files_but_not_ignored_ones() {
         let dir = repo(&[("a.txt", "a"), ("sub/b.txt", "b")]);
         let tree = WorkTree::open(&dir.path().join("sub"));
