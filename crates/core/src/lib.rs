@@ -12,6 +12,9 @@
 mod checks;
 mod cli;
 mod commands;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod hook;
 mod host;
 mod metric;

@@ -9,7 +9,18 @@
 //! commands of their own. What cannot be known (a substitution's output, a glob's matches) stays
 //! as written. This is a reading aid for a convenience check, not a shell.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+
+/// Substitutions and `${NAME:-default}`s nested deeper than this are not read inside: their text
+/// stays in the word as written. A shell line nests two or three; each level reads the rest of
+/// the line again, so without a bound a line of `$($($(...` takes time quadratic in its length.
+const MAX_DEPTH: usize = 8;
+
+/// The most bytes that expanding variables and `~` may add to one line's words, all commands
+/// together. Past it a variable stays as written. `X=$X$X`, repeated, doubles a value at each
+/// step: without a bound, forty of them ask for a terabyte.
+const MAX_EXPANSION_BYTES: usize = 1 << 20;
 
 /// One simple command: its words, expanded and unquoted, and the files it redirects output to.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -25,7 +36,27 @@ pub(crate) fn parse(
     lookup: &dyn Fn(&str) -> Option<String>,
     home: Option<&str>,
 ) -> Vec<SimpleCommand> {
-    let mut parser = Parser { chars: line.chars().collect(), pos: 0, lookup, home, assigned: HashMap::new() };
+    parse_nested(line, lookup, home, 0, &Cell::new(MAX_EXPANSION_BYTES))
+}
+
+/// [`parse`] of text `depth` substitutions deep, with what is left of the line's `budget` for
+/// expansions.
+fn parse_nested(
+    line: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    home: Option<&str>,
+    depth: usize,
+    budget: &Cell<usize>,
+) -> Vec<SimpleCommand> {
+    let mut parser = Parser {
+        chars: line.chars().collect(),
+        pos: 0,
+        lookup,
+        home,
+        assigned: HashMap::new(),
+        depth,
+        budget,
+    };
     parser.commands()
 }
 
@@ -36,6 +67,10 @@ struct Parser<'a> {
     home: Option<&'a str>,
     /// `NAME=value` seen earlier in the line.
     assigned: HashMap<String, String>,
+    /// How many substitutions deep this text is.
+    depth: usize,
+    /// Bytes that expansions may still add, shared by the whole line ([`MAX_EXPANSION_BYTES`]).
+    budget: &'a Cell<usize>,
 }
 
 /// What ended a word.
@@ -207,7 +242,7 @@ impl Parser<'_> {
     /// own; its output is unknown, so what it runs stays visible in the word.
     fn substitution(&mut self, close: char, word: &mut PartialWord) {
         let inner = self.until_closing(close);
-        word.nested.extend(parse(&inner, self.lookup, self.home));
+        word.nested.extend(self.nested(&inner));
         word.push_str(&format!("$({inner})"));
     }
 
@@ -215,7 +250,7 @@ impl Parser<'_> {
     /// path, else itself (`~user` is not expanded).
     fn tilde_expansion(&self) -> &str {
         let alone = matches!(self.peek(0), None | Some('/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')'));
-        match (alone, self.home) {
+        match (alone, self.home.filter(|home| self.spend(home.len()))) {
             (true, Some(home)) => home,
             _ => "~",
         }
@@ -314,13 +349,36 @@ impl Parser<'_> {
         self.value(&name).unwrap_or_else(|| format!("${name}"))
     }
 
+    /// The value of `name`, if it is known and the line's expansion budget still holds it.
     fn value(&self, name: &str) -> Option<String> {
-        self.assigned.get(name).cloned().or_else(|| (self.lookup)(name))
+        self.assigned
+            .get(name)
+            .cloned()
+            .or_else(|| (self.lookup)(name))
+            .filter(|value| self.spend(value.len()))
     }
 
-    /// A `${NAME:-default}` default, with its own variables and `~` expanded.
+    /// Takes `bytes` from the line's expansion budget; false, taking nothing, if it has less.
+    fn spend(&self, bytes: usize) -> bool {
+        let left = self.budget.get();
+        left.checked_sub(bytes).inspect(|rest| self.budget.set(*rest)).is_some()
+    }
+
+    /// The simple commands of a substitution's text; none past [`MAX_DEPTH`].
+    fn nested(&self, text: &str) -> Vec<SimpleCommand> {
+        if self.depth >= MAX_DEPTH {
+            return Vec::new();
+        }
+        parse_nested(text, self.lookup, self.home, self.depth + 1, self.budget)
+    }
+
+    /// A `${NAME:-default}` default, with its own variables and `~` expanded; as written past
+    /// [`MAX_DEPTH`].
     fn expand_plain(&self, text: &str) -> String {
-        let commands = parse(text, self.lookup, self.home);
+        if self.depth >= MAX_DEPTH {
+            return text.to_string();
+        }
+        let commands = parse_nested(text, self.lookup, self.home, self.depth + 1, self.budget);
         commands.first().map(|c| c.words.join(" ")).unwrap_or_default()
     }
 }
@@ -389,6 +447,26 @@ mod tests {
             words("echo $(loop-hook cancel) `rm z`"),
             [vec!["loop-hook", "cancel"], vec!["rm", "z"], vec!["echo", "$(loop-hook cancel)", "$(rm z)"]]
         );
+    }
+
+    /// Found with the `shell_command` fuzz target: `X=$X$X` repeated doubled the value at each
+    /// step, and forty of them asked for a terabyte; each level of `$(` or `${X:-` read the rest
+    /// of the line again, so a 16 KiB line of them took most of a minute. Both are bounded, and
+    /// the guard still reads what a real line holds.
+    #[test]
+    fn expansion_and_nesting_are_bounded() {
+        let doubling = format!("X=ab; {}rm $X", "X=$X$X; ".repeat(40));
+        let bytes: usize = words(&doubling).iter().flatten().map(String::len).sum();
+        assert!(bytes <= MAX_EXPANSION_BYTES + doubling.len(), "{bytes} bytes of words");
+        let started = std::time::Instant::now();
+        for open in ["$(", "${X:-"] {
+            let close = if open == "$(" { ")" } else { "}" };
+            let deep = format!("{}rm x{}", open.repeat(8000), close.repeat(8000));
+            assert!(!words(&deep).is_empty());
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert_eq!(words("echo $(a $(b $(rm -rf ~/x)))")[0], ["rm", "-rf", "/home/u/x"]);
+        assert_eq!(words("X=~/.local; Y=$X/state; rm -r $Y")[0], ["rm", "-r", "/home/u/.local/state"]);
     }
 
     #[test]

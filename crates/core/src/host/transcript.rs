@@ -75,7 +75,7 @@ pub(crate) fn current_turn(path: &Path) -> io::Result<Turn> {
 /// without a tool call, so a real stop never finds one pending.) Every call of the turn is
 /// matched to its result by id, not only the last record: in a reply with several calls, the
 /// first one's result is written while the second still runs.
-fn tool_call_pending(path: &Path) -> bool {
+pub(crate) fn tool_call_pending(path: &Path) -> bool {
     let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
     let mut answered = std::collections::HashSet::new();
     for line in lines.map_while(Result::ok) {

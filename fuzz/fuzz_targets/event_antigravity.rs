@@ -1,0 +1,4 @@
+//! antigravity's turn-end event, read by `loop-hook stop-hook --host antigravity`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| for_loop_fuzz::stop_event("antigravity", data));

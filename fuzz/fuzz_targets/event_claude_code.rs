@@ -1,0 +1,4 @@
+//! claude-code's turn-end event, read by `loop-hook stop-hook --host claude-code`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| for_loop_fuzz::stop_event("claude-code", data));

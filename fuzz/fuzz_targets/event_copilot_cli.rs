@@ -1,0 +1,4 @@
+//! copilot-cli's turn-end event, read by `loop-hook stop-hook --host copilot-cli`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| for_loop_fuzz::stop_event("copilot-cli", data));
