@@ -4,16 +4,21 @@
 //! on the model agreeing to delete a file. Other sessions' loops are untouched. Where the host
 //! gives commands no session id, the loop is found by [`Target::here`] instead.
 
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+
 use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::claim;
 use crate::provenance::origin::{self, Mutation};
-use crate::store::Store;
 use crate::store::custody::Custody;
 use crate::store::incident::Incident;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
-use crate::store::state::Status;
+use crate::store::receipt::Receipt;
+use crate::store::state::{LoopState, Status};
+use crate::store::{LoopPaths, Store, StoreError};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 use crate::verdict::message::headline;
@@ -32,11 +37,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     };
     // Refused before the lock: inside a sandbox the agent's shell cannot even open the lock file,
     // and the refusal is the message it should get.
-    // The loop as last committed: deleting or editing its state does not get a cancel past this.
-    if let Ok(Some(state)) = crate::store::custody::trusted_state(&paths)
-        && state.meta.status == Status::Active
-        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Cancel, origin)
-    {
+    if let Some(refusal) = refused_by_origin(env, &paths, origin) {
         return refusal;
     }
     let transaction = match session::locked(&paths, "cancel") {
@@ -55,53 +56,20 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
             return cancel(env, target, origin, false);
         }
         Ok(Custody::None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
-        // A state we cannot read cannot block either; moving it aside makes that plain.
-        Err(e) => {
-            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
-            if let Some(armed) = &paths.armed {
-                let _ = crate::store::remove_if_present(armed);
-            }
-            return match std::fs::rename(&paths.state, &aside) {
-                Ok(()) => Outcome::ok(format!(
-                    "for-loop: the loop's state was unreadable ({e}); it is moved to {} and the loop is over.",
-                    aside.display()
-                )),
-                Err(move_error) => Outcome::refused(format!("for-loop: could not cancel: {e}; {move_error}")),
-            };
-        }
+        Err(e) => return end_unreadable(env, &paths, &e),
     };
     if state.meta.status != Status::Active {
         return Outcome::ok("for-loop: the loop in this session has already ended; nothing to cancel.");
     }
-    state.meta.status = Status::Ended;
-    state.meta.outcome = Some(ReasonCode::Cancelled);
-    state.meta.updated_at = env.now;
-    state.meta.last_blocked = false;
-    let receipt = state.receipt(ReasonCode::Cancelled, env.now, None);
-    state.meta.receipt = Some(receipt.clone());
-    let mut lines: Vec<LedgerEntry> = noticed.iter().map(|incident| incident.note(&state, env.now)).collect();
-    lines.push(LedgerEntry {
-        receipt: Some(receipt.clone()),
-        origin: Some(origin),
-        ..LedgerEntry::new(&state, env.now, LedgerDecision::Cancel, ReasonCode::Cancelled)
-    });
+    let receipt = end_cancelled(&mut state, env.now);
+    let lines = cancel_lines(&state, &noticed, &receipt, origin, env.now);
     if let Err(e) = transaction.commit(&state, &lines) {
         return Outcome::refused(format!("for-loop: could not cancel, nothing changed: {e}"));
     }
     origin::after(&paths, &state, Mutation::Cancel, origin);
     drop(transaction);
     crate::commands::notify::after_end(&paths, &state, &receipt, env.now);
-    let mut ledger = paths.ledger.clone();
-    // A loop still waiting to be claimed is moved out of the way of the stops that search for it.
-    if state.meta.session_id.is_empty()
-        && let (Ok(store), Some(name)) = (Store::locate(env), paths.dir.file_name())
-    {
-        claim::sweep(&store, env.now);
-        let moved = store.root().join("unclaimed").join(name).join("ledger.jsonl");
-        if moved.exists() {
-            ledger = moved;
-        }
-    }
+    let ledger = ledger_after_cancel(env, &paths, &state);
     Outcome::ok(format!(
         "{}{}\nThe loop is over (cancelled {}); the next stop is allowed. Ledger: {}",
         crate::verdict::message::incident_lines(&noticed),
@@ -109,4 +77,73 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
         origin.by_whom(),
         ledger.display()
     ))
+}
+
+/// Whether `origin` may not cancel this loop. Judged on the loop as last committed: deleting or
+/// editing its state does not get a cancel past this.
+fn refused_by_origin(env: &Environment, paths: &LoopPaths, origin: Origin) -> Option<Outcome> {
+    let state = crate::store::custody::trusted_state(paths).ok().flatten()?;
+    if state.meta.status != Status::Active {
+        return None;
+    }
+    origin::gate(env, paths, &state, Mutation::Cancel, origin)
+}
+
+/// Ends a loop whose state cannot be read. Such a state cannot block either; moving it aside
+/// makes that plain.
+fn end_unreadable(env: &Environment, paths: &LoopPaths, e: &StoreError) -> Outcome {
+    let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
+    if let Some(armed) = &paths.armed {
+        let _ = crate::store::remove_if_present(armed);
+    }
+    match std::fs::rename(&paths.state, &aside) {
+        Ok(()) => Outcome::ok(format!(
+            "for-loop: the loop's state was unreadable ({e}); it is moved to {} and the loop is over.",
+            aside.display()
+        )),
+        Err(move_error) => Outcome::refused(format!("for-loop: could not cancel: {e}; {move_error}")),
+    }
+}
+
+/// Marks `state` ended by a cancel, and returns the receipt it now carries.
+fn end_cancelled(state: &mut LoopState, now: Timestamp) -> Receipt {
+    state.meta.status = Status::Ended;
+    state.meta.outcome = Some(ReasonCode::Cancelled);
+    state.meta.updated_at = now;
+    state.meta.last_blocked = false;
+    let receipt = state.receipt(ReasonCode::Cancelled, now, None);
+    state.meta.receipt = Some(receipt.clone());
+    receipt
+}
+
+/// The ledger lines of a cancel: what custody noticed, then the cancel itself.
+fn cancel_lines(
+    state: &LoopState,
+    noticed: &[Incident],
+    receipt: &Receipt,
+    origin: Origin,
+    now: Timestamp,
+) -> Vec<LedgerEntry> {
+    let mut lines: Vec<LedgerEntry> = noticed.iter().map(|incident| incident.note(state, now)).collect();
+    lines.push(LedgerEntry {
+        receipt: Some(receipt.clone()),
+        origin: Some(origin),
+        ..LedgerEntry::new(state, now, LedgerDecision::Cancel, ReasonCode::Cancelled)
+    });
+    lines
+}
+
+/// Where the cancelled loop's ledger is now. A loop still waiting to be claimed is moved out of
+/// the way of the stops that search for it, and its ledger with it.
+fn ledger_after_cancel(env: &Environment, paths: &LoopPaths, state: &LoopState) -> PathBuf {
+    if state.meta.session_id.is_empty()
+        && let (Ok(store), Some(name)) = (Store::locate(env), paths.dir.file_name())
+    {
+        claim::sweep(&store, env.now);
+        let moved = store.root().join("unclaimed").join(name).join("ledger.jsonl");
+        if moved.exists() {
+            return moved;
+        }
+    }
+    paths.ledger.clone()
 }

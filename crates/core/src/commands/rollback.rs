@@ -4,8 +4,10 @@
 use crate::commands::session::Target;
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
+use crate::store::LoopPaths;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
+use crate::store::state::LoopState;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 use crate::worktree::WorkTree;
@@ -16,21 +18,10 @@ const SHOWN: usize = 20;
 /// `text` is what was typed after `/for-loop:rollback`: nothing (list), `N` (show the plan) or
 /// `N --yes` (restore).
 pub(crate) fn run(env: &Environment, target: &Target, text: &str, origin: Origin) -> Outcome {
-    let mut n = None;
-    let mut yes = false;
-    for word in text.split_whitespace() {
-        match word {
-            "--yes" | "-y" => yes = true,
-            _ => match word.parse::<u32>() {
-                Ok(value) if n.is_none() => n = Some(value),
-                _ => {
-                    return Outcome::refused(format!(
-                        "for-loop: `{word}` is not a rollback option: give a checkpoint number, then --yes to restore it"
-                    ));
-                }
-            },
-        }
-    }
+    let Words { n, yes } = match Words::parse(text) {
+        Ok(words) => words,
+        Err(refusal) => return refusal,
+    };
     let (paths, state) = match target.loop_paths(env).map(|paths| paths.map(|p| (p.load(), p))) {
         Ok(Some((Ok(Some(state)), paths))) => (paths, state),
         Ok(None | Some((Ok(None), _))) => return Outcome::refused("for-loop: no loop in this session."),
@@ -43,61 +34,123 @@ pub(crate) fn run(env: &Environment, target: &Target, text: &str, origin: Origin
     let tree = WorkTree::open(&state.meta.cwd);
     let loop_id = &state.meta.loop_id;
     let Some(n) = n else {
-        return match tree.checkpoints(loop_id) {
-            Ok(list) if list.is_empty() => Outcome::ok(if state.meta.settings.checkpoint {
-                "for-loop: no checkpoints yet; one is taken after each iteration."
-            } else {
-                "for-loop: this loop takes no checkpoints; start a loop with --checkpoint to get them."
-            }),
-            Ok(list) => {
-                let lines: Vec<String> = list
-                    .iter()
-                    .map(|(n, commit)| {
-                        format!("  {n:>3}  {}  refs/for-loop/{loop_id}/{n}", &commit[..commit.len().min(12)])
-                    })
-                    .collect();
-                Outcome::ok(format!(
-                    "for-loop: checkpoints of loop {loop_id} (after each iteration):\n{}\n/for-loop:rollback N shows what restoring N would change.",
-                    lines.join("\n")
-                ))
-            }
-            Err(e) => Outcome::refused(format!("for-loop: {e}")),
-        };
+        return list_checkpoints(&tree, &state);
     };
     let plan = match if yes { tree.rollback(loop_id, n) } else { tree.rollback_plan(loop_id, n) } {
         Ok(plan) => plan,
         Err(e) => return Outcome::refused(format!("for-loop: {e}")),
     };
     if yes {
-        let entry = LedgerEntry {
-            detail: Some(format!("rolled back to checkpoint {n} ({})", plan.commit)),
-            origin: Some(origin),
-            ..LedgerEntry::new(&state, env.now, LedgerDecision::Rollback, ReasonCode::RolledBack)
-        };
-        let _ = entry.append_to(&paths.ledger);
-        origin::after(&paths, &state, Mutation::Rollback, origin);
+        record_rollback(env, &paths, &state, n, &plan.commit, origin);
     }
-    let list = |files: &[String]| {
-        let mut shown: Vec<String> = files.iter().take(SHOWN).map(|f| format!("    {f}")).collect();
-        if files.len() > SHOWN {
-            shown.push(format!("    and {} more", files.len() - SHOWN));
+    Outcome::ok(describe_plan(&state, n, yes, &plan.commit, &plan.restore, &plan.delete))
+}
+
+/// What was typed after `/for-loop:rollback`.
+struct Words {
+    /// The checkpoint asked for; none lists them.
+    n: Option<u32>,
+    /// `--yes`: restore it, not only show what restoring it would change.
+    yes: bool,
+}
+
+impl Words {
+    fn parse(text: &str) -> Result<Words, Outcome> {
+        let mut words = Words { n: None, yes: false };
+        for word in text.split_whitespace() {
+            match word {
+                "--yes" | "-y" => words.yes = true,
+                _ => match word.parse::<u32>() {
+                    Ok(value) if words.n.is_none() => words.n = Some(value),
+                    _ => {
+                        return Err(Outcome::refused(format!(
+                            "for-loop: `{word}` is not a rollback option: give a checkpoint number, then --yes to restore it"
+                        )));
+                    }
+                },
+            }
         }
-        if shown.is_empty() { "    (none)".to_string() } else { shown.join("\n") }
+        Ok(words)
+    }
+}
+
+/// The loop's checkpoints, one a line, or why there are none.
+fn list_checkpoints(tree: &WorkTree, state: &LoopState) -> Outcome {
+    let loop_id = &state.meta.loop_id;
+    match tree.checkpoints(loop_id) {
+        Ok(list) if list.is_empty() => Outcome::ok(if state.meta.settings.checkpoint {
+            "for-loop: no checkpoints yet; one is taken after each iteration."
+        } else {
+            "for-loop: this loop takes no checkpoints; start a loop with --checkpoint to get them."
+        }),
+        Ok(list) => {
+            let lines: Vec<String> = list
+                .iter()
+                .map(|(n, commit)| {
+                    format!("  {n:>3}  {}  refs/for-loop/{loop_id}/{n}", &commit[..commit.len().min(12)])
+                })
+                .collect();
+            Outcome::ok(format!(
+                "for-loop: checkpoints of loop {loop_id} (after each iteration):\n{}\n/for-loop:rollback N shows what restoring N would change.",
+                lines.join("\n")
+            ))
+        }
+        Err(e) => Outcome::refused(format!("for-loop: {e}")),
+    }
+}
+
+/// Writes the rollback done to checkpoint `n` (`commit`) to the ledger, and tells whoever
+/// watches mutations by `origin`.
+fn record_rollback(
+    env: &Environment,
+    paths: &LoopPaths,
+    state: &LoopState,
+    n: u32,
+    commit: &str,
+    origin: Origin,
+) {
+    let entry = LedgerEntry {
+        detail: Some(format!("rolled back to checkpoint {n} ({commit})")),
+        origin: Some(origin),
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Rollback, ReasonCode::RolledBack)
     };
+    let _ = entry.append_to(&paths.ledger);
+    origin::after(paths, state, Mutation::Rollback, origin);
+}
+
+/// What rolling back to checkpoint `n` changed (`done`) or would change: the files restored and
+/// deleted.
+fn describe_plan(
+    state: &LoopState,
+    n: u32,
+    done: bool,
+    commit: &str,
+    restore: &[String],
+    delete: &[String],
+) -> String {
     let (verb_restore, verb_delete) =
-        if yes { ("restored", "deleted") } else { ("would restore", "would delete") };
+        if done { ("restored", "deleted") } else { ("would restore", "would delete") };
     let mut out = format!(
         "for-loop: {} checkpoint {n} ({}) in {}\n  {verb_restore}:\n{}\n  {verb_delete}:\n{}",
-        if yes { "rolled back to" } else { "rolling back to" },
-        &plan.commit[..plan.commit.len().min(12)],
+        if done { "rolled back to" } else { "rolling back to" },
+        &commit[..commit.len().min(12)],
         state.meta.cwd.display(),
-        list(&plan.restore),
-        list(&plan.delete)
+        file_list(restore),
+        file_list(delete)
     );
-    if !yes {
+    if !done {
         out.push_str(&format!(
             "\nNothing was changed. To do it: /for-loop:rollback {n} --yes (your git index, HEAD, branches and stash are not touched)."
         ));
     }
-    Outcome::ok(out)
+    out
+}
+
+/// `files` one a line, the first [`SHOWN`] of them by name.
+fn file_list(files: &[String]) -> String {
+    let mut shown: Vec<String> = files.iter().take(SHOWN).map(|f| format!("    {f}")).collect();
+    if files.len() > SHOWN {
+        shown.push(format!("    and {} more", files.len() - SHOWN));
+    }
+    if shown.is_empty() { "    (none)".to_string() } else { shown.join("\n") }
 }

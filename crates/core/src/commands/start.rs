@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checks::oracle::Oracle;
 use crate::checks::stall::Streaks;
+use crate::checks::strict::Tier;
 use crate::checks::test_ratchet::TestRatchet;
 use crate::checks::test_suite;
 use crate::commands::request::{LoopRequest, RequestError};
@@ -55,78 +56,21 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
     };
     let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
-    if cwd.to_str().is_none() {
-        return Outcome::refused(format!(
-            "for-loop: not started: the directory {} has a name that is not UTF-8 text, and the \
-             loop's state keeps it as text. Start the loop in a directory whose path is UTF-8 \
-             (rename it, or pass --cwd through a symlink with a UTF-8 name).",
-            cwd.display()
-        ));
-    }
     let host = options.host.unwrap_or_default();
-    if request.metric.is_some() && !WorkTree::open(&cwd).is_git() {
-        return Outcome::refused(format!(
-            "for-loop: not started: metric mode keeps and rolls back changes with git checkpoints, and {} is \
-             not in a git repository: run `git init` there first.",
-            cwd.display()
-        ));
-    }
-    if request.completion_promise.is_some() && !host.sends_last_message() {
-        return Outcome::refused(format!(
-            "for-loop: not started: --completion-promise needs the agent's last message, which {} \
-             does not give hooks. Use --verify CMD to decide when the task is done.",
-            host.name()
-        ));
-    }
-    if request.max_tokens.is_some() && !host.transcript_records_usage() {
-        return Outcome::refused(format!(
-            "for-loop: not started: --max-tokens needs the model usage the host's transcript records, \
-             and for-loop reads it only from Claude Code's transcripts, not {}'s. Use --max-time or \
-             --max-iterations to bound the loop.",
-            host.name()
-        ));
+    if let Some(refusal) = unsupported(&request, &cwd, host) {
+        return refusal;
     }
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
-    let tier = crate::checks::strict::tier(
-        env,
-        host,
-        &options.cwd.clone().unwrap_or_else(|| env.cwd.clone()),
-        store.root(),
-    );
-    if (request.require_strict || env.var("FOR_LOOP_REQUIRE_STRICT").is_some_and(|v| v != "0"))
-        && !tier.strict
-    {
-        return Outcome::refused(format!(
-            "for-loop: not started: strict mode is required ({}), but this loop would run in the {}. \
-             See the README's threat model for the settings that turn strict mode on.",
-            if request.require_strict { "--require-strict" } else { "FOR_LOOP_REQUIRE_STRICT" },
-            tier.line()
-        ));
+    let tier = crate::checks::strict::tier(env, host, &cwd, store.root());
+    if let Some(refusal) = strict_required(env, &request, &tier) {
+        return refusal;
     }
-    let (paths, session_id, claim_token) = match session::session_id(env, options.session_id.as_deref()) {
-        Some(id) => (store.paths(id), id, None),
-        None if !host.tells_commands_the_session() => {
-            claim::sweep(&store, env.now);
-            let token = match claim::new_token() {
-                Ok(token) => token,
-                Err(e) => {
-                    return Outcome::refused(format!(
-                        "for-loop: not started: no random bytes for the loop's claim token ({e}). \
-                         Start it with --session ID (the conversation id) instead."
-                    ));
-                }
-            };
-            (store.pending_paths(&claim::pending_key(&token)), "", Some(token))
-        }
-        None => {
-            return Outcome::refused(
-                "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
-                 newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
-            );
-        }
+    let (paths, session_id, claim_token) = match place(env, options, &store, host) {
+        Ok(place) => place,
+        Err(refusal) => return refusal,
     };
     if let Err(e) = std::fs::create_dir_all(&paths.dir) {
         return Outcome::refused(format!(
@@ -138,83 +82,10 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(transaction) => transaction,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
-    match paths.load() {
-        Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => {
-            return Outcome::refused(format!(
-                "for-loop: not started: this session already has a loop at iteration {} of {}. \
-                 Cancel it first ({}), or let it finish.",
-                existing.meta.iteration,
-                existing.meta.settings.max_iterations,
-                existing.meta.host.commands().cancel
-            ));
-        }
-        Ok(Some(existing)) => {
-            if let Err(e) = paths.archive(&existing.meta.loop_id) {
-                return Outcome::refused(format!(
-                    "for-loop: not started: could not archive the last loop: {e}"
-                ));
-            }
-        }
-        Ok(None) => {}
-        // An unreadable old state is kept for inspection, out of the new loop's way.
-        Err(_) => {
-            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
-            if let Err(e) = std::fs::rename(&paths.state, &aside) {
-                return Outcome::refused(format!(
-                    "for-loop: not started: could not move the unreadable state aside: {e}"
-                ));
-            }
-        }
+    if let Err(refusal) = clear_the_way(env, &paths, session_id) {
+        return refusal;
     }
-
-    let mut state = LoopState {
-        meta: Meta {
-            schema: SCHEMA_VERSION,
-            loop_id: loop_id(env, session_id),
-            session_id: session_id.to_string(),
-            host,
-            cwd: cwd.clone(),
-            settings: Settings {
-                verify: request.verify.clone(),
-                completion_promise: request.completion_promise.clone(),
-                max_iterations: request.max_iterations,
-                verify_timeout_secs: request.verify_timeout_secs,
-                max_same_failures: request.max_same_failures,
-                escalation: request.escalation.clone(),
-                max_time_secs: request.max_time_secs,
-                checkpoint: request.checkpoint,
-                max_tokens: request.max_tokens,
-                notify: request.notify.clone(),
-                metric: request.metric.clone(),
-                allow_test_edits: request.allow_test_edits,
-            },
-            iteration: 1,
-            status: Status::Active,
-            outcome: None,
-            started_at: env.now,
-            updated_at: env.now,
-            verify_total_ms: 0,
-            last_verify: None,
-            tests: TestRatchet::new(request.allow_test_edits),
-            oracle: Oracle::capture_commands(
-                &cwd,
-                &judges(&request),
-                &request.protect,
-                !request.allow_test_edits,
-            ),
-            streaks: Streaks::default(),
-            baseline_tree: WorkTree::open(&cwd).tree_id().ok(),
-            last_blocked: false,
-            harness_overrides: 0,
-            receipt: None,
-            usage: None,
-            metric: None,
-            transcript: options.transcript.clone(),
-            awaiting: options.awaiting.clone(),
-            tier: Some(tier.line()),
-        },
-        task: request.task.clone(),
-    };
+    let mut state = new_state(env, options, &request, session_id, &cwd, &tier);
     let mut lessons = Vec::new();
     if let Some(metric) = &request.metric {
         match crate::commands::metric_start::baseline(env, &store, &mut state, metric) {
@@ -248,6 +119,169 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     Outcome::ok(shown)
 }
 
+/// Why `request` cannot be run in `cwd` on `host`, if it cannot.
+fn unsupported(request: &LoopRequest, cwd: &Path, host: Host) -> Option<Outcome> {
+    if cwd.to_str().is_none() {
+        return Some(Outcome::refused(format!(
+            "for-loop: not started: the directory {} has a name that is not UTF-8 text, and the \
+             loop's state keeps it as text. Start the loop in a directory whose path is UTF-8 \
+             (rename it, or pass --cwd through a symlink with a UTF-8 name).",
+            cwd.display()
+        )));
+    }
+    if request.metric.is_some() && !WorkTree::open(cwd).is_git() {
+        return Some(Outcome::refused(format!(
+            "for-loop: not started: metric mode keeps and rolls back changes with git checkpoints, and {} is \
+             not in a git repository: run `git init` there first.",
+            cwd.display()
+        )));
+    }
+    if request.completion_promise.is_some() && !host.sends_last_message() {
+        return Some(Outcome::refused(format!(
+            "for-loop: not started: --completion-promise needs the agent's last message, which {} \
+             does not give hooks. Use --verify CMD to decide when the task is done.",
+            host.name()
+        )));
+    }
+    if request.max_tokens.is_some() && !host.transcript_records_usage() {
+        return Some(Outcome::refused(format!(
+            "for-loop: not started: --max-tokens needs the model usage the host's transcript records, \
+             and for-loop reads it only from Claude Code's transcripts, not {}'s. Use --max-time or \
+             --max-iterations to bound the loop.",
+            host.name()
+        )));
+    }
+    None
+}
+
+/// The refusal when strict mode is required (`--require-strict` or `FOR_LOOP_REQUIRE_STRICT`)
+/// and the loop would run in another tier.
+fn strict_required(env: &Environment, request: &LoopRequest, tier: &Tier) -> Option<Outcome> {
+    let required = request.require_strict || env.var("FOR_LOOP_REQUIRE_STRICT").is_some_and(|v| v != "0");
+    if !required || tier.strict {
+        return None;
+    }
+    Some(Outcome::refused(format!(
+        "for-loop: not started: strict mode is required ({}), but this loop would run in the {}. \
+         See the README's threat model for the settings that turn strict mode on.",
+        if request.require_strict { "--require-strict" } else { "FOR_LOOP_REQUIRE_STRICT" },
+        tier.line()
+    )))
+}
+
+/// Where the loop is kept: under its session id, or, on a host that does not tell commands the
+/// session, under a claim token until its conversation claims it. Returns the loop's files, its
+/// session id (empty until claimed) and the claim token.
+fn place<'a>(
+    env: &'a Environment,
+    options: &'a StartOptions,
+    store: &Store,
+    host: Host,
+) -> Result<(LoopPaths, &'a str, Option<String>), Outcome> {
+    match session::session_id(env, options.session_id.as_deref()) {
+        Some(id) => Ok((store.paths(id), id, None)),
+        None if !host.tells_commands_the_session() => {
+            claim::sweep(store, env.now);
+            let token = claim::new_token().map_err(|e| {
+                Outcome::refused(format!(
+                    "for-loop: not started: no random bytes for the loop's claim token ({e}). \
+                     Start it with --session ID (the conversation id) instead."
+                ))
+            })?;
+            Ok((store.pending_paths(&claim::pending_key(&token)), "", Some(token)))
+        }
+        None => Err(Outcome::refused(
+            "for-loop: not started: no session id. The host must pass one (Claude Code 2.1.9 or \
+             newer substitutes ${CLAUDE_SESSION_ID}); from a shell, use --session ID.",
+        )),
+    }
+}
+
+/// Makes room for the new loop: a loop still running refuses it, an ended one is archived.
+fn clear_the_way(env: &Environment, paths: &LoopPaths, session_id: &str) -> Result<(), Outcome> {
+    match paths.load() {
+        Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => Err(Outcome::refused(format!(
+            "for-loop: not started: this session already has a loop at iteration {} of {}. \
+             Cancel it first ({}), or let it finish.",
+            existing.meta.iteration,
+            existing.meta.settings.max_iterations,
+            existing.meta.host.commands().cancel
+        ))),
+        Ok(Some(existing)) => paths.archive(&existing.meta.loop_id).map(|_| ()).map_err(|e| {
+            Outcome::refused(format!("for-loop: not started: could not archive the last loop: {e}"))
+        }),
+        Ok(None) => Ok(()),
+        // An unreadable old state is kept for inspection, out of the new loop's way.
+        Err(_) => {
+            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
+            std::fs::rename(&paths.state, &aside).map_err(|e| {
+                Outcome::refused(format!(
+                    "for-loop: not started: could not move the unreadable state aside: {e}"
+                ))
+            })
+        }
+    }
+}
+
+/// The new loop's state at its first iteration.
+fn new_state(
+    env: &Environment,
+    options: &StartOptions,
+    request: &LoopRequest,
+    session_id: &str,
+    cwd: &Path,
+    tier: &Tier,
+) -> LoopState {
+    LoopState {
+        meta: Meta {
+            schema: SCHEMA_VERSION,
+            loop_id: loop_id(env, session_id),
+            session_id: session_id.to_string(),
+            host: options.host.unwrap_or_default(),
+            cwd: cwd.to_path_buf(),
+            settings: Settings {
+                verify: request.verify.clone(),
+                completion_promise: request.completion_promise.clone(),
+                max_iterations: request.max_iterations,
+                verify_timeout_secs: request.verify_timeout_secs,
+                max_same_failures: request.max_same_failures,
+                escalation: request.escalation.clone(),
+                max_time_secs: request.max_time_secs,
+                checkpoint: request.checkpoint,
+                max_tokens: request.max_tokens,
+                notify: request.notify.clone(),
+                metric: request.metric.clone(),
+                allow_test_edits: request.allow_test_edits,
+            },
+            iteration: 1,
+            status: Status::Active,
+            outcome: None,
+            started_at: env.now,
+            updated_at: env.now,
+            verify_total_ms: 0,
+            last_verify: None,
+            tests: TestRatchet::new(request.allow_test_edits),
+            oracle: Oracle::capture_commands(
+                cwd,
+                &judges(request),
+                &request.protect,
+                !request.allow_test_edits,
+            ),
+            streaks: Streaks::default(),
+            baseline_tree: WorkTree::open(cwd).tree_id().ok(),
+            last_blocked: false,
+            harness_overrides: 0,
+            receipt: None,
+            usage: None,
+            metric: None,
+            transcript: options.transcript.clone(),
+            awaiting: options.awaiting.clone(),
+            tier: Some(tier.line()),
+        },
+        task: request.task.clone(),
+    }
+}
+
 /// The commands whose files are the oracle: verify, and a metric loop's metric and guard.
 fn judges(request: &LoopRequest) -> Vec<&str> {
     let metric = request.metric.as_ref();
@@ -262,7 +296,7 @@ fn banner(
     paths: &LoopPaths,
     claim_token: Option<&str>,
     env: &Environment,
-    tier: &crate::checks::strict::Tier,
+    tier: &Tier,
 ) -> String {
     let settings = &state.meta.settings;
     let mut out = format!("for-loop: loop started, iteration 1 of {}.\n", settings.max_iterations);

@@ -76,23 +76,11 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
 
 fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
     let fields = Fields(object);
-    // Copilot CLI's `userPromptSubmitted` spells it in camelCase.
-    let session_id =
-        fields.string("session_id").ok().flatten().or_else(|| fields.string("sessionId").ok().flatten());
-    let (Some(session_id), Ok(Some(prompt))) = (session_id, fields.string("prompt")) else {
-        return PromptResponse::default();
-    };
+    let Some((session_id, prompt)) = session_and_prompt(&fields) else { return PromptResponse::default() };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
-    // A command this hook carried out earlier that the host never recorded the user sending is
-    // undone first, so what follows sees the loop as it really is.
-    let unconfirmed =
-        if dir.exists() { crate::provenance::confirmation::settle(env, &session_id) } else { None };
-    let mut notice = if dir.exists() { Notice::take(&dir) } else { None };
-    if let Some(line) = unconfirmed {
-        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
-    }
+    let mut notice = waiting_notice(env, &session_id, &dir);
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
     // naming an empty file.
@@ -107,17 +95,8 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // A hook killed while it judged the last stop let that stop through: the user hears it now,
     // and the next stop records it.
     let forged = transcript.as_deref().is_some_and(crate::host::transcript::tool_call_still_pending);
-    let interrupted =
-        if dir.exists() { crate::store::judgment::Judgment::interrupted(&paths, env.now) } else { None };
-    // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
-    let unjudged = match (&interrupted, &transcript) {
-        (None, Some(transcript)) if host == Host::ClaudeCode && !forged && dir.exists() => {
-            unjudged_turn(env, &paths, transcript)
-        }
-        _ => None,
-    };
-    if let Some(line) = interrupted.map(|what| format!("for-loop: {what}.")).or(unjudged) {
-        notice = Some(notice.map_or(line.clone(), |notice| format!("{line}\n{notice}")));
+    if let Some(line) = missed_stop(env, host, &paths, transcript.as_deref(), forged) {
+        notice = Some(prepend(&line, notice));
     }
     // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
     // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
@@ -129,20 +108,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return PromptResponse::default();
     }
     let Some(command) = UserCommand::parse(host, &prompt) else {
-        // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
-        // itself: what they must hear is told that way, and they send the prompt again.
-        if host == Host::CopilotCli && dir.exists() {
-            let overridden = crate::hook::copilot_block::block_overridden(env, &paths);
-            let told = match (notice, overridden) {
-                (Some(notice), Some(overridden)) => Some(format!("{notice}\n\n{overridden}")),
-                (Some(notice), None) => Some(format!(
-                    "{notice}\n\nThis prompt was not sent to the agent, so that you see this first: send it again."
-                )),
-                (None, overridden) => overridden,
-            };
-            return PromptResponse { block: told, ..PromptResponse::default() };
-        }
-        return PromptResponse { system_message: notice, ..PromptResponse::default() };
+        return not_a_command(env, host, &paths, notice);
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
     let kind = crate::store::awaiting::Kind::of(command.kind);
@@ -151,43 +117,13 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         // A start over a running loop is refused anyway, and says why.
         && !(kind == crate::store::awaiting::Kind::Start && state.is_active())
     {
-        return PromptResponse {
-            block: Some(format!(
-                "for-loop: `{}` was not run: this loop's transcript ({}) cannot be read, so for-loop \
-                 cannot tell your prompt from one a program sent. From a terminal outside the agent, \
-                 run `{}`.",
-                command.name,
-                state.meta.transcript.as_ref().map_or("not recorded".into(), |t| t.display().to_string()),
-                kind.terminal_command(&session_id)
-            )),
-            system_message: notice,
-            context: None,
-        };
+        return not_run(unreadable_transcript(&command, state, kind, &session_id), notice);
     }
     if forged {
-        return PromptResponse {
-            block: Some(format!(
-                "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
-                 you type arrives between turns, so this one came from a program the agent ran. \
-                 If you typed it, send it again once the agent has stopped.",
-                command.name
-            )),
-            system_message: notice,
-            context: None,
-        };
+        return not_run(sent_mid_tool_call(&command), notice);
     }
     if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
-        return PromptResponse {
-            block: Some(format!(
-                "for-loop: `{}` was not run: this exact text is in the agent's own {tool} call \
-                 earlier in this conversation, so it may have been submitted by the agent, not \
-                 typed by you. If you typed it, type it again with a word added at the end (e.g. \
-                 `{} now`); for-loop ignores extra words after cancel and status.",
-                command.name, command.name
-            )),
-            system_message: notice,
-            context: None,
-        };
+        return not_run(in_agent_tool_call(&command, &tool), notice);
     }
     // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
     // carried out, so a hook killed in between leaves the mark, never a change without one.
@@ -198,14 +134,136 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         && awaiting.kind != crate::store::awaiting::Kind::Start
         && let Err(why) = crate::provenance::confirmation::mark(&paths, awaiting, env.now)
     {
-        return PromptResponse {
-            block: Some(format!("for-loop: `{}` was not run: {why}.", command.name)),
-            system_message: notice,
-            context: None,
-        };
+        return not_run(format!("for-loop: `{}` was not run: {why}.", command.name), notice);
     }
-    let mut outcome =
-        carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
+    let outcome = carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
+    answer(env, host, &dir, &command, outcome, notice)
+}
+
+/// The event's session id and prompt, when it has both.
+fn session_and_prompt(fields: &Fields) -> Option<(String, String)> {
+    // Copilot CLI's `userPromptSubmitted` spells it in camelCase.
+    let session_id =
+        fields.string("session_id").ok().flatten().or_else(|| fields.string("sessionId").ok().flatten());
+    let (Some(session_id), Ok(Some(prompt))) = (session_id, fields.string("prompt")) else {
+        return None;
+    };
+    Some((session_id, prompt))
+}
+
+/// What waits to be told to the user of this session's loop in `dir`, if it has one.
+fn waiting_notice(env: &Environment, session_id: &str, dir: &Path) -> Option<String> {
+    // A command this hook carried out earlier that the host never recorded the user sending is
+    // undone first, so what follows sees the loop as it really is.
+    let unconfirmed =
+        if dir.exists() { crate::provenance::confirmation::settle(env, session_id) } else { None };
+    let notice = if dir.exists() { Notice::take(dir) } else { None };
+    match unconfirmed {
+        Some(line) => Some(prepend(&line, notice)),
+        None => notice,
+    }
+}
+
+/// `line`, then `notice` below it when there is one.
+fn prepend(line: &str, notice: Option<String>) -> String {
+    notice.map_or(line.to_string(), |notice| format!("{line}\n{notice}"))
+}
+
+/// Words for the user about the loop's last stop, when no Stop judgment held it: the hook was
+/// killed while it judged, or it did not run.
+fn missed_stop(
+    env: &Environment,
+    host: Host,
+    paths: &crate::store::LoopPaths,
+    transcript: Option<&Path>,
+    forged: bool,
+) -> Option<String> {
+    let interrupted =
+        if paths.dir.exists() { crate::store::judgment::Judgment::interrupted(paths, env.now) } else { None };
+    // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
+    let unjudged = match (&interrupted, transcript) {
+        (None, Some(transcript)) if host == Host::ClaudeCode && !forged && paths.dir.exists() => {
+            unjudged_turn(env, paths, transcript)
+        }
+        _ => None,
+    };
+    interrupted.map(|what| format!("for-loop: {what}.")).or(unjudged)
+}
+
+/// The answer to a prompt that is no command: it goes to the model, with `notice` for the user.
+fn not_a_command(
+    env: &Environment,
+    host: Host,
+    paths: &crate::store::LoopPaths,
+    notice: Option<String>,
+) -> PromptResponse {
+    // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
+    // itself: what they must hear is told that way, and they send the prompt again.
+    if host == Host::CopilotCli && paths.dir.exists() {
+        let overridden = crate::hook::copilot_block::block_overridden(env, paths);
+        let told = match (notice, overridden) {
+            (Some(notice), Some(overridden)) => Some(format!("{notice}\n\n{overridden}")),
+            (Some(notice), None) => Some(format!(
+                "{notice}\n\nThis prompt was not sent to the agent, so that you see this first: send it again."
+            )),
+            (None, overridden) => overridden,
+        };
+        return PromptResponse { block: told, ..PromptResponse::default() };
+    }
+    PromptResponse { system_message: notice, ..PromptResponse::default() }
+}
+
+/// A command refused before it was carried out: `why` is shown to the user, the prompt goes no
+/// further.
+fn not_run(why: String, notice: Option<String>) -> PromptResponse {
+    PromptResponse { block: Some(why), system_message: notice, context: None }
+}
+
+fn unreadable_transcript(
+    command: &UserCommand,
+    state: &crate::store::state::LoopState,
+    kind: crate::store::awaiting::Kind,
+    session_id: &str,
+) -> String {
+    format!(
+        "for-loop: `{}` was not run: this loop's transcript ({}) cannot be read, so for-loop \
+         cannot tell your prompt from one a program sent. From a terminal outside the agent, \
+         run `{}`.",
+        command.name,
+        state.meta.transcript.as_ref().map_or("not recorded".into(), |t| t.display().to_string()),
+        kind.terminal_command(session_id)
+    )
+}
+
+fn sent_mid_tool_call(command: &UserCommand) -> String {
+    format!(
+        "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
+         you type arrives between turns, so this one came from a program the agent ran. \
+         If you typed it, send it again once the agent has stopped.",
+        command.name
+    )
+}
+
+fn in_agent_tool_call(command: &UserCommand, tool: &str) -> String {
+    format!(
+        "for-loop: `{}` was not run: this exact text is in the agent's own {tool} call \
+         earlier in this conversation, so it may have been submitted by the agent, not \
+         typed by you. If you typed it, type it again with a word added at the end (e.g. \
+         `{} now`); for-loop ignores extra words after cancel and status.",
+        command.name, command.name
+    )
+}
+
+/// The answer for a command carried out with `outcome`, which is also kept beside the loop in
+/// `dir` for the command file to show.
+fn answer(
+    env: &Environment,
+    host: Host,
+    dir: &Path,
+    command: &UserCommand,
+    mut outcome: Outcome,
+    notice: Option<String>,
+) -> PromptResponse {
     // Codex skips a hook it was not told to trust, silently: a loop started there must not look
     // like one that holds.
     let untrusted =
@@ -222,7 +280,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         output: outcome.stdout.clone(),
     };
     if let Ok(bytes) = serde_json::to_vec(&record) {
-        let _ = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("prompt.json"), bytes));
+        let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("prompt.json"), bytes));
     }
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.

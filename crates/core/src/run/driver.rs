@@ -100,69 +100,11 @@ impl Driver {
     }
 
     fn prepare(env: &Environment, options: &RunOptions, fresh_id: Option<String>) -> Result<Driver, Outcome> {
-        let refuse = |what: String| Outcome::refused(format!("for-loop: run: {what}"));
-        let store = Store::locate(env).map_err(|e| refuse(e.to_string()))?;
+        let store = Store::locate(env).map_err(refuse)?;
         let path = env.var("PATH");
-        let (session_id, record) = if let Some(wanted) = &options.resume {
-            {
-                let session_id = newest_run(&store, wanted).ok_or_else(|| {
-                    refuse(format!(
-                        "no run loop to resume{}. `loop-hook status --all` lists the loops.",
-                        if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
-                    ))
-                })?;
-                let paths = store.paths(&session_id);
-                let text = fs::read_to_string(paths.dir.join("run.json"))
-                    .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
-                let record: RunRecord =
-                    serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
-                reactivate(&paths, env, &options.more).map_err(refuse)?;
-                (session_id, record)
-            }
-        } else {
-            {
-                let agent = match options.agent {
-                    Some(agent) => agent,
-                    None => Agent::ALL.into_iter().find(|a| a.locate(path).is_some()).ok_or_else(|| {
-                        refuse("no agent CLI found on PATH (claude, gemini or codex); install one or pass --agent".into())
-                    })?,
-                };
-                let token = crate::provenance::claim::new_token()
-                    .map_err(|e| refuse(format!("no random bytes: {e}")))?;
-                // The token's random hex after its prefix, behind the time: sortable and unique.
-                let random: String = token.chars().rev().take(8).collect();
-                let session_id =
-                    fresh_id.unwrap_or_else(|| format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S")));
-                let started = start::run(
-                    env,
-                    &StartOptions {
-                        session_id: Some(session_id.clone()),
-                        cwd: None,
-                        host: Some(agent.host()),
-                        origin: Some(crate::host::origin::Origin::of_command_line(env)),
-                        transcript: None,
-                        ..StartOptions::default()
-                    },
-                    &options.loop_text,
-                );
-                if started.code != crate::support::outcome::Code::Success
-                    || options.loop_text.trim().is_empty()
-                {
-                    return Err(Outcome {
-                        stdout: started.stdout.replace("/for-loop", "loop-hook run"),
-                        ..started
-                    });
-                }
-                let record = RunRecord {
-                    agent: agent.program().into(),
-                    agent_args: options.agent_args.clone(),
-                    backoff_secs: options.backoff.unwrap_or(DEFAULT_BACKOFF).as_secs(),
-                };
-                let paths = store.paths(&session_id);
-                let _ =
-                    fs::write(paths.dir.join("run.json"), serde_json::to_string(&record).unwrap_or_default());
-                (session_id, record)
-            }
+        let (session_id, record) = match &options.resume {
+            Some(wanted) => resume_run(env, &store, options, wanted)?,
+            None => start_run(env, &store, options, fresh_id)?,
         };
         let agent = Agent::from_name(&record.agent)
             .ok_or_else(|| refuse(format!("unknown agent {}", record.agent)))?;
@@ -205,29 +147,9 @@ impl Driver {
             if self.stops_asked() > 0 {
                 return self.park_interrupted(&state);
             }
-            let iteration = state.meta.iteration;
-            let prompt = self.prompt(&state, &progress);
-            // A run held by a limit keeps its log: the retry writes its own.
-            let retry = if limit_waits == 0 { String::new() } else { format!("-retry-{limit_waits}") };
-            let log = self.paths.dir.join("logs").join(format!("iteration-{iteration}{retry}.jsonl"));
-            self.event(
-                json!({"event": "iteration", "iteration": iteration,
-                "max_iterations": state.meta.settings.max_iterations, "log": log}),
-                &format!(
-                    "iteration {iteration}/{}: {} running, log {}",
-                    state.meta.settings.max_iterations,
-                    self.agent.program(),
-                    log.display()
-                ),
-            );
-            let (code, output) = match self.run_agent(&prompt, &log) {
+            let (code, output) = match self.run_iteration(&state, &progress, limit_waits) {
                 Ok(ran) => ran,
-                Err(e) => {
-                    return Outcome::refused(format!(
-                        "for-loop: run: could not start {}: {e}",
-                        self.program.display()
-                    ));
-                }
+                Err(outcome) => return outcome,
             };
             if self.stops_asked() > 0 {
                 return self.park_interrupted(&state);
@@ -235,51 +157,124 @@ impl Driver {
             match limits::classify(self.agent, code, &output, &Zoned::now()) {
                 AgentEnd::Limited { what, wait } => {
                     limit_waits += 1;
-                    let wait = wait.unwrap_or_else(|| limits::backoff(self.backoff, limit_waits - 1));
-                    self.record(&state, LedgerDecision::Allow, ReasonCode::AgentLimited, Some(&what));
-                    if limit_waits > MAX_LIMIT_WAITS {
-                        return self.park(&state, ReasonCode::AgentLimited, &what);
-                    }
-                    self.event(json!({"event": "limit", "iteration": iteration, "wait_secs": wait.as_secs(), "what": what}),
-                        &format!("iteration {iteration}: {} hit a limit ({what}); waiting {} s, not counted",
-                            self.agent.program(), wait.as_secs()));
-                    if self.sleep(wait) {
-                        return self.park_interrupted(&state);
+                    if let Some(parked) = self.wait_out_limit(&state, &what, wait, limit_waits) {
+                        return parked;
                     }
                     continue;
                 }
                 AgentEnd::Failed { what } => {
                     failures += 1;
-                    self.record(&state, LedgerDecision::Allow, ReasonCode::AgentFailed, Some(&what));
-                    self.event(json!({"event": "agent_failed", "iteration": iteration, "what": what, "in_a_row": failures}),
-                        &format!("iteration {iteration}: {} failed ({what}), {failures} in a row", self.agent.program()));
-                    if failures >= MAX_AGENT_FAILURES {
-                        return self.park(&state, ReasonCode::AgentFailed, &what);
+                    if let Some(parked) = self.agent_failed(&state, &what, failures) {
+                        return parked;
                     }
                 }
                 AgentEnd::Finished => failures = 0,
             }
             limit_waits = 0;
-            let event = StopEvent {
-                session_id: self.session_id.clone(),
-                stop_hook_active: None,
-                last_assistant_message: self.agent.final_message(&output),
-                transcript: None,
-            };
-            let env = self.env.with_now(Timestamp::now());
-            let response = stop_hook::judge(&env, self.agent.host(), &event);
-            if let Some(reason) = &response.block {
-                let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
-            }
-            let after = self.paths.load().ok().flatten();
-            if let Some(after) = after.filter(LoopState::is_active) {
-                let last = after.meta.last_verify.as_ref().map(|v| v.exit_code);
-                self.event(json!({"event": "verify", "iteration": iteration, "exit_code": last,
-                    "same_failure": after.meta.streaks.same_failure, "no_change": after.meta.streaks.no_change}),
-                    &format!("iteration {iteration}: verify exit {} · same failure ×{} · {:.0?} elapsed",
-                        last.flatten().map_or("?".into(), |c| c.to_string()),
-                        after.meta.streaks.same_failure, self.started.elapsed()));
-            }
+            self.judge(&state, &output);
+        }
+    }
+
+    /// Runs the agent once on this iteration's prompt; returns its exit code and output. The
+    /// `limit_waits`th retry after a limit gets its own log.
+    fn run_iteration(
+        &self,
+        state: &LoopState,
+        progress: &Path,
+        limit_waits: u32,
+    ) -> Result<(Option<i32>, String), Outcome> {
+        let iteration = state.meta.iteration;
+        let prompt = self.prompt(state, progress);
+        // A run held by a limit keeps its log: the retry writes its own.
+        let retry = if limit_waits == 0 { String::new() } else { format!("-retry-{limit_waits}") };
+        let log = self.paths.dir.join("logs").join(format!("iteration-{iteration}{retry}.jsonl"));
+        self.event(
+            json!({"event": "iteration", "iteration": iteration,
+            "max_iterations": state.meta.settings.max_iterations, "log": log}),
+            &format!(
+                "iteration {iteration}/{}: {} running, log {}",
+                state.meta.settings.max_iterations,
+                self.agent.program(),
+                log.display()
+            ),
+        );
+        self.run_agent(&prompt, &log).map_err(|e| {
+            Outcome::refused(format!("for-loop: run: could not start {}: {e}", self.program.display()))
+        })
+    }
+
+    /// Waits out the `limit_waits`th limit in a row the agent hit, not counted as an iteration.
+    /// `Some`: the loop is parked instead (too many in a row, or interrupted while waiting).
+    fn wait_out_limit(
+        &self,
+        state: &LoopState,
+        what: &str,
+        wait: Option<Duration>,
+        limit_waits: u32,
+    ) -> Option<Outcome> {
+        let iteration = state.meta.iteration;
+        let wait = wait.unwrap_or_else(|| limits::backoff(self.backoff, limit_waits - 1));
+        self.record(state, LedgerDecision::Allow, ReasonCode::AgentLimited, Some(what));
+        if limit_waits > MAX_LIMIT_WAITS {
+            return Some(self.park(state, ReasonCode::AgentLimited, what));
+        }
+        self.event(
+            json!({"event": "limit", "iteration": iteration, "wait_secs": wait.as_secs(), "what": what}),
+            &format!(
+                "iteration {iteration}: {} hit a limit ({what}); waiting {} s, not counted",
+                self.agent.program(),
+                wait.as_secs()
+            ),
+        );
+        if self.sleep(wait) {
+            return Some(self.park_interrupted(state));
+        }
+        None
+    }
+
+    /// Records the `failures`th failed agent run in a row. `Some`: the loop is parked, too many
+    /// failed.
+    fn agent_failed(&self, state: &LoopState, what: &str, failures: u32) -> Option<Outcome> {
+        let iteration = state.meta.iteration;
+        self.record(state, LedgerDecision::Allow, ReasonCode::AgentFailed, Some(what));
+        self.event(
+            json!({"event": "agent_failed", "iteration": iteration, "what": what, "in_a_row": failures}),
+            &format!("iteration {iteration}: {} failed ({what}), {failures} in a row", self.agent.program()),
+        );
+        if failures >= MAX_AGENT_FAILURES {
+            return Some(self.park(state, ReasonCode::AgentFailed, what));
+        }
+        None
+    }
+
+    /// Hands the iteration to the Stop hook's judge, keeps its block reason as the next prompt,
+    /// and reports the verify result of a loop that goes on.
+    fn judge(&self, state: &LoopState, output: &str) {
+        let iteration = state.meta.iteration;
+        let event = StopEvent {
+            session_id: self.session_id.clone(),
+            stop_hook_active: None,
+            last_assistant_message: self.agent.final_message(output),
+            transcript: None,
+        };
+        let env = self.env.with_now(Timestamp::now());
+        let response = stop_hook::judge(&env, self.agent.host(), &event);
+        if let Some(reason) = &response.block {
+            let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
+        }
+        let after = self.paths.load().ok().flatten();
+        if let Some(after) = after.filter(LoopState::is_active) {
+            let last = after.meta.last_verify.as_ref().map(|v| v.exit_code);
+            self.event(
+                json!({"event": "verify", "iteration": iteration, "exit_code": last,
+                "same_failure": after.meta.streaks.same_failure, "no_change": after.meta.streaks.no_change}),
+                &format!(
+                    "iteration {iteration}: verify exit {} · same failure ×{} · {:.0?} elapsed",
+                    last.flatten().map_or("?".into(), |c| c.to_string()),
+                    after.meta.streaks.same_failure,
+                    self.started.elapsed()
+                ),
+            );
         }
     }
 
@@ -505,6 +500,78 @@ fn catch_interrupts() {
 }
 
 /// The newest run loop in the store (its session id starts `run-`), or the one named `wanted`.
+/// A run that cannot go on, and why.
+fn refuse(what: impl std::fmt::Display) -> Outcome {
+    Outcome::refused(format!("for-loop: run: {what}"))
+}
+
+/// The run loop `wanted` names (the newest when empty), active again with `options.more`, and
+/// the driver settings it was started with.
+fn resume_run(
+    env: &Environment,
+    store: &Store,
+    options: &RunOptions,
+    wanted: &str,
+) -> Result<(String, RunRecord), Outcome> {
+    let session_id = newest_run(store, wanted).ok_or_else(|| {
+        refuse(format!(
+            "no run loop to resume{}. `loop-hook status --all` lists the loops.",
+            if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
+        ))
+    })?;
+    let paths = store.paths(&session_id);
+    let text = fs::read_to_string(paths.dir.join("run.json"))
+        .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
+    let record: RunRecord =
+        serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
+    reactivate(&paths, env, &options.more).map_err(refuse)?;
+    Ok((session_id, record))
+}
+
+/// Starts a new loop for the run (named `fresh_id`, or after the time), and keeps the driver's
+/// settings beside it for `--resume`.
+fn start_run(
+    env: &Environment,
+    store: &Store,
+    options: &RunOptions,
+    fresh_id: Option<String>,
+) -> Result<(String, RunRecord), Outcome> {
+    let agent = match options.agent {
+        Some(agent) => agent,
+        None => Agent::ALL.into_iter().find(|a| a.locate(env.var("PATH")).is_some()).ok_or_else(|| {
+            refuse("no agent CLI found on PATH (claude, gemini or codex); install one or pass --agent")
+        })?,
+    };
+    let token = crate::provenance::claim::new_token().map_err(|e| refuse(format!("no random bytes: {e}")))?;
+    // The token's random hex after its prefix, behind the time: sortable and unique.
+    let random: String = token.chars().rev().take(8).collect();
+    let session_id =
+        fresh_id.unwrap_or_else(|| format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S")));
+    let started = start::run(
+        env,
+        &StartOptions {
+            session_id: Some(session_id.clone()),
+            cwd: None,
+            host: Some(agent.host()),
+            origin: Some(crate::host::origin::Origin::of_command_line(env)),
+            transcript: None,
+            ..StartOptions::default()
+        },
+        &options.loop_text,
+    );
+    if started.code != crate::support::outcome::Code::Success || options.loop_text.trim().is_empty() {
+        return Err(Outcome { stdout: started.stdout.replace("/for-loop", "loop-hook run"), ..started });
+    }
+    let record = RunRecord {
+        agent: agent.program().into(),
+        agent_args: options.agent_args.clone(),
+        backoff_secs: options.backoff.unwrap_or(DEFAULT_BACKOFF).as_secs(),
+    };
+    let paths = store.paths(&session_id);
+    let _ = fs::write(paths.dir.join("run.json"), serde_json::to_string(&record).unwrap_or_default());
+    Ok((session_id, record))
+}
+
 fn newest_run(store: &Store, wanted: &str) -> Option<String> {
     let mut found: Vec<(Timestamp, String)> = store
         .all()

@@ -91,24 +91,7 @@ impl Custody {
         }
         paths.sweep_temporaries();
         let mut incidents = Vec::new();
-        if let Ok(meta) = fs::symlink_metadata(&paths.ledger)
-            && !meta.is_file()
-        {
-            let what = store::describe(&meta);
-            let write_error = |source| StoreError::Write { path: paths.ledger.clone(), source };
-            let aside = store::move_aside(&paths.ledger, now).map_err(write_error)?;
-            // Begun now, so that a second look before this stop's commit does not take it for deleted.
-            fs::File::create(&paths.ledger).map_err(write_error)?;
-            incidents.push(Incident::new(
-                ReasonCode::LedgerTampered,
-                now,
-                format!(
-                    "the loop's ledger had been replaced by {what}; that was moved to {} and a new \
-                     ledger begun",
-                    aside.display()
-                ),
-            ));
-        }
+        incidents.extend(replace_ledger_if_not_a_file(paths, now)?);
         let stated = Read::of(&paths.state);
         let copy = paths.armed.as_deref().map_or(Read::Missing, Read::of);
         let loop_id = stated.state().or(copy.state()).map(|s| s.meta.loop_id.clone());
@@ -119,123 +102,189 @@ impl Custody {
             (Read::Missing, Read::Missing) => return Ok(Custody::None),
             (Read::Good { state, .. }, Read::Good { .. }) if stated.digest() == copy.digest() => {
                 if !trusted(&stated) {
-                    return Ok(Custody::Untrusted {
-                        state: (**state).clone(),
-                        why: "the state file and its last good copy were both changed the same way, so \
-                              they no longer match the ledger"
-                            .into(),
-                    });
+                    return Ok(both_changed_alike(state));
                 }
                 (**state).clone()
             }
             (_, Read::Good { state: copy_state, text }) if copy_state.is_active() && trusted(&copy) => {
-                let (code, what) = match &stated {
-                    Read::Missing => (ReasonCode::StateDeleted, "was deleted".to_string()),
-                    Read::Bad(why) => (ReasonCode::StateTampered, format!("was made unreadable ({why})")),
-                    Read::Good { state, .. } => {
-                        let changes = differences(copy_state, state);
-                        (ReasonCode::StateTampered, format!("was changed outside for-loop ({changes})"))
-                    }
-                };
-                let kept = match &stated {
-                    Read::Missing => String::new(),
-                    _ => match store::move_aside(&paths.state, now) {
-                        Ok(aside) => format!("; what stood there is kept in {}", aside.display()),
-                        Err(_) => String::new(),
-                    },
-                };
-                paths.save_text(text)?;
-                incidents.push(Incident::new(
-                    code,
-                    now,
-                    format!(
-                        "the loop's state file {what}; for-loop restored it from its last good copy{kept}, \
-                         and the loop goes on"
-                    ),
-                ));
+                incidents.push(restore_from_copy(paths, &stated, copy_state, text, now)?);
                 (**copy_state).clone()
             }
             (Read::Good { state, .. }, _) if trusted(&stated) => {
-                // The state is the one the ledger names; its copy is missing, unreadable, stale or
-                // forged. Only an active loop keeps one.
-                if let Some(armed) = &paths.armed {
-                    if state.is_active() {
-                        let restored = write_copy(armed, &paths.load_text()?.unwrap_or_default(), now);
-                        // A loop committed before copies were kept has neither a copy nor a digest.
-                        let first = matches!(copy, Read::Missing) && witnessed.is_none();
-                        if !first {
-                            let what = match copy {
-                                Read::Missing => "was deleted",
-                                _ => "was changed or made unreadable",
-                            };
-                            let done = if restored {
-                                "it was written again"
-                            } else {
-                                "it could not be written again"
-                            };
-                            incidents.push(Incident::new(
-                                ReasonCode::StateTampered,
-                                now,
-                                format!("the last good copy of the loop's state {what}; {done}"),
-                            ));
-                        }
-                    } else if !matches!(copy, Read::Missing) {
-                        let _ = store::remove_if_present(armed);
-                    }
-                }
+                incidents.extend(keep_copy_of_trusted_state(paths, state, &copy, witnessed.is_none(), now)?);
                 (**state).clone()
             }
             (Read::Missing, Read::Good { state, .. }) if !state.is_active() => {
-                // The copy of a loop that is over: nothing to restore.
-                if let Some(armed) = &paths.armed {
-                    let _ = store::remove_if_present(armed);
-                }
+                forget_copy_of_ended_loop(paths);
                 return Ok(Custody::None);
             }
             (Read::Good { state, .. }, _) | (Read::Missing | Read::Bad(_), Read::Good { state, .. }) => {
-                let state = (**state).clone();
-                let why = match (&stated, &copy) {
-                    (Read::Good { .. }, Read::Missing) => {
-                        "the state file was changed outside for-loop and its last good copy is gone"
-                    }
-                    (Read::Good { .. }, _) => {
-                        "the state file was changed outside for-loop and its last good copy does not match \
-                         the ledger either"
-                    }
-                    _ => {
-                        "the state file is gone or unreadable and its last good copy does not match the ledger"
-                    }
-                };
-                return Ok(Custody::Untrusted { state, why: why.into() });
+                return Ok(no_trusted_copy(&stated, &copy, state));
             }
             (Read::Missing | Read::Bad(_), Read::Missing | Read::Bad(_)) => {
-                let why = match (&stated, &copy) {
-                    (Read::Bad(why), _) => why.clone(),
-                    (_, Read::Bad(why)) => format!("it is gone, and its last good copy is unreadable: {why}"),
-                    _ => "it is missing".into(),
-                };
-                return Err(StoreError::Read {
-                    path: paths.state.clone(),
-                    source: std::io::Error::other(why),
-                });
+                return Err(unreadable(paths, &stated, &copy));
             }
         };
-        // Every commit since copies are kept writes a ledger line, so a loop with a copy and no
-        // ledger had its ledger deleted.
-        let ledger_noted = incidents.iter().any(|i| i.code == ReasonCode::LedgerTampered);
-        if matches!(copy, Read::Good { .. }) && !ledger_noted && fs::symlink_metadata(&paths.ledger).is_err()
-        {
-            // Begun now, so that a second look before this stop's commit does not tell it twice.
-            fs::File::create(&paths.ledger)
-                .map_err(|source| StoreError::Write { path: paths.ledger.clone(), source })?;
-            incidents.push(Incident::new(
-                ReasonCode::LedgerTampered,
-                now,
-                "the loop's ledger was deleted; its history is lost, and a new ledger begins here",
-            ));
-        }
+        incidents.extend(begin_deleted_ledger(paths, &copy, &incidents, now)?);
         Ok(Custody::Loop { state, incidents })
     }
+}
+
+/// A ledger replaced by something other than a file (a directory, a symlink) is moved aside and
+/// a new one begun.
+fn replace_ledger_if_not_a_file(paths: &LoopPaths, now: Timestamp) -> Result<Option<Incident>, StoreError> {
+    let Ok(meta) = fs::symlink_metadata(&paths.ledger) else { return Ok(None) };
+    if meta.is_file() {
+        return Ok(None);
+    }
+    let what = store::describe(&meta);
+    let write_error = |source| StoreError::Write { path: paths.ledger.clone(), source };
+    let aside = store::move_aside(&paths.ledger, now).map_err(write_error)?;
+    // Begun now, so that a second look before this stop's commit does not take it for deleted.
+    fs::File::create(&paths.ledger).map_err(write_error)?;
+    Ok(Some(Incident::new(
+        ReasonCode::LedgerTampered,
+        now,
+        format!(
+            "the loop's ledger had been replaced by {what}; that was moved to {} and a new \
+             ledger begun",
+            aside.display()
+        ),
+    )))
+}
+
+/// The state file and its copy agree with each other but not with the ledger.
+fn both_changed_alike(state: &LoopState) -> Custody {
+    Custody::Untrusted {
+        state: state.clone(),
+        why: "the state file and its last good copy were both changed the same way, so \
+              they no longer match the ledger"
+            .into(),
+    }
+}
+
+/// The copy is the one the ledger names and the state file is not: the copy is written back over
+/// the state file, whose content is kept aside.
+fn restore_from_copy(
+    paths: &LoopPaths,
+    stated: &Read,
+    copy_state: &LoopState,
+    text: &str,
+    now: Timestamp,
+) -> Result<Incident, StoreError> {
+    let (code, what) = match stated {
+        Read::Missing => (ReasonCode::StateDeleted, "was deleted".to_string()),
+        Read::Bad(why) => (ReasonCode::StateTampered, format!("was made unreadable ({why})")),
+        Read::Good { state, .. } => {
+            let changes = differences(copy_state, state);
+            (ReasonCode::StateTampered, format!("was changed outside for-loop ({changes})"))
+        }
+    };
+    let kept = match stated {
+        Read::Missing => String::new(),
+        _ => match store::move_aside(&paths.state, now) {
+            Ok(aside) => format!("; what stood there is kept in {}", aside.display()),
+            Err(_) => String::new(),
+        },
+    };
+    paths.save_text(text)?;
+    Ok(Incident::new(
+        code,
+        now,
+        format!(
+            "the loop's state file {what}; for-loop restored it from its last good copy{kept}, \
+             and the loop goes on"
+        ),
+    ))
+}
+
+/// The state is the one the ledger names; its copy is missing, unreadable, stale or forged. Only
+/// an active loop keeps one: it is written again, and an ended loop's is removed. `unwitnessed`:
+/// the ledger names no state digest.
+fn keep_copy_of_trusted_state(
+    paths: &LoopPaths,
+    state: &LoopState,
+    copy: &Read,
+    unwitnessed: bool,
+    now: Timestamp,
+) -> Result<Option<Incident>, StoreError> {
+    let Some(armed) = &paths.armed else { return Ok(None) };
+    if !state.is_active() {
+        if !matches!(copy, Read::Missing) {
+            let _ = store::remove_if_present(armed);
+        }
+        return Ok(None);
+    }
+    let restored = write_copy(armed, &paths.load_text()?.unwrap_or_default(), now);
+    // A loop committed before copies were kept has neither a copy nor a digest.
+    let first = matches!(copy, Read::Missing) && unwitnessed;
+    if first {
+        return Ok(None);
+    }
+    let what = match copy {
+        Read::Missing => "was deleted",
+        _ => "was changed or made unreadable",
+    };
+    let done = if restored { "it was written again" } else { "it could not be written again" };
+    Ok(Some(Incident::new(
+        ReasonCode::StateTampered,
+        now,
+        format!("the last good copy of the loop's state {what}; {done}"),
+    )))
+}
+
+/// The copy of a loop that is over, with no state file: nothing to restore.
+fn forget_copy_of_ended_loop(paths: &LoopPaths) {
+    if let Some(armed) = &paths.armed {
+        let _ = store::remove_if_present(armed);
+    }
+}
+
+/// A state is left, but neither it nor its copy is the one the ledger names.
+fn no_trusted_copy(stated: &Read, copy: &Read, state: &LoopState) -> Custody {
+    let why = match (stated, copy) {
+        (Read::Good { .. }, Read::Missing) => {
+            "the state file was changed outside for-loop and its last good copy is gone"
+        }
+        (Read::Good { .. }, _) => {
+            "the state file was changed outside for-loop and its last good copy does not match \
+             the ledger either"
+        }
+        _ => "the state file is gone or unreadable and its last good copy does not match the ledger",
+    };
+    Custody::Untrusted { state: state.clone(), why: why.into() }
+}
+
+/// Neither the state file nor its copy can be read, or neither is there.
+fn unreadable(paths: &LoopPaths, stated: &Read, copy: &Read) -> StoreError {
+    let why = match (stated, copy) {
+        (Read::Bad(why), _) => why.clone(),
+        (_, Read::Bad(why)) => format!("it is gone, and its last good copy is unreadable: {why}"),
+        _ => "it is missing".into(),
+    };
+    StoreError::Read { path: paths.state.clone(), source: std::io::Error::other(why) }
+}
+
+/// Every commit since copies are kept writes a ledger line, so a loop with a copy and no ledger
+/// had its ledger deleted: a new one is begun.
+fn begin_deleted_ledger(
+    paths: &LoopPaths,
+    copy: &Read,
+    incidents: &[Incident],
+    now: Timestamp,
+) -> Result<Option<Incident>, StoreError> {
+    let ledger_noted = incidents.iter().any(|i| i.code == ReasonCode::LedgerTampered);
+    if !matches!(copy, Read::Good { .. }) || ledger_noted || fs::symlink_metadata(&paths.ledger).is_ok() {
+        return Ok(None);
+    }
+    // Begun now, so that a second look before this stop's commit does not tell it twice.
+    fs::File::create(&paths.ledger)
+        .map_err(|source| StoreError::Write { path: paths.ledger.clone(), source })?;
+    Ok(Some(Incident::new(
+        ReasonCode::LedgerTampered,
+        now,
+        "the loop's ledger was deleted; its history is lost, and a new ledger begins here",
+    )))
 }
 
 /// The state to trust without changing anything, for readers that must not write (the guard):
