@@ -170,6 +170,21 @@ fn module_of(path: &str, modules: &BTreeSet<String>) -> Option<String> {
     (1..=parts.len()).rev().map(|n| parts[..n].join("::")).find(|candidate| modules.contains(candidate))
 }
 
+/// The paths after each `keyword` in `text` that begins a path: not the end of a longer name
+/// (`my_crate::`), nor of `also` (`$crate::` in a macro, `super::super::`).
+fn paths_following(text: &str, keyword: &str, also: char) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(keyword) {
+        let before = rest[..at].chars().last();
+        rest = &rest[at + keyword.len()..];
+        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == also) {
+            found.extend(paths_after(rest));
+        }
+    }
+    found
+}
+
 fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
     let modules: BTreeSet<String> = sources.iter().map(|s| s.module.clone()).collect();
     let mut refs = Vec::new();
@@ -209,52 +224,30 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
             // `super::` names a sibling (or, in a file's inline test module, the file itself).
             let parent =
                 if in_test && !test_file { source.module.clone() } else { parent_of(&source.module) };
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find("super::") {
-                let before = rest[..at].chars().last();
-                rest = &rest[at + "super::".len()..];
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                    continue;
-                }
-                for path in paths_after(rest) {
-                    let full = if parent.is_empty() { path } else { format!("{parent}::{path}") };
-                    if let Some(to) = module_of(&full, &modules).filter(|to| *to != source.module) {
-                        refs.push(Reference {
-                            from: source.module.clone(),
-                            to,
-                            file: source.file.clone(),
-                            line: start,
-                            text: text.trim().to_string(),
-                            in_test,
-                        });
-                    }
+            let reference = |to: String| Reference {
+                from: source.module.clone(),
+                to,
+                file: source.file.clone(),
+                line: start,
+                text: text.trim().to_string(),
+                in_test,
+            };
+            for path in paths_following(&text, "super::", ':') {
+                let full = if parent.is_empty() { path } else { format!("{parent}::{path}") };
+                if let Some(to) = module_of(&full, &modules).filter(|to| *to != source.module) {
+                    refs.push(reference(to));
                 }
             }
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find("crate::") {
-                let before = rest[..at].chars().last();
-                rest = &rest[at + "crate::".len()..];
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-                    continue;
-                }
-                for path in paths_after(rest) {
-                    match module_of(&path, &modules) {
-                        Some(to) if to != source.module => refs.push(Reference {
-                            from: source.module.clone(),
-                            to,
-                            file: source.file.clone(),
-                            line: start,
-                            text: text.trim().to_string(),
-                            in_test,
-                        }),
-                        Some(_) => {}
-                        None => into_lib.push(format!(
-                            "{}:{}: `crate::{path}` reaches into lib.rs; name the module that defines it\n    {}",
-                            source.file,
-                            start,
-                            text.trim()
-                        )),
-                    }
+            for path in paths_following(&text, "crate::", '$') {
+                match module_of(&path, &modules) {
+                    Some(to) if to != source.module => refs.push(reference(to)),
+                    Some(_) => {}
+                    None => into_lib.push(format!(
+                        "{}:{}: `crate::{path}` reaches into lib.rs; name the module that defines it\n    {}",
+                        source.file,
+                        start,
+                        text.trim()
+                    )),
                 }
             }
         }

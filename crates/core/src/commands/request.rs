@@ -15,6 +15,7 @@ use crate::checks::protect::Protect;
 use crate::metric::keep::{self, MetricSettings};
 use crate::metric::{Direction, Target};
 use crate::support::duration::parse_seconds;
+use crate::support::nearest::levenshtein;
 
 pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 30;
 pub(crate) const MAX_MAX_ITERATIONS: u32 = 10_000;
@@ -489,21 +490,6 @@ fn near_miss(word: &str) -> Option<Flag> {
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, flag)| flag)
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// Walks the raw text word by word. A word that opens a quote whose closing quote ends a word is

@@ -33,7 +33,8 @@ fn normal(name: &str) -> String {
     name.trim_start_matches(['-', '\u{2013}', '\u{2014}']).to_lowercase().replace('_', "-")
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// The number of single-character edits that turn `a` into `b`.
+pub(crate) fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
