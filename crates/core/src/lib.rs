@@ -1,13 +1,15 @@
 //! for-loop's engine: a loop that keeps a coding agent working until the user's verify command
 //! passes.
 //!
-//! `loop-hook` is a thin `main` over [`run`]. The decision at each turn end is the pure function
-//! [`decision::decide`]; everything around it (the event, the state files, the verify process,
-//! the ledger) lives in its own module.
+//! `loop-hook` is a thin `main` over [`run`]. The engine is one folder per layer;
+//! docs/architecture.md has the layers and the rules `tests/layers.rs` keeps. The decision at
+//! each turn end is the pure function [`verdict::decision::decide`]; everything around it (the
+//! event, the state files, the verify process, the ledger) lives in its own module.
 //!
 //! The library's interface is what the binary needs: [`run`], the [`Environment`] it runs in and
 //! [`VERSION`]. Every module is private, so the integration tests drive the real binary and a
-//! refactor inside the engine never breaks a caller.
+//! refactor inside the engine never breaks a caller; the one exception, the `fuzzing` feature's
+//! facade, is built only for the fuzz targets.
 
 mod checks;
 mod cli;
