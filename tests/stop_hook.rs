@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::util::{SESSION, TestEnv};
+use crate::util::{SESSION, TestEnv, run_command, stop_event};
 
 #[test]
 fn a_plain_session_is_allowed_silently() {
@@ -315,4 +315,29 @@ fn the_first_ledger_line_names_who_started_the_loop() {
     env.start("fix it --verify false");
     let first = &env.ledger_all()[0];
     assert_eq!((&first["reason"], &first["origin"]), (&json!("started"), &json!("terminal")));
+}
+
+/// Code that passes only when it can tell it is being judged (a host's or for-loop's variable
+/// set) must fail as it does in the user's own shell: verify runs without them.
+#[test]
+fn verify_cannot_tell_it_is_judged_from_the_hooks_variables() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -n \"$CLAUDE_PLUGIN_ROOT$CLAUDECODE$FOR_LOOP_BIN_SOURCE$GEMINI_CLI\"\n");
+    env.start("fix it --verify \"sh check.sh\" --max-iterations 5");
+    let judged = |keep: Option<&str>| {
+        let mut cmd = env.command(&["stop-hook"]);
+        cmd.env("CLAUDE_PLUGIN_ROOT", "/plugin")
+            .env("CLAUDECODE", "1")
+            .env("FOR_LOOP_BIN_SOURCE", "cargo")
+            .env("GEMINI_CLI", "1");
+        if let Some(keep) = keep {
+            cmd.env("FOR_LOOP_KEEP_ENV", keep);
+        }
+        run_command(cmd, stop_event(SESSION, &env.project, "done", false).to_string().as_bytes())
+    };
+    let run = judged(None);
+    assert!(run.blocked(), "a check that passes only under the hook passed: {}", run.stdout);
+    // A check that needs one of them on purpose keeps it by name.
+    let run = judged(Some("CLAUDECODE"));
+    assert!(!run.blocked(), "the kept variable did not reach verify: {}", run.stdout);
 }

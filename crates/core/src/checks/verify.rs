@@ -3,6 +3,7 @@
 //! process group is killed (a shell's grandchildren would otherwise hold the output pipe open and
 //! keep the hook waiting past the host's own timeout).
 
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -67,6 +68,35 @@ impl VerifyOutcome {
     }
 }
 
+/// Prefixes of the variables hosts and for-loop set for their hooks. Verify, the metric command
+/// and its guard run without them, as the user's own shell would run them: code under test that
+/// looks for `CLAUDE_PLUGIN_ROOT`, `CLAUDECODE` or the store's `FOR_LOOP_HOME` cannot tell that
+/// it is being judged, and pass only then.
+const HOOK_VARIABLE_PREFIXES: &[&str] =
+    &["CLAUDE", "GEMINI_", "CODEX_", "COPILOT_", "CURSOR_", "ANTIGRAVITY_", "FOR_LOOP_"];
+
+/// The variable that names (comma-separated) the hook variables a check needs on purpose, kept.
+const KEEP_VARIABLE: &str = "FOR_LOOP_KEEP_ENV";
+
+/// The names among `vars` that a judged command runs without: the hooks' own variables, less
+/// those the user keeps with [`KEEP_VARIABLE`].
+fn hook_variables(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<OsString> {
+    let vars: Vec<(OsString, OsString)> = vars.into_iter().collect();
+    let kept: Vec<String> = vars
+        .iter()
+        .find(|(name, _)| name == KEEP_VARIABLE)
+        .map(|(_, value)| value.to_string_lossy().split(',').map(|n| n.trim().to_string()).collect())
+        .unwrap_or_default();
+    vars.into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| {
+            let text = name.to_string_lossy();
+            HOOK_VARIABLE_PREFIXES.iter().any(|prefix| text.starts_with(prefix))
+                && !kept.iter().any(|keep| *keep == text)
+        })
+        .collect()
+}
+
 /// Verify could not be run at all: a fault to report, not a failed check.
 #[derive(Debug, Error)]
 pub(crate) enum VerifyError {
@@ -102,8 +132,11 @@ impl VerifySpec {
             .current_dir(&self.cwd)
             .stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() })
             .stdout(writer.try_clone().map_err(VerifyError::Spawn)?)
-            .stderr(writer)
-            .envs(input.env.iter().map(|(name, value)| (name, value)));
+            .stderr(writer);
+        for name in hook_variables(std::env::vars_os()) {
+            command.env_remove(name);
+        }
+        command.envs(input.env.iter().map(|(name, value)| (name, value)));
         platform::own_group(&mut command);
         let mut child = command.spawn().map_err(VerifyError::Spawn)?;
         if let Some(mut pipe) = child.stdin.take() {
@@ -241,6 +274,62 @@ mod tests {
         }
         .run()
         .unwrap()
+    }
+
+    #[test]
+    fn judged_commands_run_without_the_hooks_variables_unless_kept() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs.iter().map(|(n, v)| (OsString::from(n), OsString::from(v))).collect()
+        };
+        let removed = hook_variables(vars(&[
+            ("PATH", "/bin"),
+            ("HOME", "/h"),
+            ("CLAUDECODE", "1"),
+            ("CLAUDE_PLUGIN_ROOT", "/p"),
+            ("GEMINI_CLI", "1"),
+            ("CODEX_THREAD_ID", "t"),
+            ("COPILOT_AGENT_SESSION_ID", "s"),
+            ("FOR_LOOP_HOME", "/store"),
+            ("FOR_LOOP_BIN_SOURCE", "cargo"),
+            ("MY_CLAUDE", "kept: not a prefix"),
+        ]));
+        let names: Vec<&str> = removed.iter().filter_map(|n| n.to_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "CLAUDECODE",
+                "CLAUDE_PLUGIN_ROOT",
+                "GEMINI_CLI",
+                "CODEX_THREAD_ID",
+                "COPILOT_AGENT_SESSION_ID",
+                "FOR_LOOP_HOME",
+                "FOR_LOOP_BIN_SOURCE"
+            ]
+        );
+        let kept = hook_variables(vars(&[
+            ("CLAUDE_CONFIG_DIR", "/c"),
+            ("GEMINI_API_KEY", "k"),
+            ("FOR_LOOP_KEEP_ENV", "GEMINI_API_KEY, CLAUDE_CONFIG_DIR"),
+        ]));
+        assert_eq!(kept, [OsString::from("FOR_LOOP_KEEP_ENV")]);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_judged_command_still_gets_the_variables_it_is_handed() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = VerifySpec {
+            command: "env".into(),
+            cwd: dir.path().to_path_buf(),
+            timeout: Duration::from_secs(10),
+            sandbox: Vec::new(),
+        };
+        // Removing the hooks' variables must not take the ones for-loop hands a command (a
+        // notification's summary); the removal itself is tested through the binary.
+        let input = CommandInput { env: vec![("FOR_LOOP_SUMMARY", "s".into())], ..CommandInput::default() };
+        let outcome = spec.run_with(&input).unwrap();
+        let output = outcome.output.excerpt(100_000);
+        assert!(output.contains("FOR_LOOP_SUMMARY=s"), "{output}");
     }
 
     #[test]
