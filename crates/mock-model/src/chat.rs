@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::script::Step;
+use crate::script::{ShellTurn, Step};
 
 /// What a step becomes in a reply: text, or one function call (name, JSON arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,33 +34,14 @@ fn shell_call(tools: &[Value], command: &str) -> (String, Value) {
     (name.to_owned(), arguments)
 }
 
-/// What `step` becomes. Write and Edit steps are shell commands, so a script runs the same on
-/// any client whatever its file tools are called.
+/// What `step` becomes ([`ShellTurn::of`]).
 pub(crate) fn turn(step: Option<&Step>, exhausted: &str, tools: &[Value]) -> Turn {
-    let command = match step {
-        None => return Turn::Text(exhausted.to_owned()),
-        Some(Step::Text(text)) => return Turn::Text(text.clone()),
-        // Served as an HTTP error before a reply is built.
-        Some(Step::Error { status, .. }) => return Turn::Text(format!("error {status}")),
-        Some(Step::UsageLimit { .. }) => return Turn::Text("usage limit".into()),
-        Some(Step::Bash { command }) => command.clone(),
-        Some(Step::Write { file_path, content }) => {
-            format!("printf '%s' {} > {}", quote(content), quote(file_path))
-        }
-        Some(Step::Edit { file_path, old_string, new_string }) => format!(
-            "python3 -c 'import sys;p,a,b=sys.argv[1:];s=open(p).read();open(p,\"w\").write(s.replace(a,b,1))' {} {} {}",
-            quote(file_path),
-            quote(old_string),
-            quote(new_string)
-        ),
+    let command = match ShellTurn::of(step, exhausted) {
+        ShellTurn::Say(text) => return Turn::Text(text),
+        ShellTurn::Run(command) => command,
     };
     let (name, arguments) = shell_call(tools, &command);
     Turn::Call { name, arguments: arguments.to_string() }
-}
-
-/// A POSIX shell single-quoted word.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 const USAGE: fn() -> Value = || json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});

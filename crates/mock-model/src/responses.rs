@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::script::Step;
+use crate::script::{ShellTurn, Step};
 
 /// The shell tools Codex versions have declared, with how each takes its command.
 fn shell_call(tools: &[Value], command: &str) -> (String, Value) {
@@ -24,22 +24,9 @@ fn shell_call(tools: &[Value], command: &str) -> (String, Value) {
 /// The output item a step becomes. Codex edits files through its shell or `apply_patch`, so
 /// Write and Edit steps are written as shell commands.
 pub(crate) fn item(step: Option<&Step>, exhausted: &str, tools: &[Value], serial: u64) -> Value {
-    let command = match step {
-        None => return message(exhausted, serial),
-        Some(Step::Text(text)) => return message(text, serial),
-        // Served as an HTTP error before a reply is built.
-        Some(Step::Error { status, .. }) => return message(&format!("error {status}"), serial),
-        Some(Step::UsageLimit { .. }) => return message("usage limit", serial),
-        Some(Step::Bash { command }) => command.clone(),
-        Some(Step::Write { file_path, content }) => {
-            format!("printf '%s' {} > {}", quote(content), quote(file_path))
-        }
-        Some(Step::Edit { file_path, old_string, new_string }) => format!(
-            "python3 -c 'import sys;p,a,b=sys.argv[1:];s=open(p).read();open(p,\"w\").write(s.replace(a,b,1))' {} {} {}",
-            quote(file_path),
-            quote(old_string),
-            quote(new_string)
-        ),
+    let command = match ShellTurn::of(step, exhausted) {
+        ShellTurn::Say(text) => return message(&text, serial),
+        ShellTurn::Run(command) => command,
     };
     let (name, arguments) = shell_call(tools, &command);
     json!({
@@ -60,11 +47,6 @@ fn message(text: &str, serial: u64) -> Value {
         "status": "completed",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
     })
-}
-
-/// A POSIX shell single-quoted word.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The whole event stream of one response.

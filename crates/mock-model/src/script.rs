@@ -47,6 +47,44 @@ pub enum Step {
     UsageLimit { resets_in: u64 },
 }
 
+/// A step as an agent CLI whose only tool is its shell takes it (Codex, Copilot CLI).
+pub(crate) enum ShellTurn {
+    /// The command line the shell tool runs.
+    Run(String),
+    /// The text the model says instead, ending its turn.
+    Say(String),
+}
+
+impl ShellTurn {
+    /// What `step` becomes, or `exhausted` once the script is over. Write and Edit steps are
+    /// shell commands, so a script runs the same on any client whatever its file tools are called.
+    pub(crate) fn of(step: Option<&Step>, exhausted: &str) -> ShellTurn {
+        let command = match step {
+            None => return ShellTurn::Say(exhausted.to_owned()),
+            Some(Step::Text(text)) => return ShellTurn::Say(text.clone()),
+            // Served as an HTTP error before a reply is built.
+            Some(Step::Error { status, .. }) => return ShellTurn::Say(format!("error {status}")),
+            Some(Step::UsageLimit { .. }) => return ShellTurn::Say("usage limit".into()),
+            Some(Step::Bash { command }) => command.clone(),
+            Some(Step::Write { file_path, content }) => {
+                format!("printf '%s' {} > {}", quote(content), quote(file_path))
+            }
+            Some(Step::Edit { file_path, old_string, new_string }) => format!(
+                "python3 -c 'import sys;p,a,b=sys.argv[1:];s=open(p).read();open(p,\"w\").write(s.replace(a,b,1))' {} {} {}",
+                quote(file_path),
+                quote(old_string),
+                quote(new_string)
+            ),
+        };
+        ShellTurn::Run(command)
+    }
+}
+
+/// A POSIX shell single-quoted word.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(&'static str, Value)> {
