@@ -23,6 +23,8 @@
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
 //!   run in its own sandbox.
 //! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
+//! - `run_fleet`: best of K across machines, simulated with a bare repository and one clone
+//!   per machine: attempts pushed, one lying and one killed, and the pick that re-checks them.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
@@ -49,6 +51,7 @@ mod release_workflow;
 mod report;
 mod run_attempts;
 mod run_driver;
+mod run_fleet;
 mod runners;
 mod stop_hook;
 mod stress;

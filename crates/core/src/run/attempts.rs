@@ -19,6 +19,7 @@ use serde_json::json;
 
 use super::RunOptions;
 use super::driver::{Attempt, Driver, park_loop};
+use super::winner::FirstVerified;
 use crate::store::Store;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::Status;
@@ -28,7 +29,7 @@ use crate::worktree::WorkTree;
 
 /// More attempts than this is a typo, not a plan.
 pub(crate) const MAX_ATTEMPTS: u32 = 16;
-const REFS: &str = "refs/for-loop/attempts";
+pub(super) const REFS: &str = "refs/for-loop/attempts";
 
 /// A best-of-K run as kept in the store, for `--apply`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -61,14 +62,14 @@ fn groups_dir(store: &Store) -> PathBuf {
 }
 
 /// A work tree of ours, removed (with git's record of it) when dropped.
-struct OwnedTree {
-    dir: PathBuf,
+pub(super) struct OwnedTree {
+    pub(super) dir: PathBuf,
     lock_path: PathBuf,
     _lock: File,
 }
 
 impl OwnedTree {
-    fn add(store: &Store, repo: &WorkTree, base: &str, name: &str) -> Result<OwnedTree, String> {
+    pub(super) fn add(store: &Store, repo: &WorkTree, base: &str, name: &str) -> Result<OwnedTree, String> {
         let trees = trees_dir(store);
         fs::create_dir_all(&trees).map_err(|e| format!("cannot create {}: {e}", trees.display()))?;
         let lock_path = trees.join(format!("{name}.lock"));
@@ -155,7 +156,8 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
         Ok(start) => start,
         Err(what) => return refuse(what),
     };
-    let id = group_id(env);
+    // Attempts spread over machines share the id they are given (`--run-id`).
+    let id = options.run_id.clone().unwrap_or_else(|| group_id(env));
     let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &start.base], None);
     let mut group =
         Group { id: id.clone(), repo: start.repo, base: start.base.clone(), winner: None, attempts: vec![] };
@@ -170,7 +172,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
         base: &start.base,
         prefix: &start.prefix,
         cancel: Arc::new(AtomicBool::new(false)),
-        winner: Mutex::new(None),
+        winner: Mutex::new(FirstVerified::default()),
         records: Mutex::new(vec![]),
     };
     race.run(k);
@@ -206,14 +208,19 @@ fn starting_point(env: &Environment, store: &Store, user: &WorkTree) -> Result<S
             repo.display()
         ));
     }
-    let prefix = fs::canonicalize(&env.cwd)
-        .ok()
-        .and_then(|cwd| cwd.strip_prefix(&repo).ok().map(Path::to_path_buf))
-        .unwrap_or_default();
+    let prefix = prefix_in(env, &repo);
     let base = user
         .snapshot(None, "for-loop: the working tree best-of-K attempts start from")
         .map_err(|e| format!("cannot snapshot the working tree: {e}"))?;
     Ok(Start { repo, base, prefix })
+}
+
+/// Where in the repository `repo` the user is, for each attempt (or a check of one) to run there too.
+pub(super) fn prefix_in(env: &Environment, repo: &Path) -> PathBuf {
+    fs::canonicalize(&env.cwd)
+        .ok()
+        .and_then(|cwd| cwd.strip_prefix(repo).ok().map(Path::to_path_buf))
+        .unwrap_or_default()
 }
 
 /// The attempts of one run: what each needs to start, and what they share.
@@ -227,21 +234,23 @@ struct Race<'a> {
     prefix: &'a Path,
     /// Raised when an attempt verifies: the others stop.
     cancel: Arc<AtomicBool>,
-    winner: Mutex<Option<u32>>,
+    winner: Mutex<FirstVerified>,
     records: Mutex<Vec<AttemptRecord>>,
 }
 
 impl Race<'_> {
-    /// Runs attempts 1 to `k`, at once or one after another until one wins.
+    /// Runs attempts 1 to `k` (or only the one `--attempt` names), at once or one after another
+    /// until one wins.
     fn run(&self, k: u32) {
+        let numbers = self.options.attempt.map_or(1..=k, |n| n..=n);
         if self.options.parallel {
             thread::scope(|scope| {
-                for n in 1..=k {
+                for n in numbers {
                     scope.spawn(move || self.attempt(n));
                 }
             });
         } else {
-            for n in 1..=k {
+            for n in numbers {
                 self.attempt(n);
                 if self.cancel.load(Ordering::SeqCst) || super::driver::interrupted() {
                     break;
@@ -290,8 +299,7 @@ impl Race<'_> {
     /// The first attempt to verify wins, and tells the others to stop.
     fn claim_win(&self, n: u32) {
         let mut won = self.winner.lock().unwrap_or_else(PoisonError::into_inner);
-        if won.is_none() {
-            *won = Some(n);
+        if won.judged(n, true) {
             self.cancel.store(true, Ordering::SeqCst);
         }
     }
@@ -322,7 +330,7 @@ impl Race<'_> {
     fn results(self) -> (Vec<AttemptRecord>, Option<u32>) {
         let mut attempts = self.records.into_inner().unwrap_or_else(PoisonError::into_inner);
         attempts.sort_by_key(|a| a.n);
-        (attempts, self.winner.into_inner().unwrap_or_else(PoisonError::into_inner))
+        (attempts, self.winner.into_inner().unwrap_or_else(PoisonError::into_inner).winner())
     }
 }
 

@@ -10,9 +10,12 @@
 mod agent;
 mod attempts;
 mod driver;
+mod fleet;
 mod limits;
 mod options;
+mod pick;
 mod status;
+mod winner;
 
 use crate::commands::resume::ResumeOptions;
 use crate::support::environment::Environment;
@@ -26,6 +29,8 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
        loop-hook run TASK --verify CMD --attempts K [--parallel] [...]
        loop-hook run --resume [LOOP] [--more N] [--more-time D] [--more-tokens N]
        loop-hook run --apply [RUN]
+       loop-hook run TASK --verify CMD --attempts K --attempt N --run-id ID [--remote REMOTE]
+       loop-hook run --pick ID --verify CMD [--attempts K] [--remote REMOTE] [--json]
 
   Runs the agent CLI headless in this directory, one fresh session per iteration, until verify
   passes (or the cap, the time budget or the stall breaker ends or parks the loop).
@@ -52,6 +57,16 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
   --apply [RUN]     apply the winning attempt's changes of the newest (or the named) best-of-K
                     run to this working tree; refused, changing nothing, when local changes are
                     in the way. Nothing is staged or committed
+  --attempt N       with --attempts K and --run-id ID: run only attempt N of a best-of-K run
+                    spread over machines (one CI job each), from a clean checkout, then push its
+                    end state (a commit on HEAD, with the attempt's claim in its message) to
+                    refs/for-loop/attempts/ID/N on the remote
+  --run-id ID       the run's id, the same on every machine (letters, digits, '-', '_', '.')
+  --remote REMOTE   the git remote attempts are pushed to and picked from (default origin)
+  --pick ID         fetch run ID's attempts from the remote, check each out fresh, re-run
+                    --verify on it (what an attempt claims is not trusted), and name the first
+                    that verifies here, by number; a missing attempt is reported. Run it on the
+                    commit the attempts started from
   loop flags        --protect, --max-same-failures, --max-time, --escalate, --checkpoint,
                     --verify-timeout, --completion-promise, as in /for-loop
 
@@ -63,11 +78,20 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
         return Outcome::ok(USAGE);
     }
+    if let Some(wrong) = fleet::misuse(options) {
+        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{USAGE}") };
+    }
+    if options.pick.is_some() {
+        return pick::run(env, options);
+    }
     if let Some(wrong) = misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{USAGE}") };
     }
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
+    }
+    if let (Some(k), Some(n)) = (options.attempts, options.attempt) {
+        return fleet::attempt(env, options, k, n);
     }
     if let Some(k) = options.attempts {
         return attempts::run(env, options, k);

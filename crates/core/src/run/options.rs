@@ -33,6 +33,13 @@ pub(crate) struct RunOptions {
     pub parallel: bool,
     /// `Some("")`: apply the newest best-of-K winner; `Some(id)`: that run's.
     pub apply: Option<String>,
+    /// Best-of-K across machines: run only this attempt of the K, named by `run_id`, and push its
+    /// end state to `remote` ([`super::fleet`]).
+    pub attempt: Option<u32>,
+    pub run_id: Option<String>,
+    pub remote: Option<String>,
+    /// Re-check the pushed attempts of this run and pick the winner ([`super::pick`]).
+    pub pick: Option<String>,
     pub help: bool,
 }
 
@@ -47,7 +54,7 @@ enum Takes {
     OptionalName,
 }
 
-const OWN: [(&str, Takes); 13] = [
+const OWN: [(&str, Takes); 17] = [
     ("--agent", Takes::Value),
     ("--agent-arg", Takes::AnyValue),
     ("--json", Takes::Nothing),
@@ -61,6 +68,10 @@ const OWN: [(&str, Takes); 13] = [
     ("--more-tokens", Takes::Value),
     ("--attempts", Takes::Value),
     ("--parallel", Takes::Nothing),
+    ("--attempt", Takes::Value),
+    ("--run-id", Takes::Value),
+    ("--remote", Takes::Value),
+    ("--pick", Takes::Value),
 ];
 
 /// One option as typed: its name and, for `--name=value`, the value.
@@ -231,17 +242,29 @@ impl RunOptions {
             "--attempts" => {
                 let text = words.value(typed, takes)?;
                 let most = super::attempts::MAX_ATTEMPTS;
-                let k = text
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|k| (1..=most).contains(k))
-                    .ok_or_else(|| format!("--attempts {text}: give a number from 1 to {most}"))?;
-                self.attempts = Some(k);
+                self.attempts = Some(
+                    attempt_count(text)
+                        .ok_or_else(|| format!("--attempts {text}: give a number from 1 to {most}"))?,
+                );
             }
+            "--attempt" => {
+                let text = words.value(typed, takes)?;
+                self.attempt = Some(attempt_count(text).ok_or_else(|| {
+                    format!("--attempt {text}: give the attempt's number, from 1 to --attempts K")
+                })?);
+            }
+            "--run-id" => self.run_id = Some(words.value(typed, takes)?.to_string()),
+            "--remote" => self.remote = Some(words.value(typed, takes)?.to_string()),
+            "--pick" => self.pick = Some(words.value(typed, takes)?.to_string()),
             other => return Err(format!("`{other}` is known but not read: please report it")),
         }
         Ok(())
     }
+}
+
+/// A number of attempts (or an attempt's number), from 1 to the most a run may have.
+fn attempt_count(text: &str) -> Option<u32> {
+    text.parse::<u32>().ok().filter(|k| (1..=super::attempts::MAX_ATTEMPTS).contains(k))
 }
 
 /// A switch given a value (`--json=yes`) is refused rather than read as on or off.
@@ -368,7 +391,7 @@ mod tests {
             (&["fix it", "--max-iteration=3"], "--max-iterations"),
             (&["fix it", "--verfy", "true"], "--verify"),
             (&["fix it", "--agent-args", "-m"], "--agent-arg"),
-            (&["fix it", "--attempt", "2"], "--attempts"),
+            (&["fix it", "--atempts", "2"], "--attempts"),
             (&["fix it", "-json"], "--json"),
             (&["--resum"], "--resume"),
         ] {

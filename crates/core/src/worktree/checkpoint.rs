@@ -250,7 +250,7 @@ impl WorkTree {
 }
 
 /// Loop ids become a ref's path component: keep them to a set git accepts everywhere.
-fn check_loop_id(id: &str) -> Result<(), WorkTreeError> {
+pub(crate) fn check_loop_id(id: &str) -> Result<(), WorkTreeError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))

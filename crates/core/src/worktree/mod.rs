@@ -17,7 +17,7 @@
 //! approximate fingerprints do not show that nothing changed.
 
 mod checkpoint;
-pub(crate) use checkpoint::checkpoint_ref;
+pub(crate) use checkpoint::{check_loop_id, checkpoint_ref};
 mod git;
 #[cfg(test)]
 pub(crate) mod testing;

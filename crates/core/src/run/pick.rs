@@ -1,0 +1,322 @@
+//! `loop-hook run --pick ID --verify CMD`: picks the winner of a best-of-K run whose attempts ran
+//! on other machines and pushed their end states ([`super::fleet`]).
+//!
+//! Nothing an attempt says is trusted. Each pushed attempt is checked out fresh, in a work tree
+//! of its own, and judged here: it must be a commit on top of the commit this checkout is at
+//! (the one the run started from), leave the check's files as they are there (the oracle, as a
+//! loop captures it at start), and pass verify, run here. The winner is then picked by the rule
+//! best-of-K uses on one machine ([`super::winner`]). An attempt that was never pushed (its job
+//! was killed) is reported, not fatal.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::RunOptions;
+use super::attempts::{OwnedTree, REFS, prefix_in};
+use super::fleet::{Claim, DEFAULT_REMOTE, git_line};
+use super::winner::FirstVerified;
+use crate::checks::oracle::Oracle;
+use crate::checks::verify::VerifySpec;
+use crate::commands::request::LoopRequest;
+use crate::store::Store;
+use crate::support::environment::Environment;
+use crate::support::nearest::nearest;
+use crate::support::outcome::{Code, Outcome};
+use crate::worktree::WorkTree;
+
+/// A commit message longer than this holds no claim worth reading.
+const MAX_MESSAGE_BYTES: u64 = 64 << 10;
+/// Other runs on the remote named when the one asked for is not there.
+const NAMED_RUNS: usize = 5;
+
+/// How one attempt fared here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    /// Its files pass verify here, the check untouched.
+    Verified,
+    /// An honest attempt that did not get there.
+    NotVerified,
+    /// Not judged, or its claim is false: not a commit, not from the run's start, the check
+    /// changed, or verify fails where it claims it passed.
+    Refused,
+    /// Nothing was pushed for it.
+    Missing,
+}
+
+/// One attempt's line in the table.
+#[derive(Debug, Serialize)]
+struct Row {
+    attempt: u32,
+    verdict: Verdict,
+    detail: String,
+    #[serde(rename = "ref")]
+    git_ref: String,
+    commit: Option<String>,
+    claim: Option<Claim>,
+}
+
+/// What every attempt is judged against.
+struct Judge<'a> {
+    user: &'a WorkTree,
+    store: &'a Store,
+    id: &'a str,
+    base: String,
+    base_tree: String,
+    oracle: Oracle,
+    verify: VerifySpec,
+    prefix: std::path::PathBuf,
+}
+
+/// Re-checks the pushed attempts of run `--pick ID` and names the winner.
+pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
+    let id = options.pick.as_deref().unwrap_or_default();
+    let remote = options.remote.as_deref().unwrap_or(DEFAULT_REMOTE);
+    let refuse = |what: String| Outcome::refused(format!("for-loop: run --pick {id}: {what}"));
+    let request = match LoopRequest::parse(&format!("pick {}", options.loop_text)) {
+        Ok(request) if request.metric.is_none() => request,
+        Ok(_) => return refuse("a metric run has no verify to re-run; --pick judges by --verify".into()),
+        Err(e) => return refuse(e.to_string()),
+    };
+    let Some(verify) = request.verify.clone() else {
+        return refuse(
+            "give --verify CMD, the check re-run on each attempt (what an attempt claims is not trusted)"
+                .into(),
+        );
+    };
+    let user = WorkTree::open(&env.cwd);
+    let store = match Store::locate(env) {
+        Ok(store) if user.is_git() => store,
+        Ok(_) => return refuse(format!("{} is not in a git repository", env.cwd.display())),
+        Err(e) => return refuse(e.to_string()),
+    };
+    let pushed = match fetch(&user, remote, id) {
+        Ok(pushed) => pushed,
+        Err(what) => return refuse(what),
+    };
+    let judge = match Judge::new(env, &user, &store, id, (&verify, &request)) {
+        Ok(judge) => judge,
+        Err(what) => return refuse(what),
+    };
+    let k = options.attempts.or_else(|| judge.claimed_count(&pushed)).unwrap_or(0);
+    let mut rows: Vec<Row> = (1..=k).map(|n| judge.check(n, pushed.contains(&n.to_string()))).collect();
+    rows.extend(pushed.iter().filter(|name| !(1..=k).any(|n| n.to_string() == **name)).map(|name| Row {
+        attempt: 0,
+        verdict: Verdict::Refused,
+        detail: format!("ignored: not attempt 1 to {k} of the run"),
+        git_ref: format!("{REFS}/{id}/{name}"),
+        commit: None,
+        claim: None,
+    }));
+    let mut rule = FirstVerified::default();
+    for row in rows.iter().filter(|row| row.attempt > 0) {
+        rule.judged(row.attempt, row.verdict == Verdict::Verified);
+    }
+    report(&judge, remote, &verify, &rows, rule.winner(), options.json)
+}
+
+/// Fetches the run's attempt refs from `remote`; their names after `REFS/ID/`. None there: the
+/// run id is unknown, and the runs the remote has are named.
+fn fetch(user: &WorkTree, remote: &str, id: &str) -> Result<BTreeSet<String>, String> {
+    let listed = user
+        .run_git(&["ls-remote", remote, &format!("{REFS}/*")], None)
+        .map_err(|e| format!("cannot list the attempts on the remote {remote:?}: {e}"))?;
+    let listed = String::from_utf8_lossy(&listed).into_owned();
+    let refs: Vec<&str> = listed
+        .lines()
+        .filter_map(|line| line.split_once('\t')?.1.strip_prefix(REFS)?.strip_prefix('/'))
+        .collect();
+    let prefix = format!("{id}/");
+    let mine: BTreeSet<String> =
+        refs.iter().filter_map(|name| Some(name.strip_prefix(&prefix)?.to_string())).collect();
+    if mine.is_empty() {
+        let mut runs: Vec<&str> =
+            refs.iter().filter_map(|name| name.split_once('/')).map(|(run, _)| run).collect();
+        runs.dedup();
+        let hint = match nearest(id, runs.iter().copied()) {
+            Some(near) => format!(": did you mean {near}?"),
+            None if runs.is_empty() => " (it has none)".to_string(),
+            None => format!(
+                "; it has runs {}",
+                runs.iter().rev().take(NAMED_RUNS).copied().collect::<Vec<_>>().join(", ")
+            ),
+        };
+        return Err(format!("no attempts of run {id} on the remote {remote:?}{hint}"));
+    }
+    let spec = format!("+{REFS}/{id}/*:{REFS}/{id}/*");
+    user.run_git(&["fetch", "--quiet", "--no-tags", remote, &spec], None)
+        .map_err(|e| format!("cannot fetch the attempts of run {id} from {remote:?}: {e}"))?;
+    Ok(mine)
+}
+
+impl<'a> Judge<'a> {
+    /// The start every attempt must be on (this checkout's HEAD), and the check as it is there.
+    fn new(
+        env: &Environment,
+        user: &'a WorkTree,
+        store: &'a Store,
+        id: &'a str,
+        (verify, request): (&str, &LoopRequest),
+    ) -> Result<Judge<'a>, String> {
+        let base = git_line(user, &["rev-parse", "--verify", "-q", "HEAD^{commit}"]).map_err(|_| {
+            "this checkout has no commit: check out the commit the run started from".to_string()
+        })?;
+        let base_tree = git_line(user, &["rev-parse", &format!("{base}^{{tree}}")])?;
+        let prefix = prefix_in(env, user.root());
+        let tree = OwnedTree::add(store, user, &base, &format!("pick-{id}-base"))?;
+        let oracle = Oracle::capture_commands(
+            &tree.dir.join(&prefix),
+            &[verify],
+            &request.protect,
+            !request.allow_test_edits,
+        );
+        let verify = VerifySpec {
+            command: verify.to_string(),
+            cwd: std::path::PathBuf::new(),
+            timeout: std::time::Duration::from_secs(request.verify_timeout_secs),
+            sandbox: vec![],
+        };
+        Ok(Judge { user, store, id, base, base_tree, oracle, verify, prefix })
+    }
+
+    /// K as the attempts claim it, for a pick not told: only which attempts to report missing.
+    fn claimed_count(&self, pushed: &BTreeSet<String>) -> Option<u32> {
+        let numbered = pushed.iter().filter_map(|name| name.parse::<u32>().ok());
+        let claimed = pushed.iter().filter_map(|name| self.claim(&format!("{REFS}/{}/{name}", self.id)));
+        numbered
+            .chain(claimed.map(|claim| claim.attempts))
+            .filter(|k| *k <= super::attempts::MAX_ATTEMPTS)
+            .max()
+    }
+
+    /// The claim in the message of the commit `name` names, if it is one and holds one.
+    fn claim(&self, name: &str) -> Option<Claim> {
+        let commit =
+            git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")]).ok()?;
+        let size = git_line(self.user, &["cat-file", "-s", &commit]).ok()?.parse::<u64>().ok()?;
+        let text = self
+            .user
+            .run_git(&["cat-file", "commit", &commit], None)
+            .ok()
+            .filter(|_| size <= MAX_MESSAGE_BYTES)?;
+        Claim::read(&String::from_utf8_lossy(&text))
+    }
+
+    /// Attempt `n`'s row: missing, refused, or what verify says of it here.
+    fn check(&self, n: u32, pushed: bool) -> Row {
+        let git_ref = format!("{REFS}/{}/{n}", self.id);
+        let mut row = Row {
+            attempt: n,
+            verdict: Verdict::Missing,
+            detail: String::new(),
+            git_ref,
+            commit: None,
+            claim: None,
+        };
+        if !pushed {
+            row.detail = "missing: nothing was pushed (its job was killed, or failed before its end)".into();
+            return row;
+        }
+        row.claim = self.claim(&row.git_ref);
+        row.verdict = Verdict::Refused;
+        match self.judge(&row.git_ref) {
+            Ok((commit, passed, said)) => {
+                row.commit = Some(commit);
+                let claimed = row.claim.as_ref().is_some_and(|c| c.verified);
+                (row.verdict, row.detail) = match (passed, claimed) {
+                    (true, _) => (Verdict::Verified, said),
+                    (false, true) => (Verdict::Refused, format!("refused: it claims verified, but {said}")),
+                    (false, false) => (Verdict::NotVerified, said),
+                };
+            }
+            Err((commit, what)) => (row.commit, row.detail) = (commit, format!("refused: {what}")),
+        }
+        row
+    }
+
+    /// Checks out the attempt `name` fresh and judges it: its commit, whether it passed, and
+    /// what verify said; or why it cannot be judged.
+    fn judge(&self, name: &str) -> Result<(String, bool, String), (Option<String>, String)> {
+        let Ok(commit) = git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")])
+        else {
+            let kind = git_line(self.user, &["cat-file", "-t", name]).unwrap_or_else(|_| "unreadable".into());
+            return Err((None, format!("{name} is not a commit (it is a {kind})")));
+        };
+        let refused = |what: String| Err((Some(commit.clone()), what));
+        let parent = git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{commit}^1^{{tree}}")]);
+        if parent.as_deref() != Ok(self.base_tree.as_str()) {
+            return refused(format!(
+                "it does not start from this checkout's commit {} (run the pick on the commit the attempts started from)",
+                self.base
+            ));
+        }
+        let tree = match OwnedTree::add(
+            self.store,
+            self.user,
+            &commit,
+            &format!("pick-{}-{}", self.id, name_tail(name)),
+        ) {
+            Ok(tree) => tree,
+            Err(e) => return refused(format!("cannot check it out: {e}")),
+        };
+        let cwd = tree.dir.join(&self.prefix);
+        let changed = self.oracle.changes(&cwd);
+        if !changed.is_empty() {
+            let words: Vec<String> = changed.iter().map(crate::verdict::message::change_in_words).collect();
+            return refused(format!("it changed the check: {}", words.join(", ")));
+        }
+        match (VerifySpec { cwd, ..self.verify.clone() }).run() {
+            Ok(outcome) if outcome.passed() => Ok((commit, true, "verified here".into())),
+            Ok(outcome) => Ok((commit, false, format!("verify fails here ({})", outcome.describe()))),
+            Err(e) => refused(format!("verify could not run: {e}")),
+        }
+    }
+}
+
+/// The attempt's number at the end of its ref.
+fn name_tail(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or_default()
+}
+
+/// The table of attempts and the winner; with `--json`, one JSON object saying the same.
+fn report(
+    judge: &Judge<'_>,
+    remote: &str,
+    verify: &str,
+    rows: &[Row],
+    winner: Option<u32>,
+    json: bool,
+) -> Outcome {
+    let code = if winner.is_some() { Code::Success } else { Code::Refused };
+    let won = winner.and_then(|n| rows.iter().find(|row| row.attempt == n));
+    if json {
+        let winner = won.map(|row| json!({"attempt": row.attempt, "ref": row.git_ref, "commit": row.commit}));
+        let event = json!({"event": "pick", "run": judge.id, "remote": remote, "base": judge.base,
+            "verify": verify, "winner": winner, "attempts": rows});
+        return Outcome { code, stdout: event.to_string() };
+    }
+    let mut text = format!(
+        "for-loop: run {}: attempts from {remote} re-checked here on {} with `{verify}`",
+        judge.id, judge.base
+    );
+    for row in rows {
+        let number = if row.attempt == 0 { "?".to_string() } else { row.attempt.to_string() };
+        let said = row.claim.as_ref().map(|c| format!("; it {}", c.describe())).unwrap_or_default();
+        let commit = row.commit.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
+        text.push_str(&format!("\n  attempt {number}: {}{said}\n    {}{commit}", row.detail, row.git_ref));
+    }
+    text.push_str(&match won {
+        Some(row) => format!(
+            "\nwinner: attempt {}, {} (commit {})\n  see it: git diff {} {}",
+            row.attempt,
+            row.git_ref,
+            row.commit.as_deref().unwrap_or_default(),
+            judge.base,
+            row.git_ref
+        ),
+        None => "\nno attempt verified here: there is no winner".to_string(),
+    });
+    Outcome { code, stdout: text }
+}
