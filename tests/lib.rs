@@ -13,6 +13,8 @@
 //! - `layers`: the engine's layers: imports run downwards only, no import cycles, no IO in
 //!   `verdict` (the rules of docs/architecture.md).
 //! - `release_workflow`: the release workflow, validated against the GitHub workflow schema.
+//! - `attempts_workflow`: the best-of-K workflow example (docs/ci), validated against the schema
+//!   and run job by job as a runner runs it, against a bare repository standing in for GitHub.
 //! - `latest_clients`: `scripts/test-latest-clients` (the end-to-end tests against the newest
 //!   published agent CLIs), offline with a stand-in cargo, and the weekly workflow that runs it.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
@@ -34,6 +36,7 @@
 
 mod util;
 
+mod attempts_workflow;
 mod cli;
 mod docs;
 mod doctor;

@@ -27,14 +27,14 @@ const AGENT: &str = "case \"$FOR_LOOP_RUN\" in
 esac";
 
 /// The remote: a bare repository holding one commit whose check passes once `fixed` says so.
-struct Remote {
+pub(crate) struct Remote {
     _dir: TempDir,
-    origin: std::path::PathBuf,
-    head: String,
+    pub(crate) origin: std::path::PathBuf,
+    pub(crate) head: String,
 }
 
 impl Remote {
-    fn new() -> Remote {
+    pub(crate) fn new() -> Remote {
         let dir = TempDir::new().unwrap();
         git(dir.path(), &["init", "-q", "--bare", "-b", "main", "origin.git"]);
         let origin = dir.path().join("origin.git");
@@ -58,7 +58,7 @@ impl Remote {
     }
 
     /// The refs the remote has under `pattern`, as `name oid` lines.
-    fn refs(&self, pattern: &str) -> String {
+    pub(crate) fn refs(&self, pattern: &str) -> String {
         git(&self.origin, &["for-each-ref", "--format=%(refname) %(objectname)", pattern])
     }
 
@@ -66,6 +66,13 @@ impl Remote {
     fn machine(&self) -> TestEnv {
         let env = TestEnv::new();
         git(&env.project, &["clone", "-q", self.url(), "."]);
+        env
+    }
+
+    /// A machine whose checkout is shallow, as `actions/checkout` leaves it.
+    pub(crate) fn runner(&self) -> TestEnv {
+        let env = TestEnv::new();
+        git(&env.project, &["clone", "-q", "--depth", "1", &format!("file://{}", self.url()), "."]);
         env
     }
 }
