@@ -251,6 +251,9 @@ fn bad_input_to_a_run_over_machines_is_refused_with_what_to_do() {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let summary: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(summary["winner"]["attempt"], 4, "{summary:#}");
+    let verdicts: Vec<&str> =
+        summary["attempts"].as_array().unwrap().iter().map(|a| a["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["refused", "refused", "refused", "verified", "ignored"], "{summary:#}");
     let details: Vec<&str> =
         summary["attempts"].as_array().unwrap().iter().map(|a| a["detail"].as_str().unwrap()).collect();
     for (i, said) in [

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::RunOptions;
 use super::attempts::{self, REFS};
+use crate::commands::resume::ResumeOptions;
 use crate::store::Store;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
@@ -103,11 +104,12 @@ pub(super) fn misuse(options: &RunOptions) -> Option<String> {
     let elsewhere = options.resume.is_some() || options.apply.is_some() || options.parallel;
     if let Some(id) = &options.pick {
         let extra = !options.task.trim().is_empty() || options.attempt.is_some() || options.run_id.is_some();
-        if extra || elsewhere {
+        let agent = options.agent.is_some() || !options.agent_args.is_empty() || options.backoff.is_some();
+        if extra || agent || elsewhere || options.more != ResumeOptions::default() {
             return Some(
-                "--pick re-checks the pushed attempts of a run: `loop-hook run --pick ID --verify CMD \
-                 [--attempts K] [--remote REMOTE]`, with no task and none of --attempt, --run-id, \
-                 --parallel, --resume, --apply"
+                "--pick re-checks the pushed attempts of a run and runs no agent: `loop-hook run \
+                 --pick ID --verify CMD [--attempts K] [--remote REMOTE]`, with no task and none of \
+                 --attempt, --run-id, --agent, --agent-arg, --backoff, --parallel, --resume, --more, --apply"
                     .into(),
             );
         }
@@ -310,6 +312,8 @@ mod tests {
             (&["t", "--pick", "1"], "with no task"),
             (&["--pick", "1", "--attempt", "1"], "with no task"),
             (&["--pick", "1", "--apply"], "with no task"),
+            (&["--pick", "1", "--agent", "codex"], "runs no agent"),
+            (&["--pick", "1", "--more", "2"], "with no task"),
             (&["--pick", "x y"], "cannot name a git ref"),
         ] {
             let found = wrong(args).unwrap_or_default();

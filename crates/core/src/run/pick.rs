@@ -44,6 +44,8 @@ enum Verdict {
     Refused,
     /// Nothing was pushed for it.
     Missing,
+    /// A ref under the run that names no attempt from 1 to K.
+    Ignored,
 }
 
 /// One attempt's line in the table.
@@ -104,7 +106,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     let mut rows: Vec<Row> = (1..=k).map(|n| judge.check(n, pushed.contains(&n.to_string()))).collect();
     rows.extend(pushed.iter().filter(|name| !(1..=k).any(|n| n.to_string() == **name)).map(|name| Row {
         attempt: 0,
-        verdict: Verdict::Refused,
+        verdict: Verdict::Ignored,
         detail: format!("ignored: not attempt 1 to {k} of the run"),
         git_ref: format!("{REFS}/{id}/{name}"),
         commit: None,
@@ -182,13 +184,17 @@ impl<'a> Judge<'a> {
     }
 
     /// K as the attempts claim it, for a pick not told: only which attempts to report missing.
+    /// Only refs named 1 to the most a run may have are read, however many the remote has.
     fn claimed_count(&self, pushed: &BTreeSet<String>) -> Option<u32> {
-        let numbered = pushed.iter().filter_map(|name| name.parse::<u32>().ok());
-        let claimed = pushed.iter().filter_map(|name| self.claim(&format!("{REFS}/{}/{name}", self.id)));
-        numbered
-            .chain(claimed.map(|claim| claim.attempts))
-            .filter(|k| *k <= super::attempts::MAX_ATTEMPTS)
-            .max()
+        let most = super::attempts::MAX_ATTEMPTS;
+        let numbered: Vec<u32> = pushed
+            .iter()
+            .filter_map(|name| name.parse::<u32>().ok())
+            .filter(|n| (1..=most).contains(n))
+            .collect();
+        let claimed = numbered.iter().filter_map(|n| self.claim(&format!("{REFS}/{}/{n}", self.id)));
+        let claimed: Vec<u32> = claimed.map(|claim| claim.attempts).filter(|k| *k <= most).collect();
+        numbered.into_iter().chain(claimed).max()
     }
 
     /// The claim in the message of the commit `name` names, if it is one and holds one.
