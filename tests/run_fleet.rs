@@ -235,7 +235,8 @@ fn bad_input_to_a_run_over_machines_is_refused_with_what_to_do() {
     let blob = git(&forger.project, &["hash-object", "-w", "notes.txt"]);
     forger.write("check.sh", "exit 0\n");
     let claim = "for-loop-claim: {\"attempt\":2,\"attempts\":4,\"outcome\":\"verified\",\"verified\":true,\"iterations\":1,\"seconds\":1}";
-    git(&forger.project, &["commit", "-qam", &format!("forged\n\n{claim}")]);
+    // A message too long to read for a claim: the claim is not shown, and nothing else changes.
+    git(&forger.project, &["commit", "-qam", &format!("forged\n\n{}\n\n{claim}", "x".repeat(70_000))]);
     let forged = git(&forger.project, &["rev-parse", "HEAD"]);
     git(&forger.project, &["checkout", "-q", "-b", "elsewhere", "HEAD~1"]);
     forger.write("notes.txt", "another start\n");
@@ -254,6 +255,7 @@ fn bad_input_to_a_run_over_machines_is_refused_with_what_to_do() {
     let verdicts: Vec<&str> =
         summary["attempts"].as_array().unwrap().iter().map(|a| a["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["refused", "refused", "refused", "verified", "ignored"], "{summary:#}");
+    assert!(summary["attempts"][1]["claim"].is_null(), "a huge message was read: {summary:#}");
     let details: Vec<&str> =
         summary["attempts"].as_array().unwrap().iter().map(|a| a["detail"].as_str().unwrap()).collect();
     for (i, said) in [
