@@ -187,6 +187,10 @@ fn the_attempts_workflow_runs_attempts_picks_the_winner_and_opens_a_pull_request
     assert_eq!(refs.lines().count(), 2, "{refs}");
     assert_eq!(remote.refs("refs/heads"), format!("refs/heads/main {}\n", remote.head));
 
+    // The pick runs after failed attempt jobs (GitHub skips a job whose needs failed, unless its
+    // `if` says otherwise), but not without a plan.
+    let when = workflow["jobs"]["pick"]["if"].as_str().unwrap();
+    assert!(when.contains("!cancelled()") && when.contains("needs.plan.result == 'success'"), "{when}");
     let pick = Runner::new(remote.runner());
     let (steps, _) = pick.run_job(&workflow, "pick", &values("3", 0));
     assert!(steps.iter().all(|(_, ok)| *ok), "{steps:?}");
