@@ -145,7 +145,17 @@ fn parallel_attempts_stop_the_others_when_one_verifies() {
         driver(
             &env,
             &bin,
-            &["make fixed say fixed", "--verify", "sh check.sh", "--attempts", "2", "--parallel", "--json"],
+            // Outside the sandbox: the pid the agent writes is the machine's, not a namespace's.
+            &[
+                "make fixed say fixed",
+                "--verify",
+                "sh check.sh",
+                "--attempts",
+                "2",
+                "--parallel",
+                "--json",
+                "--no-sandbox",
+            ],
         ),
         b"",
     );
@@ -179,12 +189,13 @@ fn a_crashed_runs_work_tree_is_swept_by_the_next_run() {
     let env = project();
     let pid_file = env.home.join("agent.pid");
     let bin = fake_claude(&env, &format!("echo $$ > {}; exec sleep 300", pid_file.display()));
-    let mut crashed = driver(&env, &bin, &["t", "--verify", "sh check.sh", "--attempts", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut crashed =
+        driver(&env, &bin, &["t", "--verify", "sh check.sh", "--attempts", "1", "--no-sandbox"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
     wait_for(&pid_file, Duration::from_secs(30));
     crashed.kill().unwrap();
     crashed.wait().unwrap();

@@ -114,35 +114,80 @@ pub(crate) fn sandbox_unavailable() -> Option<String> {
     }
 }
 
+/// A bubblewrap command line, built mount by mount: `/` read-only with a private `/dev` and
+/// `/proc`, then each mount in order, a later one covering what an earlier one shows below it.
+#[derive(Debug, Clone)]
+pub(crate) struct Bwrap {
+    args: Vec<OsString>,
+    as_pid_1: bool,
+}
+
+impl Bwrap {
+    pub(crate) fn new() -> Bwrap {
+        let args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        Bwrap { args, as_pid_1: false }
+    }
+
+    /// The command runs as its namespace's first process instead of under bubblewrap's own
+    /// init: when it exits the kernel kills everything else in the namespace before its parent
+    /// learns of the exit, so nothing it left behind runs on while its caller goes on.
+    pub(crate) fn as_pid_1(&mut self) -> &mut Bwrap {
+        self.as_pid_1 = true;
+        self
+    }
+
+    /// `dest` shows `source`, writable.
+    pub(crate) fn bind_to(&mut self, source: &Path, dest: &Path) -> &mut Bwrap {
+        self.args.extend([OsString::from("--bind"), source.into(), dest.into()]);
+        self
+    }
+
+    /// `path` writable.
+    pub(crate) fn bind(&mut self, path: &Path) -> &mut Bwrap {
+        self.bind_to(path, path)
+    }
+
+    /// `path` read-only, when it exists: a path that does not exist cannot be bound, and there
+    /// is nothing there to protect yet.
+    pub(crate) fn read_only(&mut self, path: &Path) -> &mut Bwrap {
+        if path.exists() {
+            self.args.extend([OsString::from("--ro-bind"), path.into(), path.into()]);
+        }
+        self
+    }
+
+    /// The arguments up to `--`, the command to follow: a PID namespace of its own that dies
+    /// with its parent, a new session (no terminal to push input into), started in `cwd`.
+    pub(crate) fn finish(mut self, cwd: &Path) -> Vec<OsString> {
+        self.args.extend(
+            ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir"]
+                .into_iter()
+                .map(OsString::from),
+        );
+        self.args.push(cwd.into());
+        self.args.push("--".into());
+        self.args
+    }
+}
+
 /// The argument list that runs verify in its sandbox: `bwrap ... --` before `/bin/sh -c CMD`.
 /// `cwd` is where verify runs (writable, with `/tmp`); `read_only` are paths kept read-only even
 /// inside those (the store, the plugin, the binary, the host's settings, the oracle files).
 pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-    let mut bind = |flag: &str, path: &Path| {
-        args.extend([OsString::from(flag), path.into(), path.into()]);
-    };
+    let mut bwrap = Bwrap::new();
     if Path::new("/tmp").is_dir() {
-        bind("--bind", Path::new("/tmp"));
+        bwrap.bind(Path::new("/tmp"));
     }
-    bind("--bind", cwd);
+    bwrap.bind(cwd);
     let git = cwd.join(".git");
     let extra = [cwd.join(".claude"), git.join("hooks"), git.join("config")];
     for path in read_only.iter().chain(&extra) {
-        // A path that does not exist cannot be bound; nothing there to protect yet.
-        if path.exists() {
-            bind("--ro-bind", path);
-        }
+        bwrap.read_only(path);
     }
-    args.extend(
-        ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir"].into_iter().map(OsString::from),
-    );
-    args.push(cwd.into());
-    args.push("--".into());
-    args
+    bwrap.finish(cwd)
 }
 
 /// The sandbox verify runs in for a loop of `host` in `cwd` whose check stands on `oracle_files`:
