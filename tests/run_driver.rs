@@ -321,7 +321,7 @@ fn in_the_sandbox_the_agent_can_neither_edit_the_runs_state_nor_kill_the_driver(
                echo '{{}}' >> \"$dir/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
                echo note >> \"$dir/progress.md\" && echo notes-written >> attack.log\n\
              done\n\
-             grep -l 'loop-hoo[k]' /proc/[0-9]*/cmdline >/dev/null 2>&1 && echo driver-seen >> attack.log\n\
+             grep -l -- '--max-iteration[s]' /proc/[0-9]*/cmdline >/dev/null 2>&1 && echo driver-seen >> attack.log\n\
              [ \"$PPID\" -gt 1 ] && kill -KILL $PPID && echo driver-killed >> attack.log\n\
              echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
             s = sessions.display()
@@ -414,4 +414,32 @@ fn without_bubblewrap_the_run_says_so_first_and_require_strict_refuses() {
     assert!(run.stdout.contains("sandbox: none"), "the receipt does not say it: {}", run.stdout);
     let off = crate::util::run_command(driver(&env, &bin, &["t", "--verify", "true", "--no-sandbox"]), b"");
     assert!(off.stderr.starts_with("for-loop: sandbox: off (--no-sandbox)"), "{}", off.stderr);
+}
+
+/// In a sandboxed run verify is sandboxed too: code the agent wrote, run by the user's check,
+/// can no more edit the run's state or ledger while it is judged than the agent could.
+#[test]
+fn in_a_sandboxed_run_the_code_under_test_cannot_reach_the_loop_during_verify() {
+    let env = TestEnv::new();
+    env.write("check.sh", "sh ./code.sh\n");
+    let sessions = env.store().join("sessions");
+    let code = format!(
+        "for dir in {s}/*; do\n\
+           sed -i 's/^status: active/status: ended/' \"$dir/state.md\" && echo state-edited >> attack.log\n\
+           echo '{{}}' >> \"$dir/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
+         done\n\
+         echo judged >> attack.log; exit 1\n",
+        s = sessions.display()
+    );
+    env.write("code.sh", &code);
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["make the check pass", "--verify", "sh check.sh", "--max-iterations", "1"]),
+        b"",
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    let attacks = std::fs::read_to_string(env.project.join("attack.log")).unwrap_or_default();
+    assert_eq!(attacks, "judged\n", "{said}");
+    assert_eq!(env.ledger_reasons(&only_run(&env)), ["cap_reached"], "{said}");
 }

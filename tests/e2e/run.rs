@@ -39,7 +39,28 @@ fn run_with_claude_code_is_fresh_each_iteration_and_waits_out_a_rate_limit() {
     let config = env.home.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let limit = Step::Error { status: 429, retry_after: Some(1) };
+    let before = files_of(&config);
     assert_fresh_run_survives_a_limit(&env, Agent::ClaudeCode { config_dir: &config }, &claude, limit, &[]);
+    // In the sandbox Claude Code wrote its sessions and settings to a private copy.
+    assert_eq!(files_of(&config), before, "Claude Code wrote the user's own settings directory");
+}
+
+/// Every file under `dir`, with its content, in order.
+fn files_of(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(next) = dirs.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The roles of the turns a model request carries, without system and developer text: a fresh
@@ -98,6 +119,7 @@ fn assert_fresh_run_survives_a_limit(
     let cmd = run_command(env, &model, agent, cli, &args);
     let (stdout, stderr) = run_text(cmd, "loop-hook run", b"");
     let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stderr.starts_with("for-loop: sandbox: bubblewrap"), "bubblewrap must be installed: {dump}");
     let requests = model.main_requests();
     // The limited run, iteration 1's claim, iteration 2's edit and its final text.
     assert_eq!(requests.len(), 4, "{dump}");

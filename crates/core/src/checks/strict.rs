@@ -182,13 +182,27 @@ pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString>
         bwrap.bind(Path::new("/tmp"));
     }
     bwrap.bind(cwd);
+    let (inside, outside): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        read_only.iter().partition(|p| p.starts_with(cwd));
+    for path in &outside {
+        bwrap.read_only(path);
+    }
+    if outside.iter().any(|path| cwd.starts_with(path)) {
+        // An attempt's work tree lies in the store: writable again inside the read-only store.
+        bwrap.bind(cwd);
+    }
     let git = cwd.join(".git");
     let extra = [cwd.join(".claude"), git.join("hooks"), git.join("config")];
-    for path in read_only.iter().chain(&extra) {
+    for path in inside.into_iter().chain(&extra) {
         bwrap.read_only(path);
     }
     bwrap.finish(cwd)
 }
+
+/// Set (in-process, by `loop-hook run`) when the run's agent is sandboxed: verify then runs in
+/// a sandbox of its own too, whatever the host's settings, so the code the agent wrote cannot
+/// reach the loop or the driver while it is judged. Setting it can only add a sandbox.
+pub(crate) const RUN_SANDBOX_VAR: &str = "FOR_LOOP_RUN_SANDBOX";
 
 /// The sandbox verify runs in for a loop of `host` in `cwd` whose check stands on `oracle_files`:
 /// bubblewrap's arguments in the strict tier, nothing in the default tier.
@@ -199,7 +213,7 @@ pub(crate) fn sandbox_for_verify<'a>(
     cwd: &Path,
     oracle_files: impl IntoIterator<Item = &'a String>,
 ) -> Vec<OsString> {
-    if !tier(env, host, cwd, store).strict {
+    if env.var(RUN_SANDBOX_VAR).is_none() && !tier(env, host, cwd, store).strict {
         return Vec::new();
     }
     let mut read_only = read_only_paths(env, store);
@@ -336,5 +350,24 @@ mod tests {
         assert!(joined.contains("--bind /p /p"), "{joined}");
         assert!(joined.contains("--unshare-pid --die-with-parent --new-session --chdir /p --"), "{joined}");
         assert!(!joined.contains("nonexistent-store"), "a missing path is not bound: {joined}");
+    }
+
+    #[test]
+    fn a_work_tree_inside_the_store_stays_writable_and_its_oracle_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let tree = store.join("worktrees/r-1");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("check.sh"), "").unwrap();
+        let joined = verify_sandbox(&tree, &[store.clone(), tree.join("check.sh")])
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (s, t) = (store.display().to_string(), tree.display().to_string());
+        let store_ro = joined.find(&format!("--ro-bind {s} {s}")).unwrap();
+        let tree_rw = joined.rfind(&format!("--bind {t} {t}")).unwrap();
+        let oracle_ro = joined.find(&format!("--ro-bind {t}/check.sh")).unwrap();
+        assert!(store_ro < tree_rw && tree_rw < oracle_ro, "{joined}");
     }
 }

@@ -265,7 +265,10 @@ impl Driver {
             last_assistant_message: self.agent.final_message(output),
             transcript: None,
         };
-        let env = self.env.with_now(Timestamp::now());
+        let mut env = self.env.with_now(Timestamp::now());
+        if self.tier.is_sandboxed() {
+            env = env.with_var(crate::checks::strict::RUN_SANDBOX_VAR, "1");
+        }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
             let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
