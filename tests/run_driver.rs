@@ -303,14 +303,17 @@ fn an_unknown_option_is_refused_with_the_nearest_one_and_nothing_runs() {
 const SANDBOXED: &str = "for-loop: sandbox: bubblewrap";
 
 /// In the sandbox (bubblewrap must be installed: `scripts/install-test-deps`), an agent that
-/// rewrites the run's state to ended and verified, appends to its ledger, and kills the driver
+/// rewrites the run's state to ended and verified, appends to its ledger, plants a git hook and
+/// an fsmonitor in git's config, and kills the driver
 /// (its parent, outside the sandbox) does none of it: the store is read-only, and the driver is
 /// not in its PID namespace, where it cannot even be seen. The loop
 /// goes on and ends at its cap, never verified; only the progress notes were writable.
 #[test]
 fn in_the_sandbox_the_agent_can_neither_edit_the_runs_state_nor_kill_the_driver() {
     let env = TestEnv::new();
+    crate::util::git(&env.project, &["init", "-q"]);
     env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let config = std::fs::read_to_string(env.project.join(".git/config")).unwrap();
     let sessions = env.store().join("sessions");
     let bin = fake_claude(
         &env,
@@ -321,6 +324,8 @@ fn in_the_sandbox_the_agent_can_neither_edit_the_runs_state_nor_kill_the_driver(
                echo '{{}}' >> \"$dir/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
                echo note >> \"$dir/progress.md\" && echo notes-written >> attack.log\n\
              done\n\
+             echo 'echo planted' > .git/hooks/pre-commit && echo hook-planted >> attack.log\n\
+             git config core.fsmonitor ./planted && echo config-written >> attack.log\n\
              grep -l -- '--max-iteration[s]' /proc/[0-9]*/cmdline >/dev/null 2>&1 && echo driver-seen >> attack.log\n\
              [ \"$PPID\" -gt 1 ] && kill -KILL $PPID && echo driver-killed >> attack.log\n\
              echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
@@ -339,6 +344,8 @@ fn in_the_sandbox_the_agent_can_neither_edit_the_runs_state_nor_kill_the_driver(
     assert_eq!(attacks, "notes-written\nnotes-written\n", "{said}");
     let session = only_run(&env);
     assert_eq!(env.ledger_reasons(&session), ["verify_failed", "cap_reached"], "{said}");
+    assert!(!env.project.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(env.project.join(".git/config")).unwrap(), config);
 }
 
 /// A daemon the agent leaves behind (double-forked into a session of its own, out of the

@@ -11,6 +11,9 @@
 //!   or signal the hook.
 //! - **default**: no sandbox. Tampering is detected and reported, not prevented.
 //!
+//! [`Bwrap`] builds bubblewrap's command line for verify here and for the agent runs of
+//! `loop-hook run`, which sandboxes them whatever the host's settings ([`RUN_SANDBOX_VAR`]).
+//!
 //! The tier is read from the host's settings every time it is needed (start, status, each stop),
 //! so it is never a claim the model could have written. Only an existing sandbox is used, never a
 //! home-made one: on systems without bubblewrap strict mode says so and `--require-strict`
