@@ -35,7 +35,8 @@ fn run_sessions(env: &TestEnv) -> Vec<String> {
 #[test]
 fn run_with_claude_code_is_fresh_each_iteration_and_waits_out_a_rate_limit() {
     let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
-    let env = TestEnv::new();
+    // Outside /tmp, which the run's sandbox leaves writable: the home is read-only, as yours is.
+    let env = TestEnv::outside_tmp();
     let config = env.home.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let limit = Step::Error { status: 429, retry_after: Some(1) };
@@ -154,7 +155,8 @@ fn assert_fresh_run_survives_a_limit(
 #[test]
 fn run_with_gemini_cli_is_fresh_each_iteration_and_waits_out_a_daily_quota() {
     let gemini = client_bin("gemini", "FOR_LOOP_GEMINI");
-    let env = TestEnv::new();
+    // Outside /tmp, which the run's sandbox leaves writable: the home is read-only, as yours is.
+    let env = TestEnv::outside_tmp();
     gemini_settings(&env);
     let limit = Step::UsageLimit { resets_in: 1 };
     assert_fresh_run_survives_a_limit(&env, Agent::GeminiCli, &gemini, limit, &["--agent", "gemini"]);
