@@ -450,3 +450,45 @@ fn in_a_sandboxed_run_the_code_under_test_cannot_reach_the_loop_during_verify() 
     assert_eq!(attacks, "judged\n", "{said}");
     assert_eq!(env.ledger_reasons(&only_run(&env)), ["cap_reached"], "{said}");
 }
+
+/// In the sandbox, Ctrl-C ends the agent's run with everything it started (a background job
+/// and a double-forked daemon alike) and parks the loop.
+#[test]
+fn in_the_sandbox_ctrl_c_ends_the_agent_with_all_it_started() {
+    let env = TestEnv::new();
+    let marker = format!("left-by-{}", env.project.display());
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "sh -c 'sleep 300 # {marker}' &\n\
+             setsid sh -c 'sleep 300 # {marker}' >/dev/null 2>&1 < /dev/null &\n\
+             touch started; wait"
+        ),
+    );
+    let mut child = driver(&env, &bin, &["t", "--verify", "false", "--max-iterations", "3"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&env.project.join("started"), Duration::from_secs(20));
+    let running = |marker: &str| Command::new("pgrep").args(["-f", marker]).output().unwrap().stdout;
+    assert_eq!(String::from_utf8_lossy(&running(&marker)).lines().count(), 2, "both were not started");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the driver did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let left = running(&marker);
+    for pid in String::from_utf8_lossy(&left).lines() {
+        Command::new("kill").args(["-KILL", pid]).status().unwrap();
+    }
+    assert!(said.contains(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert!(left.is_empty(), "the agent's processes outlived Ctrl-C: {said}");
+    assert!(said.contains("parked") && said.contains("loop-hook run --resume"), "{said}");
+    assert_eq!(env.ledger_reasons(&only_run(&env)), ["interrupted"], "{said}");
+}
