@@ -3,9 +3,11 @@
 //! in a linked work tree under the store; code that behaves only there (a `.git` file, the
 //! store's path) fails here, and the change is taken back.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::checks::strict::verify_sandbox;
 use crate::checks::verify::VerifySpec;
 use crate::store::state::LoopState;
 
@@ -14,10 +16,14 @@ use crate::store::state::LoopState;
 pub(crate) struct AppliedCheck {
     verify: Option<String>,
     timeout: Duration,
+    /// The user's repository.
+    repo: PathBuf,
     /// Where verify runs: the user's repository, at the attempt's place in it.
     cwd: PathBuf,
     /// The files the check stands on, relative to the repository's top level.
     oracle: Vec<String>,
+    /// bubblewrap's arguments, when verify runs sandboxed.
+    sandbox: Vec<OsString>,
 }
 
 impl AppliedCheck {
@@ -29,9 +35,22 @@ impl AppliedCheck {
         AppliedCheck {
             verify: state.meta.settings.verify.clone(),
             timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs.max(1)),
+            repo: repo.to_path_buf(),
             cwd: repo.join(&prefix),
             oracle: state.meta.oracle.files.keys().map(in_repo).collect(),
+            sandbox: Vec::new(),
         }
+    }
+
+    /// The same check run in verify's sandbox when `available`: the working tree and `/tmp`
+    /// writable, `read_only` (the store, for-loop's files), git's hooks and config and the
+    /// check's own files read-only, and no way out to the process that applied the change.
+    pub(crate) fn sandboxed(mut self, available: bool, mut read_only: Vec<PathBuf>) -> AppliedCheck {
+        if available {
+            read_only.extend(self.oracle.iter().map(|file| self.repo.join(file)));
+            self.sandbox = verify_sandbox(&self.cwd, &read_only);
+        }
+        self
     }
 
     /// The files among `changed` (repository paths) that the check stands on: a change to
@@ -50,7 +69,7 @@ impl AppliedCheck {
             command: command.clone(),
             cwd: self.cwd.clone(),
             timeout: self.timeout,
-            sandbox: Vec::new(),
+            sandbox: self.sandbox.clone(),
         };
         match spec.run() {
             Ok(outcome) if outcome.passed() => Ok(format!("`{command}` passes in your working tree")),
@@ -72,8 +91,10 @@ mod tests {
         AppliedCheck {
             verify: Some(verify.into()),
             timeout: Duration::from_secs(30),
+            repo: cwd.to_path_buf(),
             cwd: cwd.to_path_buf(),
             oracle: oracle.iter().map(ToString::to_string).collect(),
+            sandbox: Vec::new(),
         }
     }
 
@@ -91,5 +112,21 @@ mod tests {
         assert_eq!(failing.judged_by_itself(&changed), ["check.sh"]);
         let gone = check("true", &dir.path().join("gone"), &[]).run().unwrap_err();
         assert!(gone.contains("could not run"), "{gone}");
+    }
+
+    #[test]
+    fn in_its_sandbox_the_applied_code_cannot_write_the_check_or_reach_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("check.sh"), "exit 1\n").unwrap();
+        let attack =
+            format!("echo 'exit 0' > check.sh; touch {}/planted; echo ok > out.txt", store.path().display());
+        let sandboxed = check(&attack, dir.path(), &["check.sh"]).sandboxed(true, vec![store.path().into()]);
+        let _ = sandboxed.run();
+        assert_eq!(std::fs::read_to_string(dir.path().join("check.sh")).unwrap(), "exit 1\n");
+        assert!(!store.path().join("planted").exists());
+        assert!(dir.path().join("out.txt").exists(), "the working tree must stay writable");
+        let plain = check("true", dir.path(), &[]).sandboxed(false, vec![]);
+        assert!(plain.sandbox.is_empty());
     }
 }

@@ -439,7 +439,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
             why.trim()
         ));
     }
-    let check = match winners_check(&store, &group, n) {
+    let check = match winners_check(env, &store, &group, n) {
         Ok(check) => check,
         Err(what) => return refuse(what),
     };
@@ -447,7 +447,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
 }
 
 /// The winner's check, read through custody, moved to the user's repository.
-fn winners_check(store: &Store, group: &Group, n: u32) -> Result<AppliedCheck, String> {
+fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Result<AppliedCheck, String> {
     let record = group.attempts.iter().find(|a| a.n == n).ok_or(format!("attempt {n} is not recorded"))?;
     let paths = store.paths(&record.loop_id);
     let state = match crate::store::transaction::Transaction::open(&paths, jiff::Timestamp::now()) {
@@ -456,7 +456,10 @@ fn winners_check(store: &Store, group: &Group, n: u32) -> Result<AppliedCheck, S
     }
     .map_err(|e| format!("attempt {n}'s loop cannot be read ({e}), so its change cannot be checked here"))?;
     let tree = trees_dir(store).join(format!("{}-{n}", group.id));
-    Ok(AppliedCheck::of(&state, &tree, &group.repo))
+    let check = AppliedCheck::of(&state, &tree, &group.repo);
+    // The attempt's code runs here as verify runs it: in a sandbox where one can be had.
+    let read_only = crate::checks::strict::read_only_paths(env, store.root());
+    Ok(check.sandboxed(crate::checks::strict::sandbox_unavailable().is_none(), read_only))
 }
 
 /// Applies `diff`, then runs the winner's verify in the user's working tree; when it fails
