@@ -158,14 +158,24 @@ impl AgentBox {
     /// `commondir` and `gitdir`: the driver's own git reads them after the run), and the hosts'
     /// project settings.
     fn guarded(&self) -> Vec<PathBuf> {
-        let mut paths = vec![self.work.join(".git")].into_iter().filter(|p| p.is_file()).collect::<Vec<_>>();
+        let mut paths: Vec<PathBuf> =
+            Some(self.work.join(".git")).filter(|git| git.is_file()).into_iter().collect();
         if let Some(git) = &self.git {
-            paths.extend([git.common.join("hooks"), git.common.join("config"), git.common.join("info")]);
+            paths.extend(git_guarded(&git.common));
             paths.extend(["commondir", "gitdir", "config.worktree"].map(|name| git.own.join(name)));
+            // Submodules' repositories: the driver's git reads their config too.
+            let modules = fs::read_dir(git.common.join("modules")).into_iter().flatten().flatten();
+            paths.extend(modules.flat_map(|module| git_guarded(&module.path())));
         }
         paths.extend([".claude", ".gemini", ".codex"].map(|name| self.work.join(name)));
         paths
     }
+}
+
+/// What of a git directory can make git run a program or read other rules: its hooks, its
+/// config and `info/` (attributes, excludes).
+fn git_guarded(dir: &Path) -> [PathBuf; 3] {
+    ["hooks", "config", "info"].map(|name| dir.join(name))
 }
 
 /// Names under an agent CLI's settings directory that hold its history, caches and logs: left
@@ -245,7 +255,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let work = root.join("p");
-        for sub in ["p/.git/hooks", "p/.claude", "store/sessions/s"] {
+        for sub in ["p/.git/hooks", "p/.git/modules/lib/hooks", "p/.claude", "store/sessions/s"] {
             fs::create_dir_all(root.join(sub)).unwrap();
         }
         fs::write(root.join("p/.git/config"), "").unwrap();
@@ -273,7 +283,7 @@ mod tests {
         );
         let project = at(&args, &format!("--bind {root}/p {root}/p"));
         let store = at(&args, &format!("--ro-bind {root}/store {root}/store"));
-        for guarded in ["p/.git/hooks", "p/.git/config", "p/.claude"] {
+        for guarded in ["p/.git/hooks", "p/.git/config", "p/.git/modules/lib/hooks", "p/.claude"] {
             let ro = at(&args, &format!("--ro-bind {root}/{guarded} {root}/{guarded}"));
             assert!(ro > project, "{guarded} is bound before the project, which would uncover it: {args}");
         }
