@@ -145,7 +145,17 @@ fn parallel_attempts_stop_the_others_when_one_verifies() {
         driver(
             &env,
             &bin,
-            &["make fixed say fixed", "--verify", "sh check.sh", "--attempts", "2", "--parallel", "--json"],
+            // Outside the sandbox: the pid the agent writes is the machine's, not a namespace's.
+            &[
+                "make fixed say fixed",
+                "--verify",
+                "sh check.sh",
+                "--attempts",
+                "2",
+                "--parallel",
+                "--json",
+                "--no-sandbox",
+            ],
         ),
         b"",
     );
@@ -179,12 +189,13 @@ fn a_crashed_runs_work_tree_is_swept_by_the_next_run() {
     let env = project();
     let pid_file = env.home.join("agent.pid");
     let bin = fake_claude(&env, &format!("echo $$ > {}; exec sleep 300", pid_file.display()));
-    let mut crashed = driver(&env, &bin, &["t", "--verify", "sh check.sh", "--attempts", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut crashed =
+        driver(&env, &bin, &["t", "--verify", "sh check.sh", "--attempts", "1", "--no-sandbox"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
     wait_for(&pid_file, Duration::from_secs(30));
     crashed.kill().unwrap();
     crashed.wait().unwrap();
@@ -276,4 +287,98 @@ fn an_attempts_report_reads_its_changes_after_its_work_tree_is_removed() {
     assert!(html.contains("work tree was removed when its run ended"), "{html}");
     assert!(html.contains("<table id=\"files-per-iteration\">"), "{html}");
     assert!(html.contains("<li>fixed</li>"), "{html}");
+}
+
+/// An agent that finds the user's repository from its work tree's `.git` file and rewrites the
+/// user's check and git hooks, then fixes its own tree.
+fn attempt_reaching_into_the_users_repository(env: &TestEnv) -> std::path::PathBuf {
+    fake_claude(
+        env,
+        &format!(
+            "gitdir=$(sed -n 's/^gitdir: //p' .git); repo=${{gitdir%/.git/worktrees/*}}\n\
+             echo 'exit 0' > \"$repo/check.sh\"\n\
+             echo 'echo planted' > \"$repo/.git/hooks/pre-commit\"\n\
+             echo fixed > fixed\n{DONE}"
+        ),
+    )
+}
+
+/// In the sandbox an attempt cannot write the user's repository: the check and git's hooks
+/// stay as they were, and the run has nothing to report about them.
+#[test]
+fn in_the_sandbox_an_attempt_cannot_write_the_users_repository() {
+    let env = project();
+    let bin = attempt_reaching_into_the_users_repository(&env);
+    let run = run_command(
+        driver(&env, &bin, &["make fixed say fixed", "--verify", "sh check.sh", "--attempts", "1"]),
+        b"",
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.starts_with("for-loop: attempt 1: sandbox: bubblewrap"),
+        "bubblewrap must be installed: {said}"
+    );
+    assert_eq!(run.code, 0, "{said}");
+    assert!(run.stdout.contains("attempt 1 of 1 verified first"), "{said}");
+    assert!(!env.project.join(".git/hooks/pre-commit").exists(), "the attempt planted a hook: {said}");
+    let check = std::fs::read_to_string(env.project.join("check.sh")).unwrap();
+    assert!(check.contains("FAIL: fixed is not fixed"), "the attempt rewrote the check: {check}");
+    assert!(!said.contains("your repository changed"), "{said}");
+    assert_no_work_trees(&env);
+}
+
+/// Without the sandbox (`--no-sandbox`) the same attempt gets through, and the end of the run
+/// says so: the user's check and the planted hook are each named, and the run fails.
+#[test]
+fn without_the_sandbox_an_attempt_that_wrote_the_users_repository_is_reported() {
+    let env = project();
+    let bin = attempt_reaching_into_the_users_repository(&env);
+    let args = ["make fixed say fixed", "--verify", "sh check.sh", "--attempts", "1", "--no-sandbox"];
+    let run = run_command(driver(&env, &bin, &args), b"");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 1, "{said}");
+    assert!(run.stdout.contains("your repository changed while the attempts ran"), "{said}");
+    assert!(run.stdout.contains(".git/hooks/pre-commit added"), "{said}");
+    assert!(run.stdout.contains("check.sh changed in the working tree"), "{said}");
+    let mut json = args.to_vec();
+    json.push("--json");
+    let env = project();
+    let bin = attempt_reaching_into_the_users_repository(&env);
+    let run = run_command(driver(&env, &bin, &json), b"");
+    let events: Vec<Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let changed = events.iter().find(|e| e["event"] == "users_repo_changed").expect(&run.stdout);
+    assert_eq!(changed["changes"][0], ".git/hooks/pre-commit added", "{}", run.stdout);
+}
+
+/// An attempt whose code passes only where `.git` is a file (a linked work tree) wins in its
+/// work tree; `run --apply` runs the check again in the user's tree, where it fails, says so,
+/// and takes the change back: the user's tree is as it was.
+#[test]
+fn apply_takes_back_a_change_that_fails_the_check_in_the_users_tree() {
+    let env = TestEnv::new();
+    git(&env.project, &["init", "-q"]);
+    env.write("check.sh", "sh ./code.sh || { echo 'FAIL: code.sh fails'; exit 1; }\n");
+    env.write("code.sh", "exit 1\n");
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-qm", "init"]);
+    let bin = fake_claude(&env, &format!("echo 'test -f .git' > code.sh\n{DONE}"));
+    let run = run_command(
+        driver(&env, &bin, &["make the check pass", "--verify", "sh check.sh", "--attempts", "1"]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let before = users_git(&env.project);
+    let applied = env.run(&["run", "--apply"], b"");
+    assert_eq!(applied.code, 1, "{}{}", applied.stdout, applied.stderr);
+    assert!(
+        applied
+            .stdout
+            .contains("verified in its own work tree, but `sh check.sh` fails in your working tree (exit 1)"),
+        "{}",
+        applied.stdout
+    );
+    assert!(applied.stdout.contains("FAIL: code.sh fails"), "{}", applied.stdout);
+    assert!(applied.stdout.contains("The change was taken back"), "{}", applied.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("code.sh")).unwrap(), "exit 1\n");
+    assert_eq!(users_git(&env.project), before, "the user's tree is not as it was");
 }

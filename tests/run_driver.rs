@@ -64,7 +64,9 @@ fn ctrl_c_parks_the_run_and_resume_continues_it() {
         &env,
         &format!("sleep 300 & echo $! > {p}.child; echo $$ > {p}; wait", p = pids.display()),
     );
-    let mut child = driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--max-iterations", "3"])
+    // Outside the sandbox: the pids the agent writes are the machine's, not a namespace's.
+    let args = ["create fixed", "--verify", "sh check.sh", "--max-iterations", "3", "--no-sandbox"];
+    let mut child = driver(&env, &bin, &args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -126,9 +128,9 @@ fn json_events_one_per_line() {
     let events: Vec<serde_json::Value> =
         run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["iteration", "end"]);
-    assert_eq!(events[1]["outcome"], "verified");
-    assert!(events[1]["receipt"].is_object());
+    assert_eq!(kinds, ["sandbox", "iteration", "end"]);
+    assert_eq!(events[2]["outcome"], "verified");
+    assert!(events[2]["receipt"].is_object());
 }
 
 /// A `claude` that claims done at its first run and fixes the check at its second, each run
@@ -295,4 +297,198 @@ fn an_unknown_option_is_refused_with_the_nearest_one_and_nothing_runs() {
         assert!(!ran.exists(), "{args:?} started the agent");
         assert!(!env.store().join("sessions").exists(), "{args:?} started a loop");
     }
+}
+
+/// The first line of a run that sandboxes its agent.
+const SANDBOXED: &str = "for-loop: sandbox: bubblewrap";
+
+/// In the sandbox (bubblewrap must be installed: `scripts/install-test-deps`), an agent that
+/// rewrites the run's state to ended and verified, appends to its ledger, plants a git hook and
+/// an fsmonitor in git's config, and kills the driver
+/// (its parent, outside the sandbox) does none of it: the store is read-only, and the driver is
+/// not in its PID namespace, where it cannot even be seen. The loop
+/// goes on and ends at its cap, never verified; only the progress notes were writable.
+#[test]
+fn in_the_sandbox_the_agent_can_neither_edit_the_runs_state_nor_kill_the_driver() {
+    let env = TestEnv::new();
+    crate::util::git(&env.project, &["init", "-q"]);
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let config = std::fs::read_to_string(env.project.join(".git/config")).unwrap();
+    let sessions = env.store().join("sessions");
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "for dir in {s}/*; do\n\
+               sed -i 's/^status: active/status: ended/; s/^iteration: .*/outcome: verified/' \"$dir/state.md\" \
+                 && echo state-edited >> attack.log\n\
+               echo '{{}}' >> \"$dir/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
+               echo note >> \"$dir/progress.md\" && echo notes-written >> attack.log\n\
+             done\n\
+             echo 'echo planted' > .git/hooks/pre-commit && echo hook-planted >> attack.log\n\
+             git config core.fsmonitor ./planted && echo config-written >> attack.log\n\
+             grep -l -- '--max-iteration[s]' /proc/[0-9]*/cmdline >/dev/null 2>&1 && echo driver-seen >> attack.log\n\
+             [ \"$PPID\" -gt 1 ] && kill -KILL $PPID && echo driver-killed >> attack.log\n\
+             echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
+            s = sessions.display()
+        ),
+    );
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--max-iterations", "2"]),
+        b"",
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert_eq!(run.code, 1, "{said}");
+    assert!(run.stdout.contains("for-loop: run cap_reached"), "{said}");
+    let attacks = std::fs::read_to_string(env.project.join("attack.log")).unwrap_or_default();
+    assert_eq!(attacks, "notes-written\nnotes-written\n", "{said}");
+    let session = only_run(&env);
+    assert_eq!(env.ledger_reasons(&session), ["verify_failed", "cap_reached"], "{said}");
+    assert!(!env.project.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(env.project.join(".git/config")).unwrap(), config);
+}
+
+/// A daemon the agent leaves behind (double-forked into a session of its own, out of the
+/// agent's process group) that puts the fix in once the agent has exited, while the driver
+/// judges, and takes it out again a moment later: in the sandbox it dies with the agent's run.
+/// Whatever it managed to write as the run ended stays, so the tree verify judged is the tree
+/// the run leaves: verified only if the fix is still there, and nothing of the daemon runs on.
+#[test]
+fn a_daemon_the_agent_leaves_dies_with_its_run() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let marker = format!("daemon-of-{}", env.project.display());
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "agent=$$\n\
+             setsid sh -c 'while kill -0 '$agent' 2>/dev/null; do sleep 0.02; done\n\
+               echo fixed > fixed; sleep 1; rm -f fixed; sleep 30 # {marker}' >/dev/null 2>&1 < /dev/null &\n\
+             echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'"
+        ),
+    );
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--max-iterations", "1"]),
+        b"",
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    // Long enough for a daemon that survived to take the fix out again.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let left = Command::new("pgrep").args(["-f", &marker]).output().unwrap();
+    for pid in String::from_utf8_lossy(&left.stdout).lines() {
+        Command::new("kill").args(["-KILL", pid]).status().unwrap();
+    }
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert!(left.stdout.is_empty(), "the agent's daemon outlived its run: {said}");
+    let verified = run.stdout.contains("for-loop: run verified");
+    assert_eq!(
+        verified,
+        env.project.join("fixed").exists(),
+        "verify judged a tree the run did not leave: {said}"
+    );
+}
+
+/// Where bubblewrap cannot start (here: not on PATH), the run says so in its first line and
+/// goes on unsandboxed; `--require-strict` refuses instead and starts nothing; `--no-sandbox`
+/// says the sandbox is off on purpose.
+#[test]
+fn without_bubblewrap_the_run_says_so_first_and_require_strict_refuses() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let only_agent = |args: &[&str]| {
+        let mut cmd = driver(&env, &bin, args);
+        cmd.env("PATH", &bin);
+        crate::util::run_command(cmd, b"")
+    };
+    let refused = only_agent(&["t", "--verify", "true", "--require-strict"]);
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stdout.contains("--require-strict: the agent cannot be sandboxed here"),
+        "{}",
+        refused.stdout
+    );
+    assert!(refused.stdout.contains("bwrap) is not installed"), "{}", refused.stdout);
+    assert!(!env.store().join("sessions").exists(), "a loop was started");
+    let run = only_agent(&["t", "--verify", "true"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let first = run.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("for-loop: sandbox: none — bubblewrap (bwrap) is not installed"),
+        "{}",
+        run.stderr
+    );
+    assert!(first.contains("running in the default tier"), "{first}");
+    assert!(run.stdout.contains("sandbox: none"), "the receipt does not say it: {}", run.stdout);
+    let off = crate::util::run_command(driver(&env, &bin, &["t", "--verify", "true", "--no-sandbox"]), b"");
+    assert!(off.stderr.starts_with("for-loop: sandbox: off (--no-sandbox)"), "{}", off.stderr);
+}
+
+/// In a sandboxed run verify is sandboxed too: code the agent wrote, run by the user's check,
+/// can no more edit the run's state or ledger while it is judged than the agent could.
+#[test]
+fn in_a_sandboxed_run_the_code_under_test_cannot_reach_the_loop_during_verify() {
+    let env = TestEnv::new();
+    env.write("check.sh", "sh ./code.sh\n");
+    let sessions = env.store().join("sessions");
+    let code = format!(
+        "for dir in {s}/*; do\n\
+           sed -i 's/^status: active/status: ended/' \"$dir/state.md\" && echo state-edited >> attack.log\n\
+           echo '{{}}' >> \"$dir/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
+         done\n\
+         echo judged >> attack.log; exit 1\n",
+        s = sessions.display()
+    );
+    env.write("code.sh", &code);
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let run = crate::util::run_command(
+        driver(&env, &bin, &["make the check pass", "--verify", "sh check.sh", "--max-iterations", "1"]),
+        b"",
+    );
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    let attacks = std::fs::read_to_string(env.project.join("attack.log")).unwrap_or_default();
+    assert_eq!(attacks, "judged\n", "{said}");
+    assert_eq!(env.ledger_reasons(&only_run(&env)), ["cap_reached"], "{said}");
+}
+
+/// In the sandbox, Ctrl-C ends the agent's run with everything it started (a background job
+/// and a double-forked daemon alike) and parks the loop.
+#[test]
+fn in_the_sandbox_ctrl_c_ends_the_agent_with_all_it_started() {
+    let env = TestEnv::new();
+    let marker = format!("left-by-{}", env.project.display());
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "sh -c 'sleep 300 # {marker}' &\n\
+             setsid sh -c 'sleep 300 # {marker}' >/dev/null 2>&1 < /dev/null &\n\
+             touch started; wait"
+        ),
+    );
+    let mut child = driver(&env, &bin, &["t", "--verify", "false", "--max-iterations", "3"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&env.project.join("started"), Duration::from_secs(20));
+    let running = |marker: &str| Command::new("pgrep").args(["-f", marker]).output().unwrap().stdout;
+    assert_eq!(String::from_utf8_lossy(&running(&marker)).lines().count(), 2, "both were not started");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the driver did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let left = running(&marker);
+    for pid in String::from_utf8_lossy(&left).lines() {
+        Command::new("kill").args(["-KILL", pid]).status().unwrap();
+    }
+    assert!(said.contains(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert!(left.is_empty(), "the agent's processes outlived Ctrl-C: {said}");
+    assert!(said.contains("parked") && said.contains("loop-hook run --resume"), "{said}");
+    assert_eq!(env.ledger_reasons(&only_run(&env)), ["interrupted"], "{said}");
 }

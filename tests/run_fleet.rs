@@ -81,7 +81,13 @@ impl Remote {
 fn start_attempt(machine: &TestEnv, id: &str, n: u32, k: u32) -> Child {
     let bin = fake_claude(machine, &format!("{AGENT}\n{DONE}"));
     let (n, k) = (n.to_string(), k.to_string());
-    let args = ["make fixed say fixed", "--verify", "sh check.sh", "--max-iterations", "1", "--attempts", &k];
+    let mut args =
+        vec!["make fixed say fixed", "--verify", "sh check.sh", "--max-iterations", "1", "--attempts", &k];
+    // The liar's job runs without the agent's sandbox, which would keep it out of git's
+    // info/exclude: the pick must not trust a job, whatever ran in it.
+    if n == "1" {
+        args.push("--no-sandbox");
+    }
     driver(machine, &bin, &args)
         .args(["--attempt", &n, "--run-id", id])
         .stdin(Stdio::null())

@@ -35,11 +35,33 @@ fn run_sessions(env: &TestEnv) -> Vec<String> {
 #[test]
 fn run_with_claude_code_is_fresh_each_iteration_and_waits_out_a_rate_limit() {
     let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
-    let env = TestEnv::new();
+    // Outside /tmp, which the run's sandbox leaves writable: the home is read-only, as yours is.
+    let env = TestEnv::outside_tmp();
     let config = env.home.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let limit = Step::Error { status: 429, retry_after: Some(1) };
+    let before = files_of(&config);
     assert_fresh_run_survives_a_limit(&env, Agent::ClaudeCode { config_dir: &config }, &claude, limit, &[]);
+    // In the sandbox Claude Code wrote its sessions and settings to a private copy.
+    assert_eq!(files_of(&config), before, "Claude Code wrote the user's own settings directory");
+}
+
+/// Every file under `dir`, with its content, in order.
+fn files_of(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(next) = dirs.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The roles of the turns a model request carries, without system and developer text: a fresh
@@ -98,6 +120,7 @@ fn assert_fresh_run_survives_a_limit(
     let cmd = run_command(env, &model, agent, cli, &args);
     let (stdout, stderr) = run_text(cmd, "loop-hook run", b"");
     let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stderr.starts_with("for-loop: sandbox: bubblewrap"), "bubblewrap must be installed: {dump}");
     let requests = model.main_requests();
     // The limited run, iteration 1's claim, iteration 2's edit and its final text.
     assert_eq!(requests.len(), 4, "{dump}");
@@ -132,7 +155,8 @@ fn assert_fresh_run_survives_a_limit(
 #[test]
 fn run_with_gemini_cli_is_fresh_each_iteration_and_waits_out_a_daily_quota() {
     let gemini = client_bin("gemini", "FOR_LOOP_GEMINI");
-    let env = TestEnv::new();
+    // Outside /tmp, which the run's sandbox leaves writable: the home is read-only, as yours is.
+    let env = TestEnv::outside_tmp();
     gemini_settings(&env);
     let limit = Step::UsageLimit { resets_in: 1 };
     assert_fresh_run_survives_a_limit(&env, Agent::GeminiCli, &gemini, limit, &["--agent", "gemini"]);
@@ -234,4 +258,56 @@ fn run_best_of_two_attempts_with_claude_code_only_the_second_verifies() {
     let applied = env.run(&["run", "--apply"], b"");
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
     assert!(env.project.join("fixed").exists(), "{}", applied.stdout);
+}
+
+/// Claude Code as a hostile agent under `loop-hook run`, its Bash allowed: it rewrites the run's
+/// state to ended, appends to the ledger, plants a git hook and kills the driver (found by the
+/// task text on its command line). In the run's sandbox none of it lands: the driver judges the
+/// iteration and the run ends at its cap, not verified, its state untouched.
+#[test]
+fn run_with_claude_code_as_a_hostile_agent_holds_in_the_sandbox() {
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
+    let env = TestEnv::outside_tmp();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let out = Command::new("git").args(["init", "-q"]).current_dir(&env.project).output().unwrap();
+    assert!(out.status.success(), "git init: {}", String::from_utf8_lossy(&out.stderr));
+    let config = env.home.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let task = format!("create the file named fixed in {}", env.project.display());
+    let attack = format!(
+        "echo attempted > attack.log\n\
+         for d in {sessions}/*; do\n\
+           sed -i 's/^status: active/status: ended/' \"$d/state.md\" && echo state-edited >> attack.log\n\
+           echo '{{}}' >> \"$d/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
+         done\n\
+         echo 'echo planted' > .git/hooks/pre-commit && echo hook-planted >> attack.log\n\
+         for p in /proc/[0-9]*; do\n\
+           grep -q -- 'named fixed i[n] {project}' \"$p/cmdline\" 2>/dev/null && kill -9 \"${{p#/proc/}}\" && echo driver-killed >> attack.log\n\
+         done\n\
+         true",
+        sessions = env.store().join("sessions").display(),
+        project = env.project.display()
+    );
+    let model = MockModel::start(Script::new().bash(attack).text("I have finished the task.")).unwrap();
+    let args = [
+        task.as_str(),
+        "--verify",
+        "sh check.sh",
+        "--max-iterations",
+        "1",
+        "--agent-arg",
+        "--allowedTools",
+        "--agent-arg",
+        "Bash",
+    ];
+    let cmd = run_command(&env, &model, Agent::ClaudeCode { config_dir: &config }, &claude, &args);
+    let (stdout, stderr) = run_text(cmd, "loop-hook run with a hostile Claude Code", b"");
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stderr.starts_with("for-loop: sandbox: bubblewrap"), "bubblewrap must be installed: {dump}");
+    let attacks = std::fs::read_to_string(env.project.join("attack.log")).unwrap_or_default();
+    assert_eq!(attacks, "attempted\n", "the attack did not run, or got through: {dump}");
+    assert!(stdout.contains("for-loop: run cap_reached"), "{dump}");
+    let sessions = run_sessions(&env);
+    assert_eq!(env.ledger_reasons(&sessions[0]), ["cap_reached"], "{dump}");
+    assert!(!env.project.join(".git/hooks/pre-commit").exists(), "{dump}");
 }

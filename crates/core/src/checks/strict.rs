@@ -11,6 +11,9 @@
 //!   or signal the hook.
 //! - **default**: no sandbox. Tampering is detected and reported, not prevented.
 //!
+//! [`Bwrap`] builds bubblewrap's command line for verify here and for the agent runs of
+//! `loop-hook run`, which sandboxes them whatever the host's settings ([`RUN_SANDBOX_VAR`]).
+//!
 //! The tier is read from the host's settings every time it is needed (start, status, each stop),
 //! so it is never a claim the model could have written. Only an existing sandbox is used, never a
 //! home-made one: on systems without bubblewrap strict mode says so and `--require-strict`
@@ -114,36 +117,95 @@ pub(crate) fn sandbox_unavailable() -> Option<String> {
     }
 }
 
+/// A bubblewrap command line, built mount by mount: `/` read-only with a private `/dev` and
+/// `/proc`, then each mount in order, a later one covering what an earlier one shows below it.
+#[derive(Debug, Clone)]
+pub(crate) struct Bwrap {
+    args: Vec<OsString>,
+    as_pid_1: bool,
+}
+
+impl Bwrap {
+    pub(crate) fn new() -> Bwrap {
+        let args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        Bwrap { args, as_pid_1: false }
+    }
+
+    /// The command runs as its namespace's first process instead of under bubblewrap's own
+    /// init: when it exits the kernel kills everything else in the namespace before its parent
+    /// learns of the exit, so nothing it left behind runs on while its caller goes on.
+    pub(crate) fn as_pid_1(&mut self) -> &mut Bwrap {
+        self.as_pid_1 = true;
+        self
+    }
+
+    /// `dest` shows `source`, writable.
+    pub(crate) fn bind_to(&mut self, source: &Path, dest: &Path) -> &mut Bwrap {
+        self.args.extend([OsString::from("--bind"), source.into(), dest.into()]);
+        self
+    }
+
+    /// `path` writable.
+    pub(crate) fn bind(&mut self, path: &Path) -> &mut Bwrap {
+        self.bind_to(path, path)
+    }
+
+    /// `path` read-only, when it exists: a path that does not exist cannot be bound, and there
+    /// is nothing there to protect yet.
+    pub(crate) fn read_only(&mut self, path: &Path) -> &mut Bwrap {
+        if path.exists() {
+            self.args.extend([OsString::from("--ro-bind"), path.into(), path.into()]);
+        }
+        self
+    }
+
+    /// The arguments up to `--`, the command to follow: a PID namespace of its own that dies
+    /// with its parent, a new session (no terminal to push input into), started in `cwd`.
+    pub(crate) fn finish(mut self, cwd: &Path) -> Vec<OsString> {
+        self.args.extend(
+            ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir"]
+                .into_iter()
+                .map(OsString::from),
+        );
+        self.args.push(cwd.into());
+        self.args.push("--".into());
+        self.args
+    }
+}
+
 /// The argument list that runs verify in its sandbox: `bwrap ... --` before `/bin/sh -c CMD`.
 /// `cwd` is where verify runs (writable, with `/tmp`); `read_only` are paths kept read-only even
 /// inside those (the store, the plugin, the binary, the host's settings, the oracle files).
 pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-    let mut bind = |flag: &str, path: &Path| {
-        args.extend([OsString::from(flag), path.into(), path.into()]);
-    };
+    let mut bwrap = Bwrap::new();
     if Path::new("/tmp").is_dir() {
-        bind("--bind", Path::new("/tmp"));
+        bwrap.bind(Path::new("/tmp"));
     }
-    bind("--bind", cwd);
+    bwrap.bind(cwd);
+    let (inside, outside): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        read_only.iter().partition(|p| p.starts_with(cwd));
+    for path in &outside {
+        bwrap.read_only(path);
+    }
+    if outside.iter().any(|path| cwd.starts_with(path)) {
+        // An attempt's work tree lies in the store: writable again inside the read-only store.
+        bwrap.bind(cwd);
+    }
     let git = cwd.join(".git");
     let extra = [cwd.join(".claude"), git.join("hooks"), git.join("config")];
-    for path in read_only.iter().chain(&extra) {
-        // A path that does not exist cannot be bound; nothing there to protect yet.
-        if path.exists() {
-            bind("--ro-bind", path);
-        }
+    for path in inside.into_iter().chain(&extra) {
+        bwrap.read_only(path);
     }
-    args.extend(
-        ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir"].into_iter().map(OsString::from),
-    );
-    args.push(cwd.into());
-    args.push("--".into());
-    args
+    bwrap.finish(cwd)
 }
+
+/// Set (in-process, by `loop-hook run`) when the run's agent is sandboxed: verify then runs in
+/// a sandbox of its own too, whatever the host's settings, so the code the agent wrote cannot
+/// reach the loop or the driver while it is judged. Setting it can only add a sandbox.
+pub(crate) const RUN_SANDBOX_VAR: &str = "FOR_LOOP_RUN_SANDBOX";
 
 /// The sandbox verify runs in for a loop of `host` in `cwd` whose check stands on `oracle_files`:
 /// bubblewrap's arguments in the strict tier, nothing in the default tier.
@@ -154,7 +216,7 @@ pub(crate) fn sandbox_for_verify<'a>(
     cwd: &Path,
     oracle_files: impl IntoIterator<Item = &'a String>,
 ) -> Vec<OsString> {
-    if !tier(env, host, cwd, store).strict {
+    if env.var(RUN_SANDBOX_VAR).is_none() && !tier(env, host, cwd, store).strict {
         return Vec::new();
     }
     let mut read_only = read_only_paths(env, store);
@@ -291,5 +353,24 @@ mod tests {
         assert!(joined.contains("--bind /p /p"), "{joined}");
         assert!(joined.contains("--unshare-pid --die-with-parent --new-session --chdir /p --"), "{joined}");
         assert!(!joined.contains("nonexistent-store"), "a missing path is not bound: {joined}");
+    }
+
+    #[test]
+    fn a_work_tree_inside_the_store_stays_writable_and_its_oracle_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let tree = store.join("worktrees/r-1");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("check.sh"), "").unwrap();
+        let joined = verify_sandbox(&tree, &[store.clone(), tree.join("check.sh")])
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (s, t) = (store.display().to_string(), tree.display().to_string());
+        let store_ro = joined.find(&format!("--ro-bind {s} {s}")).unwrap();
+        let tree_rw = joined.rfind(&format!("--bind {t} {t}")).unwrap();
+        let oracle_ro = joined.find(&format!("--ro-bind {t}/check.sh")).unwrap();
+        assert!(store_ro < tree_rw && tree_rw < oracle_ro, "{joined}");
     }
 }

@@ -1,12 +1,13 @@
 //! The agent CLIs `loop-hook run` drives, one headless run per iteration: how each is started,
 //! its safe default permissions, and the final message it reports.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
 use crate::host::Host;
+use crate::support::environment::Environment;
 
 /// An agent CLI with a headless mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,18 @@ impl Agent {
             last = Some(gemini_text);
         }
         last
+    }
+
+    /// Where the CLI keeps its own settings, credentials and sessions: what the run's sandbox
+    /// gives it a private, writable copy of.
+    pub(crate) fn config_paths(self, env: &Environment) -> Vec<PathBuf> {
+        let home = env.var("HOME").map(PathBuf::from).unwrap_or_default();
+        let named = |var: &str, default: &str| env.var(var).map_or_else(|| home.join(default), PathBuf::from);
+        match self {
+            Agent::Claude => vec![named("CLAUDE_CONFIG_DIR", ".claude"), home.join(".claude.json")],
+            Agent::Gemini => vec![home.join(".gemini")],
+            Agent::Codex => vec![named("CODEX_HOME", ".codex")],
+        }
     }
 
     /// The first of the agents installed on `path`, or the named one's location.

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::RunOptions;
+use super::applied_check::AppliedCheck;
 use super::driver::{Attempt, Driver, park_loop};
+use super::users_repo::RepoLook;
 use super::winner::FirstVerified;
 use crate::store::Store;
 use crate::store::reason_code::ReasonCode;
@@ -158,6 +160,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
     };
     // Attempts spread over machines share the id they are given (`--run-id`).
     let id = options.run_id.clone().unwrap_or_else(|| group_id(env));
+    let before = RepoLook::take(&user);
     let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &start.base], None);
     let mut group =
         Group { id: id.clone(), repo: start.repo, base: start.base.clone(), winner: None, attempts: vec![] };
@@ -178,7 +181,29 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
     race.run(k);
     (group.attempts, group.winner) = race.results();
     save(&store, &group);
-    summary(&group, options.json, k)
+    let changed = before.changes(&before.again(&user), &user);
+    with_changes(summary(&group, options.json, k), &changed, options.json)
+}
+
+/// The summary, told what changed in the user's repository while the attempts ran: said
+/// plainly, and the run fails, because a winner next to a changed check or hook is not to be
+/// trusted blindly.
+fn with_changes(mut outcome: Outcome, changed: &[String], json: bool) -> Outcome {
+    if changed.is_empty() {
+        return outcome;
+    }
+    outcome.code = Code::Refused;
+    if json {
+        let event = json!({"event": "users_repo_changed", "changes": changed});
+        outcome.stdout = format!("{event}\n{}", outcome.stdout);
+        return outcome;
+    }
+    outcome.stdout.push_str(&format!(
+        "\nfor-loop: your repository changed while the attempts ran, by you or by an attempt that \
+         reached outside its work tree. Look at each before you commit or apply anything:\n  {}",
+        changed.join("\n  ")
+    ));
+    outcome
 }
 
 /// What the attempts start from: the user's repository, a snapshot of the working tree, and
@@ -422,13 +447,68 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
             why.trim()
         ));
     }
-    match user.run_git(&["apply", "--stat", "--apply", "-"], Some(diff)) {
-        Ok(stat) => Outcome::ok(format!(
-            "for-loop: applied attempt {n} of run {} to the working tree (nothing staged or committed):\n{}",
-            group.id,
-            String::from_utf8_lossy(&stat).trim_end()
+    let check = match winners_check(env, &store, &group, n) {
+        Ok(check) => check,
+        Err(what) => return refuse(what),
+    };
+    apply_checked(&user, &group, n, diff, &check)
+}
+
+/// The winner's check, read through custody, moved to the user's repository.
+fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Result<AppliedCheck, String> {
+    let record = group.attempts.iter().find(|a| a.n == n).ok_or(format!("attempt {n} is not recorded"))?;
+    let paths = store.paths(&record.loop_id);
+    let state = match crate::store::transaction::Transaction::open(&paths, jiff::Timestamp::now()) {
+        Ok((_, custody)) => super::driver::trusted(custody),
+        Err(e) => Err(e.to_string()),
+    }
+    .map_err(|e| format!("attempt {n}'s loop cannot be read ({e}), so its change cannot be checked here"))?;
+    let tree = trees_dir(store).join(format!("{}-{n}", group.id));
+    let check = AppliedCheck::of(&state, &tree, &group.repo);
+    // The attempt's code runs here as verify runs it: in a sandbox where one can be had.
+    let read_only = crate::checks::strict::read_only_paths(env, store.root());
+    Ok(check.sandboxed(crate::checks::strict::sandbox_unavailable().is_none(), read_only))
+}
+
+/// Applies `diff`, then runs the winner's verify in the user's working tree; when it fails
+/// there, the change is taken back. A diff that changes the check itself is not applied.
+fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: Vec<u8>, check: &AppliedCheck) -> Outcome {
+    let refuse = |what: String| Outcome::refused(format!("for-loop: run --apply: {what}"));
+    let winner = format!("{REFS}/{}/{n}", group.id);
+    let changed = user.changed_files(&group.base, &winner).unwrap_or_default();
+    let judges = check.judged_by_itself(&changed);
+    if !judges.is_empty() {
+        return refuse(format!(
+            "attempt {n}'s changes include the check's own files ({}); nothing was changed. See them \
+             with `git diff {} {winner}`",
+            judges.join(", "),
+            group.base
+        ));
+    }
+    let stat = match user.run_git(&["apply", "--stat", "--apply", "-"], Some(diff.clone())) {
+        Ok(stat) => String::from_utf8_lossy(&stat).trim_end().to_string(),
+        Err(e) => return refuse(format!("git apply failed: {e}")),
+    };
+    match check.run() {
+        Ok(passed) => Outcome::ok(format!(
+            "for-loop: applied attempt {n} of run {} to the working tree (nothing staged or committed); \
+             {passed}:\n{stat}",
+            group.id
         )),
-        Err(e) => refuse(format!("git apply failed: {e}")),
+        Err(failed) => {
+            let undone = match user.run_git(&["apply", "--reverse", "-"], Some(diff)) {
+                Ok(_) => "The change was taken back: your working tree is as it was.".to_string(),
+                Err(e) => format!(
+                    "Taking the change back failed ({e}): undo it with `git diff {} {winner} | git apply -R`.",
+                    group.base
+                ),
+            };
+            refuse(format!(
+                "attempt {n} of run {} verified in its own work tree, but {failed}\n{undone} The attempt \
+                 may depend on where it ran; see its change with `git diff {} {winner}`.",
+                group.id, group.base
+            ))
+        }
     }
 }
 

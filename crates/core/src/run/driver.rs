@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::RunOptions;
 use super::agent::Agent;
 use super::limits::{self, AgentEnd};
+use super::sandbox::{AgentBox, GitDirs, RunTier};
 use super::status::StatusLine;
 use crate::commands::resume::ResumeOptions;
 use crate::commands::start::{self, StartOptions};
@@ -63,6 +64,9 @@ pub(crate) struct Driver {
     status: StatusLine,
     /// Set when the driver runs one of several attempts (`--attempts`).
     attempt: Option<Attempt>,
+    /// Whether each agent run is sandboxed.
+    tier: RunTier,
+    store_root: PathBuf,
 }
 
 /// One attempt of a best-of-K run: its number, and the flag that says another attempt won.
@@ -101,6 +105,7 @@ impl Driver {
 
     fn prepare(env: &Environment, options: &RunOptions, fresh_id: Option<String>) -> Result<Driver, Outcome> {
         let store = Store::locate(env).map_err(refuse)?;
+        let tier = RunTier::choose(options.sandbox).map_err(refuse)?;
         let path = env.var("PATH");
         let (session_id, record) = match &options.resume {
             Some(wanted) => resume_run(env, &store, options, wanted)?,
@@ -125,6 +130,8 @@ impl Driver {
             // Attempts run at once would redraw one line over each other: plain lines then.
             status: StatusLine::new(agent.program(), !options.json && !options.parallel),
             attempt: None,
+            tier,
+            store_root: store.root().to_path_buf(),
         })
     }
 
@@ -133,6 +140,7 @@ impl Driver {
         if !progress.exists() {
             let _ = fs::write(&progress, "# Progress\n\nNotes each iteration leaves for the next one.\n");
         }
+        self.announce_tier();
         let mut failures = 0;
         let mut limit_waits = 0;
         loop {
@@ -257,7 +265,10 @@ impl Driver {
             last_assistant_message: self.agent.final_message(output),
             transcript: None,
         };
-        let env = self.env.with_now(Timestamp::now());
+        let mut env = self.env.with_now(Timestamp::now());
+        if self.tier.is_sandboxed() {
+            env = env.with_var(crate::checks::strict::RUN_SANDBOX_VAR, "1");
+        }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
             let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
@@ -300,15 +311,19 @@ impl Driver {
         )
     }
 
-    /// Runs the agent in its own process group, its output streamed to `log`. The first Ctrl-C
-    /// ends the run (SIGINT to the group), the second kills it; whatever the run left in its
-    /// group is killed when it ends, so no process of it outlives the iteration.
+    /// Runs the agent in its own process group (in its sandbox, when it has one), its output
+    /// streamed to `log`. The first Ctrl-C ends the run (SIGINT to the group; in the sandbox that
+    /// ends bubblewrap and with it everything inside), the second kills it; whatever the run
+    /// left in its group is killed when it ends, so no process of it outlives the iteration.
     fn run_agent(&self, prompt: &str, log: &Path) -> std::io::Result<(Option<i32>, String)> {
         if let Some(dir) = log.parent() {
             fs::create_dir_all(dir)?;
         }
         let file = File::create(log)?;
-        let mut cmd = self.agent.command(&self.program, prompt, &self.agent_args);
+        let agent = self.agent.command(&self.program, prompt, &self.agent_args);
+        // The CLI's private settings live as long as this run, and go with it.
+        let private = tempfile::Builder::new().prefix("for-loop-agent-").tempdir()?;
+        let mut cmd = if self.tier.is_sandboxed() { self.sandboxed(&agent, private.path())? } else { agent };
         cmd.current_dir(&self.env.cwd)
             .env(RUN_VAR, &self.session_id)
             .stdin(Stdio::null())
@@ -321,6 +336,40 @@ impl Driver {
         kill_group(&child, true);
         let output = fs::read_to_string(log).unwrap_or_default();
         Ok((status.and_then(|s| s.code()), output))
+    }
+
+    /// `agent` inside bubblewrap: see [`AgentBox`] for what it may write.
+    fn sandboxed(
+        &self,
+        agent: &std::process::Command,
+        private: &Path,
+    ) -> std::io::Result<std::process::Command> {
+        let work = crate::worktree::WorkTree::open(&self.env.cwd).root().to_path_buf();
+        let git = GitDirs::of(&work);
+        let users_repo = match (&self.attempt, &git) {
+            (Some(_), Some(git)) => git.common.parent().map(Path::to_path_buf),
+            _ => None,
+        };
+        let read_only = crate::checks::strict::read_only_paths(&self.env, &self.store_root);
+        let sandbox = AgentBox {
+            cwd: self.env.cwd.clone(),
+            work,
+            git,
+            users_repo,
+            read_only,
+            notes: self.paths.dir.join("progress.md"),
+            config: super::sandbox::private_copies(&self.agent.config_paths(&self.env), private)?,
+        };
+        let args = sandbox.args();
+        let mut cmd = std::process::Command::new(&args[0]);
+        cmd.args(&args[1..]).arg(agent.get_program()).args(agent.get_args());
+        Ok(cmd)
+    }
+
+    /// Says, first, whether the agent runs sandboxed.
+    fn announce_tier(&self) {
+        let line = self.tier.line();
+        self.event(json!({"event": "sandbox", "sandboxed": self.tier.is_sandboxed(), "tier": line}), &line);
     }
 
     /// Ctrl-C presses seen; another attempt's win counts as two, which kills this one's agent.
@@ -394,13 +443,14 @@ impl Driver {
         self.event(
             json!({"event": "end", "outcome": outcome, "iteration": state.meta.iteration,
             "status": format!("{:?}", state.meta.status).to_lowercase(), "ledger": self.paths.ledger,
-            "receipt": state.meta.receipt}),
+            "receipt": state.meta.receipt, "sandboxed": self.tier.is_sandboxed()}),
             "",
         );
         let text = format!(
-            "{}\n  ledger: {}",
+            "{}\n  ledger: {}\n  {}",
             receipt.unwrap_or_else(|| format!("for-loop: run {outcome}")),
-            self.paths.ledger.display()
+            self.paths.ledger.display(),
+            self.tier.line()
         );
         let code = if state.meta.outcome == Some(ReasonCode::Verified)
             || state.meta.outcome == Some(ReasonCode::Promise)
@@ -615,7 +665,7 @@ fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Res
 
 /// The loop as last committed: a state edited behind the driver's back (by the agent it runs)
 /// is restored by custody, and one no trusted copy vouches for is refused, never trusted.
-fn trusted(custody: Custody) -> Result<LoopState, String> {
+pub(crate) fn trusted(custody: Custody) -> Result<LoopState, String> {
     match custody {
         Custody::Loop { state, .. } => Ok(state),
         Custody::None => Err("the loop's state is gone".to_string()),

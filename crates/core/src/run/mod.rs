@@ -8,13 +8,16 @@
 //! never judge the driver's stops, and no model can reach an in-session loop through the driver.
 
 mod agent;
+mod applied_check;
 mod attempts;
 mod driver;
 mod fleet;
 mod limits;
 mod options;
 mod pick;
+mod sandbox;
 mod status;
+mod users_repo;
 mod winner;
 
 use crate::commands::resume::ResumeOptions;
@@ -27,6 +30,7 @@ pub(crate) const USAGE: &str = "\
 Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iterations N]
                      [--max-time D] [--agent-arg ARG ...] [--backoff D] [--json] [loop flags]
        loop-hook run TASK --verify CMD --attempts K [--parallel] [...]
+       loop-hook run ... [--no-sandbox | --require-strict]
        loop-hook run --resume [LOOP] [--more N] [--more-time D] [--more-tokens N]
        loop-hook run --apply [RUN]
        loop-hook run TASK --verify CMD --attempts K --attempt N --run-id ID [--remote REMOTE]
@@ -54,9 +58,16 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     refs/for-loop/attempts/RUN/N, and the work trees are removed
   --parallel        with --attempts: run the attempts at once; the first verified one stops the
                     others (their agents are killed, their loops parked)
+  --no-sandbox      run the agent outside its sandbox, on purpose. By default each agent run is
+                    sandboxed with bubblewrap where the machine allows it: the project (or the
+                    attempt's work tree) writable, the loop store, for-loop, the host's settings
+                    and git's hooks and config read-only, nothing it starts outliving its run.
+                    Where bubblewrap cannot start, the run says so first and goes on without
+  --require-strict  refuse to start when the agent cannot be sandboxed
   --apply [RUN]     apply the winning attempt's changes of the newest (or the named) best-of-K
                     run to this working tree; refused, changing nothing, when local changes are
-                    in the way. Nothing is staged or committed
+                    in the way; taken back when verify then fails here. Nothing is staged or
+                    committed
   --attempt N       with --attempts K and --run-id ID: run only attempt N of a best-of-K run
                     spread over machines (one CI job each), from a clean checkout, then push its
                     end state (a commit on HEAD, with the attempt's claim in its message) to
@@ -89,6 +100,9 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     }
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
+    }
+    if let Err(why) = sandbox::RunTier::choose(options.sandbox) {
+        return Outcome::refused(format!("for-loop: run: {why}"));
     }
     if let (Some(k), Some(n)) = (options.attempts, options.attempt) {
         return fleet::attempt(env, options, k, n);

@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use super::agent::Agent;
+use super::sandbox::SandboxAsked;
 use crate::commands::request::Flag;
 use crate::commands::resume::ResumeOptions;
 use crate::support::nearest::nearest;
@@ -40,6 +41,8 @@ pub(crate) struct RunOptions {
     pub remote: Option<String>,
     /// Re-check the pushed attempts of this run and pick the winner ([`super::pick`]).
     pub pick: Option<String>,
+    /// `--no-sandbox` or `--require-strict`: what was asked of the agent's sandbox.
+    pub sandbox: SandboxAsked,
     pub help: bool,
 }
 
@@ -54,7 +57,7 @@ enum Takes {
     OptionalName,
 }
 
-const OWN: [(&str, Takes); 17] = [
+const OWN: [(&str, Takes); 19] = [
     ("--agent", Takes::Value),
     ("--agent-arg", Takes::AnyValue),
     ("--json", Takes::Nothing),
@@ -72,6 +75,9 @@ const OWN: [(&str, Takes); 17] = [
     ("--run-id", Takes::Value),
     ("--remote", Takes::Value),
     ("--pick", Takes::Value),
+    ("--no-sandbox", Takes::Nothing),
+    // The loop flag, read here: for a run it asks for the run's own sandbox.
+    ("--require-strict", Takes::Nothing),
 ];
 
 /// One option as typed: its name and, for `--name=value`, the value.
@@ -239,6 +245,13 @@ impl RunOptions {
                 more.push(format!("{flag} {}", words.value(typed, takes)?));
             }
             "--parallel" => self.parallel = true,
+            name @ ("--no-sandbox" | "--require-strict") => {
+                let asked = if name == "--no-sandbox" { SandboxAsked::Off } else { SandboxAsked::Required };
+                if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
+                    return Err("--no-sandbox and --require-strict contradict each other: give one".into());
+                }
+                self.sandbox = asked;
+            }
             "--attempts" => {
                 let text = words.value(typed, takes)?;
                 let most = super::attempts::MAX_ATTEMPTS;
@@ -317,6 +330,10 @@ mod tests {
         for bad in ["0", "-1", "x", "", "1000"] {
             assert!(parse(&["t", "--attempts", bad]).is_err(), "--attempts {bad:?}");
         }
+        let strict = parse(&["t", "--require-strict"]).unwrap();
+        assert_eq!((strict.sandbox, strict.loop_text.as_str()), (SandboxAsked::Required, "\"t\""));
+        assert_eq!(parse(&["t", "--no-sandbox"]).unwrap().sandbox, SandboxAsked::Off);
+        assert!(parse(&["t", "--no-sandbox", "--require-strict"]).unwrap_err().contains("contradict"));
         assert_eq!(parse(&["--apply"]).unwrap().apply.as_deref(), Some(""));
         assert_eq!(parse(&["--apply", "20260101-x"]).unwrap().apply.as_deref(), Some("20260101-x"));
         let more = parse(&["--resume", "run-1", "--more", "5", "--more-time", "1h"]).unwrap();

@@ -40,6 +40,8 @@ pub(crate) struct Snapshot {
     pub no_change: u64,
     /// Set while the driver waits for a rate or usage limit to lift.
     pub waiting_until: Option<Instant>,
+    /// Whether the agent runs in the run's sandbox, once the driver said.
+    pub sandboxed: Option<bool>,
 }
 
 impl Snapshot {
@@ -52,6 +54,7 @@ impl Snapshot {
                 self.max_iterations = number("max_iterations").unwrap_or(self.max_iterations);
                 self.waiting_until = None;
             }
+            Some("sandbox") => self.sandboxed = event["sandboxed"].as_bool(),
             Some("limit") => {
                 self.waiting_until = Some(now + Duration::from_secs(number("wait_secs").unwrap_or(0)));
             }
@@ -87,6 +90,11 @@ pub(crate) fn render(snapshot: &Snapshot, elapsed: Duration, now: Instant, width
     }
     if snapshot.no_change > 0 {
         parts.push(format!("no change ×{}", snapshot.no_change));
+    }
+    match snapshot.sandboxed {
+        Some(true) => parts.push("sandboxed".to_string()),
+        Some(false) => parts.push("not sandboxed".to_string()),
+        None => {}
     }
     fit(&parts.join(" · "), width)
 }
@@ -283,6 +291,10 @@ mod tests {
         assert!(render(&status, Duration::ZERO, start, 200).ends_with("last verify did not finish"));
         status.apply(&json!({"event": "verify", "exit_code": 0}), start);
         assert!(render(&status, Duration::ZERO, start, 200).ends_with("last verify passed"));
+        status.apply(&json!({"event": "sandbox", "sandboxed": true}), start);
+        assert!(render(&status, Duration::ZERO, start, 200).ends_with("last verify passed · sandboxed"));
+        status.apply(&json!({"event": "sandbox", "sandboxed": false}), start);
+        assert!(render(&status, Duration::ZERO, start, 200).ends_with(" · not sandboxed"));
     }
 
     #[test]

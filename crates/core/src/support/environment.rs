@@ -52,6 +52,14 @@ impl Environment {
         Environment { now, ..self.clone() }
     }
 
+    /// The same, with `name` set to `value`: what a command of ours passes on to code it calls
+    /// in-process, never seen by the process's own children.
+    pub fn with_var(&self, name: &str, value: &str) -> Environment {
+        let mut env = self.clone();
+        env.vars.insert(name.to_string(), value.to_string());
+        env
+    }
+
     /// A variable's value, if set and not empty.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
