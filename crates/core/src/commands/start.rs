@@ -277,6 +277,7 @@ fn new_state(
             transcript: options.transcript.clone(),
             awaiting: options.awaiting.clone(),
             tier: Some(tier.line()),
+            last_reply: None,
         },
         task: request.task.clone(),
     }

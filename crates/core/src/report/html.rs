@@ -42,6 +42,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::OracleChanged => "verify files changed",
         ReasonCode::VerifyNotRun => "verify could not run",
         ReasonCode::TestsDropped => "fewer tests ran",
+        ReasonCode::PassNotCounted => "a pass at a doubtful stop, not counted",
         ReasonCode::Aborted => "the agent gave up",
         ReasonCode::SameFailures => "same failure repeated",
         ReasonCode::NoProgress => "no progress",

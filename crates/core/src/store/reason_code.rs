@@ -42,6 +42,12 @@ pub(crate) enum ReasonCode {
     /// ratchet does not count the pass.
     TestsDropped,
 
+    // The stop is allowed and the loop stays active.
+    /// The check passed at a stop that cannot be told from one the agent forged (judged only
+    /// because the forged-stop detector gave way, or with no new final reply since the last
+    /// judged stop): the pass does not count, the agent may stop, and the loop goes on.
+    PassNotCounted,
+
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
     SameFailures,
@@ -137,6 +143,7 @@ impl ReasonCode {
             ReasonCode::OracleChanged => "oracle_changed",
             ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::TestsDropped => "tests_dropped",
+            ReasonCode::PassNotCounted => "pass_not_counted",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",

@@ -159,6 +159,11 @@ pub(crate) struct Meta {
     /// change of the state, which custody finds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting: Option<crate::store::awaiting::Awaiting>,
+    /// A digest of the agent's final reply at the last judged stop, as the loop's transcript
+    /// showed it: a stop that finds no newer reply there is not the end of a new turn, so it
+    /// cannot pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reply: Option<String>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -291,6 +296,7 @@ pub(crate) mod tests {
                 transcript: None,
                 awaiting: None,
                 tier: None,
+                last_reply: None,
             },
             task: "fix the login\n".into(),
         }
