@@ -278,6 +278,9 @@ fn new_state(
             awaiting: options.awaiting.clone(),
             tier: Some(tier.line()),
             last_reply: None,
+            // What decides whether the hooks run at all, for the guard to compare with.
+            host_config: (options.host.unwrap_or_default() == crate::host::Host::ClaudeCode)
+                .then(|| crate::host::config_watch::snapshot(env, cwd)),
         },
         task: request.task.clone(),
     }

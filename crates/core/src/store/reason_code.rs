@@ -114,6 +114,10 @@ pub(crate) enum ReasonCode {
     /// No prompt of the user's for the command the prompt hook carried out reached the host's
     /// transcript: a program sent it (the agent ran the prompt hook itself). Undone where it can be.
     CommandUnconfirmed,
+    /// While a loop ran, something that decides whether for-loop's hooks run at all changed:
+    /// `disableAllHooks`, `hooks` or for-loop's variables in the host's settings, the plugin's hook
+    /// list or launcher, the binary. Told to the user at once.
+    HostConfigChanged,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -169,6 +173,7 @@ impl ReasonCode {
             ReasonCode::CommandPending => "command_pending",
             ReasonCode::CommandConfirmed => "command_confirmed",
             ReasonCode::CommandUnconfirmed => "command_unconfirmed",
+            ReasonCode::HostConfigChanged => "host_config_changed",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -203,6 +208,7 @@ impl ReasonCode {
                 | ReasonCode::CommandPending
                 | ReasonCode::CommandConfirmed
                 | ReasonCode::CommandUnconfirmed
+                | ReasonCode::HostConfigChanged
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -263,6 +269,8 @@ mod tests {
             ReasonCode::CommandPending,
             ReasonCode::CommandConfirmed,
             ReasonCode::CommandUnconfirmed,
+            ReasonCode::HostConfigChanged,
+            ReasonCode::PassNotCounted,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

@@ -164,6 +164,11 @@ pub(crate) struct Meta {
     /// cannot pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reply: Option<String>,
+    /// What decides whether for-loop's hooks run at all (the host's settings keys, the plugin's
+    /// hook list and launcher, the binary's identity), as the guard last saw it while the loop ran
+    /// ([`crate::host::config_watch`]); a change is told to the user at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_config: Option<crate::host::config_watch::Snapshot>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -297,6 +302,7 @@ pub(crate) mod tests {
                 awaiting: None,
                 tier: None,
                 last_reply: None,
+                host_config: None,
             },
             task: "fix the login\n".into(),
         }
