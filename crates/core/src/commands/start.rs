@@ -316,6 +316,7 @@ fn banner(
     out.push_str(&format!("Done when:   {}\n", criterion(state)));
     out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
     out.push_str(&format!("Tier:        {}\n", tier.line()));
+    out.push_str(&crate::commands::strict::could_run(env, state.meta.host, tier).unwrap_or_default());
     out.push_str(&oracle_lines(&state.meta.oracle));
     if settings.verify.is_some() {
         out.push_str(if settings.allow_test_edits {

@@ -91,7 +91,9 @@ const INTERPRETERS: &[&str] = &[
     "gawk",
 ];
 /// loop-hook subcommands the agent must not run: they change a loop, or stand in for the host.
-const LOOP_COMMANDS: &[&str] = &["cancel", "start", "resume", "rollback", "prompt-hook", "stop-hook", "stop"];
+/// `strict` writes the host's settings, which are the user's to change.
+const LOOP_COMMANDS: &[&str] =
+    &["cancel", "start", "resume", "rollback", "prompt-hook", "stop-hook", "stop", "strict"];
 /// Code that writes, moves, deletes or runs, in the interpreters above.
 const CODE_WRITES: &[&str] = &[
     "write",

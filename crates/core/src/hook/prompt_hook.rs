@@ -398,6 +398,7 @@ fn carry_out(
             Err(e) => Outcome::refused(format!("for-loop: not resumed: {e}")),
         },
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
+        CommandKind::Strict => crate::commands::strict::run(&here, &command.args),
     };
     crate::support::version::with_version_notice(env, outcome)
 }
