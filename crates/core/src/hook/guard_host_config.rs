@@ -54,6 +54,31 @@ pub(super) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> 
     Some(words(&changes, state.meta.host, recorded))
 }
 
+/// Takes the snapshot again after the user's own change of the settings (`/for-loop:strict`), so
+/// that the guard does not report it as the agent's. Recorded as a change with origin user.
+pub(crate) fn user_changed(env: &Environment, paths: &LoopPaths, why: &str) {
+    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(paths, env.now) else {
+        return;
+    };
+    let Some(before) = state.meta.host_config.as_ref().filter(|_| state.is_active() && incidents.is_empty())
+    else {
+        return;
+    };
+    let now = config_watch::snapshot(env, &state.meta.cwd);
+    let changes = config_watch::changes(before, &now);
+    if changes.is_empty() {
+        return;
+    }
+    let entry = LedgerEntry {
+        origin: Some(Origin::User),
+        detail: Some(format!("{why}: {}", changes.join("; "))),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::HostConfigChanged)
+    };
+    let mut next = state.clone();
+    next.meta.host_config = Some(now);
+    let _ = transaction.commit(&next, &[entry]);
+}
+
 /// The user's words for `changes`.
 fn words(changes: &[String], host: Host, recorded: bool) -> String {
     let list = changes.join("\n  - ");
