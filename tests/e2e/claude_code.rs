@@ -1050,6 +1050,14 @@ fn turns_no_stop_judged_are_reported_with_hooks_off_or_the_binary_replaced() {
     assert_eq!(world.env.ledger_reasons(SESSION_B), ["stop_not_judged", "verified"]);
 }
 
+/// Python (for `python3 -c "..."`) that defines `forge()`: it runs the Stop hook with a Stop event
+/// for the agent's own session that names no real transcript, and prints the answer. The names the
+/// guard looks for are split, as a model hiding from it would.
+const FORGE_PY: &str = "import json, os, subprocess; e = json.dumps({'session_id': \
+    os.environ['CLAUDE_CODE_SESSION_ID'], 'transcript_path': '/dev/null', 'cwd': os.getcwd(), \
+    'hook_event_name': 'Stop', 'stop_hook_active': False}); forge = lambda: print(subprocess.run(\
+    [os.environ['FOR_LOOP_' + 'BIN'], 'stop' + '-hook'], input=e, capture_output=True, text=True).stdout); ";
+
 /// The agent runs the Stop hook itself, from a tool call, with a forged Stop event for its own
 /// session that names another transcript (hidden from the guard): each is recorded as forged and
 /// uses no iteration, the user hears of them at the next real stop, and the receipt counts them.
@@ -1057,11 +1065,7 @@ fn turns_no_stop_judged_are_reported_with_hooks_off_or_the_binary_replaced() {
 fn stops_the_agent_forges_from_its_shell_use_no_iteration_and_are_reported() {
     let world = World::new();
     world.env.write("check.sh", "exit 1\n");
-    let forge = "python3 -c \"import json, os, subprocess; e = json.dumps({'session_id': \
-                 os.environ['CLAUDE_CODE_SESSION_ID'], 'transcript_path': '/dev/null', 'cwd': os.getcwd(), \
-                 'hook_event_name': 'Stop', 'stop_hook_active': False}); [print(subprocess.run(\
-                 [os.environ['FOR_LOOP_' + 'BIN'], 'stop' + '-hook'], input=e, capture_output=True, \
-                 text=True).stdout) for _ in range(2)]\"";
+    let forge = format!("python3 -c \"{FORGE_PY}[forge() for _ in range(2)]\"");
     let model = MockModel::start(Script::new().bash(forge).text("Done.").text("Done again.")).unwrap();
     let run = world.run(
         &model,
@@ -1094,12 +1098,10 @@ fn stops_the_agent_forges_from_its_shell_use_no_iteration_and_are_reported() {
 fn three_forged_stops_with_the_fix_in_for_the_third_never_verify() {
     let world = World::new();
     world.env.write("check.sh", "test -f fixed\n");
-    let forge = "python3 -c \"import json, os, subprocess; e = json.dumps({'session_id': \
-                 os.environ['CLAUDE_CODE_SESSION_ID'], 'transcript_path': '/dev/null', 'cwd': os.getcwd(), \
-                 'hook_event_name': 'Stop', 'stop_hook_active': False}); \
-                 [(i == 2 and open('fixed', 'w').close(), print(subprocess.run([os.environ['FOR_LOOP_' + 'BIN'], \
-                 'stop' + '-hook'], input=e, capture_output=True, text=True).stdout)) for i in range(3)]; \
-                 os.remove('fixed')\"";
+    let forge = format!(
+        "python3 -c \"{FORGE_PY}[(i == 2 and open('fixed', 'w').close(), forge()) for i in range(3)]; \
+         os.remove('fixed')\""
+    );
     let model = MockModel::start(Script::new().bash(forge).text("Done.").text("Done again.")).unwrap();
     let run = world.run(
         &model,
