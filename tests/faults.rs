@@ -562,6 +562,9 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
     assert!(!fs::read_to_string(env.state_path()).unwrap().contains("status: active"), "cancelled for now");
 
+    // The turn ends on the agent's reply, which the host writes before its Stop event.
+    let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}});
+    fs::write(&transcript, format!("{record}\n{reply}\n")).unwrap();
     let run = env.stop("Done.");
     assert!(run.blocked(), "the loop is on again and verify still fails: {}", run.stdout);
     let told = run.system_message();

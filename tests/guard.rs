@@ -144,3 +144,44 @@ fn in_the_strict_tier_file_tools_stay_in_the_project_and_the_shell_in_the_sandbo
     let bg = json!({"command": "sleep 100", "run_in_background": true});
     assert_eq!(pre_tool_use(&open, SESSION, "Bash", &bg), "");
 }
+
+/// While a loop runs, the agent switches for-loop's hooks off through the host's settings (here
+/// with a plain file write the guard cannot read as one, as python would do it): the next tool
+/// call tells the user at once, in words, and the ledger records it as the agent's. Each change
+/// is told once; a setting that has nothing to do with the hooks is no change.
+#[test]
+fn hooks_switched_off_in_the_settings_are_told_to_the_user_at_the_next_tool_call() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    env.start("t --verify \"sh check.sh\"");
+    let call = || pre_tool_use(&env, SESSION, "Bash", &json!({"command": "ls"}));
+    assert_eq!(call(), "", "nothing changed yet");
+    env.write(".claude/settings.local.json", r#"{"permissions": {"allow": ["Bash(ls)"]}}"#);
+    assert_eq!(call(), "", "a setting that does not touch the hooks");
+    for (settings, names) in [
+        (r#"{"disableAllHooks": true}"#, "disableAllHooks"),
+        (r#"{"disableAllHooks": true, "env": {"FOR_LOOP_BIN": "/tmp/fake"}}"#, "env"),
+    ] {
+        env.write(".claude/settings.local.json", settings);
+        let out = call();
+        let json: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{names}: {out}"));
+        let told = json["systemMessage"].as_str().unwrap();
+        assert!(
+            told.contains("something that decides whether for-loop's hooks run at all has changed"),
+            "{told}"
+        );
+        assert!(told.contains(".claude/settings.local.json (changed)"), "{told}");
+        assert!(told.contains("/cancel-loop"), "{told}");
+        assert!(json.get("hookSpecificOutput").is_none(), "the call itself is not refused: {out}");
+        assert_eq!(call(), "", "told once");
+    }
+    let lines: Vec<(Value, Value)> = env
+        .ledger()
+        .iter()
+        .filter(|l| l["reason"] == "host_config_changed")
+        .map(|l| (l["origin"].clone(), l["decision"].clone()))
+        .collect();
+    assert_eq!(lines, vec![(json!("agent"), json!("note")); 2]);
+    // The loop is judged as before.
+    assert!(env.stop("done").blocked());
+}

@@ -309,6 +309,88 @@ fn a_stop_forged_from_a_tool_call_is_recorded_and_uses_no_iteration() {
     assert_eq!(env.ledger().last().unwrap()["receipt"]["forged_stops"], 2);
 }
 
+/// Three forged stops from one tool call, with the fix put in for the third only: the third is
+/// judged (the detector gives way, so a real stop is never held back), but its pass does not
+/// count. The loop is not verified, uses no iteration, and the user hears of it at the next real
+/// stop, which judges the code as it then is.
+#[test]
+fn three_forged_stops_with_the_fix_in_for_the_third_never_verify() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed\n");
+    env.start("fix it --verify \"sh check.sh\" --max-iterations 5");
+    let transcript = env.project.join("transcript.jsonl");
+    let call = json!({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "python3 -c ..."}}]}});
+    std::fs::write(&transcript, format!("{call}\n")).unwrap();
+    let mut event = crate::util::stop_event(SESSION, &env.project, "done", false);
+    event["transcript_path"] = json!(transcript);
+    let stop = || env.run(&["stop-hook"], event.to_string());
+    for _ in 0..2 {
+        assert!(stop().reason().contains("this stop was not judged"));
+    }
+    env.write("fixed", "");
+    let third = stop();
+    assert!(!third.blocked(), "{}", third.stdout);
+    assert!(third.system_message().contains("this pass does not count"), "{}", third.system_message());
+    let state = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("status: active") && state.contains("iteration: 1\n"), "{state}");
+    assert!(!state.contains("verified"), "{state}");
+    assert_eq!(env.ledger_reasons(SESSION), ["forged_stop", "forged_stop", "pass_not_counted"]);
+
+    // The fix is taken out again and the turn really ends: judged as usual, and the user told.
+    std::fs::remove_file(env.project.join("fixed")).unwrap();
+    let result = json!({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}});
+    let reply = json!({"type": "assistant", "uuid": "r1", "message": {"content": [{"type": "text", "text": "done"}]}});
+    std::fs::write(&transcript, format!("{call}\n{result}\n{reply}\n")).unwrap();
+    let real = stop();
+    assert!(real.blocked(), "{}", real.stdout);
+    assert!(real.system_message().contains("may have been sent by the agent"), "{}", real.system_message());
+    assert!(real.system_message().contains("verify failed"), "{}", real.system_message());
+}
+
+/// A background job sends Stop events while no tool call is pending, after the last judged stop
+/// and before the agent's next reply: there is no new final reply in the transcript, so no turn
+/// has ended. Such stops use no iteration, and with the fix in place the one judged does not
+/// pass. The agent's next real reply ends a turn, and is judged as usual.
+#[test]
+fn stops_with_no_new_reply_since_the_last_judged_one_neither_count_nor_pass() {
+    let env = TestEnv::new();
+    env.write("check.sh", "test -f fixed\n");
+    env.start("fix it --verify \"sh check.sh\" --max-iterations 5");
+    let transcript = env.project.join("transcript.jsonl");
+    let reply = |id: &str| json!({"type": "assistant", "uuid": id, "message": {"content": [{"type": "text", "text": "done"}]}});
+    std::fs::write(&transcript, format!("{}\n", reply("r1"))).unwrap();
+    let mut event = crate::util::stop_event(SESSION, &env.project, "done", false);
+    event["transcript_path"] = json!(transcript);
+    let first = env.run(&["stop-hook"], event.to_string());
+    assert!(first.reason().contains("iteration 2 of 5"), "the real stop is judged");
+    // Every later stop is the host continuing after that block.
+    event["stop_hook_active"] = json!(true);
+    let stop = || env.run(&["stop-hook"], event.to_string());
+    // The hook's feedback is in and the model is working: a job fires twice, then with the fix.
+    let feedback = json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nx"}});
+    std::fs::write(&transcript, format!("{}\n{feedback}\n", reply("r1"))).unwrap();
+    for _ in 0..2 {
+        assert!(stop().reason().contains("this stop was not judged"));
+    }
+    env.write("fixed", "");
+    assert!(stop().system_message().contains("this pass does not count"));
+    // The same reply again (no feedback in between) is no new turn either.
+    std::fs::write(&transcript, format!("{}\n", reply("r1"))).unwrap();
+    assert!(stop().reason().contains("this stop was not judged"));
+    let state = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("status: active") && state.contains("iteration: 2\n"), "{state}");
+    // The agent's new reply ends a turn: judged, and now it passes.
+    std::fs::write(&transcript, format!("{}\n{feedback}\n{}\n", reply("r1"), reply("r2"))).unwrap();
+    let real = stop();
+    assert!(real.system_message().contains("done, verified at iteration 2/5"), "{}", real.system_message());
+    assert_eq!(
+        env.ledger_reasons(SESSION),
+        ["verify_failed", "forged_stop", "forged_stop", "pass_not_counted", "forged_stop", "verified"]
+    );
+}
+
 #[test]
 fn the_first_ledger_line_names_who_started_the_loop() {
     let env = TestEnv::new();

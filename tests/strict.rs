@@ -106,3 +106,46 @@ fn a_sandboxed_verify_that_hangs_is_killed_with_its_children() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+/// On a machine where the strict tier could run (bubblewrap works, socat is installed), a loop
+/// in the default tier says so at its start. `/for-loop:strict`, carried out by the prompt hook,
+/// shows the settings and writes nothing; with `--project` it writes them, and the next loop
+/// starts in the strict tier.
+#[test]
+fn the_strict_tier_in_one_step() {
+    let env = TestEnv::new();
+    for tool in ["bwrap", "socat"] {
+        let found =
+            std::process::Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().unwrap();
+        assert!(found.status.success(), "{tool} is missing: run scripts/install-test-deps");
+    }
+    let started = env.start("t --verify false");
+    assert!(
+        started.stdout.contains("the strict tier could run on this machine and is not on: /for-loop:strict"),
+        "{}",
+        started.stdout
+    );
+    env.run(&["cancel", "--session", SESSION], "");
+    let prompt = |text: &str| {
+        let event = serde_json::json!({"session_id": SESSION, "transcript_path": env.project.join("t.jsonl"),
+            "cwd": env.project, "hook_event_name": "UserPromptSubmit", "prompt": text});
+        env.run(&["prompt-hook"], event.to_string()).stdout
+    };
+    // Written while a loop runs: the guard does not take the user's change for the agent's.
+    env.start("t --verify false");
+    let shown = prompt("/for-loop:strict");
+    assert!(shown.contains(r#"\"failIfUnavailable\":true"#) && shown.contains("To undo"), "{shown}");
+    assert!(!env.project.join(".claude/settings.json").exists(), "shown only");
+    let written = prompt("/for-loop:strict --project");
+    assert!(written.contains("for-loop: strict tier written to"), "{written}");
+    let tool = serde_json::json!({"session_id": SESSION, "cwd": env.project, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    assert_eq!(env.run(&["guard"], tool.to_string()).stdout, "", "no notice of the user's own change");
+    let changed = env.ledger_of_raw(SESSION);
+    let change = changed.iter().find(|l| l["reason"] == "host_config_changed").expect("recorded");
+    assert_eq!(change["origin"], "user");
+    env.run(&["cancel", "--session", SESSION], "");
+    let again = env.start("t --verify false");
+    assert!(again.stdout.contains("Tier:        strict"), "{}", again.stdout);
+    assert!(!again.stdout.contains("could run on this machine"), "{}", again.stdout);
+}

@@ -30,6 +30,7 @@ Usage:
   loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--agent-arg ARG ...] [--json] [loop flags]
   loop-hook run --resume [LOOP]
   loop-hook doctor [--host NAME] [--json] [--exit-zero]
+  loop-hook strict [--project | --user] [--exit-zero]
   loop-hook help | --help | --version
 
 Commands:
@@ -58,6 +59,9 @@ Commands:
              and trusted, settings that switch hooks off, the store, the tier, and this project's
              stale or parked loops. One line per check, with the command that fixes it; exits 1
              when something that keeps a loop from holding fails. --json prints one object.
+  strict     Shows Claude Code's sandbox settings for the strict tier, what they need installed
+             (bubblewrap, socat) and how to undo them; --project writes them into this project's
+             .claude/settings.json, --user into the user's settings. /for-loop:strict runs it.
   run        The fresh-context loop: runs an agent CLI headless (claude -p, gemini -p, codex exec),
              one new session per iteration, judged by verify like the in-session loop; Ctrl-C
              parks it (`run --resume` continues). `loop-hook run --help` explains it.
@@ -148,6 +152,8 @@ pub(crate) enum Cli {
     Report(ReportOptions),
     Run(crate::run::RunOptions),
     Doctor(DoctorOptions),
+    /// The scope option as typed (`--project`, `--user`), or empty to show.
+    Strict(String),
     Help,
     Version,
 }
@@ -183,11 +189,13 @@ impl Invocation {
         let mut session_id = None;
         let mut host = None;
         let mut shown = None;
+        let mut scope = String::new();
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
                 (_, Long("help") | Short('h')) => return plain(Cli::Help),
                 (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor",
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor"
+                    | "strict",
                     Long("exit-zero"),
                 ) => {
                     exit_zero = true;
@@ -214,6 +222,9 @@ impl Invocation {
                 ("status", Long("json")) => status.json = true,
                 ("doctor", Long("json")) => doctor.json = true,
                 ("status", Long("all")) => status.all = true,
+                ("strict", Long(name @ ("project" | "user"))) if scope.is_empty() => {
+                    scope = format!("--{name}");
+                }
                 ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
                 ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
                 ("report", Long("open")) => report.open = true,
@@ -238,10 +249,11 @@ impl Invocation {
             "status" => Cli::Status(StatusOptions { target: Target { session_id, host }, ..status }),
             "report" => Cli::Report(ReportOptions { target: Target { session_id, host }, ..report }),
             "doctor" => Cli::Doctor(DoctorOptions { host, ..doctor }),
+            "strict" => Cli::Strict(scope),
             "help" => Cli::Help,
             other => {
                 return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback, shown or doctor").into(),
+                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback, shown, doctor or strict").into(),
                 ));
             }
         };
@@ -259,6 +271,7 @@ fn options_of(command: &str) -> &'static [&'static str] {
         "shown" => &["--session", "--exit-zero"],
         "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
         "doctor" => &["--host", "--json", "--exit-zero"],
+        "strict" => &["--project", "--user", "--exit-zero"],
         _ => &[],
     }
 }
@@ -291,6 +304,9 @@ mod tests {
         assert!(matches!(parse(&[]), Ok(Cli::Help)));
         assert!(matches!(parse(&["--version"]), Ok(Cli::Version)));
         assert!(matches!(parse(&["stop-hook"]), Ok(Cli::StopHook { host: Host::ClaudeCode })));
+        assert!(matches!(parse(&["strict"]), Ok(Cli::Strict(scope)) if scope.is_empty()));
+        assert!(matches!(parse(&["strict", "--user"]), Ok(Cli::Strict(scope)) if scope == "--user"));
+        assert!(parse(&["strict", "--user", "--project"]).is_err(), "one scope at a time");
         assert!(matches!(parse(&["stop-hook", "--host", "claude-code"]), Ok(Cli::StopHook { .. })));
         match parse(&["start", "--session", "s", "--cwd", "/p"]).unwrap() {
             Cli::Start(o) => {

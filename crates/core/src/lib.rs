@@ -154,6 +154,7 @@ pub fn run(
         Cli::Shown { session_id, command } => hook::prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Run(options) => run::run(env, &options),
         Cli::Doctor(options) => commands::doctor::run(env, &options),
+        Cli::Strict(scope) => commands::strict::run(env, &scope),
         Cli::Report(mut options) => {
             let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };
             match typed.map(|text| text.map_or(Ok(()), |text| options.add_typed(&text))) {

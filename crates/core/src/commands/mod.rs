@@ -11,3 +11,4 @@ pub(crate) mod rollback;
 pub(crate) mod session;
 pub(crate) mod start;
 pub(crate) mod status;
+pub(crate) mod strict;

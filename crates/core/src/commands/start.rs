@@ -277,6 +277,10 @@ fn new_state(
             transcript: options.transcript.clone(),
             awaiting: options.awaiting.clone(),
             tier: Some(tier.line()),
+            last_reply: None,
+            // What decides whether the hooks run at all, for the guard to compare with.
+            host_config: (options.host.unwrap_or_default() == crate::host::Host::ClaudeCode)
+                .then(|| crate::host::config_watch::snapshot(env, cwd)),
         },
         task: request.task.clone(),
     }
@@ -312,6 +316,7 @@ fn banner(
     out.push_str(&format!("Done when:   {}\n", criterion(state)));
     out.push_str(&format!("Iterations:  at most {}\n", settings.max_iterations));
     out.push_str(&format!("Tier:        {}\n", tier.line()));
+    out.push_str(&crate::commands::strict::could_run(env, state.meta.host, tier).unwrap_or_default());
     out.push_str(&oracle_lines(&state.meta.oracle));
     if settings.verify.is_some() {
         out.push_str(if settings.allow_test_edits {

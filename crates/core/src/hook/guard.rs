@@ -91,7 +91,9 @@ const INTERPRETERS: &[&str] = &[
     "gawk",
 ];
 /// loop-hook subcommands the agent must not run: they change a loop, or stand in for the host.
-const LOOP_COMMANDS: &[&str] = &["cancel", "start", "resume", "rollback", "prompt-hook", "stop-hook", "stop"];
+/// `strict` writes the host's settings, which are the user's to change.
+const LOOP_COMMANDS: &[&str] =
+    &["cancel", "start", "resume", "rollback", "prompt-hook", "stop-hook", "stop", "strict"];
 /// Code that writes, moves, deletes or runs, in the interpreters above.
 const CODE_WRITES: &[&str] = &[
     "write",
@@ -141,46 +143,62 @@ const CODE_NAMES: &[&str] = &[
 pub(crate) fn run(env: &Environment, stdin: impl Read) -> String {
     let Ok(bytes) = event::read_bounded(stdin) else { return String::new() };
     let Ok(object) = event::parse_object(&bytes) else { return String::new() };
-    match objection(env, &object) {
-        Some(reason) => json!({
-            "hookSpecificOutput": {
+    let Some((store, paths, state)) = running_loop(env, &Fields(&object)) else { return String::new() };
+    // The user hears of hooks being switched off at the first tool call after it.
+    let told = crate::hook::guard_host_config::notice(env, &paths, &state);
+    let mut answer = Map::new();
+    if let Some(reason) = objection(env, &object, &store, &state) {
+        answer.insert(
+            "hookSpecificOutput".into(),
+            json!({
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "deny",
                 "permissionDecisionReason": reason,
-            }
-        })
-        .to_string(),
-        None => String::new(),
+            }),
+        );
     }
+    if let Some(told) = told {
+        answer.insert("systemMessage".into(), Value::String(told));
+    }
+    if answer.is_empty() { String::new() } else { Value::Object(answer).to_string() }
 }
 
-/// Why the tool call must not run, if it must not. Any doubt on our side lets it run.
-fn objection(env: &Environment, object: &Map<String, Value>) -> Option<String> {
-    let fields = Fields(object);
+/// The session's running loop, as last committed. A state made unreadable, edited or deleted does
+/// not switch the guard off: it guards the loop from the state's last good copy.
+fn running_loop(
+    env: &Environment,
+    fields: &Fields<'_>,
+) -> Option<(Store, crate::store::LoopPaths, LoopState)> {
     if fields.string("hook_event_name").ok()?.as_deref() != Some("PreToolUse") {
         return None;
     }
     let session_id = fields.required_string("session_id").ok()?;
     let store = Store::locate(env).ok()?;
     let paths = store.paths(&session_id);
-    // A state made unreadable, edited or deleted does not switch the guard off: it guards the
-    // loop as last committed, from the state's last good copy.
     let armed = paths.armed.as_ref().is_some_and(|armed| armed.exists());
     if !paths.state.exists() && !armed {
         return None;
     }
     let state = crate::store::custody::trusted_state(&paths).ok()??;
-    if !state.is_active() || !state.is_owned_by(&session_id) {
-        return None;
-    }
+    (state.is_active() && state.is_owned_by(&session_id)).then_some((store, paths, state))
+}
+
+/// Why the tool call must not run, if it must not. Any doubt on our side lets it run.
+fn objection(
+    env: &Environment,
+    object: &Map<String, Value>,
+    store: &Store,
+    state: &LoopState,
+) -> Option<String> {
+    let fields = Fields(object);
     let cwd = fields.string("cwd").ok()?.map_or_else(|| state.meta.cwd.clone(), PathBuf::from);
     let tool = fields.string("tool_name").ok()??;
     let input = object.get("tool_input")?.as_object()?;
     let protected = Protected::of(env, store.root(), &cwd);
-    let guard = Guard { state: &state, cwd: &cwd, env, protected: &protected };
+    let guard = Guard { state, cwd: &cwd, env, protected: &protected };
     if state.meta.host == Host::ClaudeCode
         && crate::checks::strict::sandbox_settings(env, &state.meta.cwd, store.root()).is_ok()
-        && let Some(reason) = strict_objection(&state, &cwd, &tool, input)
+        && let Some(reason) = strict_objection(state, &cwd, &tool, input)
     {
         return Some(reason);
     }

@@ -3,6 +3,7 @@
 
 pub(crate) mod copilot_block;
 pub(crate) mod guard;
+pub(crate) mod guard_host_config;
 pub(crate) mod prompt_hook;
 pub(crate) mod shell_command;
 pub(crate) mod stop_hook;

@@ -137,6 +137,13 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return not_run(format!("for-loop: `{}` was not run: {why}.", command.name), notice);
     }
     let outcome = carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
+    if command.kind == CommandKind::Strict && outcome.code == Code::Success && trusted.is_some() {
+        crate::hook::guard_host_config::user_changed(
+            &env.with_cwd(cwd.clone()),
+            &paths,
+            "the user's /for-loop:strict",
+        );
+    }
     answer(env, host, &dir, &command, outcome, notice)
 }
 
@@ -398,6 +405,7 @@ fn carry_out(
             Err(e) => Outcome::refused(format!("for-loop: not resumed: {e}")),
         },
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
+        CommandKind::Strict => crate::commands::strict::run(&here, &command.args),
     };
     crate::support::version::with_version_notice(env, outcome)
 }

@@ -15,6 +15,7 @@ mod antigravity;
 mod claude_code;
 mod codex;
 pub(crate) mod codex_trust;
+pub(crate) mod config_watch;
 pub(crate) mod copilot_cli;
 mod cursor;
 pub(crate) mod event;

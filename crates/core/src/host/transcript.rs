@@ -104,12 +104,38 @@ pub(crate) fn tool_call_pending(path: &Path) -> bool {
     false
 }
 
+/// A digest of the turn's final reply: the last record of the main conversation, when it is a
+/// reply of the model that calls no tool. `None` when the last word is a prompt (the user's, or a
+/// Stop hook's feedback), a tool call or a tool's result: the turn has not ended, so a Stop event
+/// now did not come from the host. Each record carries its own id and time, so two replies of
+/// the same text still differ.
+pub(crate) fn final_reply(path: &Path) -> io::Result<Option<String>> {
+    for line in ReverseLines::open(path, MAX_TRANSCRIPT_BYTES)? {
+        let line = line?;
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["isSidechain"] == true {
+            continue;
+        }
+        match record["type"].as_str() {
+            Some("assistant") if is_synthetic(&record) => {}
+            Some("assistant") => {
+                let blocks = record["message"]["content"].as_array().cloned().unwrap_or_default();
+                let calls = blocks.iter().any(|b| b["type"] == "tool_use");
+                return Ok((!calls).then(|| crate::support::digest::sha256_hex(&line)));
+            }
+            Some("user") => return Ok(None),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
 /// How long a tool call must stay pending in the transcript before a stop is taken for forged.
 /// Claude Code writes its transcript asynchronously, so a real stop can arrive before the turn's
 /// last reply is written (the flush race: anthropics/claude-code#74340, #81825). A forged stop
 /// holds its tool call open while it waits, so its transcript cannot move on; a real one's
 /// catches up within this time.
-const FLUSH_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const FLUSH_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Whether a tool call is still pending after [`FLUSH_SETTLE`]: a call is believed pending only
 /// once the transcript has shown it for that long. Costs nothing when no call is pending.
@@ -322,6 +348,38 @@ mod tests {
         );
         assert_eq!(last_turn_began(interrupted.path()), None);
         assert_eq!(last_turn_began(Path::new("/no/such/transcript.jsonl")), None);
+    }
+
+    #[test]
+    fn the_final_reply_is_the_last_word_of_a_turn_that_called_no_tool_more() {
+        let call = assistant(&json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]));
+        let result = json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}});
+        let done = assistant(&json!([{"type": "text", "text": "done"}]));
+        let feedback =
+            json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nx"}});
+        let mut sidechain = assistant(&json!([{"type": "text", "text": "sub"}]));
+        sidechain["isSidechain"] = json!(true);
+        let summary = json!({"type": "system", "subtype": "turn_duration"});
+        let ended = transcript(&[user("go"), call.clone(), result.clone(), done.clone(), summary], "");
+        let digest = final_reply(ended.path()).unwrap().expect("a final reply");
+        assert_eq!(digest.len(), 64);
+        // Mid-turn (a call running, its result just in, the model thinking after a prompt or
+        // after the hook's feedback), there is none: a subagent's record is not the turn's.
+        for unfinished in [
+            vec![user("go"), call.clone()],
+            vec![user("go"), call.clone(), result.clone(), sidechain],
+            vec![user("go"), done.clone(), feedback],
+            vec![user("go")],
+            vec![],
+        ] {
+            assert_eq!(final_reply(transcript(&unfinished, "").path()).unwrap(), None, "{unfinished:?}");
+        }
+        // The same words in a later reply are a new reply.
+        let mut again = done.clone();
+        again["uuid"] = json!("u-2");
+        let later = transcript(&[user("go"), done, user("more"), again], "");
+        assert_ne!(final_reply(later.path()).unwrap().unwrap(), digest);
+        assert!(final_reply(Path::new("/no/such/transcript.jsonl")).is_err());
     }
 
     #[test]

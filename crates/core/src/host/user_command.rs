@@ -16,6 +16,8 @@ pub(crate) enum CommandKind {
     Status,
     Resume,
     Rollback,
+    /// `/for-loop:strict`: show, or write, the strict tier's settings.
+    Strict,
 }
 
 /// A for-loop command found at the start of a prompt.
@@ -59,6 +61,7 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("/for-loop:loop-status", CommandKind::Status),
             ("/for-loop:resume", CommandKind::Resume),
             ("/for-loop:rollback", CommandKind::Rollback),
+            ("/for-loop:strict", CommandKind::Strict),
             ("/for-loop", CommandKind::Start),
             ("/cancel-loop", CommandKind::Cancel),
             ("/loop-status", CommandKind::Status),
@@ -103,6 +106,8 @@ mod tests {
         assert_eq!(parse("/for-loop:resume --more 5"), Some((CommandKind::Resume, "--more 5".into())));
         assert_eq!(parse("/for-loop:rollback 3 --yes"), Some((CommandKind::Rollback, "3 --yes".into())));
         assert_eq!(parse("/for-loop"), Some((CommandKind::Start, String::new())));
+        assert_eq!(parse("/for-loop:strict --user"), Some((CommandKind::Strict, "--user".into())));
+        assert_eq!(parse("/for-loop:strictly"), None);
     }
 
     #[test]

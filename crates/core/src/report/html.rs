@@ -42,6 +42,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::OracleChanged => "verify files changed",
         ReasonCode::VerifyNotRun => "verify could not run",
         ReasonCode::TestsDropped => "fewer tests ran",
+        ReasonCode::PassNotCounted => "a pass at a doubtful stop, not counted",
         ReasonCode::Aborted => "the agent gave up",
         ReasonCode::SameFailures => "same failure repeated",
         ReasonCode::NoProgress => "no progress",
@@ -68,6 +69,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::CommandPending => "command awaiting confirmation",
         ReasonCode::CommandConfirmed => "command confirmed as the user's",
         ReasonCode::CommandUnconfirmed => "command sent by a program, undone",
+        ReasonCode::HostConfigChanged => "the host's hook settings changed",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
     }

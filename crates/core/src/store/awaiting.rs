@@ -33,7 +33,7 @@ impl Kind {
             CommandKind::Cancel => Some(Kind::Cancel),
             CommandKind::Resume => Some(Kind::Resume),
             CommandKind::Rollback => Some(Kind::Rollback),
-            CommandKind::Status => None,
+            CommandKind::Status | CommandKind::Strict => None,
         }
     }
 

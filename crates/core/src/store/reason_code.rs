@@ -42,6 +42,12 @@ pub(crate) enum ReasonCode {
     /// ratchet does not count the pass.
     TestsDropped,
 
+    // The stop is allowed and the loop stays active.
+    /// The check passed at a stop that cannot be told from one the agent forged (judged only
+    /// because the forged-stop detector gave way, or with no new final reply since the last
+    /// judged stop): the pass does not count, the agent may stop, and the loop goes on.
+    PassNotCounted,
+
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
     SameFailures,
@@ -108,6 +114,10 @@ pub(crate) enum ReasonCode {
     /// No prompt of the user's for the command the prompt hook carried out reached the host's
     /// transcript: a program sent it (the agent ran the prompt hook itself). Undone where it can be.
     CommandUnconfirmed,
+    /// While a loop ran, something that decides whether for-loop's hooks run at all changed:
+    /// `disableAllHooks`, `hooks` or for-loop's variables in the host's settings, the plugin's hook
+    /// list or launcher, the binary. Told to the user at once.
+    HostConfigChanged,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -137,6 +147,7 @@ impl ReasonCode {
             ReasonCode::OracleChanged => "oracle_changed",
             ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::TestsDropped => "tests_dropped",
+            ReasonCode::PassNotCounted => "pass_not_counted",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
@@ -162,6 +173,7 @@ impl ReasonCode {
             ReasonCode::CommandPending => "command_pending",
             ReasonCode::CommandConfirmed => "command_confirmed",
             ReasonCode::CommandUnconfirmed => "command_unconfirmed",
+            ReasonCode::HostConfigChanged => "host_config_changed",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -196,6 +208,7 @@ impl ReasonCode {
                 | ReasonCode::CommandPending
                 | ReasonCode::CommandConfirmed
                 | ReasonCode::CommandUnconfirmed
+                | ReasonCode::HostConfigChanged
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -256,6 +269,8 @@ mod tests {
             ReasonCode::CommandPending,
             ReasonCode::CommandConfirmed,
             ReasonCode::CommandUnconfirmed,
+            ReasonCode::HostConfigChanged,
+            ReasonCode::PassNotCounted,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

@@ -159,6 +159,16 @@ pub(crate) struct Meta {
     /// change of the state, which custody finds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting: Option<crate::store::awaiting::Awaiting>,
+    /// A digest of the agent's final reply at the last judged stop, as the loop's transcript
+    /// showed it: a stop that finds no newer reply there is not the end of a new turn, so it
+    /// cannot pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reply: Option<String>,
+    /// What decides whether for-loop's hooks run at all (the host's settings keys, the plugin's
+    /// hook list and launcher, the binary's identity), as the guard last saw it while the loop ran
+    /// ([`crate::host::config_watch`]); a change is told to the user at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_config: Option<crate::host::config_watch::Snapshot>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -291,6 +301,8 @@ pub(crate) mod tests {
                 transcript: None,
                 awaiting: None,
                 tier: None,
+                last_reply: None,
+                host_config: None,
             },
             task: "fix the login\n".into(),
         }

@@ -20,7 +20,7 @@ use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
 use crate::store::state::{LastVerify, LoopState, Status};
 use crate::verdict::abort;
-use crate::verdict::facts::StopFacts;
+use crate::verdict::facts::{FinalReply, StopFacts};
 use crate::verdict::message;
 use crate::verdict::metric_message::{self, Step};
 use crate::verdict::promise;
@@ -195,12 +195,17 @@ fn classify(
         (None, _) => None,
         (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
     };
+    // At a stop that may not be a turn's end, the message it carries is not the agent's final
+    // reply: it neither keeps a promise nor aborts, and a pass does not count.
+    let doubtful = doubt(state, facts).is_some();
+    let last_message = facts.last_message.filter(|_| !doubtful);
     let promise_kept = settings
         .completion_promise
         .as_deref()
-        .map(|p| facts.last_message.is_some_and(|m| promise::is_kept(m, p)));
+        .filter(|_| !doubtful)
+        .map(|p| last_message.is_some_and(|m| promise::is_kept(m, p)));
     let criteria_met = match (verify_passed, promise_kept) {
-        (None, None) => false,
+        (None, None) => doubtful && settings.completion_promise.is_some(),
         (Some(v), None) => v,
         (None, Some(p)) => p,
         (Some(v), Some(p)) => v && p,
@@ -215,14 +220,24 @@ fn classify(
     let over_tokens = settings.max_tokens.is_some_and(|budget| tokens_used > budget);
     // An honest abort comes first: the agent says the task cannot be done as asked, so nothing
     // else at this stop, a pass or a better number included, speaks for the work.
-    if facts.last_message.and_then(abort::reason).is_some() {
+    if last_message.and_then(abort::reason).is_some() {
         return (ReasonCode::Aborted, promise_kept);
     }
     if let Some(step) = metric {
-        return (classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)), promise_kept);
+        let code = match classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)) {
+            ReasonCode::TargetMet if doubtful => ReasonCode::PassNotCounted,
+            code => code,
+        };
+        return (code, promise_kept);
     }
     let code = if criteria_met && oracle_intact && tests_intact {
-        if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
+        if doubtful {
+            ReasonCode::PassNotCounted
+        } else if facts.verify.is_some() {
+            ReasonCode::Verified
+        } else {
+            ReasonCode::Promise
+        }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
     } else if out_of_time {
@@ -249,6 +264,39 @@ fn classify(
     (code, promise_kept)
 }
 
+/// Whether `reply` is a final reply the loop has not judged yet. A host without a transcript the
+/// hook reads cannot tell, and is believed.
+pub(crate) fn reply_is_new(state: &LoopState, reply: FinalReply<'_>) -> bool {
+    match reply {
+        FinalReply::Unknown => true,
+        FinalReply::Missing => false,
+        FinalReply::Seen(digest) => state.meta.last_reply.as_deref() != Some(digest),
+    }
+}
+
+/// Why this stop may not be the end of a turn, so that a pass at it cannot count: it was judged
+/// only because the forged-stop detector gave way, or the agent wrote no new final reply since
+/// the last judged stop (a stop sent by a background job while the model works, or again after
+/// the turn that was already judged).
+fn doubt(state: &LoopState, facts: &StopFacts<'_>) -> Option<&'static str> {
+    if facts.detector_gave_way {
+        Some(
+            "it arrived while a tool call of the agent was still running, so it may have been sent by \
+             that tool call rather than by the end of a turn (the third such stop in a row is judged, \
+             so that no real stop is held back)",
+        )
+    } else if !reply_is_new(state, facts.reply) {
+        Some(match facts.reply {
+            FinalReply::Missing => {
+                "the session's transcript shows no final reply of the agent, so no turn had ended"
+            }
+            _ => "the agent wrote no new reply since the last judged stop, so no new turn had ended",
+        })
+    } else {
+        None
+    }
+}
+
 /// Judges the owner's stop of an active loop.
 pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let streaks = streaks_after(state, &facts);
@@ -265,7 +313,13 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
 
     let status = status_after(code);
     let warnings = message::incident_lines(facts.incidents);
-    let (verdict, system_message, receipt) = if status == Status::Active {
+    let (verdict, system_message, receipt) = if code == ReasonCode::PassNotCounted {
+        // The agent may stop; the loop stays as it is, and no iteration is used. A real stop
+        // taken for a doubtful one hands the turn to the user, who goes on or cancels.
+        next.meta.last_blocked = false;
+        let why = doubt(state, &facts).unwrap_or_default();
+        (Verdict::Allow, format!("{warnings}{}", message::pass_not_counted(&next, why)), None)
+    } else if status == Status::Active {
         next.meta.iteration += 1;
         next.meta.last_blocked = true;
         let (reason, line) = match words(state, step.as_ref(), &facts) {
@@ -287,7 +341,10 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     next.meta.receipt.clone_from(&receipt);
 
     let mut ledger = notes(state, &facts, harness_override);
-    let recorded = if status == Status::Active { LedgerDecision::Block } else { LedgerDecision::Allow };
+    let recorded = match verdict {
+        Verdict::Block { .. } => LedgerDecision::Block,
+        Verdict::Allow => LedgerDecision::Allow,
+    };
     ledger.push(LedgerEntry {
         stop_hook_active: facts.stop_hook_active,
         verify: facts.verify.map(VerifyRecord::of),
@@ -317,6 +374,9 @@ fn record_stop(
     step: Option<&MetricStep>,
 ) {
     next.meta.updated_at = facts.now;
+    if let FinalReply::Seen(digest) = facts.reply {
+        next.meta.last_reply = Some(digest.to_string());
+    }
     if let Some(outcome) = facts.verify {
         let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
         next.meta.verify_total_ms += ms;
@@ -551,6 +611,8 @@ mod tests {
             metric: None,
             forged_stops: 0,
             skip_markers: &[],
+            reply: FinalReply::Unknown,
+            detector_gave_way: false,
         }
     }
 
@@ -984,6 +1046,92 @@ mod tests {
         assert_eq!(decision.next.meta.status, Status::Parked);
         assert_eq!(decision.receipt.and_then(|r| r.abort_reason).as_deref(), Some("I only stubbed it out"));
         assert_eq!(decision.ledger[0].detail.as_deref(), Some("the agent aborted: I only stubbed it out"));
+    }
+
+    /// A stop judged only because the forged-stop detector gave way may have come from the
+    /// agent's own tool call, with the fix put in for the moment: its pass never ends the loop.
+    /// The agent may stop, the loop stays on, no iteration is used, and the user is told.
+    #[test]
+    fn a_stop_judged_because_the_detector_gave_way_never_verifies() {
+        let state = with(Some("sh check.sh"), None, 2, 30);
+        let passed = outcome(Some(0), false, "ok\n");
+        let decision =
+            decide(&state, StopFacts { detector_gave_way: true, ..facts(Some(&passed), Some("done")) });
+        assert_eq!(decision.code, ReasonCode::PassNotCounted);
+        assert_eq!(decision.verdict, Verdict::Allow);
+        assert_eq!(decision.next.meta.status, Status::Active);
+        assert_eq!(decision.next.meta.outcome, None);
+        assert_eq!(decision.next.meta.iteration, 2, "no iteration used");
+        assert!(!decision.next.meta.last_blocked);
+        assert_eq!(decision.receipt, None);
+        assert!(
+            decision.system_message.starts_with(
+                "for-loop 2/30 · the check passed, but this pass does not count: it arrived while a tool call"
+            ),
+            "{}",
+            decision.system_message
+        );
+        assert!(decision.system_message.contains("The loop is still on"), "{}", decision.system_message);
+        assert!(decision.system_message.contains("/cancel-loop"), "{}", decision.system_message);
+        let last = decision.ledger.last().unwrap();
+        assert_eq!((last.reason, last.decision), (ReasonCode::PassNotCounted, LedgerDecision::Allow));
+        // A failing check blocks as usual: the detector giving way never frees the agent.
+        let failed = outcome(Some(1), false, "FAILED\n");
+        let blocked = decide(&state, StopFacts { detector_gave_way: true, ..facts(Some(&failed), None) });
+        assert_eq!(blocked.code, ReasonCode::VerifyFailed);
+        assert_eq!(blocked.next.meta.iteration, 3);
+    }
+
+    /// What such a stop carries as the agent's message is not a final reply: it neither keeps a
+    /// promise, aborts, nor, in metric mode, meets the target.
+    #[test]
+    fn a_doubtful_stop_neither_keeps_a_promise_nor_aborts() {
+        let doubtful = |f: StopFacts<'static>| StopFacts { detector_gave_way: true, ..f };
+        let promise_only = with(None, Some("DONE"), 2, 30);
+        let kept = decide(&promise_only, doubtful(facts(None, Some("<promise>DONE</promise>"))));
+        assert_eq!(kept.code, ReasonCode::PassNotCounted);
+        assert_eq!(kept.next.meta.status, Status::Active);
+        let both = with(Some("true"), Some("DONE"), 2, 30);
+        let passed = outcome(Some(0), false, "");
+        let decision =
+            decide(&both, StopFacts { detector_gave_way: true, ..facts(Some(&passed), Some("no tag")) });
+        assert_eq!(decision.code, ReasonCode::PassNotCounted);
+        let abort = doubtful(facts(None, Some("<loop-abort>cannot</loop-abort>")));
+        let aborted = decide(&with(Some("false"), None, 2, 30), StopFacts { verify: Some(&FAILED), ..abort });
+        assert_eq!(aborted.code, ReasonCode::VerifyFailed);
+        assert_eq!(aborted.next.meta.status, Status::Active);
+    }
+
+    static FAILED: std::sync::LazyLock<VerifyOutcome> =
+        std::sync::LazyLock::new(|| outcome(Some(1), false, ""));
+
+    /// A stop with no new final reply of the agent since the last judged stop (a background job
+    /// that sends one while the model works, or sends the same turn's again) is not the end of a
+    /// turn: a pass there does not count. A new reply is remembered for the next stop.
+    #[test]
+    fn a_stop_with_no_new_final_reply_is_not_judged_as_a_pass() {
+        let mut state = with(Some("sh check.sh"), None, 2, 30);
+        state.meta.last_reply = Some("d1".into());
+        let passed = outcome(Some(0), false, "");
+        let at = |reply| decide(&state, StopFacts { reply, ..facts(Some(&passed), Some("done")) });
+        let same = at(FinalReply::Seen("d1"));
+        assert_eq!(same.code, ReasonCode::PassNotCounted);
+        assert!(same.system_message.contains("the agent wrote no new reply since the last judged stop"));
+        let none = at(FinalReply::Missing);
+        assert_eq!(none.code, ReasonCode::PassNotCounted);
+        assert!(none.system_message.contains("shows no final reply"), "{}", none.system_message);
+        let new = at(FinalReply::Seen("d2"));
+        assert_eq!(new.code, ReasonCode::Verified);
+        assert_eq!(new.next.meta.last_reply.as_deref(), Some("d2"));
+        // A host whose transcript the hook cannot read cannot tell turns apart, and is believed.
+        assert_eq!(at(FinalReply::Unknown).code, ReasonCode::Verified);
+        // A failing stop with the same reply is judged as usual, and remembers it.
+        let failed = outcome(Some(1), false, "");
+        let blocked =
+            decide(&state, StopFacts { reply: FinalReply::Seen("d1"), ..facts(Some(&failed), None) });
+        assert_eq!(blocked.code, ReasonCode::VerifyFailed);
+        assert_eq!(blocked.next.meta.last_reply.as_deref(), Some("d1"));
+        assert!(!reply_is_new(&blocked.next, FinalReply::Seen("d1")));
     }
 
     #[test]

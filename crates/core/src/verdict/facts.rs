@@ -54,4 +54,23 @@ pub(crate) struct StopFacts<'a> {
     /// Skip markers added to the project since the loop started, where they were looked for
     /// (after a passing verify, and when the loop ends or parks).
     pub(crate) skip_markers: &'a [SkipMarker],
+    /// The agent's final reply at this stop, as the loop's transcript shows it.
+    pub(crate) reply: FinalReply<'a>,
+    /// The stop was judged only because the forged-stop detector gave way (it had set enough
+    /// stops in a row apart): it may be forged, so it may block but never pass.
+    pub(crate) detector_gave_way: bool,
+}
+
+/// The agent's final reply, as the transcript the loop trusts shows it at a stop: a real turn
+/// end always comes with a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum FinalReply<'a> {
+    /// The host keeps no transcript the hook can read: one turn cannot be told from another.
+    #[default]
+    Unknown,
+    /// The transcript's last word is not a final reply (a prompt, a tool call or its result):
+    /// no turn has ended.
+    Missing,
+    /// A digest of the final reply.
+    Seen(&'a str),
 }

@@ -248,6 +248,18 @@ pub(crate) fn status_line(
     format!("{head} · {what}")
 }
 
+/// What the user sees when the check passed at a stop that may not be a turn's end (`why`): the
+/// pass does not count, the agent may stop, and the loop stays on. `state` is the loop after it.
+pub(crate) fn pass_not_counted(state: &LoopState, why: &str) -> String {
+    format!(
+        "for-loop {}/{} · the check passed, but this pass does not count: {why}. The loop is still on \
+         and was not ended: send a message to go on (the next stop is judged as usual), or {} to end it.",
+        state.meta.iteration,
+        state.meta.settings.max_iterations,
+        state.meta.host.commands().cancel
+    )
+}
+
 /// The first line of the receipt when a loop ends or parks. `state` is the loop after this stop;
 /// `check_modified`: the check's files were still changed then.
 pub(crate) fn headline(

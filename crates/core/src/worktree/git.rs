@@ -109,6 +109,16 @@ pub(super) fn run_git(
     for var in GIT_LOCAL_VARS {
         command.env_remove(var);
     }
+    // Filters too: each clean, smudge or process command defined for a driver is set empty,
+    // which git takes for none (`git add` would run the clean filter, a rollback the smudge).
+    // Set through the environment, which takes any driver name as it is. Textconv and external
+    // diffs need no setting: only porcelain (`git diff`, `git log`) runs them, never the plumbing
+    // used here.
+    let overrides = filter_overrides(dir);
+    command.env("GIT_CONFIG_COUNT", overrides.len().to_string());
+    for (n, key) in overrides.iter().enumerate() {
+        command.env(format!("GIT_CONFIG_KEY_{n}"), key).env(format!("GIT_CONFIG_VALUE_{n}"), "");
+    }
     if let Some(index) = index {
         command.env("GIT_INDEX_FILE", index);
     }
@@ -136,6 +146,32 @@ pub(super) fn run_git(
         let _ = writer.join();
     }
     Ok(out)
+}
+
+/// The settings that switch off every filter driver the configuration git reads in `dir` defines
+/// (the project's, the user's, the system's): `filter.<driver>.clean`, `.smudge` and `.process`.
+/// Reading the configuration runs nothing. Empty when it cannot be read: git then fails on the
+/// same configuration itself.
+fn filter_overrides(dir: &Path) -> Vec<String> {
+    let mut command = Command::new("git");
+    command.arg("-C").arg(dir).args(["config", "--null", "--name-only", "--get-regexp", r"^filter\."]);
+    for var in GIT_LOCAL_VARS {
+        command.env_remove(var);
+    }
+    let Ok(out) = command.stdin(Stdio::null()).stderr(Stdio::null()).output() else { return Vec::new() };
+    let mut drivers: Vec<String> = split_z(&out.stdout)
+        .filter_map(|name| {
+            let name = String::from_utf8_lossy(name);
+            let (driver, _key) = name.strip_prefix("filter.")?.rsplit_once('.')?;
+            Some(driver.to_string())
+        })
+        .collect();
+    drivers.sort();
+    drivers.dedup();
+    drivers
+        .iter()
+        .flat_map(|driver| ["clean", "smudge", "process"].map(|key| format!("filter.{driver}.{key}")))
+        .collect()
 }
 
 /// An index file of our own, in a directory removed with it (with any `index.lock` git left).
@@ -245,7 +281,7 @@ pub(super) fn path_from_git(bytes: &[u8]) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worktree::testing::{git, repo, write};
+    use crate::worktree::testing::{git, repo, try_git, write};
 
     #[test]
     fn finds_the_repository_as_git_does_without_running_it() {
@@ -269,6 +305,82 @@ mod tests {
         assert_eq!(found.top, fs::canonicalize(&linked).unwrap());
         let expected = git(&linked, &["rev-parse", "--absolute-git-dir"]);
         assert_eq!(found.git_dir, PathBuf::from(expected.trim()));
+    }
+
+    /// A script that records each run in `marker` and passes its input through, as a filter or
+    /// a textconv would.
+    #[cfg(unix)]
+    fn payload(dir: &Path, marker: &Path) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("payload.sh");
+        fs::write(&script, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat\n", marker.display())).unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+        script.display().to_string()
+    }
+
+    fn ran(marker: &Path) -> String {
+        fs::read_to_string(marker).unwrap_or_default()
+    }
+
+    /// The project's `.git/config` and `.gitattributes` name a clean, smudge or process filter
+    /// (under a driver name git reads with a dot and an `=` in it): git run as the user runs it,
+    /// the hook's git never does, at a look at the tree, a checkpoint or a rollback.
+    #[test]
+    #[cfg(unix)]
+    fn the_projects_filters_never_run_inside_the_hook() {
+        for key in ["clean", "smudge", "process"] {
+            let dir = repo(&[("a.txt", "a")]);
+            // Outside the work tree, which a rollback puts back as it was.
+            let outside = tempfile::tempdir().unwrap();
+            let marker = outside.path().join("ran");
+            let script = payload(outside.path(), &marker);
+            write(dir.path(), ".gitattributes", "* filter=ev.il=x\n");
+            git(dir.path(), &["config", &format!("filter.ev.il=x.{key}"), &script]);
+            let tree = crate::worktree::WorkTree::open(dir.path());
+            tree.checkpoint("loop-1", 1).unwrap();
+            write(dir.path(), "a.txt", "changed");
+            tree.fingerprint().unwrap();
+            tree.tree_id().unwrap();
+            tree.checkpoint("loop-1", 2).unwrap();
+            tree.rollback("loop-1", 1).unwrap();
+            assert_eq!(ran(&marker), "", "the project's {key} filter ran inside the hook");
+            // The payload is live: git run as the user runs it.
+            let plain = try_git(dir.path(), &["add", "-A"]);
+            fs::remove_file(dir.path().join("a.txt")).unwrap();
+            try_git(dir.path(), &["checkout", "--", "a.txt"]);
+            assert!(
+                !ran(&marker).is_empty(),
+                "the {key} filter did not run for plain git either, so this proves nothing: {plain:?}"
+            );
+        }
+    }
+
+    /// A textconv and an external diff set for every file run for `git diff` as the user runs it;
+    /// the hook compares trees with plumbing only, which never runs them.
+    #[test]
+    #[cfg(unix)]
+    fn textconv_and_external_diff_never_run_inside_the_hook() {
+        let dir = repo(&[("a.txt", "a")]);
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("ran");
+        let script = payload(outside.path(), &marker);
+        write(dir.path(), ".gitattributes", "* diff=conv\n");
+        git(dir.path(), &["config", "diff.conv.textconv", &script]);
+        git(dir.path(), &["config", "diff.external", &script]);
+        let tree = crate::worktree::WorkTree::open(dir.path());
+        let before = tree.tree_id().unwrap();
+        let first = tree.checkpoint("loop-1", 1).unwrap();
+        write(dir.path(), "a.txt", "changed");
+        let after = tree.tree_id().unwrap();
+        let second = tree.checkpoint("loop-1", 2).unwrap();
+        tree.changed_files(&before, &after).unwrap();
+        tree.diff_summary(&first, &second).unwrap();
+        assert_eq!(ran(&marker), "", "a textconv or external diff ran inside the hook");
+        try_git(dir.path(), &["diff", "HEAD"]);
+        assert!(
+            !ran(&marker).is_empty(),
+            "the payload did not run for plain git diff, so this proves nothing"
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Stops the agent forges from its own shell: a Stop event that arrives while one of its tool
-//! calls is still running came from that tool call, not from the end of a turn.
+//! calls is still running came from that tool call, not from the end of a turn; nor did one that
+//! finds no new final reply of the agent in the loop's transcript.
 
 use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::host::event::StopEvent;
 use crate::host::hook_response::HookResponse;
@@ -11,60 +14,119 @@ use crate::store::custody::Custody;
 use crate::store::incident::Incident;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
+use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
+use crate::verdict::facts::FinalReply;
 
 use super::fault::record;
 
 /// Forged stops taken in a row, with no judged stop between, after which the next is judged
-/// anyway. A real stop finds no tool call pending: the host writes a call before running it and
-/// ends a turn only on a reply without one. Were the transcript ever to lag behind, a real stop
-/// taken for forged is blocked (the agent works on; nothing is released and no turn is used), and
-/// at most this many in a row: the one after is judged as usual, so no one is ever trapped. The
-/// cost is that an agent forging stops on purpose spends one iteration per this many plus one,
+/// anyway. A real stop finds no tool call pending and a new final reply: the host writes a call
+/// before running it and ends a turn only on a reply without one. Were the transcript ever to lag
+/// behind, a real stop taken for forged is blocked (the agent works on; nothing is released and
+/// no turn is used), and at most this many in a row: the one after is judged, so no one is ever
+/// trapped, but a pass there does not count ([`Seen::gave_way`]). The cost is that an agent
+/// forging stops on purpose spends one iteration per this many plus one when its check fails,
 /// each forgery recorded and shown to the user and in the receipt.
 const FORGED_STREAK: u32 = 2;
 
+/// The final reply in the loop's transcript, as read (the owned form of [`FinalReply`]).
+#[derive(Debug, Clone, Default)]
+enum Reply {
+    /// No transcript to read.
+    #[default]
+    Unknown,
+    /// The transcript shows no final reply.
+    Missing,
+    /// A digest of the final reply.
+    Seen(String),
+}
+
+impl Reply {
+    fn read(transcript: &Path) -> Reply {
+        match transcript::final_reply(transcript) {
+            Err(_) => Reply::Unknown,
+            Ok(None) => Reply::Missing,
+            Ok(Some(digest)) => Reply::Seen(digest),
+        }
+    }
+
+    fn as_facts(&self) -> FinalReply<'_> {
+        match self {
+            Reply::Unknown => FinalReply::Unknown,
+            Reply::Missing => FinalReply::Missing,
+            Reply::Seen(digest) => FinalReply::Seen(digest),
+        }
+    }
+}
+
+/// What the forged-stop checks saw, for a stop that is judged.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Seen {
+    reply: Reply,
+    /// The stop looked forged and is judged only because the streak was full.
+    pub(super) gave_way: bool,
+}
+
+impl Seen {
+    /// The final reply, as the verdict reads it.
+    pub(super) fn reply(&self) -> FinalReply<'_> {
+        self.reply.as_facts()
+    }
+}
+
+/// A stop's standing before it is judged.
+pub(super) enum Forgery {
+    /// Forged: recorded, not judged, and answered with this.
+    Answered(HookResponse),
+    /// Judged, with what the checks saw.
+    Judge(Seen),
+}
+
 /// A Stop event that arrived while the agent's tool call was still pending came from that tool
 /// call: the agent ran `loop-hook stop-hook` itself, most likely to use up the loop's iterations.
-/// It is recorded (origin agent), nothing else changes, and the forging process is told only that
-/// it was not judged. `None` when the stop is not forged, or there is no running loop of this
-/// session to protect: the usual judgment then runs.
-pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
-    let paths = Store::locate(env).ok()?.paths(&event.session_id);
-    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
-    if !paths.state.exists() && !armed {
-        return None;
+/// So did one with no new final reply since the last judged stop (a background job that fires
+/// while the model works). It is recorded (origin agent), nothing else changes, and the forging
+/// process is told only that it was not judged. Otherwise the stop is judged: as usual when it is
+/// not forged or there is no running loop of this session to protect, and unable to pass when
+/// the streak is full.
+pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
+    let Some((paths, trusted, transcript)) = loop_and_transcript(env, event) else {
+        return Forgery::Judge(Seen::default());
+    };
+    let pending = transcript::tool_call_still_pending(&transcript);
+    let reply = if pending { Reply::Missing } else { settled_reply(&trusted, &transcript) };
+    let seen = Seen { reply, gave_way: false };
+    if !pending && decision::reply_is_new(&trusted, seen.reply()) {
+        return Forgery::Judge(seen);
     }
-    // Any trouble with the loop's files is the usual judgment's to report: until the stop is
-    // known to be forged, nothing is read in a way that repairs (and so hides) it.
-    let trusted = crate::store::custody::trusted_state(&paths).ok()??;
-    // The transcript the user's own start named, where there is one: a forged event may name
-    // another (an empty file, /dev/null).
-    let transcript =
-        trusted.meta.transcript.as_deref().filter(|t| t.is_file()).or(event.claude_transcript())?;
-    if decision::gate(&trusted, &event.session_id) != Gate::Judge
-        || !transcript::tool_call_still_pending(transcript)
-    {
-        return None;
-    }
+    let doubted = Seen { gave_way: true, ..seen };
     // Locked before the streak is read, and read through custody only once the stop is known to
     // be forged: a stop judged as usual must still find (and report) what custody would repair.
-    let transaction = Transaction::lock(&paths).ok()?;
+    // Any trouble here judges the stop, never as a pass.
+    let Ok(transaction) = Transaction::lock(&paths) else { return Forgery::Judge(doubted) };
     if LedgerEntry::forged_streak(&paths.ledger, &trusted.meta.loop_id) >= FORGED_STREAK {
-        return None;
+        return Forgery::Judge(doubted);
     }
-    let Ok(Custody::Loop { state, incidents }) = transaction.read(env.now) else { return None };
+    let Ok(Custody::Loop { state, incidents }) = transaction.read(env.now) else {
+        return Forgery::Judge(doubted);
+    };
     for incident in &incidents {
         record(&paths, &state, event, env, incident.code, Some(&incident.what));
     }
+    let how = if pending {
+        "from a tool call"
+    } else {
+        "while no turn had ended (no new reply of the agent since the last judged stop)"
+    };
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,
         origin: Some(crate::host::origin::Origin::Agent),
         detail: Some(format!(
-            "the agent ran the Stop hook itself from a tool call at iteration {} ({}): that forged stop \
-             was not judged and used no iteration",
+            "the agent ran the Stop hook itself {how} at iteration {} ({}): that forged stop was not \
+             judged and used no iteration",
             state.meta.iteration,
             env.now.strftime("%H:%M:%S UTC")
         )),
@@ -73,13 +135,52 @@ pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Option<HookRe
     if transaction.note(&entry).is_err() {
         Incident::record_fallback(&paths.dir, ReasonCode::ForgedStop, env.now);
     }
-    Some(HookResponse {
+    Forgery::Answered(HookResponse {
         block: Some(
-            "for-loop: this stop was not judged: it arrived while a tool call was still running, so \
-             it came from that tool call, not from the end of a turn. It is recorded and the user \
-             will be told. Keep working on the task."
+            "for-loop: this stop was not judged: it arrived while a tool call was still running, or \
+             before the agent's turn had ended, so it did not come from the end of a turn. It is \
+             recorded and the user will be told. Keep working on the task."
                 .into(),
         ),
         system_message: None,
     })
+}
+
+/// The session's running loop, as last trusted, and the transcript to look in: the one the
+/// user's own start named, where there is one (a forged event may name another: an empty file,
+/// /dev/null). `None` when there is no loop this stop is for, or no transcript.
+fn loop_and_transcript(
+    env: &Environment,
+    event: &StopEvent,
+) -> Option<(crate::store::LoopPaths, LoopState, std::path::PathBuf)> {
+    let paths = Store::locate(env).ok()?.paths(&event.session_id);
+    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+    if !paths.state.exists() && !armed {
+        return None;
+    }
+    // Any trouble with the loop's files is the usual judgment's to report: until the stop is
+    // known to be forged, nothing is read in a way that repairs (and so hides) it.
+    let trusted = crate::store::custody::trusted_state(&paths).ok()??;
+    let transcript = trusted
+        .meta
+        .transcript
+        .as_deref()
+        .filter(|t| t.is_file())
+        .or(event.claude_transcript())?
+        .to_path_buf();
+    (decision::gate(&trusted, &event.session_id) == Gate::Judge).then_some((paths, trusted, transcript))
+}
+
+/// The final reply in `transcript`, given the time a real stop's reply takes to be written (the
+/// flush race): one the loop has not judged yet is taken at once; otherwise the transcript is
+/// read again until [`transcript::FLUSH_SETTLE`] has passed.
+fn settled_reply(state: &LoopState, transcript: &Path) -> Reply {
+    let deadline = Instant::now() + transcript::FLUSH_SETTLE;
+    loop {
+        let reply = Reply::read(transcript);
+        if decision::reply_is_new(state, reply.as_facts()) || Instant::now() >= deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
 }

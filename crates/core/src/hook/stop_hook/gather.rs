@@ -211,6 +211,8 @@ impl Gathered {
             metric: self.metric.as_ref(),
             forged_stops: 0,
             skip_markers: &self.skip_markers,
+            reply: crate::verdict::facts::FinalReply::Unknown,
+            detector_gave_way: false,
         }
     }
 }

@@ -38,7 +38,7 @@ use crate::verdict::facts::StopFacts;
 
 pub(crate) use fault::misinvoked;
 use fault::{fault, record_fault, unreadable_event};
-use forged::forged_stop;
+use forged::{Forgery, Seen, forged_stop};
 use gather::Gathered;
 use open::{Opened, Opening};
 
@@ -53,9 +53,11 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
             // A loop command the user never sent (the agent ran the prompt hook itself) is undone
             // first, so this stop is judged against the loop as the user left it.
             let mut unconfirmed = crate::provenance::confirmation::settle(env, &event.session_id);
-            let judged =
-                || crate::provenance::origin::with_notices(env, &event.session_id, judge(env, host, &event));
-            let forged = forged_stop(env, &event);
+            let (forged, seen) = match forged_stop(env, &event) {
+                Forgery::Answered(response) => (Some(response), Seen::default()),
+                Forgery::Judge(seen) => (None, seen),
+            };
+            let judged = || told(env, &event.session_id, &seen, judge_seen(env, host, &event, &seen));
             let judging = forged.is_none();
             let mut response = forged.unwrap_or_else(&judged);
             // A command carried out after the settle above and before the judgment read the loop
@@ -87,15 +89,41 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     }
 }
 
+/// The user's notices go with the answer of a stop that came from the end of a turn. A stop that
+/// may have been forged is answered to whoever sent it, perhaps the agent: what it says is kept
+/// for the user's next stop or prompt instead, and their notices wait there too.
+fn told(env: &Environment, session_id: &str, seen: &Seen, response: HookResponse) -> HookResponse {
+    if !seen.gave_way {
+        return crate::provenance::origin::with_notices(env, session_id, response);
+    }
+    if let (Ok(store), Some(message)) = (Store::locate(env), &response.system_message) {
+        crate::provenance::origin::Notice::post(
+            &store.paths(session_id).dir,
+            &format!("for-loop judged a stop that may have been sent by the agent; it said: {message}"),
+        );
+    }
+    response
+}
+
 /// Judges a normalised stop event of `host` against the session's loop.
 pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
-    match judged(env, host, event) {
+    judge_seen(env, host, event, &Seen::default())
+}
+
+/// Judges a stop with what the forged-stop checks saw of it.
+fn judge_seen(env: &Environment, host: Host, event: &StopEvent, seen: &Seen) -> HookResponse {
+    match judged(env, host, event, seen) {
         Ok(response) | Err(response) => response,
     }
 }
 
 /// The stages of a judged stop. `Err` is an early answer: nothing to judge, or a fault of ours.
-fn judged(env: &Environment, host: Host, event: &StopEvent) -> Result<HookResponse, HookResponse> {
+fn judged(
+    env: &Environment,
+    host: Host,
+    event: &StopEvent,
+    seen: &Seen,
+) -> Result<HookResponse, HookResponse> {
     let store = Store::locate(env).map_err(|_| HookResponse::allow())?;
     let paths = store.paths(&event.session_id);
     // The path every plain session takes: two failed stats (the state, its last good copy) and,
@@ -107,11 +135,11 @@ fn judged(env: &Environment, host: Host, event: &StopEvent) -> Result<HookRespon
     }
     let mut opened = match open::open(env, host, event, &store, &paths)? {
         Opening::Judge(opened) => *opened,
-        Opening::Again => return Ok(judge(env, host, event)),
+        Opening::Again => return Ok(judge_seen(env, host, event, seen)),
     };
     let gathered = Gathered::stop(env, store.root(), &paths, &opened.state, event);
     let transaction = open::reopen(env, &paths, event, &mut opened)?;
-    let decision = decide(&opened, &gathered, &paths, event, env);
+    let decision = decide(&opened, &gathered, &paths, event, env, seen);
     commit(&transaction, &opened, &decision, event, env)?;
     effects(env, &store, transaction, opened, &gathered, &decision, event)
 }
@@ -123,9 +151,14 @@ fn decide(
     paths: &LoopPaths,
     event: &StopEvent,
     env: &Environment,
+    seen: &Seen,
 ) -> Decision {
     let state = &opened.state;
-    let facts = gathered.facts(paths, event, env, &opened.incidents);
+    let facts = StopFacts {
+        reply: seen.reply(),
+        detector_gave_way: seen.gave_way,
+        ..gathered.facts(paths, event, env, &opened.incidents)
+    };
     // Forged stops are counted only for the receipt of a loop that ends or parks here.
     let forged_stops = match decision::status_after(decision::code(state, &facts)) {
         Status::Active => 0,
