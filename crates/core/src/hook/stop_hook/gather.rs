@@ -54,7 +54,9 @@ impl Gathered {
         // it, and watched in between: a check that differs at any point does not count.
         let (oracle, cwd) = (&state.meta.oracle, &state.meta.cwd);
         let watch = OracleWatch::start(cwd, oracle);
-        let before = oracle.changes(cwd);
+        // One look at the tree before verify and one after, each shared by all that asks then.
+        let worktree = WorkTree::open(&state.meta.cwd);
+        let before = oracle.changes_in(cwd, worktree.look().as_ref());
         let (verify, verify_not_run) = match &state.meta.settings.verify {
             None => (None, None),
             Some(command) => {
@@ -70,9 +72,10 @@ impl Gathered {
                 }
             }
         };
-        let worktree = WorkTree::open(&state.meta.cwd);
+        let after = worktree.look();
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
-        let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
+        let tree =
+            worktree.fingerprint_in(after.as_ref()).ok().filter(|tree| !worktree::is_approximate(tree));
         let settings = &state.meta.settings;
         let checkpoint = (settings.checkpoint || settings.metric.is_some())
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration));
@@ -113,7 +116,9 @@ impl Gathered {
         };
         // Watched until the metric and its guard have run too: they are part of the check.
         let touched = watch.finish();
-        let oracle_changes = oracle_changes(before, oracle.changes(cwd), &touched);
+        // The metric and its guard ran after the look: the oracle is looked at again after them.
+        let after = if metric.is_some() { worktree.look() } else { after };
+        let oracle_changes = oracle_changes(before, oracle.changes_in(cwd, after.as_ref()), &touched);
         Gathered {
             last_message,
             tool_uses,
