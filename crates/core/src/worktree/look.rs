@@ -38,6 +38,9 @@ pub(crate) struct TreeLook {
     root: PathBuf,
     /// `git status` output, with the ignored entries (`!`), which the fingerprint passes over.
     pub(super) status: Vec<u8>,
+    /// Every path in the index (`git ls-files --cached`), and the index file it was read from.
+    tracked: Vec<String>,
+    index: Option<[i64; 7]>,
     /// Files git tracks or sees that exist, relative to the top level, `/`-separated.
     visible: Vec<String>,
     /// Ignored files git lists one by one.
@@ -59,16 +62,33 @@ pub(crate) struct Below {
 impl WorkTree {
     /// One look at the tree, or `None` outside git or where git cannot run.
     pub(crate) fn look(&self) -> Option<TreeLook> {
-        self.repo.as_ref()?;
+        self.look_again(None)
+    }
+
+    /// A look at the tree now that reuses `earlier`'s list of the index while the index file is
+    /// the same file, unwritten since (its device, inode, size, modification and change times:
+    /// git replaces the index by renaming a new file over it, and no process can set a file's
+    /// change time back). `git status` runs every time.
+    pub(crate) fn look_again(&self, earlier: Option<&TreeLook>) -> Option<TreeLook> {
+        let repo = self.repo.as_ref()?;
+        let stamp = index_stamp(&repo.git_dir.join("index"));
         let mut status_args = STATUS_ARGS.to_vec();
         status_args.push("--ignored=matching");
-        let (status, cached) = thread::scope(|scope| {
-            let cached = scope.spawn(|| self.git_stdout(&["ls-files", "-z", "--cached"]));
+        let reused = earlier.filter(|e| stamp.is_some() && e.index == stamp).map(|e| e.tracked.clone());
+        let (status, tracked) = thread::scope(|scope| {
+            let listing =
+                reused.is_none().then(|| scope.spawn(|| self.git_stdout(&["ls-files", "-z", "--cached"])));
             let status = self.git_stdout(&status_args);
-            (status, cached.join())
+            let tracked = match (reused, listing) {
+                (Some(tracked), _) => Some(tracked),
+                (None, Some(listing)) => {
+                    listing.join().ok().and_then(Result::ok).map(|out| split_z(&out).map(text).collect())
+                }
+                (None, None) => None,
+            };
+            (status, tracked)
         });
-        let (status, cached) = (status.ok()?, cached.ok()?.ok()?);
-        Some(TreeLook::read(self.root.clone(), status, &cached))
+        Some(TreeLook::read(self.root.clone(), status.ok()?, tracked?, stamp))
     }
 
     fn git_stdout(&self, args: &[&str]) -> Result<Vec<u8>, WorkTreeError> {
@@ -77,8 +97,30 @@ impl WorkTree {
     }
 }
 
+/// What identifies one version of the index file, where the platform says.
+#[cfg(unix)]
+fn index_stamp(index: &Path) -> Option<[i64; 7]> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(index).ok()?;
+    let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    Some([
+        wide(meta.dev()),
+        wide(meta.ino()),
+        wide(meta.size()),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    ])
+}
+
+#[cfg(not(unix))]
+fn index_stamp(_index: &Path) -> Option<[i64; 7]> {
+    None
+}
+
 impl TreeLook {
-    fn read(root: PathBuf, status: Vec<u8>, cached: &[u8]) -> TreeLook {
+    fn read(root: PathBuf, status: Vec<u8>, tracked: Vec<String>, index: Option<[i64; 7]>) -> TreeLook {
         let mut deleted = BTreeSet::new();
         let (mut visible, mut ignored_files, mut ignored_dirs) = (Vec::new(), Vec::new(), Vec::new());
         for record in split_z(&status) {
@@ -97,10 +139,10 @@ impl TreeLook {
                 _ => {}
             }
         }
-        visible.extend(split_z(cached).map(text).filter(|path| !deleted.contains(path)));
+        visible.extend(tracked.iter().filter(|path| !deleted.contains(*path)).cloned());
         visible.sort();
         visible.dedup();
-        TreeLook { root, status, visible, ignored_files, ignored_dirs }
+        TreeLook { root, status, tracked, index, visible, ignored_files, ignored_dirs }
     }
 
     /// The files below `scopes` of `dir` (paths relative to `dir`; the empty path is all of it)
@@ -249,6 +291,24 @@ mod tests {
         let found = below(dir.path(), &[""], 10);
         assert!(!found.complete);
         assert_eq!(found.files.len(), 22, "a.txt, .gitignore and the junk");
+    }
+
+    /// A second look reuses the first's list of the index only while the index is the same file:
+    /// a file staged (or committed) in between is seen, though it differs from nothing.
+    #[test]
+    fn a_second_look_sees_what_was_staged_or_committed_in_between() {
+        let dir = repo(&[("a.txt", "a")]);
+        let tree = WorkTree::open(dir.path());
+        let first = tree.look().unwrap();
+        let again = tree.look_again(Some(&first)).unwrap();
+        assert_eq!(again.tracked, first.tracked, "unchanged index, same list");
+        write(dir.path(), "tests/new.rs", "n");
+        git(dir.path(), &["add", "tests/new.rs"]);
+        git(dir.path(), &["commit", "-qm", "new"]);
+        let after = tree.look_again(Some(&again)).unwrap();
+        assert!(after.tracked.contains(&"tests/new.rs".to_string()), "{:?}", after.tracked);
+        let found = after.files_below(dir.path(), &["tests".to_string()], 100, |_| true).unwrap();
+        assert_eq!(found.files, ["tests/new.rs"]);
     }
 
     /// The fingerprint from a shared look is the one a look of its own gives.

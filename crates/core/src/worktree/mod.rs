@@ -3,10 +3,11 @@
 //!
 //! In a git work tree the user's index, HEAD, branches, stash and files are never touched, except
 //! by [`WorkTree::rollback`], which rewrites files and nothing else. The repository is found
-//! without running git ([`git::Repo::discover`]), and a stop's fingerprint takes one git process:
-//! `git status` without its optional index refresh, whose list of files that differ from HEAD
-//! (untracked ones included, ignored ones not) is hashed with HEAD's id and each listed file's
-//! content. Ignored files (build output, dependencies) do not count as changes. A snapshot that
+//! without running git ([`git::Repo::discover`]), and a stop's fingerprint comes from `git status`
+//! without its optional index refresh, whose list of files that differ from HEAD (untracked ones
+//! included, ignored ones not) is hashed with HEAD's id and each listed file's content. A stop
+//! takes that status once after verify, in a look it shares with the oracle's search
+//! ([`TreeLook`]). Ignored files (build output, dependencies) do not count as changes. A snapshot that
 //! can be compared file by file ([`WorkTree::tree_id`]) is the id of the tree `git add -A` would
 //! stage, written through a temporary index: it takes two processes and is only needed at the
 //! start and end of a loop and for checkpoints.
