@@ -208,3 +208,28 @@ fn a_metric_script_rewritten_while_it_runs_does_not_count() {
     assert_eq!(read(&env, "bench.sh").as_deref(), Some("sh prog.sh\n"), "the check is intact on disk");
     assert_eq!(env.ledger().last().unwrap()["metric"]["kept"], false);
 }
+
+/// Output that counts ends when the command ends: code under test that leaves a process behind
+/// (in a session of its own, out of the command's process group) to print a better `METRIC`
+/// line after the metric command exited is not measured by that line, and the stop says so.
+#[test]
+fn a_metric_line_printed_after_the_command_exited_is_not_counted() {
+    let env = project();
+    env.write(
+        "bench.sh",
+        // It waits until the process is out of its group, which its exit would otherwise kill.
+        "cat value.txt\nif [ -f late ]; then m=$(mktemp -u)\n\
+         setsid sh -c \"touch $m; sleep 0.6; echo METRIC ms=1\" &\n\
+         while [ ! -e $m ]; do sleep 0.02; done; rm -f $m; fi\n",
+    );
+    git(&env.project, &["add", "bench.sh"]);
+    git(&env.project, &["commit", "-qm", "bench may leave a process behind"]);
+    env.start(r#"faster --metric "sh bench.sh" --target "<= 100""#);
+    env.write("late", "\n");
+    let run = env.stop("");
+    assert!(run.blocked(), "the late line must not meet the target: {}", run.stdout);
+    let reason = run.reason();
+    assert!(reason.contains("kept its output open after it exited"), "{reason}");
+    let reasons = env.ledger_reasons(SESSION);
+    assert!(!reasons.iter().any(|r| r == "target_met"), "{reasons:?}");
+}

@@ -423,3 +423,29 @@ fn verify_cannot_tell_it_is_judged_from_the_hooks_variables() {
     let run = judged(Some("CLAUDECODE"));
     assert!(!run.blocked(), "the kept variable did not reach verify: {}", run.stdout);
 }
+
+/// Output that counts ends when the command ends: a pass that ran fewer tests than before stays
+/// held even though a process the check left behind (in a session of its own, out of verify's
+/// process group) prints the full test count after verify exited.
+#[test]
+fn a_test_summary_printed_after_verify_exited_does_not_count() {
+    let env = TestEnv::new();
+    env.write(
+        "check.sh",
+        // It waits until the process is out of its group, which its exit would otherwise kill.
+        "cat counts.txt\nif [ -f late.txt ]; then m=$(mktemp -u)\n\
+         setsid sh -c \"touch $m; sleep 0.6; cat late.txt\" &\n\
+         while [ ! -e $m ]; do sleep 0.02; done; rm -f $m; fi\ntest -f fixed\n",
+    );
+    env.write("counts.txt", "3 passed, 1 failed\n");
+    env.start("fix it --verify 'sh check.sh'");
+    assert!(env.stop("").blocked(), "the first run fails and counts 4 tests");
+    // The failing test is gone and the code "fixed"; the leftover process claims all 4 passed.
+    env.write("counts.txt", "3 passed, 0 failed\n");
+    env.write("late.txt", "4 passed, 0 failed\n");
+    env.write("fixed", "\n");
+    let run = env.stop("");
+    assert!(run.blocked(), "a late summary must not make the pass count: {}", run.stdout);
+    let reasons = env.ledger_reasons(SESSION);
+    assert!(!reasons.iter().any(|r| r == "verified"), "{reasons:?}");
+}

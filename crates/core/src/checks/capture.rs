@@ -3,8 +3,6 @@
 //! Verify output can be gigabytes (a test suite stuck printing in a loop); the hook must neither
 //! run out of memory nor put more than a few kilobytes of it into the re-injected prompt.
 
-use std::io::{self, Read};
-
 use crate::checks::test_summary::{Scanner, Tally};
 use crate::support::digest::Fnv1a;
 
@@ -20,18 +18,27 @@ pub(crate) struct Captured {
     total: u64,
     digest: Fnv1a,
     tests: Scanner,
+    /// The command exited while a process it left behind still held its output open: what that
+    /// process wrote afterwards was not read.
+    cut_at_exit: bool,
 }
+
+/// The line the output ends with when it was cut at the command's exit. No digits: a metric's
+/// number is read from the output's last lines.
+const CUT_AT_EXIT: &[u8] =
+    b"[for-loop: output written after the check exited was not read (a process it left behind held its output open)]\n";
 
 impl Captured {
     /// Reads `reader` to its end, keeping the head and tail only.
-    pub(crate) fn read_from(mut reader: impl Read) -> io::Result<Captured> {
+    #[cfg(test)]
+    pub(crate) fn read_from(mut reader: impl std::io::Read) -> std::io::Result<Captured> {
         let mut captured = Captured::default();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
             captured.push(&buf[..n]);
@@ -52,6 +59,27 @@ impl Captured {
         if self.tail.len() > 2 * TAIL_BYTES {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
+    }
+
+    /// Adds a line of ours at the end: shown with the output, never read as the command's (not
+    /// by the test-summary parsers, not in the digest).
+    pub(crate) fn note(&mut self, line: &[u8]) {
+        let tests = std::mem::take(&mut self.tests);
+        let digest = self.digest;
+        self.push(line);
+        (self.tests, self.digest) = (tests, digest);
+    }
+
+    /// Records that the output was cut at the command's exit, and says so at its end.
+    pub(crate) fn mark_cut_at_exit(&mut self) {
+        self.cut_at_exit = true;
+        self.note(CUT_AT_EXIT);
+    }
+
+    /// Whether output written after the command exited was left unread
+    /// ([`Captured::mark_cut_at_exit`]).
+    pub(crate) fn cut_at_exit(&self) -> bool {
+        self.cut_at_exit
     }
 
     /// Bytes seen in all.
@@ -142,6 +170,20 @@ mod tests {
         assert!(excerpt.starts_with("FIRST LINE"));
         assert!(excerpt.ends_with("LAST LINE\n"));
         assert!(excerpt.contains("bytes of output left out"));
+    }
+
+    #[test]
+    fn a_note_is_shown_but_never_read_as_the_commands_output() {
+        let mut captured = Captured::read_from(&b"3 passed, 1 failed\n"[..]).unwrap();
+        let (tally, digest) = (captured.tests(), captured.digest_hex());
+        captured.note(b"4 passed, 0 failed\n");
+        assert_eq!(captured.tests(), tally);
+        assert_eq!(captured.digest_hex(), digest);
+        assert!(captured.excerpt(1_000).ends_with("4 passed, 0 failed\n"));
+        assert!(!captured.cut_at_exit());
+        captured.mark_cut_at_exit();
+        assert!(captured.cut_at_exit());
+        assert!(!CUT_AT_EXIT.iter().any(u8::is_ascii_digit), "a metric reads the last number");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::support::bounded_read;
 use crate::support::digest::hex;
 use crate::support::relative_path::relative_to;
 use crate::support::walk;
-use crate::worktree::WorkTree;
+use crate::worktree::{TreeLook, WorkTree};
 
 /// Originals kept for restoring, in all.
 const MAX_SAVED_BYTES: u64 = 8 << 20;
@@ -81,12 +81,12 @@ impl Oracle {
             let named = test_suite::named_by_scripts(cwd, &paths);
             paths.extend(named);
         }
-        let found = matching_files(cwd, protect, limit);
+        let found = matching_files(cwd, protect, limit, None);
         paths.extend(found.files);
         let mut approximate = !found.complete;
         let mut suite = SuiteGuard::default();
         if tests {
-            let found = matching_files(cwd, &test_suite::patterns(), limit);
+            let found = matching_files(cwd, &test_suite::patterns(), limit, None);
             approximate |= !found.complete;
             let (runner, mut tests): (Vec<String>, Vec<String>) = found
                 .files
@@ -97,7 +97,7 @@ impl Oracle {
             // (reports, snapshots, a fixture's output) changes at every run and proves nothing.
             let tree = WorkTree::open(cwd);
             if tree.is_git()
-                && let Ok(visible) = tree.visible_files(cwd, &found.scopes)
+                && let Ok(visible) = tree.visible_files(cwd, &found.scopes, &|_| true)
             {
                 let visible: std::collections::BTreeSet<String> =
                     visible.iter().map(|p| slash_path(p)).collect();
@@ -119,8 +119,18 @@ impl Oracle {
         self.changes_within(cwd, walk::MAX_ENTRIES)
     }
 
-    /// [`Oracle::changes`], with the walk for added files cut after `limit` entries.
+    /// [`Oracle::changes`] from `look`, a look at the work tree taken now (in git), which other
+    /// consumers of the same moment share.
+    pub(crate) fn changes_in(&self, cwd: &Path, look: Option<&TreeLook>) -> Vec<OracleChange> {
+        self.changes_looked(cwd, look, walk::MAX_ENTRIES)
+    }
+
+    /// [`Oracle::changes`], with the search for added files cut after `limit` entries.
     fn changes_within(&self, cwd: &Path, limit: usize) -> Vec<OracleChange> {
+        self.changes_looked(cwd, WorkTree::open(cwd).look().as_ref(), limit)
+    }
+
+    fn changes_looked(&self, cwd: &Path, look: Option<&TreeLook>, limit: usize) -> Vec<OracleChange> {
         let mut changes: Vec<OracleChange> = self
             .files
             .iter()
@@ -137,7 +147,7 @@ impl Oracle {
             .collect();
         // New files that match a `--protect` glob, or that a test runner loads by itself.
         let patterns: Vec<String> = self.protect.iter().chain(&self.tests.hooks).cloned().collect();
-        let found = matching_files(cwd, &patterns, limit);
+        let found = matching_files(cwd, &patterns, limit, look);
         for path in found.files {
             if !self.files.contains_key(&path) {
                 changes.push(OracleChange { path, kind: ChangeKind::Added });
@@ -246,18 +256,22 @@ struct Found {
 /// The files under `cwd` matching any of `patterns` (see [`crate::checks::protect`]): what the shared
 /// walk finds below the patterns' directories in at most `limit` entries, plus, in a git work
 /// tree, every file git tracks or sees there, which no number of created files can push past
-/// the walk's bound.
-fn matching_files(cwd: &Path, patterns: &[String], limit: usize) -> Found {
+/// the walk's bound. With `look`, a look at the git work tree taken now, git's index and status
+/// stand for the walk, and only what git reports as ignored is walked.
+fn matching_files(cwd: &Path, patterns: &[String], limit: usize, look: Option<&TreeLook>) -> Found {
     if patterns.is_empty() {
         return Found { complete: true, ..Found::default() };
     }
     let protect = Protect::stored(patterns);
     let scopes = protect.scopes().to_vec();
+    if let Some(below) = look.and_then(|look| look.files_below(cwd, &scopes, limit, |p| protect.matches(p))) {
+        return Found { files: below.files, complete: below.complete, scopes };
+    }
     let walked = walk::paths(cwd, &scopes, limit, |path| protect.matches(&slash_path(path)));
     let mut files: Vec<String> = walked.files.iter().map(|path| slash_path(path)).collect();
     let tree = WorkTree::open(cwd);
     if tree.is_git()
-        && let Ok(visible) = tree.visible_files(cwd, &scopes)
+        && let Ok(visible) = tree.visible_files(cwd, &scopes, &|path| protect.matches(&slash_path(path)))
     {
         files.extend(visible.iter().map(|path| slash_path(path)));
     }

@@ -1206,6 +1206,11 @@ fn plain_summary(line: &str) -> Option<Counts> {
     if line.len() > 200 || line.starts_with("test result: ") {
         return None;
     }
+    // Every line of the output comes here: a line without both words is passed over before the
+    // lowercased copy and the list of words are made (the words need both, in any case).
+    if !has_word_ignoring_case(line, b"passed") || !has_word_ignoring_case(line, b"failed") {
+        return None;
+    }
     let lower = line.to_ascii_lowercase();
     let words: Vec<&str> =
         lower.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
@@ -1222,6 +1227,12 @@ fn plain_summary(line: &str) -> Option<Counts> {
         }
     }
     Some(Counts { passed: passed?, failed: failed?, skipped })
+}
+
+/// Whether `line` holds `word` in any ASCII case (as a substring: a cheap test that never says
+/// no where the word is there).
+fn has_word_ignoring_case(line: &str, word: &[u8]) -> bool {
+    line.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word))
 }
 
 #[cfg(test)]

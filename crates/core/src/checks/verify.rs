@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,9 +17,10 @@ use crate::checks::capture::Captured;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-/// How long to wait for the output pipe to close once verify has exited. A process that left
-/// verify's group (setsid) can hold it open for ever.
-const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// How long output is still read once verify has exited: what it wrote is in the pipe by then.
+/// A process that left verify's group (setsid) can hold the pipe open for ever and write into it
+/// later (a passing summary, a better `METRIC` line): output that counts ends with the command.
+const OUTPUT_GRACE: Duration = Duration::from_millis(200);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -150,10 +151,7 @@ impl VerifySpec {
         // The command holds our copies of the pipe's write end: drop it, or EOF never comes.
         drop(command);
 
-        let (output_tx, output_rx) = mpsc::channel();
-        thread::spawn(move || {
-            let _ = output_tx.send(Captured::read_from(reader));
-        });
+        let output = OutputReader::start(reader);
 
         let pid = child.id();
         let (status_tx, status_rx) = mpsc::channel();
@@ -176,13 +174,7 @@ impl VerifySpec {
         // cannot hold the output pipe or outlive the loop.
         platform::kill_group(pid);
         let duration = started.elapsed();
-        let output = if let Ok(Ok(captured)) = output_rx.recv_timeout(DRAIN_LIMIT) {
-            captured
-        } else {
-            let mut partial = Captured::default();
-            partial.push(b"[for-loop: the output could not be read to its end]\n");
-            partial
-        };
+        let output = output.finish(OUTPUT_GRACE);
         Ok(VerifyOutcome {
             exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
             signal: status.and_then(platform::signal_of),
@@ -190,6 +182,71 @@ impl VerifySpec {
             duration,
             output,
         })
+    }
+}
+
+/// The output pipe, read to its end in a thread of its own, and cut where the command's output
+/// stops counting.
+struct OutputReader {
+    shared: Arc<Mutex<ReadSoFar>>,
+    done: mpsc::Receiver<()>,
+}
+
+/// What the reading thread has read, and whether it is still wanted.
+#[derive(Default)]
+struct ReadSoFar {
+    captured: Captured,
+    /// Set when the command's output stopped counting: later bytes are dropped unread.
+    cut: bool,
+    failed: bool,
+}
+
+impl OutputReader {
+    fn start(mut reader: io::PipeReader) -> OutputReader {
+        let shared = Arc::new(Mutex::new(ReadSoFar::default()));
+        let (done_tx, done) = mpsc::channel();
+        let writer = Arc::clone(&shared);
+        thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match io::Read::read(&mut reader, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        writer.lock().map(|mut read| read.failed = true).ok();
+                        break;
+                    }
+                };
+                let Ok(mut read) = writer.lock() else { break };
+                if read.cut {
+                    break;
+                }
+                read.captured.push(&buf[..n]);
+            }
+            let _ = done_tx.send(());
+        });
+        OutputReader { shared, done }
+    }
+
+    /// What was read by the end of the pipe, or by `grace` from now, whichever comes first: a
+    /// pipe still open then is held by a process the command left behind, and nothing it writes
+    /// from then on is read. The captured output says so.
+    fn finish(self, grace: Duration) -> Captured {
+        let ended = self.done.recv_timeout(grace).is_ok();
+        let Ok(mut read) = self.shared.lock() else {
+            let mut partial = Captured::default();
+            partial.note(b"[for-loop: the output could not be read to its end]\n");
+            return partial;
+        };
+        read.cut = true;
+        let mut captured = std::mem::take(&mut read.captured);
+        if read.failed {
+            captured.note(b"[for-loop: the output could not be read to its end]\n");
+        } else if !ended {
+            captured.mark_cut_at_exit();
+        }
+        captured
     }
 }
 
@@ -377,6 +434,26 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
         thread::sleep(Duration::from_millis(3_500));
         assert!(!marker.exists(), "a grandchild outlived the timeout");
+    }
+
+    #[test]
+    fn output_written_after_the_command_exited_is_not_read_and_that_is_said() {
+        let started = Instant::now();
+        // It waits until the process is out of its group, which its exit would otherwise kill.
+        let outcome = run(
+            "m=$(mktemp -u); echo early; setsid sh -c \"touch $m; sleep 0.6; echo late\" & \
+             while [ ! -e $m ]; do sleep 0.02; done; rm -f $m; echo done",
+            10_000,
+        );
+        assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
+        let output = outcome.output.excerpt(10_000);
+        assert!(output.starts_with("early\ndone\n"), "{output}");
+        assert!(!output.contains("late\n"), "{output}");
+        assert!(output.contains("output written after the check exited was not read"), "{output}");
+        assert!(outcome.output.cut_at_exit());
+        let whole = run("echo one; (sleep 0.1; echo two) ; echo three", 10_000);
+        assert!(!whole.output.cut_at_exit());
+        assert_eq!(whole.output.excerpt(1_000), "one\ntwo\nthree\n");
     }
 
     #[test]

@@ -56,6 +56,12 @@ fn reading(outcome: &VerifyOutcome, timeout: Duration) -> Result<(f64, Option<St
     if !outcome.passed() {
         return Err(format!("it failed: {}", outcome.describe()));
     }
+    // A number printed after the command exited is not its measurement, whichever it would be.
+    if outcome.output.cut_at_exit() {
+        return Err("a process it left behind kept its output open after it exited, and what it printed \
+                    then was not read; make the command wait for everything it starts"
+            .to_string());
+    }
     metric::parse_value(&outcome.output.excerpt(SEARCHED_CHARS))
         .ok_or_else(|| "it printed no number (print one, or a line `METRIC name=value`)".to_string())
 }

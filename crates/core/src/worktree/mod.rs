@@ -3,10 +3,11 @@
 //!
 //! In a git work tree the user's index, HEAD, branches, stash and files are never touched, except
 //! by [`WorkTree::rollback`], which rewrites files and nothing else. The repository is found
-//! without running git ([`git::Repo::discover`]), and a stop's fingerprint takes one git process:
-//! `git status` without its optional index refresh, whose list of files that differ from HEAD
-//! (untracked ones included, ignored ones not) is hashed with HEAD's id and each listed file's
-//! content. Ignored files (build output, dependencies) do not count as changes. A snapshot that
+//! without running git ([`git::Repo::discover`]), and a stop's fingerprint comes from `git status`
+//! without its optional index refresh, whose list of files that differ from HEAD (untracked ones
+//! included, ignored ones not) is hashed with HEAD's id and each listed file's content. A stop
+//! takes that status once after verify, in a look it shares with the oracle's search
+//! ([`TreeLook`]). Ignored files (build output, dependencies) do not count as changes. A snapshot that
 //! can be compared file by file ([`WorkTree::tree_id`]) is the id of the tree `git add -A` would
 //! stage, written through a temporary index: it takes two processes and is only needed at the
 //! start and end of a loop and for checkpoints.
@@ -19,6 +20,8 @@
 mod checkpoint;
 pub(crate) use checkpoint::{check_loop_id, checkpoint_ref};
 mod git;
+mod look;
+pub(crate) use look::TreeLook;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -115,11 +118,21 @@ impl WorkTree {
     /// from one git process; where git cannot run there, or outside git, `walk:<sha256>`, or
     /// `walk-too-large:<sha256>` when the walk was cut off. Also sweeps the temporary indexes
     /// earlier versions left in the git directory.
+    #[cfg(test)]
     pub(crate) fn fingerprint(&self) -> Result<String, WorkTreeError> {
+        self.fingerprint_in(None)
+    }
+
+    /// [`WorkTree::fingerprint`] from `look`, a look at the tree taken now, when there is one.
+    pub(crate) fn fingerprint_in(&self, look: Option<&TreeLook>) -> Result<String, WorkTreeError> {
         if let Some(repo) = &self.repo {
             git::sweep_git_dir(repo);
-            if let Ok(fingerprint) = self.status_fingerprint() {
-                return Ok(fingerprint);
+            let status = match look {
+                Some(look) => Ok(look.status.clone()),
+                None => self.git(look::STATUS_ARGS, None, None),
+            };
+            if let Ok(status) = status {
+                return Ok(self.status_fingerprint(&status));
             }
         }
         walk_digest(&self.root, walk::MAX_ENTRIES)
@@ -183,9 +196,14 @@ impl WorkTree {
     }
 
     /// The files git tracks or sees (untracked and not ignored) below `scopes` of `dir` (paths
-    /// relative to `dir`; the empty path is all of it), that exist, relative to `dir`. One git
-    /// process; a listing no number of untracked files can cut short.
-    pub(crate) fn visible_files(&self, dir: &Path, scopes: &[String]) -> Result<Vec<PathBuf>, WorkTreeError> {
+    /// relative to `dir`; the empty path is all of it), that `keep` accepts and that exist,
+    /// relative to `dir`. One git process; a listing no number of untracked files can cut short.
+    pub(crate) fn visible_files(
+        &self,
+        dir: &Path,
+        scopes: &[String],
+        keep: &dyn Fn(&Path) -> bool,
+    ) -> Result<Vec<PathBuf>, WorkTreeError> {
         self.repo()?;
         let pathspecs: Vec<String> = scopes
             .iter()
@@ -197,7 +215,8 @@ impl WorkTree {
         if !out.status.success() {
             return Err(git_failure(&args, &out));
         }
-        let mut files: Vec<PathBuf> = split_z(&out.stdout).map(path_from_git).collect();
+        let mut files: Vec<PathBuf> = split_z(&out.stdout).map(path_from_git).filter(|f| keep(f)).collect();
+        // Only the kept ones are looked up: one stat per file would cost as much as git's listing.
         files.retain(|file| fs::symlink_metadata(dir.join(file)).is_ok());
         files.sort();
         files.dedup();
@@ -213,29 +232,13 @@ impl WorkTree {
         Ok(String::from_utf8_lossy(trim_newline(&out)).into_owned())
     }
 
-    /// HEAD and what differs from it, as `git status --porcelain=v2` lists it, with the content
-    /// of each listed file as it is now. `--no-optional-locks`: status would otherwise refresh
-    /// and rewrite the user's index.
-    fn status_fingerprint(&self) -> Result<String, WorkTreeError> {
-        let out = self.git(
-            &[
-                "--no-optional-locks",
-                "status",
-                "--porcelain=v2",
-                "-z",
-                "--branch",
-                "--no-ahead-behind",
-                "--untracked-files=all",
-                "--no-renames",
-                "--ignore-submodules=dirty",
-            ],
-            None,
-            None,
-        )?;
+    /// HEAD and what differs from it, as `git status --porcelain=v2` lists it in `out`, with
+    /// the content of each listed file as it is now. Ignored files (`!`) do not count.
+    fn status_fingerprint(&self, out: &[u8]) -> String {
         let mut head: &[u8] = b"";
         let mut entries: Vec<(&[u8], Vec<u8>)> = Vec::new();
         let mut budget = MAX_HASHED_TOTAL;
-        for record in split_z(&out) {
+        for record in split_z(out) {
             if let Some(oid) = record.strip_prefix(b"# branch.oid ") {
                 head = oid;
                 continue;
@@ -264,7 +267,7 @@ impl WorkTree {
         for (path, content) in &entries {
             hash_entry(&mut hasher, path, content);
         }
-        Ok(format!("{STATUS}{}", hex(&hasher.finalize())))
+        format!("{STATUS}{}", hex(&hasher.finalize()))
     }
 
     fn repo(&self) -> Result<&Repo, WorkTreeError> {
@@ -406,7 +409,7 @@ mod tests {
         write(dir.path(), "a.txt", "changed");
         tree.fingerprint().unwrap();
         tree.tree_id().unwrap();
-        tree.visible_files(dir.path(), &[String::new()]).unwrap();
+        tree.visible_files(dir.path(), &[String::new()], &|_| true).unwrap();
         tree.checkpoint("loop-1", 1).unwrap();
         tree.checkpoints("loop-1").unwrap();
         assert!(

@@ -295,6 +295,16 @@ fn a_plain_line_counts_only_when_no_runner_printed_a_summary() {
     assert!(suites("test result: ok. 9 passed; 0 failed; 0 ignored; 0 measured\n").is_empty());
 }
 
+/// The cheap test before a plain line is read never passes over a summary, in any case.
+#[test]
+fn the_plain_lines_prefilter_keeps_every_case_of_both_words() {
+    assert_eq!(only("RESULTS: 2 PASSED, 1 FAILED\n"), counts(2, 1, 0));
+    assert_eq!(only("2 Passed: 0 Failed.\n"), counts(2, 0, 0));
+    assert!(has_word_ignoring_case("x PaSsEd y", b"passed"));
+    assert!(!has_word_ignoring_case("pass ed", b"passed"));
+    assert!(!has_word_ignoring_case("", b"passed"));
+}
+
 #[test]
 fn several_runners_in_one_check_add_up() {
     let output = format!(

@@ -54,25 +54,15 @@ impl Gathered {
         // it, and watched in between: a check that differs at any point does not count.
         let (oracle, cwd) = (&state.meta.oracle, &state.meta.cwd);
         let watch = OracleWatch::start(cwd, oracle);
-        let before = oracle.changes(cwd);
-        let (verify, verify_not_run) = match &state.meta.settings.verify {
-            None => (None, None),
-            Some(command) => {
-                let spec = VerifySpec {
-                    command: command.clone(),
-                    cwd: state.meta.cwd.clone(),
-                    timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-                    sandbox: sandbox.to_vec(),
-                };
-                match spec.run() {
-                    Ok(outcome) => (Some(outcome), None),
-                    Err(e) => (None, Some(e.to_string())),
-                }
-            }
-        };
+        // One look at the tree before verify and one after, each shared by all that asks then.
         let worktree = WorkTree::open(&state.meta.cwd);
+        let first_look = worktree.look();
+        let before = oracle.changes_in(cwd, first_look.as_ref());
+        let (verify, verify_not_run) = run_verify(state, sandbox);
+        let after = worktree.look_again(first_look.as_ref());
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
-        let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
+        let tree =
+            worktree.fingerprint_in(after.as_ref()).ok().filter(|tree| !worktree::is_approximate(tree));
         let settings = &state.meta.settings;
         let checkpoint = (settings.checkpoint || settings.metric.is_some())
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration));
@@ -113,7 +103,9 @@ impl Gathered {
         };
         // Watched until the metric and its guard have run too: they are part of the check.
         let touched = watch.finish();
-        let oracle_changes = oracle_changes(before, oracle.changes(cwd), &touched);
+        // The metric and its guard ran after the look: the oracle is looked at again after them.
+        let after = if metric.is_some() { worktree.look_again(after.as_ref()) } else { after };
+        let oracle_changes = oracle_changes(before, oracle.changes_in(cwd, after.as_ref()), &touched);
         Gathered {
             last_message,
             tool_uses,
@@ -221,6 +213,22 @@ impl Gathered {
     /// Puts the working tree back to checkpoint `n` of `loop_id` (a discarded metric attempt).
     pub(super) fn roll_back(&self, loop_id: &str, n: u32) -> Result<(), String> {
         self.worktree.rollback(loop_id, n).map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// The loop's verify run (inside `sandbox` when strict), or why it could not run; nothing without
+/// a verify command.
+fn run_verify(state: &LoopState, sandbox: &[OsString]) -> (Option<VerifyOutcome>, Option<String>) {
+    let Some(command) = &state.meta.settings.verify else { return (None, None) };
+    let spec = VerifySpec {
+        command: command.clone(),
+        cwd: state.meta.cwd.clone(),
+        timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
+        sandbox: sandbox.to_vec(),
+    };
+    match spec.run() {
+        Ok(outcome) => (Some(outcome), None),
+        Err(e) => (None, Some(e.to_string())),
     }
 }
 
