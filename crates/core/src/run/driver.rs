@@ -109,7 +109,7 @@ impl Driver {
         let path = env.var("PATH");
         let (session_id, record) = match &options.resume {
             Some(wanted) => resume_run(env, &store, options, wanted)?,
-            None => start_run(env, &store, options, fresh_id)?,
+            None => start_run(env, &store, options, fresh_id, &tier)?,
         };
         let agent = Agent::from_name(&record.agent)
             .ok_or_else(|| refuse(format!("unknown agent {}", record.agent)))?;
@@ -578,13 +578,14 @@ fn resume_run(
     Ok((session_id, record))
 }
 
-/// Starts a new loop for the run (named `fresh_id`, or after the time), and keeps the driver's
-/// settings beside it for `--resume`.
+/// Starts a new loop for the run (named `fresh_id`, or after the time) in the run's `tier`, and
+/// keeps the driver's settings beside it for `--resume`.
 fn start_run(
     env: &Environment,
     store: &Store,
     options: &RunOptions,
     fresh_id: Option<String>,
+    tier: &RunTier,
 ) -> Result<(String, RunRecord), Outcome> {
     let agent = match options.agent {
         Some(agent) => agent,
@@ -605,6 +606,7 @@ fn start_run(
             host: Some(agent.host()),
             origin: Some(crate::host::origin::Origin::of_command_line(env)),
             transcript: None,
+            tier: Some(tier.loop_tier()),
             ..StartOptions::default()
         },
         &options.loop_text,
