@@ -552,3 +552,26 @@ fn require_strict_in_the_environment_is_met_by_the_runs_sandbox() {
     assert_eq!(run.code, 0, "{said}");
     assert!(run.stdout.contains("for-loop: run verified"), "{said}");
 }
+
+/// A run resumed in another sandbox than it started in is kept in the tier of the run that
+/// goes on: `--no-sandbox` to the cap, then resumed sandboxed, says strict. A resume that is
+/// not sandboxed is refused under `FOR_LOOP_REQUIRE_STRICT=1`, as a start would be.
+#[test]
+fn a_resumed_run_is_kept_in_the_tier_of_the_run_that_goes_on() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let args = ["t", "--verify", "test -f fixed", "--max-iterations", "1", "--no-sandbox"];
+    let capped = crate::util::run_command(driver(&env, &bin, &args), b"");
+    assert_eq!(capped.code, 1, "{}{}", capped.stdout, capped.stderr);
+    let session = only_run(&env);
+    let tier = || env.run(&["status", "--session", &session], "").stdout;
+    assert!(tier().contains("tier:       default: loop-hook run --no-sandbox"), "{}", tier());
+    let mut required = driver(&env, &bin, &["--resume", "--no-sandbox"]);
+    required.env("FOR_LOOP_REQUIRE_STRICT", "1");
+    let refused = crate::util::run_command(required, b"");
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stdout.contains("not resumed: strict mode is required"), "{}", refused.stdout);
+    assert_eq!(env.ledger_reasons(&session), ["cap_reached"], "a refused resume changed the loop");
+    resume_with_the_fix(&env);
+    assert!(tier().contains("tier:       strict: loop-hook run's sandbox (bubblewrap)"), "{}", tier());
+}
