@@ -492,3 +492,86 @@ fn in_the_sandbox_ctrl_c_ends_the_agent_with_all_it_started() {
     assert!(said.contains("parked") && said.contains("loop-hook run --resume"), "{said}");
     assert_eq!(env.ledger_reasons(&only_run(&env)), ["interrupted"], "{said}");
 }
+
+/// `status` (human and `--json`) and the report show the tier of the run's own sandbox, which
+/// its start recorded in the loop: strict when the agent is sandboxed, and why; never the
+/// host's sandbox settings, which a run's agent does not run under.
+#[test]
+fn status_and_the_report_show_the_runs_own_tier() {
+    let env = TestEnv::new();
+    let bin =
+        fake_claude(&env, "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let run = crate::util::run_command(driver(&env, &bin, &["t", "--verify", "test -f fixed"]), b"");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert_eq!(run.code, 0, "{said}");
+    let session = only_run(&env);
+    let strict = "strict: loop-hook run's sandbox (bubblewrap)";
+    let status = env.run(&["status", "--session", &session], "");
+    assert!(status.stdout.contains(&format!("tier:       {strict}")), "{}", status.stdout);
+    let json = env.run(&["status", "--session", &session, "--json"], "");
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(json["loop"]["meta"]["tier"].as_str().unwrap_or_default().starts_with(strict), "{json}");
+    let report = env.run(&["report", "--session", &session, "--out", "report.html"], "");
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    let html = std::fs::read_to_string(env.project.join("report.html")).unwrap();
+    assert!(html.contains(&format!("<dt>Tier</dt><dd>{}", strict.replace('\'', "&#39;"))), "{html}");
+    assert_eq!(env.ledger_reasons(&session), ["verified"], "the loop's custody held: {said}");
+}
+
+/// `FOR_LOOP_REQUIRE_STRICT=1` holds a run to its own sandbox, not to the host's settings: a
+/// sandboxed run starts, one that cannot be sandboxed (no bubblewrap on PATH) or runs with
+/// `--no-sandbox` is refused and starts nothing, and its status says the default tier.
+#[test]
+fn require_strict_in_the_environment_is_met_by_the_runs_sandbox() {
+    let env = TestEnv::new();
+    let bin =
+        fake_claude(&env, "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let required = |args: &[&str], path: Option<&Path>| {
+        let mut cmd = driver(&env, &bin, args);
+        cmd.env("FOR_LOOP_REQUIRE_STRICT", "1");
+        if let Some(path) = path {
+            cmd.env("PATH", path);
+        }
+        crate::util::run_command(cmd, b"")
+    };
+    for (args, path) in [
+        (&["t", "--verify", "test -f fixed"][..], Some(bin.as_path())),
+        (&["t", "--verify", "test -f fixed", "--no-sandbox"], None),
+    ] {
+        let refused = required(args, path);
+        let said = format!("{}{}", refused.stdout, refused.stderr);
+        assert_eq!(refused.code, 1, "{said}");
+        assert!(refused.stdout.contains("strict mode is required (FOR_LOOP_REQUIRE_STRICT)"), "{said}");
+        assert!(refused.stdout.contains("default: loop-hook run"), "{said}");
+        assert!(!env.store().join("sessions").exists(), "a loop was started: {said}");
+    }
+    let run = required(&["t", "--verify", "test -f fixed"], None);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.starts_with(SANDBOXED), "bubblewrap must be installed for this test: {said}");
+    assert_eq!(run.code, 0, "{said}");
+    assert!(run.stdout.contains("for-loop: run verified"), "{said}");
+}
+
+/// A run resumed in another sandbox than it started in is kept in the tier of the run that
+/// goes on: `--no-sandbox` to the cap, then resumed sandboxed, says strict. A resume that is
+/// not sandboxed is refused under `FOR_LOOP_REQUIRE_STRICT=1`, as a start would be.
+#[test]
+fn a_resumed_run_is_kept_in_the_tier_of_the_run_that_goes_on() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let args = ["t", "--verify", "test -f fixed", "--max-iterations", "1", "--no-sandbox"];
+    let capped = crate::util::run_command(driver(&env, &bin, &args), b"");
+    assert_eq!(capped.code, 1, "{}{}", capped.stdout, capped.stderr);
+    let session = only_run(&env);
+    let tier = || env.run(&["status", "--session", &session], "").stdout;
+    assert!(tier().contains("tier:       default: loop-hook run --no-sandbox"), "{}", tier());
+    let mut required = driver(&env, &bin, &["--resume", "--no-sandbox"]);
+    required.env("FOR_LOOP_REQUIRE_STRICT", "1");
+    let refused = crate::util::run_command(required, b"");
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stdout.contains("not resumed: strict mode is required"), "{}", refused.stdout);
+    assert_eq!(env.ledger_reasons(&session), ["cap_reached"], "a refused resume changed the loop");
+    resume_with_the_fix(&env);
+    assert!(tier().contains("tier:       strict: loop-hook run's sandbox (bubblewrap)"), "{}", tier());
+}

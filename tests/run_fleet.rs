@@ -297,3 +297,41 @@ fn bad_input_to_a_run_over_machines_is_refused_with_what_to_do() {
         no_remote.stdout
     );
 }
+
+/// A pushed attempt is code from another machine, and the pick runs it under verify: in
+/// verify's sandbox, where bubblewrap works, it can neither rewrite the picker's check nor plant
+/// a git hook in the picker's repository (nor write the picker's loop store), and it is judged
+/// all the same.
+#[test]
+fn a_pushed_attempts_code_cannot_rewrite_the_pickers_check_or_plant_a_hook() {
+    let remote = Remote::new();
+    let forger = remote.machine();
+    forger.write("check.sh", "sh ./code.sh\n");
+    git(&forger.project, &["commit", "-qam", "the check runs the code"]);
+    git(&forger.project, &["push", "-q", "origin", "main"]);
+    let picker = remote.machine();
+    let store = picker.store();
+    forger.write(
+        "code.sh",
+        &format!(
+            "common=$(git rev-parse --path-format=absolute --git-common-dir)\n\
+             echo 'exit 0' > \"$common/../check.sh\"\n\
+             mkdir -p \"$common/hooks\"; printf '#!/bin/sh\\necho planted\\n' > \"$common/hooks/post-checkout\"\n\
+             chmod +x \"$common/hooks/post-checkout\"\n\
+             mkdir -p {store}; touch {store}/planted\n\
+             exit 0\n",
+            store = store.display()
+        ),
+    );
+    git(&forger.project, &["add", "code.sh"]);
+    git(&forger.project, &["commit", "-qm", "the attempt"]);
+    git(&forger.project, &["push", "-q", "origin", &format!("HEAD:{REFS}/r9/1")]);
+    let check = std::fs::read_to_string(picker.project.join("check.sh")).unwrap();
+    let run = pick(&picker, &["r9", "--verify", "sh check.sh", "--json"]);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    let summary: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    assert_eq!(summary["attempts"][0]["verdict"], "verified", "{said}");
+    assert_eq!(std::fs::read_to_string(picker.project.join("check.sh")).unwrap(), check, "{said}");
+    assert!(!picker.project.join(".git/hooks/post-checkout").exists(), "a hook was planted: {said}");
+    assert!(!store.join("planted").exists(), "the store was written: {said}");
+}

@@ -46,6 +46,34 @@ impl Tier {
     }
 }
 
+/// How the reason of a `loop-hook run` loop's tier begins: its own sandbox's, given to `start`.
+const RUN_TIER: &str = "loop-hook run";
+
+impl Tier {
+    /// The tier of a `loop-hook run` loop: strict when its agent is `sandboxed` (verify then
+    /// is too), whatever the host's settings, which its agent never runs under.
+    pub(crate) fn of_run(sandboxed: bool, why: &str) -> Tier {
+        Tier { strict: sandboxed, why: format!("{RUN_TIER}{why}") }
+    }
+}
+
+/// The tier line `status` shows for a loop of `host` in `project` that started in `recorded`:
+/// a `loop-hook run` loop's as its start recorded it; any other's as the host's settings give it
+/// now, since they are what sandbox its verify at each stop.
+pub(crate) fn shown(
+    env: &Environment,
+    host: Host,
+    project: &Path,
+    store: &Path,
+    recorded: Option<&str>,
+) -> String {
+    let of_run = |line: &&str| line.split_once(": ").is_some_and(|(_, why)| why.starts_with(RUN_TIER));
+    match recorded.filter(of_run) {
+        Some(line) => line.to_string(),
+        None => tier(env, host, project, store).line(),
+    }
+}
+
 /// The tier a loop of `host` in `project` runs in, with the store at `store`.
 pub(crate) fn tier(env: &Environment, host: Host, project: &Path, store: &Path) -> Tier {
     let default = |why: &str| Tier { strict: false, why: why.to_string() };
@@ -342,6 +370,21 @@ mod tests {
             .unwrap();
         let tier = tier(&env, Host::ClaudeCode, &project, &dir.path().join("store"));
         assert!(!tier.strict && tier.why.contains("sandbox.enabled is not true"), "{tier:?}");
+    }
+
+    #[test]
+    fn status_shows_a_runs_recorded_tier_and_the_hosts_live_one_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_with(dir.path());
+        let (project, store) = (dir.path().join("p"), dir.path().join("store"));
+        let shown = |recorded: Option<&str>| shown(&env, Host::ClaudeCode, &project, &store, recorded);
+        let run = Tier::of_run(true, "'s sandbox").line();
+        assert_eq!(shown(Some(&run)), "strict: loop-hook run's sandbox");
+        let live = tier(&env, Host::ClaudeCode, &project, &store).line();
+        assert!(live.starts_with("default: no sandbox"), "{live}");
+        for recorded in [None, Some("strict: Claude Code sandbox on"), Some(""), Some("loop-hook run")] {
+            assert_eq!(shown(recorded), live, "{recorded:?}");
+        }
     }
 
     #[test]

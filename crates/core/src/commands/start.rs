@@ -47,6 +47,10 @@ pub(crate) struct StartOptions {
     pub(crate) transcript: Option<PathBuf>,
     /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
     pub(crate) awaiting: Option<crate::store::awaiting::Awaiting>,
+    /// Set by `loop-hook run`: the tier of the run's own sandbox, in place of the host's (its
+    /// agent never runs under the host's sandbox settings). Recorded in the state, and what
+    /// `--require-strict` and `FOR_LOOP_REQUIRE_STRICT` are held to.
+    pub(crate) tier: Option<Tier>,
 }
 
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
@@ -64,7 +68,8 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
-    let tier = crate::checks::strict::tier(env, host, &cwd, store.root());
+    let tier =
+        options.tier.clone().unwrap_or_else(|| crate::checks::strict::tier(env, host, &cwd, store.root()));
     if let Some(refusal) = strict_required(env, &request, &tier) {
         return refusal;
     }

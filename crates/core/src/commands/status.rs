@@ -74,9 +74,10 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
     out.push_str(&spending(state, env));
     out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
-    if let Ok(store) = crate::store::Store::locate(env) {
-        let tier = crate::checks::strict::tier(env, meta.host, &meta.cwd, store.root());
-        out.push_str(&format!("  tier:       {}\n", tier.line()));
+    if let Ok(store) = Store::locate(env) {
+        let tier =
+            crate::checks::strict::shown(env, meta.host, &meta.cwd, store.root(), meta.tier.as_deref());
+        out.push_str(&format!("  tier:       {tier}\n"));
     }
     out.push_str(&format!(
         "  state:      {}\n  ledger:     {}\n",

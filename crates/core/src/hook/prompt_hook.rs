@@ -389,6 +389,7 @@ fn carry_out(
                 origin: Some(Origin::User),
                 transcript: transcript.map(Path::to_path_buf),
                 awaiting: awaiting.cloned(),
+                ..StartOptions::default()
             };
             start::run(&here, &options, &command.args)
         }

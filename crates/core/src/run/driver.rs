@@ -108,8 +108,8 @@ impl Driver {
         let tier = RunTier::choose(options.sandbox).map_err(refuse)?;
         let path = env.var("PATH");
         let (session_id, record) = match &options.resume {
-            Some(wanted) => resume_run(env, &store, options, wanted)?,
-            None => start_run(env, &store, options, fresh_id)?,
+            Some(wanted) => resume_run(env, &store, options, wanted, &tier)?,
+            None => start_run(env, &store, options, fresh_id, &tier)?,
         };
         let agent = Agent::from_name(&record.agent)
             .ok_or_else(|| refuse(format!("unknown agent {}", record.agent)))?;
@@ -562,7 +562,14 @@ fn resume_run(
     store: &Store,
     options: &RunOptions,
     wanted: &str,
+    tier: &RunTier,
 ) -> Result<(String, RunRecord), Outcome> {
+    if !tier.is_sandboxed() && env.var("FOR_LOOP_REQUIRE_STRICT").is_some_and(|v| v != "0") {
+        return Err(refuse(format!(
+            "not resumed: strict mode is required (FOR_LOOP_REQUIRE_STRICT), but the agent would run in {}",
+            tier.line()
+        )));
+    }
     let session_id = newest_run(store, wanted).ok_or_else(|| {
         refuse(format!(
             "no run loop to resume{}. `loop-hook status --all` lists the loops.",
@@ -574,17 +581,18 @@ fn resume_run(
         .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
     let record: RunRecord =
         serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
-    reactivate(&paths, env, &options.more).map_err(refuse)?;
+    reactivate(&paths, env, &options.more, &tier.loop_tier().line()).map_err(refuse)?;
     Ok((session_id, record))
 }
 
-/// Starts a new loop for the run (named `fresh_id`, or after the time), and keeps the driver's
-/// settings beside it for `--resume`.
+/// Starts a new loop for the run (named `fresh_id`, or after the time) in the run's `tier`, and
+/// keeps the driver's settings beside it for `--resume`.
 fn start_run(
     env: &Environment,
     store: &Store,
     options: &RunOptions,
     fresh_id: Option<String>,
+    tier: &RunTier,
 ) -> Result<(String, RunRecord), Outcome> {
     let agent = match options.agent {
         Some(agent) => agent,
@@ -605,6 +613,7 @@ fn start_run(
             host: Some(agent.host()),
             origin: Some(crate::host::origin::Origin::of_command_line(env)),
             transcript: None,
+            tier: Some(tier.loop_tier()),
             ..StartOptions::default()
         },
         &options.loop_text,
@@ -636,9 +645,9 @@ fn newest_run(store: &Store, wanted: &str) -> Option<String> {
     found.pop().map(|(_, id)| id)
 }
 
-/// Makes a parked or capped run loop active again with the room `more` asks for, recorded in
-/// its ledger.
-fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Result<(), String> {
+/// Makes a parked or capped run loop active again with the room `more` asks for, in the run's
+/// `tier` (this driver's sandbox, which may not be the last driver's), recorded in its ledger.
+fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions, tier: &str) -> Result<(), String> {
     let (transaction, custody) = Transaction::open(paths, env.now).map_err(|e| e.to_string())?;
     let mut state = trusted(custody)?;
     match (state.meta.status, state.meta.outcome) {
@@ -655,6 +664,7 @@ fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions) -> Res
         state.meta.iteration += 1;
     }
     crate::commands::resume::reopen(&mut state.meta, more, env.now);
+    state.meta.tier = Some(tier.to_string());
     state.meta.updated_at = env.now;
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),

@@ -16,6 +16,7 @@ use serde_json::json;
 use super::RunOptions;
 use super::attempts::{OwnedTree, REFS, prefix_in};
 use super::fleet::{Claim, DEFAULT_REMOTE, git_line};
+use super::sandbox::GitDirs;
 use super::winner::FirstVerified;
 use crate::checks::oracle::Oracle;
 use crate::checks::verify::VerifySpec;
@@ -70,6 +71,9 @@ struct Judge<'a> {
     oracle: Oracle,
     verify: VerifySpec,
     prefix: std::path::PathBuf,
+    /// What stays read-only while an attempt's code runs under verify (the store, for-loop's
+    /// files, this repository and its git directory), or `None` where bubblewrap cannot start.
+    sandbox: Option<Vec<std::path::PathBuf>>,
 }
 
 /// Re-checks the pushed attempts of run `--pick ID` and names the winner.
@@ -180,7 +184,27 @@ impl<'a> Judge<'a> {
             timeout: std::time::Duration::from_secs(request.verify_timeout_secs),
             sandbox: vec![],
         };
-        Ok(Judge { user, store, id, base, base_tree, oracle, verify, prefix })
+        let sandbox = crate::checks::strict::sandbox_unavailable().is_none().then(|| {
+            let mut read_only = crate::checks::strict::read_only_paths(env, store.root());
+            read_only.push(user.root().to_path_buf());
+            read_only.extend(GitDirs::of(user.root()).into_iter().flat_map(|git| [git.own, git.common]));
+            read_only
+        });
+        Ok(Judge { user, store, id, base, base_tree, oracle, verify, prefix, sandbox })
+    }
+
+    /// How verify runs in the attempt's checkout at `cwd`: in verify's sandbox where bubblewrap
+    /// works, so the attempt's code cannot rewrite the check, this repository, its git hooks or
+    /// config, or the store while it is judged.
+    fn verify_in(&self, cwd: std::path::PathBuf) -> VerifySpec {
+        let sandbox = self.sandbox.as_ref().map(|read_only| {
+            let oracle = self.oracle.files.keys().map(|file| cwd.join(file));
+            crate::checks::strict::verify_sandbox(
+                &cwd,
+                &read_only.iter().cloned().chain(oracle).collect::<Vec<_>>(),
+            )
+        });
+        VerifySpec { cwd, sandbox: sandbox.unwrap_or_default(), ..self.verify.clone() }
     }
 
     /// K as the attempts claim it, for a pick not told: only which attempts to report missing.
@@ -273,7 +297,7 @@ impl<'a> Judge<'a> {
             let words: Vec<String> = changed.iter().map(crate::verdict::message::change_in_words).collect();
             return refused(format!("it changed the check: {}", words.join(", ")));
         }
-        match (VerifySpec { cwd, ..self.verify.clone() }).run() {
+        match self.verify_in(cwd).run() {
             Ok(outcome) if outcome.passed() => Ok((commit, true, "verified here".into())),
             Ok(outcome) => Ok((commit, false, format!("verify fails here ({})", outcome.describe()))),
             Err(e) => refused(format!("verify could not run: {e}")),

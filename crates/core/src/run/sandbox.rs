@@ -13,7 +13,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::checks::strict::{self, Bwrap};
+use crate::checks::strict::{self, Bwrap, Tier};
 use crate::worktree::WorkTree;
 
 /// What the command line asked of the agent's sandbox.
@@ -57,7 +57,20 @@ impl RunTier {
         *self == RunTier::Sandboxed
     }
 
-    /// One line for the run's first output, its events, its state and its receipt.
+    /// The loop's tier as `start` records it and `status` and the report show it: strict when
+    /// the agent is sandboxed (verify then is too), with why in the run's words.
+    pub(crate) fn loop_tier(&self) -> Tier {
+        let why = match self {
+            RunTier::Sandboxed => "'s sandbox (bubblewrap): the agent writes only its project (or attempt \
+                                   work tree) and /tmp, verify sandboxed"
+                .to_string(),
+            RunTier::Unavailable(why) => format!(" could not sandbox the agent: {why}"),
+            RunTier::Off => " --no-sandbox".to_string(),
+        };
+        Tier::of_run(self.is_sandboxed(), &why)
+    }
+
+    /// One line for the run's first output, its events and its receipt.
     pub(crate) fn line(&self) -> String {
         const DEFAULT: &str = "the default tier: tampering is detected and reported, not prevented";
         match self {
