@@ -27,6 +27,7 @@
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
 //! - `notify`: `--notify` commands that work, fail, hang or flood their output.
+//! - `review`: `--review` scripts that veto, approve, flood or hang, on a git project's check.
 //! - `docs`: the README and docs/: links and anchors resolve, the README stays short, and every
 //!   `loop-hook` subcommand and flag they show exists.
 
@@ -47,6 +48,7 @@ mod packaging;
 mod properties;
 mod release_workflow;
 mod report;
+mod review;
 mod run_attempts;
 mod run_driver;
 mod runners;

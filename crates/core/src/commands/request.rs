@@ -12,6 +12,7 @@ use std::ops::Range;
 use thiserror::Error;
 
 use crate::checks::protect::Protect;
+use crate::checks::review::ReviewSettings;
 use crate::metric::keep::{self, MetricSettings};
 use crate::metric::{Direction, Target};
 use crate::support::duration::parse_seconds;
@@ -51,10 +52,12 @@ pub(crate) enum Flag {
     PivotAfter,
     ParkAfterPivots,
     AllowTestEdits,
+    Review,
+    MaxVetoes,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 22] = [
+    pub(crate) const ALL: [Flag; 24] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -77,6 +80,8 @@ impl Flag {
         Flag::PivotAfter,
         Flag::ParkAfterPivots,
         Flag::AllowTestEdits,
+        Flag::Review,
+        Flag::MaxVetoes,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -118,6 +123,8 @@ impl Flag {
             Flag::PivotAfter => "--pivot-after",
             Flag::ParkAfterPivots => "--park-after-pivots",
             Flag::AllowTestEdits => "--allow-test-edits",
+            Flag::Review => "--review",
+            Flag::MaxVetoes => "--max-vetoes",
         }
     }
 
@@ -143,6 +150,8 @@ impl Flag {
             Flag::RefineAfter => "a whole number from 1 to 1000, e.g. --refine-after 3",
             Flag::PivotAfter => "a whole number from 1 to 1000, e.g. --pivot-after 5",
             Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
+            Flag::Review => "a command that exits 0 to approve a pass, e.g. --review \"sh review.sh\"",
+            Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
         }
     }
 }
@@ -177,6 +186,8 @@ pub(crate) struct LoopRequest {
     pub metric: Option<MetricSettings>,
     /// The task may change the tests: no test-count ratchet, no default protection of the suite.
     pub allow_test_edits: bool,
+    /// A reviewer that may veto a passing check (`--review`, `--max-vetoes`).
+    pub review: Option<ReviewSettings>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -214,6 +225,7 @@ impl LoopRequest {
         let mut typed = TypedFlags::scan(raw)?;
         // The first mistake reported is metric mode's, then the task's, then each value's in turn.
         let metric = MetricFlags::take(&mut typed).settings()?;
+        let review = review_settings(&mut typed, metric.is_some())?;
         let task = task_text(raw, &typed.cuts)?;
         Ok(LoopRequest {
             task,
@@ -247,8 +259,38 @@ impl LoopRequest {
             notify: typed.take(Flag::Notify).map(|v| check_command(Flag::Notify, &v)).transpose()?,
             metric,
             allow_test_edits: typed.take(Flag::AllowTestEdits).is_some(),
+            review,
         })
     }
+}
+
+/// The reviewer asked for, checked against the flags it needs: a check to review, and no
+/// metric mode (where a kept change is judged by its number).
+fn review_settings(typed: &mut TypedFlags, metric: bool) -> Result<Option<ReviewSettings>, RequestError> {
+    let max_vetoes = typed.take(Flag::MaxVetoes);
+    let Some(command) = typed.take(Flag::Review) else {
+        return match max_vetoes {
+            Some(value) => {
+                Err(bad_value(Flag::MaxVetoes, &value, "it belongs to a reviewer: add --review CMD".into()))
+            }
+            None => Ok(None),
+        };
+    };
+    let command = check_command(Flag::Review, &command)?;
+    if typed.values[Flag::Verify.index()].is_none() {
+        let why = "a reviewer can only veto a check that passed: add --verify CMD";
+        return Err(bad_value(Flag::Review, &command, why.into()));
+    }
+    if metric {
+        let why =
+            "metric mode keeps a change by its number, not a reviewer's word: drop --review or --metric";
+        return Err(bad_value(Flag::Review, &command, why.into()));
+    }
+    let max_vetoes = max_vetoes
+        .map(|v| check_count(Flag::MaxVetoes, &v, 1_000))
+        .transpose()?
+        .unwrap_or(crate::checks::review::DEFAULT_MAX_VETOES);
+    Ok(Some(ReviewSettings { command, max_vetoes }))
 }
 
 /// Our flags as typed: their values, unchecked, and where they are in the text.
@@ -976,6 +1018,29 @@ mod tests {
         ));
         assert!(matches!(err("t --max-same-failures 0"), RequestError::BadValue { .. }));
         assert!(matches!(err("t --protec x"), RequestError::UnknownFlag { nearest: Flag::Protect, .. }));
+    }
+
+    #[test]
+    fn a_reviewer_needs_a_check_to_review_and_counts_its_vetoes() {
+        let req = parse(r#"fix it --verify "cargo test" --review "sh review.sh""#);
+        assert_eq!(req.review, Some(ReviewSettings { command: "sh review.sh".into(), max_vetoes: 3 }));
+        assert_eq!(req.task, "fix it");
+        let req = parse(r#"fix it --verify "cargo test" --review "sh review.sh" --max-vetoes 5"#);
+        assert_eq!(req.review.map(|r| r.max_vetoes), Some(5));
+        assert_eq!(parse("fix it --verify true").review, None);
+        let needs_verify = err(r#"fix it --review "sh review.sh""#).to_string();
+        assert!(needs_verify.contains("add --verify CMD"), "{needs_verify}");
+        let alone = err("fix it --verify true --max-vetoes 2").to_string();
+        assert!(alone.contains("add --review CMD"), "{alone}");
+        let metric = err(r#"speed --metric "sh bench.sh" --direction min --verify true --review "sh r.sh""#)
+            .to_string();
+        assert!(metric.contains("drop --review or --metric"), "{metric}");
+        for bad in ["0", "many", "1001", "-1"] {
+            let e = err(&format!("t --verify true --review r --max-vetoes={bad}")).to_string();
+            assert!(e.starts_with("--max-vetoes"), "{bad}: {e}");
+        }
+        assert!(matches!(err("t --verify true --review"), RequestError::MissingValue { flag: Flag::Review }));
+        assert_eq!(err("t --verify true --review ''"), RequestError::MissingValue { flag: Flag::Review });
     }
 
     #[test]

@@ -252,6 +252,7 @@ fn new_state(
                 notify: request.notify.clone(),
                 metric: request.metric.clone(),
                 allow_test_edits: request.allow_test_edits,
+                review: request.review.clone(),
             },
             iteration: 1,
             status: Status::Active,
@@ -282,13 +283,20 @@ fn new_state(
     }
 }
 
-/// The commands whose files are the oracle: verify, and a metric loop's metric and guard.
+/// The commands whose files are the oracle: verify, a metric loop's metric and guard, and the
+/// reviewer.
 fn judges(request: &LoopRequest) -> Vec<&str> {
     let metric = request.metric.as_ref();
-    [request.verify.as_deref(), metric.map(|m| m.command.as_str()), metric.and_then(|m| m.guard.as_deref())]
-        .into_iter()
-        .flatten()
-        .collect()
+    let review = request.review.as_ref().map(|r| r.command.as_str());
+    [
+        request.verify.as_deref(),
+        metric.map(|m| m.command.as_str()),
+        metric.and_then(|m| m.guard.as_deref()),
+        review,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn banner(
@@ -413,6 +421,9 @@ fn limit_lines(settings: &Settings) -> String {
     }
     if settings.checkpoint {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
+    }
+    if let Some(review) = &settings.review {
+        out.push_str(&crate::verdict::review_message::start_line(review, settings.verify_timeout_secs));
     }
     out
 }

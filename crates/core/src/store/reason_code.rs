@@ -41,6 +41,9 @@ pub(crate) enum ReasonCode {
     /// Verify passed, but ran fewer tests than it once did, or skipped more: the test-count
     /// ratchet does not count the pass.
     TestsDropped,
+    /// The check passed, but the reviewer (`--review`) vetoed it: the stop is blocked with its
+    /// findings.
+    ReviewBlocked,
 
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
@@ -56,6 +59,8 @@ pub(crate) enum ReasonCode {
     TokenBudget,
     /// Metric mode: the pivot ladder's last rung, pivots without a keep.
     MetricPlateau,
+    /// The reviewer vetoed `--max-vetoes` passes without approving one.
+    ReviewVetoed,
 
     // Events recorded in the ledger.
     /// The loop was started (the ledger's first line, vouching for the first state).
@@ -108,6 +113,8 @@ pub(crate) enum ReasonCode {
     /// No prompt of the user's for the command the prompt hook carried out reached the host's
     /// transcript: a program sent it (the agent ran the prompt hook itself). Undone where it can be.
     CommandUnconfirmed,
+    /// The reviewer approved a passing check (the stop's verdict follows on its own line).
+    ReviewApproved,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -137,6 +144,9 @@ impl ReasonCode {
             ReasonCode::OracleChanged => "oracle_changed",
             ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::TestsDropped => "tests_dropped",
+            ReasonCode::ReviewBlocked => "review_blocked",
+            ReasonCode::ReviewVetoed => "review_vetoed",
+            ReasonCode::ReviewApproved => "review_approved",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
@@ -196,6 +206,7 @@ impl ReasonCode {
                 | ReasonCode::CommandPending
                 | ReasonCode::CommandConfirmed
                 | ReasonCode::CommandUnconfirmed
+                | ReasonCode::ReviewApproved
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -231,6 +242,9 @@ mod tests {
             ReasonCode::OracleChanged,
             ReasonCode::VerifyNotRun,
             ReasonCode::TestsDropped,
+            ReasonCode::ReviewBlocked,
+            ReasonCode::ReviewVetoed,
+            ReasonCode::ReviewApproved,
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,
             ReasonCode::TimeBudget,

@@ -76,6 +76,9 @@ pub(crate) struct Settings {
     /// unless `--protect` names it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_test_edits: bool,
+    /// A reviewer that may veto a passing check (`--review`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::checks::review::ReviewSettings>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -212,6 +215,7 @@ impl LoopState {
             most_tests_ran: meta.tests.most_ran(),
             skip_markers: Vec::new(),
             abort_reason: None,
+            review: None,
         }
     }
 
@@ -271,6 +275,7 @@ pub(crate) mod tests {
                     notify: None,
                     metric: None,
                     allow_test_edits: false,
+                    review: None,
                 },
                 iteration: 1,
                 status: Status::Active,

@@ -6,6 +6,7 @@
 //! commits that verdict as it is. Nothing is rendered or changed after `decide`, so what its tests
 //! check is exactly what users see, and every branch is tested here without processes or files.
 
+use crate::checks::review::ReviewOutcome;
 use crate::checks::skip_marker::SkipMarker;
 use crate::checks::stall::Streaks;
 use crate::checks::test_ratchet::{News, TestJudgement};
@@ -24,6 +25,7 @@ use crate::verdict::facts::StopFacts;
 use crate::verdict::message;
 use crate::verdict::metric_message::{self, Step};
 use crate::verdict::promise;
+use crate::verdict::review_message;
 
 /// Whether a loop judges a stop at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +98,7 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
         | ReasonCode::SameFailures
         | ReasonCode::NoProgress
         | ReasonCode::MetricPlateau
+        | ReasonCode::ReviewVetoed
         | ReasonCode::Aborted => Status::Parked,
         _ => Status::Active,
     }
@@ -179,17 +182,35 @@ fn judge_tests(state: &LoopState, facts: &StopFacts<'_>) -> Option<TestJudgement
 }
 
 fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
-    state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses)
+    let mut streaks = state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses);
+    match facts.review {
+        Some(review) if review.approved => streaks.vetoes = 0,
+        Some(_) => streaks.vetoes += 1,
+        // A reviewer that should have run and did not has not approved.
+        None if awaits_review(state, facts) => streaks.vetoes += 1,
+        None => {}
+    }
+    streaks
 }
 
-/// The reason code, and whether the promise was kept (when one is required).
-fn classify(
+/// Whether this stop's check passed in a loop with a reviewer, so that the reviewer must run
+/// before the stop is judged: only then can it approve or veto, and it never sees a failure.
+pub(crate) fn awaits_review(state: &LoopState, facts: &StopFacts<'_>) -> bool {
+    let settings = &state.meta.settings;
+    settings.review.is_some()
+        && settings.metric.is_none()
+        && facts.verify.is_some()
+        && facts.last_message.and_then(abort::reason).is_none()
+        && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+}
+
+/// Whether the check passed at this stop (verify, the promise, an intact oracle and the test
+/// ratchet, the reviewer aside), and whether the promise was kept (when one is required).
+fn check_passes(
     state: &LoopState,
     facts: &StopFacts<'_>,
-    streaks: &Streaks,
-    metric: Option<&MetricStep>,
     tests: Option<&TestJudgement>,
-) -> (ReasonCode, Option<bool>) {
+) -> (bool, Option<bool>) {
     let settings = &state.meta.settings;
     let verify_passed = match (&settings.verify, facts.verify) {
         (None, _) => None,
@@ -205,6 +226,28 @@ fn classify(
         (None, Some(p)) => p,
         (Some(v), Some(p)) => v && p,
     };
+    let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
+    (criteria_met && facts.oracle_changes.is_empty() && tests_intact, promise_kept)
+}
+
+/// A veto's code: the loop goes on, or parks once the reviewer has vetoed `--max-vetoes` times.
+fn veto_code(state: &LoopState, streaks: &Streaks) -> ReasonCode {
+    let max = state.meta.settings.review.as_ref().map_or(0, |r| r.max_vetoes);
+    if streaks.vetoes >= max { ReasonCode::ReviewVetoed } else { ReasonCode::ReviewBlocked }
+}
+
+/// The reason code, and whether the promise was kept (when one is required).
+fn classify(
+    state: &LoopState,
+    facts: &StopFacts<'_>,
+    streaks: &Streaks,
+    metric: Option<&MetricStep>,
+    tests: Option<&TestJudgement>,
+) -> (ReasonCode, Option<bool>) {
+    let settings = &state.meta.settings;
+    let (passes, promise_kept) = check_passes(state, facts, tests);
+    // A reviewer can only take a pass away: it is asked only when the check passed.
+    let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
     let oracle_intact = facts.oracle_changes.is_empty();
     let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
     let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
@@ -221,7 +264,7 @@ fn classify(
     if let Some(step) = metric {
         return (classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)), promise_kept);
     }
-    let code = if criteria_met && oracle_intact && tests_intact {
+    let code = if passes && !vetoed {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
@@ -229,6 +272,8 @@ fn classify(
         ReasonCode::TimeBudget
     } else if over_tokens {
         ReasonCode::TokenBudget
+    } else if vetoed {
+        veto_code(state, streaks)
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
@@ -280,7 +325,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.status = status;
         next.meta.outcome = Some(code);
         next.meta.last_blocked = false;
-        let receipt = closing_receipt(&next, code, &facts);
+        let receipt = closing_receipt(state, &next, code, &facts);
         let shown = format!("{warnings}{}", closing_words(state, &next, code, &facts, &receipt));
         (Verdict::Allow, shown, Some(receipt))
     };
@@ -299,6 +344,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         receipt: receipt.clone(),
         tokens: iteration_tokens(state, &facts),
         metric: metric_record(state, step.as_ref(), &facts),
+        review: facts.review.map(ReviewOutcome::record),
         ..LedgerEntry::new(state, facts.now, recorded, code)
     });
     let rollback_to =
@@ -380,8 +426,9 @@ fn block_words(
 }
 
 /// The receipt of a loop that ends or parks at this stop. `next` is the loop after it.
-fn closing_receipt(next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
+fn closing_receipt(state: &LoopState, next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
     let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+    receipt.review = review_message::receipt_line(state, next, code, facts.review);
     receipt.forged_stops = facts.forged_stops;
     receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
     if code == ReasonCode::Aborted {
@@ -419,6 +466,12 @@ fn notes(state: &LoopState, facts: &StopFacts<'_>, harness_override: bool) -> Ve
             ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, incident.code)
         })
         .collect();
+    if let Some(review) = facts.review.filter(|r| r.approved) {
+        notes.push(LedgerEntry {
+            review: Some(review.record()),
+            ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, ReasonCode::ReviewApproved)
+        });
+    }
     if harness_override {
         notes.push(LedgerEntry {
             stop_hook_active: facts.stop_hook_active,
@@ -551,6 +604,7 @@ mod tests {
             metric: None,
             forged_stops: 0,
             skip_markers: &[],
+            review: None,
         }
     }
 

@@ -54,4 +54,7 @@ pub(crate) struct StopFacts<'a> {
     /// Skip markers added to the project since the loop started, where they were looked for
     /// (after a passing verify, and when the loop ends or parks).
     pub(crate) skip_markers: &'a [SkipMarker],
+    /// The reviewer's verdict, when the loop has one and this stop's check passed
+    /// ([`crate::verdict::decision::awaits_review`]).
+    pub(crate) review: Option<&'a crate::checks::review::ReviewOutcome>,
 }

@@ -7,3 +7,4 @@ pub(crate) mod facts;
 pub(crate) mod message;
 pub(crate) mod metric_message;
 pub(crate) mod promise;
+pub(crate) mod review_message;

@@ -43,6 +43,8 @@ pub(super) struct Gathered {
     files_changed: Option<Vec<String>>,
     /// Skip markers added since the start: looked at after a passing verify and at the end.
     skip_markers: Vec<SkipMarker>,
+    /// The reviewer's verdict, when the check passed in a loop with one.
+    review: Option<crate::checks::review::ReviewOutcome>,
 }
 
 impl Gathered {
@@ -127,6 +129,7 @@ impl Gathered {
             metric,
             files_changed: None,
             skip_markers: Vec::new(),
+            review: None,
         }
     }
 
@@ -147,6 +150,12 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::at(state, event, &sandbox);
+        gathered.review = super::review::at_stop(
+            state,
+            &gathered.facts(paths, event, env, &[]),
+            &gathered.worktree,
+            &sandbox,
+        );
         gathered.changes_since_start(state, paths, event, env);
         gathered
     }
@@ -211,6 +220,7 @@ impl Gathered {
             metric: self.metric.as_ref(),
             forged_stops: 0,
             skip_markers: &self.skip_markers,
+            review: self.review.as_ref(),
         }
     }
 }

@@ -18,6 +18,7 @@ mod fault;
 mod forged;
 mod gather;
 mod open;
+mod review;
 
 use std::fs;
 use std::io::Read;
