@@ -54,10 +54,11 @@ pub(crate) enum Flag {
     AllowTestEdits,
     Review,
     MaxVetoes,
+    Plan,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 24] = [
+    pub(crate) const ALL: [Flag; 25] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -82,6 +83,7 @@ impl Flag {
         Flag::AllowTestEdits,
         Flag::Review,
         Flag::MaxVetoes,
+        Flag::Plan,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -125,6 +127,7 @@ impl Flag {
             Flag::AllowTestEdits => "--allow-test-edits",
             Flag::Review => "--review",
             Flag::MaxVetoes => "--max-vetoes",
+            Flag::Plan => "--plan",
         }
     }
 
@@ -152,6 +155,7 @@ impl Flag {
             Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
             Flag::Review => "a command that exits 0 to approve a pass, e.g. --review \"sh review.sh\"",
             Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
+            Flag::Plan => "a Markdown checklist or a prd.json, e.g. --plan PLAN.md",
         }
     }
 }
@@ -188,6 +192,8 @@ pub(crate) struct LoopRequest {
     pub allow_test_edits: bool,
     /// A reviewer that may veto a passing check (`--review`, `--max-vetoes`).
     pub review: Option<ReviewSettings>,
+    /// The plan file whose stories the loop works through (`--plan`), as typed.
+    pub plan: Option<String>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -226,7 +232,14 @@ impl LoopRequest {
         // The first mistake reported is metric mode's, then the task's, then each value's in turn.
         let metric = MetricFlags::take(&mut typed).settings()?;
         let review = review_settings(&mut typed, metric.is_some())?;
-        let task = task_text(raw, &typed.cuts)?;
+        let plan = plan_file(&mut typed, metric.is_some())?;
+        let task = match (task_text(raw, &typed.cuts), &plan) {
+            // The plan is the task.
+            (Err(RequestError::EmptyTask), Some(file)) => {
+                format!("Work through the stories of the plan {file}, one at a time, in order.")
+            }
+            (task, _) => task?,
+        };
         Ok(LoopRequest {
             task,
             verify: typed.take(Flag::Verify).map(|v| check_command(Flag::Verify, &v)).transpose()?,
@@ -260,6 +273,7 @@ impl LoopRequest {
             metric,
             allow_test_edits: typed.take(Flag::AllowTestEdits).is_some(),
             review,
+            plan,
         })
     }
 }
@@ -291,6 +305,18 @@ fn review_settings(typed: &mut TypedFlags, metric: bool) -> Result<Option<Review
         .transpose()?
         .unwrap_or(crate::checks::review::DEFAULT_MAX_VETOES);
     Ok(Some(ReviewSettings { command, max_vetoes }))
+}
+
+/// The plan file asked for; not in metric mode, where a change is kept by its number.
+fn plan_file(typed: &mut TypedFlags, metric: bool) -> Result<Option<String>, RequestError> {
+    let Some(file) = typed.take(Flag::Plan) else { return Ok(None) };
+    let file = check_command(Flag::Plan, &file)?;
+    if metric {
+        let why =
+            "a plan's stories are done when their checks pass, not by a number: drop --plan or --metric";
+        return Err(bad_value(Flag::Plan, &file, why.into()));
+    }
+    Ok(Some(file))
 }
 
 /// Our flags as typed: their values, unchecked, and where they are in the text.

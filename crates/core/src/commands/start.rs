@@ -60,6 +60,10 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     if let Some(refusal) = unsupported(&request, &cwd, host) {
         return refusal;
     }
+    let plan = match crate::commands::plan_start::read(&request, &cwd) {
+        Ok(plan) => plan,
+        Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
+    };
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
@@ -85,7 +89,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     if let Err(refusal) = clear_the_way(env, &paths, session_id) {
         return refusal;
     }
-    let mut state = new_state(env, options, &request, session_id, &cwd, &tier);
+    let mut state = new_state(env, options, &request, session_id, &cwd, &tier, plan.as_ref());
     let mut lessons = Vec::new();
     if let Some(metric) = &request.metric {
         match crate::commands::metric_start::baseline(env, &store, &mut state, metric) {
@@ -113,6 +117,9 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     }
     crate::commands::metric_start::record_baseline(&state, &paths.ledger, env.now);
     let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
+    if let Some(words) = crate::commands::plan_start::banner(&state) {
+        shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
+    }
     if let Some(words) = crate::commands::metric_start::banner(&state, &lessons) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
     }
@@ -231,7 +238,11 @@ fn new_state(
     session_id: &str,
     cwd: &Path,
     tier: &Tier,
+    plan: Option<&crate::checks::plan::PlanSettings>,
 ) -> LoopState {
+    let (plan_checks, plan_files) = crate::commands::plan_start::oracle_parts(plan);
+    let judged: Vec<&str> = judges(request).into_iter().chain(plan_checks).collect();
+    let protect: Vec<String> = request.protect.iter().cloned().chain(plan_files).collect();
     LoopState {
         meta: Meta {
             schema: SCHEMA_VERSION,
@@ -253,6 +264,7 @@ fn new_state(
                 metric: request.metric.clone(),
                 allow_test_edits: request.allow_test_edits,
                 review: request.review.clone(),
+                plan: plan.cloned(),
             },
             iteration: 1,
             status: Status::Active,
@@ -262,12 +274,7 @@ fn new_state(
             verify_total_ms: 0,
             last_verify: None,
             tests: TestRatchet::new(request.allow_test_edits),
-            oracle: Oracle::capture_commands(
-                cwd,
-                &judges(request),
-                &request.protect,
-                !request.allow_test_edits,
-            ),
+            oracle: Oracle::capture_commands(cwd, &judged, &protect, !request.allow_test_edits),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(cwd).tree_id().ok(),
             last_blocked: false,
@@ -277,6 +284,7 @@ fn new_state(
             metric: None,
             transcript: options.transcript.clone(),
             awaiting: options.awaiting.clone(),
+            plan: plan.map(crate::checks::plan::PlanProgress::start),
             tier: Some(tier.line()),
         },
         task: request.task.clone(),

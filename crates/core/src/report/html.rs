@@ -43,6 +43,8 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::VerifyNotRun => "verify could not run",
         ReasonCode::TestsDropped => "fewer tests ran",
         ReasonCode::ReviewBlocked => "passed, vetoed by the reviewer",
+        ReasonCode::StoryVerified => "story done",
+        ReasonCode::StoryBroken => "a done story broke",
         ReasonCode::ReviewVetoed => "parked: reviewer's vetoes",
         ReasonCode::ReviewApproved => "approved by the reviewer",
         ReasonCode::Aborted => "the agent gave up",

@@ -44,6 +44,10 @@ pub(crate) enum ReasonCode {
     /// The check passed, but the reviewer (`--review`) vetoed it: the stop is blocked with its
     /// findings.
     ReviewBlocked,
+    /// A plan's current story passed its check: it is done, and the stop is blocked with the next.
+    StoryVerified,
+    /// Every story was done, but a check run again at the end failed: its story is current again.
+    StoryBroken,
 
     // The loop is parked (the stop is allowed, the loop kept for `resume`).
     /// The same failure `max_same_failures` times in a row.
@@ -145,6 +149,8 @@ impl ReasonCode {
             ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::TestsDropped => "tests_dropped",
             ReasonCode::ReviewBlocked => "review_blocked",
+            ReasonCode::StoryVerified => "story_verified",
+            ReasonCode::StoryBroken => "story_broken",
             ReasonCode::ReviewVetoed => "review_vetoed",
             ReasonCode::ReviewApproved => "review_approved",
             ReasonCode::SameFailures => "same_failures",
@@ -243,6 +249,8 @@ mod tests {
             ReasonCode::VerifyNotRun,
             ReasonCode::TestsDropped,
             ReasonCode::ReviewBlocked,
+            ReasonCode::StoryVerified,
+            ReasonCode::StoryBroken,
             ReasonCode::ReviewVetoed,
             ReasonCode::ReviewApproved,
             ReasonCode::SameFailures,

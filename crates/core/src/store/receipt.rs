@@ -63,6 +63,9 @@ pub(crate) struct Receipt {
     /// its vetoes parked the loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) review: Option<String>,
+    /// A plan loop's stories: done or not, and the stops each took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) plan: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -128,6 +131,9 @@ impl Receipt {
         }
         if let Some(reason) = &self.abort_reason {
             out.push_str(&format!("\n  the agent's reason: {reason}"));
+        }
+        if let Some(plan) = &self.plan {
+            out.push_str(&format!("\n  stories: {plan}"));
         }
         if let Some(review) = &self.review {
             out.push_str(&format!("\n  review: {review}"));

@@ -79,6 +79,9 @@ pub(crate) struct Settings {
     /// A reviewer that may veto a passing check (`--review`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<crate::checks::review::ReviewSettings>,
+    /// The stories the loop works through one at a time (`--plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::checks::plan::PlanSettings>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -162,6 +165,9 @@ pub(crate) struct Meta {
     /// change of the state, which custody finds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting: Option<crate::store::awaiting::Awaiting>,
+    /// How far a plan loop is through its stories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::checks::plan::PlanProgress>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -216,6 +222,7 @@ impl LoopState {
             skip_markers: Vec::new(),
             abort_reason: None,
             review: None,
+            plan: None,
         }
     }
 
@@ -276,6 +283,7 @@ pub(crate) mod tests {
                     metric: None,
                     allow_test_edits: false,
                     review: None,
+                    plan: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -295,6 +303,7 @@ pub(crate) mod tests {
                 metric: None,
                 transcript: None,
                 awaiting: None,
+                plan: None,
                 tier: None,
             },
             task: "fix the login\n".into(),

@@ -212,7 +212,8 @@ fn check_passes(
     tests: Option<&TestJudgement>,
 ) -> (bool, Option<bool>) {
     let settings = &state.meta.settings;
-    let verify_passed = match (&settings.verify, facts.verify) {
+    let check = crate::verdict::plan_message::current_check(state);
+    let verify_passed = match (check, facts.verify) {
         (None, _) => None,
         (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
     };
@@ -228,6 +229,25 @@ fn check_passes(
     };
     let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
     (criteria_met && facts.oracle_changes.is_empty() && tests_intact, promise_kept)
+}
+
+/// Whether the plan's last story passed at this stop, so that every story's check must run
+/// again before the stop is judged.
+pub(crate) fn awaits_sweep(state: &LoopState, facts: &StopFacts<'_>) -> bool {
+    state.meta.plan.as_ref().is_some_and(|p| p.next_pending().is_none())
+        && facts.verify.is_some()
+        && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+}
+
+/// A plan loop's step when the current story's check passed: the next story, or a done story
+/// that broke. `None` when the plan is complete (or the loop has none).
+fn plan_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<ReasonCode> {
+    let progress = state.meta.plan.as_ref()?;
+    if progress.next_pending().is_some() {
+        return Some(ReasonCode::StoryVerified);
+    }
+    // No sweep at all is not a complete plan.
+    facts.plan.is_none_or(|sweep| sweep.broken.is_some()).then_some(ReasonCode::StoryBroken)
 }
 
 /// A veto's code: the loop goes on, or parks once the reviewer has vetoed `--max-vetoes` times.
@@ -264,7 +284,8 @@ fn classify(
     if let Some(step) = metric {
         return (classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)), promise_kept);
     }
-    let code = if passes && !vetoed {
+    let step = if passes { plan_step(state, facts) } else { None };
+    let code = if passes && !vetoed && step.is_none() {
         if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
@@ -274,11 +295,13 @@ fn classify(
         ReasonCode::TokenBudget
     } else if vetoed {
         veto_code(state, streaks)
+    } else if let Some(step) = step {
+        step
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
         ReasonCode::NoProgress
-    } else if settings.verify.is_some() && facts.verify.is_none() {
+    } else if crate::verdict::plan_message::current_check(state).is_some() && facts.verify.is_none() {
         ReasonCode::VerifyNotRun
     } else if !oracle_intact {
         ReasonCode::OracleChanged
@@ -307,6 +330,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     if harness_override {
         next.meta.harness_overrides += 1;
     }
+    advance_plan(&mut next, code, &facts);
 
     let status = status_after(code);
     let warnings = message::incident_lines(facts.incidents);
@@ -381,6 +405,30 @@ fn record_stop(
     }
 }
 
+/// A plan loop's progress after this stop: the stop counted to its story, and the story done,
+/// or a broken one current again. A new story's check has its own tests: the ratchet starts over.
+fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
+    let Some(progress) = next.meta.plan.as_mut() else { return };
+    if let Some(story) = progress.stories.get_mut(progress.current) {
+        story.iterations += 1;
+    }
+    let before = progress.current;
+    match code {
+        ReasonCode::StoryVerified | ReasonCode::Verified => progress.story_passed(),
+        ReasonCode::StoryBroken => {
+            progress.story_passed();
+            match facts.plan.and_then(|s| s.broken.as_ref()) {
+                Some((Some(index), _)) => progress.reopen(*index),
+                _ => progress.reopen(before),
+            }
+        }
+        _ => {}
+    }
+    if progress.current != before {
+        next.meta.tests = crate::checks::test_ratchet::TestRatchet::new(next.meta.settings.allow_test_edits);
+    }
+}
+
 /// What this iteration used: the growth of the loop's usage since the last stop.
 fn iteration_tokens(state: &LoopState, facts: &StopFacts<'_>) -> Option<Usage> {
     let now = facts.usage?;
@@ -407,6 +455,13 @@ fn block_words(
     tests: Option<&TestJudgement>,
 ) -> (String, String) {
     let mut sections = Vec::new();
+    match code {
+        ReasonCode::StoryVerified => sections.push(crate::verdict::plan_message::story_done(state, next)),
+        ReasonCode::StoryBroken => {
+            sections.push(crate::verdict::plan_message::story_broken(next, facts.plan));
+        }
+        _ => {}
+    }
     if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
         sections.push(shortfall.explain(settings_verify(state)));
     }
@@ -429,6 +484,7 @@ fn block_words(
 fn closing_receipt(state: &LoopState, next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
     let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
     receipt.review = review_message::receipt_line(state, next, code, facts.review);
+    receipt.plan = crate::verdict::plan_message::receipt_line(next);
     receipt.forged_stops = facts.forged_stops;
     receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
     if code == ReasonCode::Aborted {
@@ -605,6 +661,7 @@ mod tests {
             forged_stops: 0,
             skip_markers: &[],
             review: None,
+            plan: None,
         }
     }
 

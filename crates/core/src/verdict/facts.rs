@@ -57,4 +57,6 @@ pub(crate) struct StopFacts<'a> {
     /// The reviewer's verdict, when the loop has one and this stop's check passed
     /// ([`crate::verdict::decision::awaits_review`]).
     pub(crate) review: Option<&'a crate::checks::review::ReviewOutcome>,
+    /// A plan loop's checks run again at the stop where its last story passed.
+    pub(crate) plan: Option<&'a crate::checks::plan::PlanSweep>,
 }

@@ -90,7 +90,7 @@ fn loop_notice(state: &LoopState, facts: &StopFacts<'_>) -> String {
 /// says it all).
 fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> (String, String) {
     let settings = &state.meta.settings;
-    let verify = settings.verify.as_deref().unwrap_or_default();
+    let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     match (code, facts.verify) {
         (ReasonCode::VerifyTimedOut, Some(_)) => timed_out(verify, settings.verify_timeout_secs),
         (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
@@ -101,6 +101,10 @@ fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>
         }
         (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
+        // The story's paragraph is one of the sections.
+        (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
+            (String::new(), crate::verdict::plan_message::advice())
+        }
         // The shortfall is one of the sections.
         (ReasonCode::TestsDropped, _) => (String::new(), String::new()),
         (ReasonCode::OracleChanged, _) => {
@@ -246,6 +250,8 @@ pub(crate) fn status_line(
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::status(state),
+        (ReasonCode::StoryVerified, _) => "story done; next story".to_string(),
+        (ReasonCode::StoryBroken, _) => "a done story's check failed at the end".to_string(),
         _ => "no verify command, running to the cap".to_string(),
     };
     format!("{head} · {what}")
@@ -273,6 +279,7 @@ pub(crate) fn headline(
     };
     match code {
         ReasonCode::Verified => match verify {
+            Some(_) if meta.settings.plan.is_some() => crate::verdict::plan_message::verified(state, &at),
             Some(o) => format!(
                 "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
                 human(o.duration)
@@ -360,15 +367,24 @@ fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
 pub(crate) fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
     let reviewed = settings.review.as_ref().map(|r| format!(" and the reviewer `{}` approves", r.command));
-    let checked = match (settings.verify.as_deref(), settings.completion_promise.as_deref()) {
-        (Some(v), None) => format!("`{v}` exits 0"),
-        (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
-        (Some(v), Some(p)) => {
-            format!("`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop")
-        }
-        (None, None) => format!("all {} iterations are used", settings.max_iterations),
-    };
-    format!("{checked}{}", reviewed.unwrap_or_default())
+    let checked =
+        match (crate::verdict::plan_message::current_check(state), settings.completion_promise.as_deref()) {
+            (Some(v), None) => format!("`{v}` exits 0"),
+            (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
+            (Some(v), Some(p)) => {
+                format!(
+                    "`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop"
+                )
+            }
+            (None, None) => format!("all {} iterations are used", settings.max_iterations),
+        };
+    let planned = settings.plan.as_ref().map(|p| {
+        format!(
+            " for the current story, story by story through {}, until every story's check passes at one stop",
+            p.file
+        )
+    });
+    format!("{checked}{}{}", planned.unwrap_or_default(), reviewed.unwrap_or_default())
 }
 
 pub(crate) fn elapsed(state: &LoopState, now: Timestamp) -> String {

@@ -111,7 +111,7 @@ fn one_line(findings: &str) -> String {
 
 /// The reviewer's part in the verdict, through [`crate::verdict::decision::decide`].
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
     use std::time::Duration;
 
@@ -153,7 +153,8 @@ mod tests {
         }
     }
 
-    fn facts<'a>(verify: &'a VerifyOutcome, review: Option<&'a ReviewOutcome>) -> StopFacts<'a> {
+    /// A stop whose check ran as `verify`, with the reviewer's `review`.
+    pub(crate) fn facts<'a>(verify: &'a VerifyOutcome, review: Option<&'a ReviewOutcome>) -> StopFacts<'a> {
         StopFacts {
             last_message: None,
             verify: Some(verify),
@@ -173,6 +174,7 @@ mod tests {
             forged_stops: 0,
             skip_markers: &[],
             review,
+            plan: None,
         }
     }
 

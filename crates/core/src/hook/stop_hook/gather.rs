@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::oracle_watch::{OracleWatch, Touched};
 use crate::checks::skip_marker::{self, SkipMarker};
-use crate::checks::verify::{VerifyOutcome, VerifySpec};
+use crate::checks::verify::VerifyOutcome;
 use crate::host::event::StopEvent;
 use crate::host::transcript::{self, Turn};
 use crate::host::usage::UsageCursor;
@@ -43,8 +43,8 @@ pub(super) struct Gathered {
     files_changed: Option<Vec<String>>,
     /// Skip markers added since the start: looked at after a passing verify and at the end.
     skip_markers: Vec<SkipMarker>,
-    /// The reviewer's verdict, when the check passed in a loop with one.
-    review: Option<crate::checks::review::ReviewOutcome>,
+    /// A plan's checks run again and the reviewer's verdict, after a passing check.
+    after_verify: super::after_verify::AfterVerify,
 }
 
 impl Gathered {
@@ -57,21 +57,7 @@ impl Gathered {
         let (oracle, cwd) = (&state.meta.oracle, &state.meta.cwd);
         let watch = OracleWatch::start(cwd, oracle);
         let before = oracle.changes(cwd);
-        let (verify, verify_not_run) = match &state.meta.settings.verify {
-            None => (None, None),
-            Some(command) => {
-                let spec = VerifySpec {
-                    command: command.clone(),
-                    cwd: state.meta.cwd.clone(),
-                    timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-                    sandbox: sandbox.to_vec(),
-                };
-                match spec.run() {
-                    Ok(outcome) => (Some(outcome), None),
-                    Err(e) => (None, Some(e.to_string())),
-                }
-            }
-        };
+        let (verify, verify_not_run) = super::plan::run_current_check(state, sandbox);
         let worktree = WorkTree::open(&state.meta.cwd);
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
         let tree = worktree.fingerprint().ok().filter(|tree| !worktree::is_approximate(tree));
@@ -129,7 +115,7 @@ impl Gathered {
             metric,
             files_changed: None,
             skip_markers: Vec::new(),
-            review: None,
+            after_verify: super::after_verify::AfterVerify::default(),
         }
     }
 
@@ -150,9 +136,9 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::at(state, event, &sandbox);
-        gathered.review = super::review::at_stop(
+        gathered.after_verify = super::after_verify::AfterVerify::run(
             state,
-            &gathered.facts(paths, event, env, &[]),
+            gathered.facts(paths, event, env, &[]),
             &gathered.worktree,
             &sandbox,
         );
@@ -220,7 +206,8 @@ impl Gathered {
             metric: self.metric.as_ref(),
             forged_stops: 0,
             skip_markers: &self.skip_markers,
-            review: self.review.as_ref(),
+            review: self.after_verify.review.as_ref(),
+            plan: self.after_verify.plan.as_ref(),
         }
     }
 }

@@ -2,10 +2,8 @@
 //! (the task, the check, the change since the loop started) and the run itself, in verify's tier.
 
 use std::ffi::OsString;
-use std::time::Duration;
 
 use crate::checks::review::{self, Change, ReviewInput, ReviewOutcome, VerifySeen};
-use crate::checks::verify::VerifySpec;
 use crate::store::state::LoopState;
 use crate::verdict::decision;
 use crate::verdict::facts::StopFacts;
@@ -32,13 +30,7 @@ pub(super) fn at_stop(
         verify: VerifySeen::of(verify_command, verified),
         change: &change,
     };
-    let spec = VerifySpec {
-        command: settings.command.clone(),
-        cwd: state.meta.cwd.clone(),
-        timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-        sandbox: sandbox.to_vec(),
-    };
-    Some(review::review(&spec, &input))
+    Some(review::review(&super::plan::check_spec(state, &settings.command, sandbox), &input))
 }
 
 /// The files changed and the diff since the loop's start, or why they are not known.

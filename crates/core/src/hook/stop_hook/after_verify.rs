@@ -1,0 +1,34 @@
+//! What runs after verify at a stop whose check passed: the end of a plan (every story's check
+//! again, [`super::plan`]) and then the reviewer ([`super::review`]). Both only ever take a pass
+//! away, so neither runs when the check failed.
+
+use std::ffi::OsString;
+
+use crate::checks::plan::PlanSweep;
+use crate::checks::review::ReviewOutcome;
+use crate::store::state::LoopState;
+use crate::verdict::facts::StopFacts;
+use crate::worktree::WorkTree;
+
+/// The plan's sweep and the reviewer's verdict, where they ran.
+#[derive(Debug, Default)]
+pub(super) struct AfterVerify {
+    pub(super) plan: Option<PlanSweep>,
+    pub(super) review: Option<ReviewOutcome>,
+}
+
+impl AfterVerify {
+    /// Runs the plan's sweep, then the reviewer, each when this stop calls for it. `facts` says
+    /// what verify found; the sweep goes into the facts the reviewer is asked on.
+    pub(super) fn run(
+        state: &LoopState,
+        facts: StopFacts<'_>,
+        worktree: &WorkTree,
+        sandbox: &[OsString],
+    ) -> AfterVerify {
+        let plan = super::plan::sweep(state, &facts, sandbox);
+        let review =
+            super::review::at_stop(state, &StopFacts { plan: plan.as_ref(), ..facts }, worktree, sandbox);
+        AfterVerify { plan, review }
+    }
+}
