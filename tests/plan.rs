@@ -117,7 +117,8 @@ fn a_prd_json_is_worked_in_priority_order_with_verify_for_stories_without_a_chec
          "passes": false, "verify": "test -f a"}
     ]}"#;
     let env = project("prd.json", prd);
-    let start = env.start(r#"--plan prd.json --verify "test -f b""#);
+    env.write("review.sh", "cat > \"$HOME/seen.json\"\n");
+    let start = env.start(r#"--plan prd.json --verify "test -f b" --review "sh review.sh""#);
     assert!(start.stdout.contains("Now: story 1 of 2: US-1 First"), "{}", start.stdout);
     assert!(start.stdout.contains("[ ] US-2 Second  (check: test -f b)"), "{}", start.stdout);
     env.write("a", "");
@@ -129,10 +130,16 @@ fn a_prd_json_is_worked_in_priority_order_with_verify_for_stories_without_a_chec
         "{}",
         first.reason()
     );
+    let seen: Value = serde_json::from_slice(&std::fs::read(env.home.join("seen.json")).unwrap()).unwrap();
+    assert!(seen["story"].as_str().unwrap().starts_with("Now: story 1 of 2: US-1 First"), "{seen}");
     env.write("b", "");
     let done = next(&env);
     assert!(!done.blocked(), "{}", done.stdout);
-    assert_eq!(env.ledger_reasons(SESSION), ["story_verified", "verified"]);
+    assert_eq!(
+        env.ledger_reasons(SESSION),
+        ["review_approved", "story_verified", "review_approved", "verified"],
+        "the reviewer sees every story's pass"
+    );
 }
 
 #[test]

@@ -23,14 +23,21 @@ pub(super) fn at_stop(
         return None;
     }
     let change = change_since_start(state, worktree);
+    let story = current_story(state);
     let input = ReviewInput {
         task: &state.task,
-        story: None,
+        story: story.as_deref(),
         iteration: state.meta.iteration,
         verify: VerifySeen::of(verify_command, verified),
         change: &change,
     };
     Some(review::review(&super::plan::check_spec(state, &settings.command, sandbox), &input))
+}
+
+/// A plan loop's current story, as the model was given it; `None` without a plan.
+fn current_story(state: &LoopState) -> Option<String> {
+    let progress = state.meta.plan.as_ref()?;
+    Some(crate::verdict::plan_message::story_brief(state, progress.current).trim().to_string())
 }
 
 /// The files changed and the diff since the loop's start, or why they are not known.
