@@ -59,6 +59,11 @@ fn stories_are_done_one_at_a_time_and_a_broken_one_comes_back_before_the_end() {
     env.write("two", "");
     std::fs::remove_file(env.project.join("one")).unwrap();
     let second = next(&env);
+    let status = env.run(&["status", "--session", SESSION], "").stdout;
+    assert!(
+        status.contains("stories:    2 of 3 done: ✓ 1. Write one (2 stop(s)), ✓ 2. Write two (1 stop(s)), · 3. Write three (0 stop(s))"),
+        "{status}"
+    );
     assert!(second.reason().contains("Now: story 3 of 3: 3. Write three"), "{}", second.reason());
 
     env.write("three", "");
