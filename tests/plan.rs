@@ -148,6 +148,26 @@ fn a_prd_json_is_worked_in_priority_order_with_verify_for_stories_without_a_chec
 }
 
 #[test]
+fn a_story_that_takes_too_long_parks_the_loop_and_resume_gives_it_its_stops_again() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md --story-iterations 2");
+    assert!(env.stop("").blocked());
+    let parked = next(&env);
+    assert!(!parked.blocked(), "{}", parked.stdout);
+    assert!(
+        parked
+            .system_message()
+            .contains("story 1. Write one used 2 stops without its check `test -f one` passing"),
+        "{}",
+        parked.system_message()
+    );
+    assert_eq!(env.ledger_reasons(SESSION), ["verify_failed", "story_stalled"]);
+    let resumed = env.run(&["resume", "--session", SESSION], "");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert!(env.stop_as(SESSION, "", false).blocked(), "the story has its stops again");
+}
+
+#[test]
 fn bad_plans_are_refused_at_start_naming_what_to_fix() {
     let env = project("empty.md", "# nothing here\n");
     env.write("unchecked.md", "- [ ] Has a check\n  verify: true\n- [ ] Has none\n");

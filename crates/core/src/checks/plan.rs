@@ -57,6 +57,10 @@ pub(crate) struct PlanSettings {
     /// The plan file as the user named it.
     pub file: String,
     pub stories: Vec<Story>,
+    /// Stops one story may take, since it became current or the loop resumed, before the loop
+    /// is parked (`--story-iterations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub story_iterations: Option<u32>,
 }
 
 impl PlanSettings {
@@ -73,6 +77,9 @@ pub(crate) struct PlanProgress {
     /// The story being worked on, an index into the plan's stories.
     pub current: usize,
     pub stories: Vec<StoryProgress>,
+    /// Stops on the current story since it became current or the loop resumed.
+    #[serde(default)]
+    pub current_stops: u32,
 }
 
 /// One story's progress.
@@ -91,7 +98,7 @@ impl PlanProgress {
         let stories: Vec<StoryProgress> =
             plan.stories.iter().map(|s| StoryProgress { done: s.done, iterations: 0 }).collect();
         let current = stories.iter().position(|s| !s.done).unwrap_or(0);
-        PlanProgress { current, stories }
+        PlanProgress { current, stories, current_stops: 0 }
     }
 
     /// The first story after the current one (wrapping round) that is not done, if any.

@@ -12,7 +12,7 @@ use crate::store::state::LoopState;
 pub(crate) fn read(request: &LoopRequest, cwd: &Path) -> Result<Option<PlanSettings>, String> {
     let Some(file) = &request.plan else { return Ok(None) };
     let stories = plan::read(&cwd.join(file), request.verify.as_deref()).map_err(|e| e.to_string())?;
-    Ok(Some(PlanSettings { file: file.clone(), stories }))
+    Ok(Some(PlanSettings { file: file.clone(), stories, story_iterations: request.story_iterations }))
 }
 
 /// The plan's file and its stories' checks: part of the oracle, so the model can neither tick a

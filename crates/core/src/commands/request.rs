@@ -55,10 +55,11 @@ pub(crate) enum Flag {
     Review,
     MaxVetoes,
     Plan,
+    StoryIterations,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 25] = [
+    pub(crate) const ALL: [Flag; 26] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -84,6 +85,7 @@ impl Flag {
         Flag::Review,
         Flag::MaxVetoes,
         Flag::Plan,
+        Flag::StoryIterations,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -128,6 +130,7 @@ impl Flag {
             Flag::Review => "--review",
             Flag::MaxVetoes => "--max-vetoes",
             Flag::Plan => "--plan",
+            Flag::StoryIterations => "--story-iterations",
         }
     }
 
@@ -156,6 +159,7 @@ impl Flag {
             Flag::Review => "a command that exits 0 to approve a pass, e.g. --review \"sh review.sh\"",
             Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
             Flag::Plan => "a Markdown checklist or a prd.json, e.g. --plan PLAN.md",
+            Flag::StoryIterations => "a whole number from 1 to 10000, e.g. --story-iterations 8",
         }
     }
 }
@@ -194,6 +198,8 @@ pub(crate) struct LoopRequest {
     pub review: Option<ReviewSettings>,
     /// The plan file whose stories the loop works through (`--plan`), as typed.
     pub plan: Option<String>,
+    /// Stops one story may take before the loop is parked (`--story-iterations`).
+    pub story_iterations: Option<u32>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -233,6 +239,19 @@ impl LoopRequest {
         let metric = MetricFlags::take(&mut typed).settings()?;
         let review = review_settings(&mut typed, metric.is_some())?;
         let plan = plan_file(&mut typed, metric.is_some())?;
+        let story_iterations = typed.take(Flag::StoryIterations);
+        let story_iterations = match (story_iterations, &plan) {
+            (Some(value), None) => {
+                return Err(bad_value(
+                    Flag::StoryIterations,
+                    &value,
+                    "it belongs to a plan: add --plan FILE".into(),
+                ));
+            }
+            (value, _) => {
+                value.map(|v| check_count(Flag::StoryIterations, &v, MAX_MAX_ITERATIONS)).transpose()?
+            }
+        };
         let task = match (task_text(raw, &typed.cuts), &plan) {
             // The plan is the task.
             (Err(RequestError::EmptyTask), Some(file)) => {
@@ -274,6 +293,7 @@ impl LoopRequest {
             allow_test_edits: typed.take(Flag::AllowTestEdits).is_some(),
             review,
             plan,
+            story_iterations,
         })
     }
 }
@@ -1067,6 +1087,23 @@ mod tests {
         }
         assert!(matches!(err("t --verify true --review"), RequestError::MissingValue { flag: Flag::Review }));
         assert_eq!(err("t --verify true --review ''"), RequestError::MissingValue { flag: Flag::Review });
+    }
+
+    #[test]
+    fn a_plan_takes_a_file_and_makes_the_task_optional() {
+        let req = parse("--plan PLAN.md --story-iterations 4");
+        assert_eq!((req.plan.as_deref(), req.story_iterations), (Some("PLAN.md"), Some(4)));
+        assert_eq!(req.task, "Work through the stories of the plan PLAN.md, one at a time, in order.");
+        assert_eq!(parse("ship it --plan prd.json").task, "ship it");
+        assert!(err("t --story-iterations 3").to_string().contains("add --plan FILE"));
+        assert!(err("--plan P.md --story-iterations 0").to_string().starts_with("--story-iterations"));
+        assert_eq!(err("--plan ''"), RequestError::MissingValue { flag: Flag::Plan });
+        assert!(
+            err(r#"--plan P.md --metric "sh b.sh" --direction min"#)
+                .to_string()
+                .contains("drop --plan or --metric")
+        );
+        assert_eq!(err(""), RequestError::EmptyTask);
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::StoryVerified => "story done",
         ReasonCode::StoryBroken => "a done story broke",
         ReasonCode::ReviewVetoed => "parked: reviewer's vetoes",
+        ReasonCode::StoryStalled => "parked: a story took too long",
         ReasonCode::ReviewApproved => "approved by the reviewer",
         ReasonCode::Aborted => "the agent gave up",
         ReasonCode::SameFailures => "same failure repeated",

@@ -65,6 +65,8 @@ pub(crate) enum ReasonCode {
     MetricPlateau,
     /// The reviewer vetoed `--max-vetoes` passes without approving one.
     ReviewVetoed,
+    /// One story of a plan used `--story-iterations` stops without its check passing.
+    StoryStalled,
 
     // Events recorded in the ledger.
     /// The loop was started (the ledger's first line, vouching for the first state).
@@ -152,6 +154,7 @@ impl ReasonCode {
             ReasonCode::StoryVerified => "story_verified",
             ReasonCode::StoryBroken => "story_broken",
             ReasonCode::ReviewVetoed => "review_vetoed",
+            ReasonCode::StoryStalled => "story_stalled",
             ReasonCode::ReviewApproved => "review_approved",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
@@ -252,6 +255,7 @@ mod tests {
             ReasonCode::StoryVerified,
             ReasonCode::StoryBroken,
             ReasonCode::ReviewVetoed,
+            ReasonCode::StoryStalled,
             ReasonCode::ReviewApproved,
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,

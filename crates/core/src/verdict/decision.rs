@@ -99,6 +99,7 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
         | ReasonCode::NoProgress
         | ReasonCode::MetricPlateau
         | ReasonCode::ReviewVetoed
+        | ReasonCode::StoryStalled
         | ReasonCode::Aborted => Status::Parked,
         _ => Status::Active,
     }
@@ -250,6 +251,12 @@ fn plan_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<ReasonCode> {
     facts.plan.is_none_or(|sweep| sweep.broken.is_some()).then_some(ReasonCode::StoryBroken)
 }
 
+/// Whether the current story has used its `--story-iterations` with this stop.
+fn story_spent(state: &LoopState) -> bool {
+    let (Some(plan), Some(progress)) = (&state.meta.settings.plan, &state.meta.plan) else { return false };
+    plan.story_iterations.is_some_and(|most| progress.current_stops + 1 >= most)
+}
+
 /// A veto's code: the loop goes on, or parks once the reviewer has vetoed `--max-vetoes` times.
 fn veto_code(state: &LoopState, streaks: &Streaks) -> ReasonCode {
     let max = state.meta.settings.review.as_ref().map_or(0, |r| r.max_vetoes);
@@ -297,6 +304,8 @@ fn classify(
         veto_code(state, streaks)
     } else if let Some(step) = step {
         step
+    } else if story_spent(state) {
+        ReasonCode::StoryStalled
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
@@ -412,6 +421,7 @@ fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
     if let Some(story) = progress.stories.get_mut(progress.current) {
         story.iterations += 1;
     }
+    progress.current_stops += 1;
     let before = progress.current;
     match code {
         ReasonCode::StoryVerified | ReasonCode::Verified => progress.story_passed(),
@@ -425,6 +435,7 @@ fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
         _ => {}
     }
     if progress.current != before {
+        progress.current_stops = 0;
         next.meta.tests = crate::checks::test_ratchet::TestRatchet::new(next.meta.settings.allow_test_edits);
     }
 }

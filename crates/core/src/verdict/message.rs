@@ -311,6 +311,7 @@ pub(crate) fn headline(
              The loop is kept; read its reason below."
         ),
         ReasonCode::ReviewVetoed => crate::verdict::review_message::headline(state, &at),
+        ReasonCode::StoryStalled => crate::verdict::plan_message::stalled(state, &at),
         other => format!("for-loop: ended ({other}) at iteration {at}."),
     }
 }

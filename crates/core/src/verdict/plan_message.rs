@@ -101,6 +101,18 @@ pub(crate) fn verified(state: &LoopState, at: &str) -> String {
     )
 }
 
+/// The headline when one story used its `--story-iterations`. `at` is `iteration/max`.
+pub(crate) fn stalled(state: &LoopState, at: &str) -> String {
+    let (plan, progress) = (state.meta.settings.plan.as_ref(), state.meta.plan.as_ref());
+    let label = plan.zip(progress).and_then(|(p, g)| p.stories.get(g.current)).map(Story::label);
+    format!(
+        "for-loop: parked at iteration {at}: story {} used {} stops without its check `{}` passing. The loop is kept.",
+        label.unwrap_or_default(),
+        progress.map_or(0, |p| p.current_stops),
+        current_check(state).unwrap_or_default()
+    )
+}
+
 /// What to do after a story passed or broke.
 pub(crate) fn advice() -> String {
     "To go on: work on this story only, run its check yourself to see it pass, then end your turn. \
@@ -147,7 +159,7 @@ mod tests {
                 done: false,
             })
             .collect();
-        let plan = PlanSettings { file: "PLAN.md".into(), stories };
+        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };
         state.meta.plan = Some(PlanProgress::start(&plan));
         state.meta.settings.plan = Some(plan);
         state.meta.tests.status = RatchetStatus::Waiting;
@@ -255,6 +267,33 @@ mod tests {
         assert!(reason.contains("the check of story 1. story 1 failed again (exit 1)"), "{reason}");
         assert!(reason.contains("```text\none is missing\n```"), "{reason}");
         assert!(reason.contains("Done: 2 of 3 (2. story 2, 3. story 3)."), "{reason}");
+    }
+
+    #[test]
+    fn a_story_that_uses_its_story_iterations_parks_the_loop_unless_it_passes() {
+        let mut state = planned(2);
+        state.meta.settings.plan.as_mut().unwrap().story_iterations = Some(2);
+        let failed = run(1, "");
+        let first = decide(&state, facts(&failed, None));
+        assert_eq!(first.code, ReasonCode::VerifyFailed);
+        let second = decide(&first.next, facts(&failed, None));
+        assert_eq!(second.code, ReasonCode::StoryStalled);
+        assert_eq!(second.next.meta.status, crate::store::state::Status::Parked);
+        assert!(
+            second
+                .system_message
+                .contains("story 1. story 1 used 2 stops without its check `test -f 1` passing"),
+            "{}",
+            second.system_message
+        );
+        let passed = run(0, "");
+        let in_time = decide(&first.next, facts(&passed, None));
+        assert_eq!(in_time.code, ReasonCode::StoryVerified);
+        assert_eq!(
+            in_time.next.meta.plan.as_ref().unwrap().current_stops,
+            0,
+            "the next story starts its count"
+        );
     }
 
     #[test]
