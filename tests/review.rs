@@ -173,6 +173,19 @@ fn a_flooding_reviewer_is_cut_and_one_that_never_exits_is_stopped_as_a_veto() {
     assert_eq!(env.ledger().last().unwrap()["review"]["ended"], "timed out");
 }
 
+/// The check is looked at again after the reviewer ran: a check changed meanwhile (here by the
+/// reviewer itself, as a process left running by the model could) makes the pass not count.
+#[test]
+fn a_check_changed_while_the_reviewer_ran_does_not_count() {
+    let env = project("echo 'test -f nothing' > check.sh; exit 0\n");
+    env.write("done.txt", "");
+    env.start(r#"fix it --verify "sh check.sh" --review "sh review.sh""#);
+    let run = env.stop("");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("check.sh (modified)"), "{}", run.reason());
+    assert_eq!(env.ledger_reasons(SESSION), ["review_approved", "oracle_changed"]);
+}
+
 #[test]
 fn review_flags_are_refused_where_they_would_do_nothing() {
     let env = project("exit 0\n");

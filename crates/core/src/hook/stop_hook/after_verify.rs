@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 
+use crate::checks::oracle_change::OracleChange;
 use crate::checks::plan::PlanSweep;
 use crate::checks::review::ReviewOutcome;
 use crate::store::state::LoopState;
@@ -30,5 +31,15 @@ impl AfterVerify {
         let review =
             super::review::at_stop(state, &StopFacts { plan: plan.as_ref(), ..facts }, worktree, sandbox);
         AfterVerify { plan, review }
+    }
+
+    /// The check's files that differ now, after the sweep and the reviewer ran, and are not in
+    /// `known` already: a check changed while they ran does not count either.
+    pub(super) fn late_oracle_changes(&self, state: &LoopState, known: &[OracleChange]) -> Vec<OracleChange> {
+        if self.plan.is_none() && self.review.is_none() {
+            return Vec::new();
+        }
+        let now = state.meta.oracle.changes(&state.meta.cwd);
+        now.into_iter().filter(|change| !known.iter().any(|k| k.path == change.path)).collect()
     }
 }

@@ -142,6 +142,8 @@ impl Gathered {
             &gathered.worktree,
             &sandbox,
         );
+        let late = gathered.after_verify.late_oracle_changes(state, &gathered.oracle_changes);
+        gathered.oracle_changes.extend(late);
         gathered.changes_since_start(state, paths, event, env);
         gathered
     }
