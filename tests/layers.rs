@@ -203,7 +203,8 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
                 after_cfg_test = true;
                 continue;
             }
-            if after_cfg_test && line.trim_start().starts_with("mod ") {
+            // `pub(crate) mod tests`: a test module whose helpers other tests of the layer use.
+            if after_cfg_test && line.trim_start().trim_start_matches("pub(crate) ").starts_with("mod ") {
                 in_test = true;
             }
             after_cfg_test = false;

@@ -31,6 +31,8 @@
 //!   headless Chromium loads, shows and prints it.
 //! - `tokens`: `--max-tokens` on a Claude Code transcript that grows while the loop runs.
 //! - `notify`: `--notify` commands that work, fail, hang or flood their output.
+//! - `plan`: `--plan` loops over a Markdown checklist and a prd.json, and plans refused at start.
+//! - `review`: `--review` scripts that veto, approve, flood or hang, on a git project's check.
 //! - `docs`: the README and docs/: links and anchors resolve, the README stays short, and every
 //!   `loop-hook` subcommand and flag they show exists.
 
@@ -49,9 +51,11 @@ mod layers;
 mod metric;
 mod notify;
 mod packaging;
+mod plan;
 mod properties;
 mod release_workflow;
 mod report;
+mod review;
 mod run_attempts;
 mod run_driver;
 mod run_fleet;

@@ -575,3 +575,30 @@ fn a_resumed_run_is_kept_in_the_tier_of_the_run_that_goes_on() {
     resume_with_the_fix(&env);
     assert!(tier().contains("tier:       strict: loop-hook run's sandbox (bubblewrap)"), "{}", tier());
 }
+
+/// `run --plan`: each fresh session is given the story to work on, and the loop ends verified
+/// when every story's check passes.
+#[test]
+fn a_plan_run_gives_each_fresh_session_its_story() {
+    let env = TestEnv::new();
+    env.write("PLAN.md", "- [ ] First story\n  verify: test -f 1\n- [ ] Second story\n  verify: test -f 2\n");
+    let runs = env.home.join("runs");
+    let bin = fake_claude(
+        &env,
+        &format!(
+            "n=$(cat {runs} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {runs}\n\
+             printf '%s\\n' \"$@\" > {runs}-$n.prompt; touch $n\n\
+             echo '{{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}}'",
+            runs = runs.display()
+        ),
+    );
+    let run = crate::util::run_command(driver(&env, &bin, &["--plan", "PLAN.md", "--json"]), b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let prompt = |n: u32| std::fs::read_to_string(env.home.join(format!("runs-{n}.prompt"))).unwrap();
+    assert!(prompt(1).contains("Now: story 1 of 2: 1. First story"), "{}", prompt(1));
+    assert!(prompt(1).contains("The loop ends when `test -f 1` passes."), "{}", prompt(1));
+    assert!(prompt(2).contains("Now: story 2 of 2: 2. Second story"), "{}", prompt(2));
+    assert!(!env.home.join("runs-3.prompt").exists(), "two sessions, one per story");
+    let session = only_run(&env);
+    assert_eq!(env.ledger_reasons(&session), ["story_verified", "verified"]);
+}

@@ -193,3 +193,22 @@ pub fn ledger(data: &[u8]) {
     expected.reverse();
     assert_eq!(lines, expected, "reading {max_bytes} bytes");
 }
+
+/// A plan file (`--plan`): a Markdown checklist, or a `prd.json` when the first byte is odd.
+pub fn plan(data: &[u8]) {
+    let Some((first, bytes)) = data.split_first() else { return };
+    let Ok(stories) = fuzzing::plan(bytes, first % 2 == 1) else { return };
+    assert!(!stories.is_empty() && stories.len() <= fuzzing::MAX_STORIES, "{}", stories.len());
+    for story in &stories {
+        // Everything a story holds came from the file, trimmed: nothing is made up or grows.
+        assert!(!story.title.trim().is_empty() && story.title.len() <= bytes.len(), "{story:?}");
+        assert!(story.details.len() <= bytes.len() + 64 * story.details.lines().count(), "{story:?}");
+        assert!(
+            story.verify.as_ref().is_none_or(|v| !v.trim().is_empty() && v.len() <= bytes.len()),
+            "{story:?}"
+        );
+        assert!(!story.id.is_empty(), "{story:?}");
+    }
+    // The same bytes read the same.
+    assert_eq!(fuzzing::plan(bytes, first % 2 == 1).ok(), Some(stories));
+}

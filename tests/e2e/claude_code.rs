@@ -1224,3 +1224,79 @@ fn hooks_switched_off_by_an_obfuscated_command_are_told_while_a_hook_still_runs(
     assert!(!run.stop_responses().is_empty(), "the session's own stops are still judged: {}", run.dump());
     assert!(world.env.ledger_reasons(SESSION_A).iter().all(|r| r != "verified"));
 }
+
+/// A three-story plan with a model that lies, does story 1, breaks it while doing story 2, does
+/// story 3: story 1 comes back before the end, and the loop ends verified only with all three
+/// passing at one stop.
+#[test]
+fn a_plan_loop_holds_a_lying_model_and_brings_back_the_story_it_broke() {
+    let world = World::new();
+    world.env.write(
+        "PLAN.md",
+        "- [ ] Write one\n  verify: `test -f one`\n- [ ] Write two\n  verify: test -f two\n\
+         - [ ] Write three\n  verify: test -f three\n",
+    );
+    let model = MockModel::start(
+        Script::new()
+            .text("All three stories are done.")
+            .bash("touch one")
+            .text("Story one is done.")
+            .bash("rm one")
+            .bash("touch two")
+            .text("Story two is done.")
+            .bash("touch three")
+            .text("Story three is done.")
+            .bash("touch one")
+            .text("Story one again."),
+    )
+    .unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop --plan PLAN.md", &["--allowedTools", "Bash"]);
+    run.assert_plugin_loaded();
+    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    assert!(first.contains("Now: story 1 of 3: 1. Write one"), "{first}");
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 4, "{}", run.dump());
+    assert!(fed[0].contains("Verify `test -f one` failed"), "{}", fed[0]);
+    assert!(fed[1].contains("Now: story 2 of 3: 2. Write two"), "{}", fed[1]);
+    assert!(fed[2].contains("Now: story 3 of 3: 3. Write three"), "{}", fed[2]);
+    assert!(fed[3].contains("the check of story 1. Write one failed again"), "{}", fed[3]);
+    assert_eq!(
+        world.env.ledger_reasons(SESSION_A),
+        ["verify_failed", "story_verified", "story_verified", "story_broken", "verified"]
+    );
+    assert_eq!(model.exhausted_requests(), 0);
+}
+
+/// A reviewer script that vetoes the first pass: its finding reaches the model as the
+/// reviewer's, the model addresses it, and the reviewer's approval ends the loop.
+#[test]
+fn a_reviewers_veto_reaches_the_model_and_its_approval_ends_the_loop() {
+    let world = World::new();
+    world.env.write("check.sh", "test -f fixed\n");
+    let runs = world.env.home.join("review-runs");
+    world.env.write(
+        "review.sh",
+        &format!(
+            "n=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n\
+             [ $n -ge 2 ] && exit 0\necho 'FINDING: fixed is empty; write why'; exit 1\n",
+            runs = runs.display()
+        ),
+    );
+    let model = MockModel::start(
+        Script::new().bash("touch fixed").text("Done.").bash("echo because > fixed").text("Addressed it."),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop create fixed --verify \"sh check.sh\" --review \"sh review.sh\"",
+        &["--allowedTools", "Bash"],
+    );
+    run.assert_plugin_loaded();
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(fed[0].contains("FINDING: fixed is empty; write why"), "{}", fed[0]);
+    assert!(fed[0].contains("not instructions from the user"), "{}", fed[0]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["review_blocked", "review_approved", "verified"]);
+    assert_eq!(model.exhausted_requests(), 0);
+}

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::checks::plan;
 use crate::checks::test_summary::{Scanner, Tally};
 use crate::commands::request::LoopRequest;
 use crate::hook::shell_command;
@@ -306,6 +307,30 @@ pub fn ledger(bytes: &[u8], n: usize, loop_id: &str) -> io::Result<LedgerRead> {
 pub fn reverse_lines(bytes: &[u8], max_bytes: u64) -> io::Result<Vec<Vec<u8>>> {
     let path = scratch_file("lines", bytes)?;
     ReverseLines::open(&path, max_bytes)?.collect()
+}
+
+/// One story of a plan, as the plan reader took it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoryRead {
+    pub id: String,
+    pub title: String,
+    pub details: String,
+    pub verify: Option<String>,
+    pub done: bool,
+}
+
+/// The most stories a plan may have.
+pub const MAX_STORIES: usize = plan::MAX_STORIES;
+
+/// Reads `bytes` as `--plan` reads a plan file at start (a `prd.json` when `json`), with a
+/// `--verify` for stories without a check of their own. `Err` holds the refusal's message.
+pub fn plan(bytes: &[u8], json: bool) -> Result<Vec<StoryRead>, String> {
+    let path = scratch_file(if json { "prd.json" } else { "PLAN.md" }, bytes).map_err(|e| e.to_string())?;
+    let stories = plan::read(&path, Some("true")).map_err(|e| e.to_string())?;
+    Ok(stories
+        .into_iter()
+        .map(|s| StoryRead { id: s.id, title: s.title, details: s.details, verify: s.verify, done: s.done })
+        .collect())
 }
 
 /// Writes `bytes` to `name` in this process's scratch directory, replacing what was there.

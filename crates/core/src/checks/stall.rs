@@ -34,6 +34,9 @@ pub(crate) struct Streaks {
     /// Consecutive turns that used no tool, when the host's transcript tells.
     #[serde(default)]
     pub toolless: u32,
+    /// The reviewer's vetoes since the loop started or was resumed, without an approval.
+    #[serde(default, skip_serializing_if = "crate::support::is_zero")]
+    pub vetoes: u32,
 }
 
 impl Streaks {
@@ -43,7 +46,7 @@ impl Streaks {
         &self,
         verify: Option<&VerifyOutcome>,
         tree: Option<&str>,
-        tool_uses: Option<usize>,
+        tool_uses: Option<u32>,
     ) -> Streaks {
         let mut next = self.clone();
         if let Some(outcome) = verify.filter(|o| !o.passed()) {

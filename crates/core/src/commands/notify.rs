@@ -143,13 +143,7 @@ pub(crate) fn summary(state: &LoopState, receipt: &Receipt) -> String {
 /// that would repaint a terminal) become spaces.
 fn one_line(text: &str, max: usize) -> String {
     let clean: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    let clean = clean.trim();
-    if clean.chars().count() <= max {
-        return clean.to_string();
-    }
-    let mut cut: String = clean.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    crate::support::text::cut(clean.trim(), max)
 }
 
 #[cfg(all(test, unix))]

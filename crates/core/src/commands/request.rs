@@ -12,6 +12,7 @@ use std::ops::Range;
 use thiserror::Error;
 
 use crate::checks::protect::Protect;
+use crate::checks::review::ReviewSettings;
 use crate::metric::keep::{self, MetricSettings};
 use crate::metric::{Direction, Target};
 use crate::support::duration::parse_seconds;
@@ -51,10 +52,14 @@ pub(crate) enum Flag {
     PivotAfter,
     ParkAfterPivots,
     AllowTestEdits,
+    Review,
+    MaxVetoes,
+    Plan,
+    StoryIterations,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 22] = [
+    pub(crate) const ALL: [Flag; 26] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -77,6 +82,10 @@ impl Flag {
         Flag::PivotAfter,
         Flag::ParkAfterPivots,
         Flag::AllowTestEdits,
+        Flag::Review,
+        Flag::MaxVetoes,
+        Flag::Plan,
+        Flag::StoryIterations,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -118,6 +127,10 @@ impl Flag {
             Flag::PivotAfter => "--pivot-after",
             Flag::ParkAfterPivots => "--park-after-pivots",
             Flag::AllowTestEdits => "--allow-test-edits",
+            Flag::Review => "--review",
+            Flag::MaxVetoes => "--max-vetoes",
+            Flag::Plan => "--plan",
+            Flag::StoryIterations => "--story-iterations",
         }
     }
 
@@ -143,6 +156,10 @@ impl Flag {
             Flag::RefineAfter => "a whole number from 1 to 1000, e.g. --refine-after 3",
             Flag::PivotAfter => "a whole number from 1 to 1000, e.g. --pivot-after 5",
             Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
+            Flag::Review => "a command that exits 0 to approve a pass, e.g. --review \"sh review.sh\"",
+            Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
+            Flag::Plan => "a Markdown checklist or a prd.json, e.g. --plan PLAN.md",
+            Flag::StoryIterations => "a whole number from 1 to 10000, e.g. --story-iterations 8",
         }
     }
 }
@@ -177,6 +194,12 @@ pub(crate) struct LoopRequest {
     pub metric: Option<MetricSettings>,
     /// The task may change the tests: no test-count ratchet, no default protection of the suite.
     pub allow_test_edits: bool,
+    /// A reviewer that may veto a passing check (`--review`, `--max-vetoes`).
+    pub review: Option<ReviewSettings>,
+    /// The plan file whose stories the loop works through (`--plan`), as typed.
+    pub plan: Option<String>,
+    /// Stops one story may take before the loop is parked (`--story-iterations`).
+    pub story_iterations: Option<u32>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -214,7 +237,28 @@ impl LoopRequest {
         let mut typed = TypedFlags::scan(raw)?;
         // The first mistake reported is metric mode's, then the task's, then each value's in turn.
         let metric = MetricFlags::take(&mut typed).settings()?;
-        let task = task_text(raw, &typed.cuts)?;
+        let review = review_settings(&mut typed, metric.is_some())?;
+        let plan = plan_file(&mut typed, metric.is_some())?;
+        let story_iterations = typed.take(Flag::StoryIterations);
+        let story_iterations = match (story_iterations, &plan) {
+            (Some(value), None) => {
+                return Err(bad_value(
+                    Flag::StoryIterations,
+                    &value,
+                    "it belongs to a plan: add --plan FILE".into(),
+                ));
+            }
+            (value, _) => {
+                value.map(|v| check_count(Flag::StoryIterations, &v, MAX_MAX_ITERATIONS)).transpose()?
+            }
+        };
+        let task = match (task_text(raw, &typed.cuts), &plan) {
+            // The plan is the task.
+            (Err(RequestError::EmptyTask), Some(file)) => {
+                format!("Work through the stories of the plan {file}, one at a time, in order.")
+            }
+            (task, _) => task?,
+        };
         Ok(LoopRequest {
             task,
             verify: typed.take(Flag::Verify).map(|v| check_command(Flag::Verify, &v)).transpose()?,
@@ -247,8 +291,52 @@ impl LoopRequest {
             notify: typed.take(Flag::Notify).map(|v| check_command(Flag::Notify, &v)).transpose()?,
             metric,
             allow_test_edits: typed.take(Flag::AllowTestEdits).is_some(),
+            review,
+            plan,
+            story_iterations,
         })
     }
+}
+
+/// The reviewer asked for, checked against the flags it needs: a check to review, and no
+/// metric mode (where a kept change is judged by its number).
+fn review_settings(typed: &mut TypedFlags, metric: bool) -> Result<Option<ReviewSettings>, RequestError> {
+    let max_vetoes = typed.take(Flag::MaxVetoes);
+    let Some(command) = typed.take(Flag::Review) else {
+        return match max_vetoes {
+            Some(value) => {
+                Err(bad_value(Flag::MaxVetoes, &value, "it belongs to a reviewer: add --review CMD".into()))
+            }
+            None => Ok(None),
+        };
+    };
+    let command = check_command(Flag::Review, &command)?;
+    if typed.values[Flag::Verify.index()].is_none() {
+        let why = "a reviewer can only veto a check that passed: add --verify CMD";
+        return Err(bad_value(Flag::Review, &command, why.into()));
+    }
+    if metric {
+        let why =
+            "metric mode keeps a change by its number, not a reviewer's word: drop --review or --metric";
+        return Err(bad_value(Flag::Review, &command, why.into()));
+    }
+    let max_vetoes = max_vetoes
+        .map(|v| check_count(Flag::MaxVetoes, &v, 1_000))
+        .transpose()?
+        .unwrap_or(crate::checks::review::DEFAULT_MAX_VETOES);
+    Ok(Some(ReviewSettings { command, max_vetoes }))
+}
+
+/// The plan file asked for; not in metric mode, where a change is kept by its number.
+fn plan_file(typed: &mut TypedFlags, metric: bool) -> Result<Option<String>, RequestError> {
+    let Some(file) = typed.take(Flag::Plan) else { return Ok(None) };
+    let file = check_command(Flag::Plan, &file)?;
+    if metric {
+        let why =
+            "a plan's stories are done when their checks pass, not by a number: drop --plan or --metric";
+        return Err(bad_value(Flag::Plan, &file, why.into()));
+    }
+    Ok(Some(file))
 }
 
 /// Our flags as typed: their values, unchecked, and where they are in the text.
@@ -976,6 +1064,46 @@ mod tests {
         ));
         assert!(matches!(err("t --max-same-failures 0"), RequestError::BadValue { .. }));
         assert!(matches!(err("t --protec x"), RequestError::UnknownFlag { nearest: Flag::Protect, .. }));
+    }
+
+    #[test]
+    fn a_reviewer_needs_a_check_to_review_and_counts_its_vetoes() {
+        let req = parse(r#"fix it --verify "cargo test" --review "sh review.sh""#);
+        assert_eq!(req.review, Some(ReviewSettings { command: "sh review.sh".into(), max_vetoes: 3 }));
+        assert_eq!(req.task, "fix it");
+        let req = parse(r#"fix it --verify "cargo test" --review "sh review.sh" --max-vetoes 5"#);
+        assert_eq!(req.review.map(|r| r.max_vetoes), Some(5));
+        assert_eq!(parse("fix it --verify true").review, None);
+        let needs_verify = err(r#"fix it --review "sh review.sh""#).to_string();
+        assert!(needs_verify.contains("add --verify CMD"), "{needs_verify}");
+        let alone = err("fix it --verify true --max-vetoes 2").to_string();
+        assert!(alone.contains("add --review CMD"), "{alone}");
+        let metric = err(r#"speed --metric "sh bench.sh" --direction min --verify true --review "sh r.sh""#)
+            .to_string();
+        assert!(metric.contains("drop --review or --metric"), "{metric}");
+        for bad in ["0", "many", "1001", "-1"] {
+            let e = err(&format!("t --verify true --review r --max-vetoes={bad}")).to_string();
+            assert!(e.starts_with("--max-vetoes"), "{bad}: {e}");
+        }
+        assert!(matches!(err("t --verify true --review"), RequestError::MissingValue { flag: Flag::Review }));
+        assert_eq!(err("t --verify true --review ''"), RequestError::MissingValue { flag: Flag::Review });
+    }
+
+    #[test]
+    fn a_plan_takes_a_file_and_makes_the_task_optional() {
+        let req = parse("--plan PLAN.md --story-iterations 4");
+        assert_eq!((req.plan.as_deref(), req.story_iterations), (Some("PLAN.md"), Some(4)));
+        assert_eq!(req.task, "Work through the stories of the plan PLAN.md, one at a time, in order.");
+        assert_eq!(parse("ship it --plan prd.json").task, "ship it");
+        assert!(err("t --story-iterations 3").to_string().contains("add --plan FILE"));
+        assert!(err("--plan P.md --story-iterations 0").to_string().starts_with("--story-iterations"));
+        assert_eq!(err("--plan ''"), RequestError::MissingValue { flag: Flag::Plan });
+        assert!(
+            err(r#"--plan P.md --metric "sh b.sh" --direction min"#)
+                .to_string()
+                .contains("drop --plan or --metric")
+        );
+        assert_eq!(err(""), RequestError::EmptyTask);
     }
 
     #[test]

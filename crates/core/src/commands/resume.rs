@@ -169,6 +169,10 @@ pub(crate) fn reopen(meta: &mut Meta, options: &ResumeOptions, now: Timestamp) {
     meta.receipt = None;
     meta.last_blocked = false;
     meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
+    // The current story gets its `--story-iterations` again.
+    if let Some(plan) = meta.plan.as_mut() {
+        plan.current_stops = 0;
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,10 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     if let Some(refusal) = unsupported(&request, &cwd, host) {
         return refusal;
     }
+    let plan = match crate::commands::plan_start::read(&request, &cwd) {
+        Ok(plan) => plan,
+        Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
+    };
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
@@ -90,7 +94,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     if let Err(refusal) = clear_the_way(env, &paths, session_id) {
         return refusal;
     }
-    let mut state = new_state(env, options, &request, session_id, &cwd, &tier);
+    let mut state = new_state(env, options, &request, session_id, &cwd, &tier, plan.as_ref());
     let mut lessons = Vec::new();
     if let Some(metric) = &request.metric {
         match crate::commands::metric_start::baseline(env, &store, &mut state, metric) {
@@ -118,6 +122,9 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
     }
     crate::commands::metric_start::record_baseline(&state, &paths.ledger, env.now);
     let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
+    if let Some(words) = crate::commands::plan_start::banner(&state) {
+        shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
+    }
     if let Some(words) = crate::commands::metric_start::banner(&state, &lessons) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
     }
@@ -236,7 +243,11 @@ fn new_state(
     session_id: &str,
     cwd: &Path,
     tier: &Tier,
+    plan: Option<&crate::checks::plan::PlanSettings>,
 ) -> LoopState {
+    let (plan_checks, plan_files) = crate::commands::plan_start::oracle_parts(plan);
+    let judged: Vec<&str> = judges(request).into_iter().chain(plan_checks).collect();
+    let protect: Vec<String> = request.protect.iter().cloned().chain(plan_files).collect();
     LoopState {
         meta: Meta {
             schema: SCHEMA_VERSION,
@@ -257,6 +268,8 @@ fn new_state(
                 notify: request.notify.clone(),
                 metric: request.metric.clone(),
                 allow_test_edits: request.allow_test_edits,
+                review: request.review.clone(),
+                plan: plan.cloned(),
             },
             iteration: 1,
             status: Status::Active,
@@ -266,12 +279,7 @@ fn new_state(
             verify_total_ms: 0,
             last_verify: None,
             tests: TestRatchet::new(request.allow_test_edits),
-            oracle: Oracle::capture_commands(
-                cwd,
-                &judges(request),
-                &request.protect,
-                !request.allow_test_edits,
-            ),
+            oracle: Oracle::capture_commands(cwd, &judged, &protect, !request.allow_test_edits),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(cwd).tree_id().ok(),
             last_blocked: false,
@@ -281,6 +289,7 @@ fn new_state(
             metric: None,
             transcript: options.transcript.clone(),
             awaiting: options.awaiting.clone(),
+            plan: plan.map(crate::checks::plan::PlanProgress::start),
             tier: Some(tier.line()),
             last_reply: None,
             // What decides whether the hooks run at all, for the guard to compare with.
@@ -291,13 +300,20 @@ fn new_state(
     }
 }
 
-/// The commands whose files are the oracle: verify, and a metric loop's metric and guard.
+/// The commands whose files are the oracle: verify, a metric loop's metric and guard, and the
+/// reviewer.
 fn judges(request: &LoopRequest) -> Vec<&str> {
     let metric = request.metric.as_ref();
-    [request.verify.as_deref(), metric.map(|m| m.command.as_str()), metric.and_then(|m| m.guard.as_deref())]
-        .into_iter()
-        .flatten()
-        .collect()
+    let review = request.review.as_ref().map(|r| r.command.as_str());
+    [
+        request.verify.as_deref(),
+        metric.map(|m| m.command.as_str()),
+        metric.and_then(|m| m.guard.as_deref()),
+        review,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn banner(
@@ -423,6 +439,9 @@ fn limit_lines(settings: &Settings) -> String {
     }
     if settings.checkpoint {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
+    }
+    if let Some(review) = &settings.review {
+        out.push_str(&crate::verdict::review_message::start_line(review, settings.verify_timeout_secs));
     }
     out
 }

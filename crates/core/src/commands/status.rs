@@ -69,7 +69,10 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     let meta = &state.meta;
     let mut out = format!("for-loop: loop {} is {}\n", meta.loop_id, headline(state));
     out.push_str(&format!("  task:       {}\n", task_line(&state.task)));
-    out.push_str(&format!("  verify:     {}\n", meta.settings.verify.as_deref().unwrap_or("none")));
+    out.push_str(&format!(
+        "  verify:     {}\n",
+        crate::verdict::plan_message::current_check(state).unwrap_or("none")
+    ));
     out.push_str(&format!("  last run:   {}\n", last_run(meta.last_verify.as_ref())));
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
     out.push_str(&spending(state, env));
@@ -142,6 +145,15 @@ fn spending(state: &LoopState, env: &Environment) -> String {
         out.push_str(&format!(
             "  metric:     {} → {}{unit} (baseline → best) · {} kept · {} discarded\n",
             m.baseline, m.best, m.keeps, m.discards
+        ));
+    }
+    if let Some(stories) = crate::verdict::plan_message::receipt_line(state) {
+        out.push_str(&format!("  stories:    {stories}\n"));
+    }
+    if meta.settings.review.is_some() {
+        out.push_str(&format!(
+            "  reviewer:   {} veto(es) since the start or last resume\n",
+            meta.streaks.vetoes
         ));
     }
     out.push_str(&format!(

@@ -128,11 +128,18 @@ fn misuse(options: &RunOptions) -> Option<&'static str> {
         Some("--more, --more-time and --more-tokens go with --resume")
     } else if options.parallel && options.attempts.is_none() {
         Some("--parallel needs --attempts K")
-    } else if options.resume.is_none() && options.apply.is_none() && !task {
+    } else if options.resume.is_none() && options.apply.is_none() && !task && !planned(options) {
         Some("no task")
     } else {
         None
     }
+}
+
+/// Whether the loop flags name a plan, which is the task when none is given. Without a task the
+/// loop text holds only flags, so a `--plan` word there is the flag.
+fn planned(options: &RunOptions) -> bool {
+    let plan = crate::commands::request::Flag::Plan.name();
+    options.loop_text.split_whitespace().any(|word| word == plan)
 }
 
 #[cfg(test)]

@@ -112,6 +112,9 @@ pub(crate) struct LedgerEntry {
     /// Skip markers added since the loop started, where this stop looked for them.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub(crate) skip_markers: Vec<String>,
+    /// The reviewer's verdict on this stop's passing check, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) review: Option<crate::checks::review::ReviewRecord>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -168,6 +171,7 @@ impl LedgerEntry {
             metric: None,
             tests: None,
             skip_markers: Vec::new(),
+            review: None,
         }
     }
 
@@ -299,6 +303,7 @@ mod tests {
             metric: None,
             tests: None,
             skip_markers: Vec::new(),
+            review: None,
         }
     }
 

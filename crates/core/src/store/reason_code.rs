@@ -41,6 +41,13 @@ pub(crate) enum ReasonCode {
     /// Verify passed, but ran fewer tests than it once did, or skipped more: the test-count
     /// ratchet does not count the pass.
     TestsDropped,
+    /// The check passed, but the reviewer (`--review`) vetoed it: the stop is blocked with its
+    /// findings.
+    ReviewBlocked,
+    /// A plan's current story passed its check: it is done, and the stop is blocked with the next.
+    StoryVerified,
+    /// Every story was done, but a check run again at the end failed: its story is current again.
+    StoryBroken,
 
     // The stop is allowed and the loop stays active.
     /// The check passed at a stop that cannot be told from one the agent forged (judged only
@@ -62,6 +69,10 @@ pub(crate) enum ReasonCode {
     TokenBudget,
     /// Metric mode: the pivot ladder's last rung, pivots without a keep.
     MetricPlateau,
+    /// The reviewer vetoed `--max-vetoes` passes without approving one.
+    ReviewVetoed,
+    /// One story of a plan used `--story-iterations` stops without its check passing.
+    StoryStalled,
 
     // Events recorded in the ledger.
     /// The loop was started (the ledger's first line, vouching for the first state).
@@ -118,6 +129,8 @@ pub(crate) enum ReasonCode {
     /// `disableAllHooks`, `hooks` or for-loop's variables in the host's settings, the plugin's hook
     /// list or launcher, the binary. Told to the user at once.
     HostConfigChanged,
+    /// The reviewer approved a passing check (the stop's verdict follows on its own line).
+    ReviewApproved,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -148,6 +161,12 @@ impl ReasonCode {
             ReasonCode::VerifyNotRun => "verify_not_run",
             ReasonCode::TestsDropped => "tests_dropped",
             ReasonCode::PassNotCounted => "pass_not_counted",
+            ReasonCode::ReviewBlocked => "review_blocked",
+            ReasonCode::StoryVerified => "story_verified",
+            ReasonCode::StoryBroken => "story_broken",
+            ReasonCode::ReviewVetoed => "review_vetoed",
+            ReasonCode::StoryStalled => "story_stalled",
+            ReasonCode::ReviewApproved => "review_approved",
             ReasonCode::SameFailures => "same_failures",
             ReasonCode::NoProgress => "no_progress",
             ReasonCode::TimeBudget => "time_budget",
@@ -209,6 +228,7 @@ impl ReasonCode {
                 | ReasonCode::CommandConfirmed
                 | ReasonCode::CommandUnconfirmed
                 | ReasonCode::HostConfigChanged
+                | ReasonCode::ReviewApproved
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -244,6 +264,12 @@ mod tests {
             ReasonCode::OracleChanged,
             ReasonCode::VerifyNotRun,
             ReasonCode::TestsDropped,
+            ReasonCode::ReviewBlocked,
+            ReasonCode::StoryVerified,
+            ReasonCode::StoryBroken,
+            ReasonCode::ReviewVetoed,
+            ReasonCode::StoryStalled,
+            ReasonCode::ReviewApproved,
             ReasonCode::SameFailures,
             ReasonCode::NoProgress,
             ReasonCode::TimeBudget,

@@ -59,6 +59,13 @@ pub(crate) struct Receipt {
     /// Why the agent gave up, in its words, when it ended its turn with `<loop-abort>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) abort_reason: Option<String>,
+    /// What the reviewer (`--review`) said over the loop: its vetoes, or its last findings when
+    /// its vetoes parked the loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) review: Option<String>,
+    /// A plan loop's stories: done or not, and the stops each took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) plan: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -124,6 +131,12 @@ impl Receipt {
         }
         if let Some(reason) = &self.abort_reason {
             out.push_str(&format!("\n  the agent's reason: {reason}"));
+        }
+        if let Some(plan) = &self.plan {
+            out.push_str(&format!("\n  stories: {plan}"));
+        }
+        if let Some(review) = &self.review {
+            out.push_str(&format!("\n  review: {review}"));
         }
         if let Some(tests) = self.tests {
             out.push_str(&format!("\n  tests: {tests}"));

@@ -76,6 +76,12 @@ pub(crate) struct Settings {
     /// unless `--protect` names it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_test_edits: bool,
+    /// A reviewer that may veto a passing check (`--review`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::checks::review::ReviewSettings>,
+    /// The stories the loop works through one at a time (`--plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::checks::plan::PlanSettings>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -169,6 +175,9 @@ pub(crate) struct Meta {
     /// ([`crate::host::config_watch`]); a change is told to the user at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_config: Option<crate::host::config_watch::Snapshot>,
+    /// How far a plan loop is through its stories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::checks::plan::PlanProgress>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -222,6 +231,8 @@ impl LoopState {
             most_tests_ran: meta.tests.most_ran(),
             skip_markers: Vec::new(),
             abort_reason: None,
+            review: None,
+            plan: None,
         }
     }
 
@@ -281,6 +292,8 @@ pub(crate) mod tests {
                     notify: None,
                     metric: None,
                     allow_test_edits: false,
+                    review: None,
+                    plan: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -300,6 +313,7 @@ pub(crate) mod tests {
                 metric: None,
                 transcript: None,
                 awaiting: None,
+                plan: None,
                 tier: None,
                 last_reply: None,
                 host_config: None,

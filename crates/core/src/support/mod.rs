@@ -10,6 +10,7 @@ pub(crate) mod nearest;
 pub(crate) mod outcome;
 pub(crate) mod relative_path;
 pub(crate) mod reverse_lines;
+pub(crate) mod text;
 pub(crate) mod version;
 pub(crate) mod walk;
 

@@ -9,6 +9,8 @@
 //! Only the agent's final message is read, as the host hands it to the hook: the task, the
 //! re-injected prompt and the user's words are never searched.
 
+use crate::support::text::is_hidden;
+
 /// The reason is cut to this many characters.
 const MAX_REASON_CHARS: usize = 600;
 const OPEN: &str = "<loop-abort>";
@@ -38,14 +40,6 @@ pub(crate) fn reason(message: &str) -> Option<String> {
     let mut cut: String = inner.chars().take(MAX_REASON_CHARS).collect();
     cut.push('…');
     Some(cut)
-}
-
-/// Characters that change how the rest of a line looks, or are not seen at all: control
-/// characters (escape sequences start with one), bidirectional overrides and isolates,
-/// zero-width characters.
-fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! commits that verdict as it is. Nothing is rendered or changed after `decide`, so what its tests
 //! check is exactly what users see, and every branch is tested here without processes or files.
 
+use crate::checks::review::ReviewOutcome;
 use crate::checks::skip_marker::SkipMarker;
 use crate::checks::stall::Streaks;
 use crate::checks::test_ratchet::{News, TestJudgement};
@@ -24,6 +25,7 @@ use crate::verdict::facts::{FinalReply, StopFacts};
 use crate::verdict::message;
 use crate::verdict::metric_message::{self, Step};
 use crate::verdict::promise;
+use crate::verdict::review_message;
 
 /// Whether a loop judges a stop at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +98,8 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
         | ReasonCode::SameFailures
         | ReasonCode::NoProgress
         | ReasonCode::MetricPlateau
+        | ReasonCode::ReviewVetoed
+        | ReasonCode::StoryStalled
         | ReasonCode::Aborted => Status::Parked,
         _ => Status::Active,
     }
@@ -179,19 +183,38 @@ fn judge_tests(state: &LoopState, facts: &StopFacts<'_>) -> Option<TestJudgement
 }
 
 fn streaks_after(state: &LoopState, facts: &StopFacts<'_>) -> Streaks {
-    state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses)
+    let mut streaks = state.meta.streaks.after(facts.verify, facts.tree, facts.tool_uses);
+    match facts.review {
+        Some(review) if review.approved => streaks.vetoes = 0,
+        Some(_) => streaks.vetoes += 1,
+        // A reviewer that should have run and did not has not approved.
+        None if awaits_review(state, facts) => streaks.vetoes += 1,
+        None => {}
+    }
+    streaks
 }
 
-/// The reason code, and whether the promise was kept (when one is required).
-fn classify(
+/// Whether this stop's check passed in a loop with a reviewer, so that the reviewer must run
+/// before the stop is judged: only then can it approve or veto, and it never sees a failure.
+pub(crate) fn awaits_review(state: &LoopState, facts: &StopFacts<'_>) -> bool {
+    let settings = &state.meta.settings;
+    settings.review.is_some()
+        && settings.metric.is_none()
+        && facts.verify.is_some()
+        && facts.last_message.and_then(abort::reason).is_none()
+        && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+}
+
+/// Whether the check passed at this stop (verify, the promise, an intact oracle and the test
+/// ratchet, the reviewer aside), and whether the promise was kept (when one is required).
+fn check_passes(
     state: &LoopState,
     facts: &StopFacts<'_>,
-    streaks: &Streaks,
-    metric: Option<&MetricStep>,
     tests: Option<&TestJudgement>,
-) -> (ReasonCode, Option<bool>) {
+) -> (bool, Option<bool>) {
     let settings = &state.meta.settings;
-    let verify_passed = match (&settings.verify, facts.verify) {
+    let check = crate::verdict::plan_message::current_check(state);
+    let verify_passed = match (check, facts.verify) {
         (None, _) => None,
         (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
     };
@@ -210,6 +233,57 @@ fn classify(
         (None, Some(p)) => p,
         (Some(v), Some(p)) => v && p,
     };
+    let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
+    (criteria_met && facts.oracle_changes.is_empty() && tests_intact, promise_kept)
+}
+
+/// Whether the plan's last story passed at this stop, so that every story's check must run
+/// again before the stop is judged.
+pub(crate) fn awaits_sweep(state: &LoopState, facts: &StopFacts<'_>) -> bool {
+    state.meta.plan.as_ref().is_some_and(|p| p.next_pending().is_none())
+        && facts.verify.is_some()
+        && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+}
+
+/// A plan loop's step when the current story's check passed: the next story, or a done story
+/// that broke. `None` when the plan is complete (or the loop has none).
+fn plan_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<ReasonCode> {
+    let progress = state.meta.plan.as_ref()?;
+    if progress.next_pending().is_some() {
+        return Some(ReasonCode::StoryVerified);
+    }
+    // No sweep at all is not a complete plan.
+    facts.plan.is_none_or(|sweep| sweep.broken.is_some()).then_some(ReasonCode::StoryBroken)
+}
+
+/// Whether the current story has used its `--story-iterations` with this stop.
+fn story_spent(state: &LoopState) -> bool {
+    let (Some(plan), Some(progress)) = (&state.meta.settings.plan, &state.meta.plan) else { return false };
+    plan.story_iterations.is_some_and(|most| progress.current_stops + 1 >= most)
+}
+
+/// A veto's code: the loop goes on, or parks once the reviewer has vetoed `--max-vetoes` times.
+fn veto_code(state: &LoopState, streaks: &Streaks) -> ReasonCode {
+    let max = state.meta.settings.review.as_ref().map_or(0, |r| r.max_vetoes);
+    if streaks.vetoes >= max { ReasonCode::ReviewVetoed } else { ReasonCode::ReviewBlocked }
+}
+
+/// The reason code, and whether the promise was kept (when one is required).
+fn classify(
+    state: &LoopState,
+    facts: &StopFacts<'_>,
+    streaks: &Streaks,
+    metric: Option<&MetricStep>,
+    tests: Option<&TestJudgement>,
+) -> (ReasonCode, Option<bool>) {
+    let settings = &state.meta.settings;
+    // At a stop that may not be a turn's end, the message it carries is not the agent's final
+    // reply: it neither keeps a promise nor aborts, and a pass does not count.
+    let doubtful = doubt(state, facts).is_some();
+    let last_message = facts.last_message.filter(|_| !doubtful);
+    let (passes, promise_kept) = check_passes(state, facts, tests);
+    // A reviewer can only take a pass away: it is asked only when the check passed.
+    let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
     let oracle_intact = facts.oracle_changes.is_empty();
     let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
     let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
@@ -230,25 +304,28 @@ fn classify(
         };
         return (code, promise_kept);
     }
-    let code = if criteria_met && oracle_intact && tests_intact {
-        if doubtful {
-            ReasonCode::PassNotCounted
-        } else if facts.verify.is_some() {
-            ReasonCode::Verified
-        } else {
-            ReasonCode::Promise
-        }
+    let step = if passes && !doubtful { plan_step(state, facts) } else { None };
+    let code = if passes && doubtful {
+        ReasonCode::PassNotCounted
+    } else if passes && !vetoed && step.is_none() {
+        if facts.verify.is_some() { ReasonCode::Verified } else { ReasonCode::Promise }
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
     } else if out_of_time {
         ReasonCode::TimeBudget
     } else if over_tokens {
         ReasonCode::TokenBudget
+    } else if vetoed {
+        veto_code(state, streaks)
+    } else if let Some(step) = step {
+        step
+    } else if story_spent(state) {
+        ReasonCode::StoryStalled
     } else if streaks.same_failure >= settings.max_same_failures {
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
         ReasonCode::NoProgress
-    } else if settings.verify.is_some() && facts.verify.is_none() {
+    } else if crate::verdict::plan_message::current_check(state).is_some() && facts.verify.is_none() {
         ReasonCode::VerifyNotRun
     } else if !oracle_intact {
         ReasonCode::OracleChanged
@@ -310,6 +387,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     if harness_override {
         next.meta.harness_overrides += 1;
     }
+    advance_plan(&mut next, code, &facts);
 
     let status = status_after(code);
     let warnings = message::incident_lines(facts.incidents);
@@ -334,7 +412,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.status = status;
         next.meta.outcome = Some(code);
         next.meta.last_blocked = false;
-        let receipt = closing_receipt(&next, code, &facts);
+        let receipt = closing_receipt(state, &next, code, &facts);
         let shown = format!("{warnings}{}", closing_words(state, &next, code, &facts, &receipt));
         (Verdict::Allow, shown, Some(receipt))
     };
@@ -356,6 +434,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         receipt: receipt.clone(),
         tokens: iteration_tokens(state, &facts),
         metric: metric_record(state, step.as_ref(), &facts),
+        review: facts.review.map(ReviewOutcome::record),
         ..LedgerEntry::new(state, facts.now, recorded, code)
     });
     let rollback_to =
@@ -395,6 +474,32 @@ fn record_stop(
     }
 }
 
+/// A plan loop's progress after this stop: the stop counted to its story, and the story done,
+/// or a broken one current again. A new story's check has its own tests: the ratchet starts over.
+fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
+    let Some(progress) = next.meta.plan.as_mut() else { return };
+    if let Some(story) = progress.stories.get_mut(progress.current) {
+        story.iterations += 1;
+    }
+    progress.current_stops += 1;
+    let before = progress.current;
+    match code {
+        ReasonCode::StoryVerified | ReasonCode::Verified => progress.story_passed(),
+        ReasonCode::StoryBroken => {
+            progress.story_passed();
+            match facts.plan.and_then(|s| s.broken.as_ref()) {
+                Some((Some(index), _)) => progress.reopen(*index),
+                _ => progress.reopen(before),
+            }
+        }
+        _ => {}
+    }
+    if progress.current != before {
+        progress.current_stops = 0;
+        next.meta.tests = crate::checks::test_ratchet::TestRatchet::new(next.meta.settings.allow_test_edits);
+    }
+}
+
 /// What this iteration used: the growth of the loop's usage since the last stop.
 fn iteration_tokens(state: &LoopState, facts: &StopFacts<'_>) -> Option<Usage> {
     let now = facts.usage?;
@@ -421,6 +526,13 @@ fn block_words(
     tests: Option<&TestJudgement>,
 ) -> (String, String) {
     let mut sections = Vec::new();
+    match code {
+        ReasonCode::StoryVerified => sections.push(crate::verdict::plan_message::story_done(state, next)),
+        ReasonCode::StoryBroken => {
+            sections.push(crate::verdict::plan_message::story_broken(next, facts.plan));
+        }
+        _ => {}
+    }
     if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
         sections.push(shortfall.explain(settings_verify(state)));
     }
@@ -440,8 +552,10 @@ fn block_words(
 }
 
 /// The receipt of a loop that ends or parks at this stop. `next` is the loop after it.
-fn closing_receipt(next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
+fn closing_receipt(state: &LoopState, next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
     let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
+    receipt.review = review_message::receipt_line(state, next, code, facts.review);
+    receipt.plan = crate::verdict::plan_message::receipt_line(next);
     receipt.forged_stops = facts.forged_stops;
     receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
     if code == ReasonCode::Aborted {
@@ -479,6 +593,12 @@ fn notes(state: &LoopState, facts: &StopFacts<'_>, harness_override: bool) -> Ve
             ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, incident.code)
         })
         .collect();
+    if let Some(review) = facts.review.filter(|r| r.approved) {
+        notes.push(LedgerEntry {
+            review: Some(review.record()),
+            ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, ReasonCode::ReviewApproved)
+        });
+    }
     if harness_override {
         notes.push(LedgerEntry {
             stop_hook_active: facts.stop_hook_active,
@@ -613,6 +733,8 @@ mod tests {
             skip_markers: &[],
             reply: FinalReply::Unknown,
             detector_gave_way: false,
+            review: None,
+            plan: None,
         }
     }
 

@@ -34,7 +34,7 @@ pub(crate) struct StopFacts<'a> {
     /// shows them, so the hook gathers them only then ([`code`] says beforehand).
     pub(crate) files_changed: Option<&'a [String]>,
     /// Tool calls in the turn that just ended, when known.
-    pub(crate) tool_uses: Option<usize>,
+    pub(crate) tool_uses: Option<u32>,
     /// The host's "continuing because a stop hook blocked" flag, where the host has one that
     /// means exactly that.
     pub(crate) stop_hook_active: Option<bool>,
@@ -59,6 +59,11 @@ pub(crate) struct StopFacts<'a> {
     /// The stop was judged only because the forged-stop detector gave way (it had set enough
     /// stops in a row apart): it may be forged, so it may block but never pass.
     pub(crate) detector_gave_way: bool,
+    /// The reviewer's verdict, when the loop has one and this stop's check passed
+    /// ([`crate::verdict::decision::awaits_review`]).
+    pub(crate) review: Option<&'a crate::checks::review::ReviewOutcome>,
+    /// A plan loop's checks run again at the stop where its last story passed.
+    pub(crate) plan: Option<&'a crate::checks::plan::PlanSweep>,
 }
 
 /// The agent's final reply, as the transcript the loop trusts shows it at a stop: a real turn

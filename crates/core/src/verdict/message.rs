@@ -19,6 +19,7 @@ use crate::store::incident::Incident;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::support::duration::human;
+use crate::support::text::fence_for;
 use crate::verdict::facts::StopFacts;
 
 /// The whole re-injected prompt stays below this many characters.
@@ -89,7 +90,7 @@ fn loop_notice(state: &LoopState, facts: &StopFacts<'_>) -> String {
 /// says it all).
 fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> (String, String) {
     let settings = &state.meta.settings;
-    let verify = settings.verify.as_deref().unwrap_or_default();
+    let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     match (code, facts.verify) {
         (ReasonCode::VerifyTimedOut, Some(_)) => timed_out(verify, settings.verify_timeout_secs),
         (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
@@ -99,6 +100,11 @@ fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>
             not_run(verify, facts.verify_not_run.unwrap_or("it could not be started"), &state.meta.cwd)
         }
         (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
+        (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
+        // The story's paragraph is one of the sections.
+        (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
+            (String::new(), crate::verdict::plan_message::advice())
+        }
         // The shortfall is one of the sections.
         (ReasonCode::TestsDropped, _) => (String::new(), String::new()),
         (ReasonCode::OracleChanged, _) => {
@@ -243,6 +249,9 @@ pub(crate) fn status_line(
         }
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
+        (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::status(state),
+        (ReasonCode::StoryVerified, _) => "story done; next story".to_string(),
+        (ReasonCode::StoryBroken, _) => "a done story's check failed at the end".to_string(),
         _ => "no verify command, running to the cap".to_string(),
     };
     format!("{head} · {what}")
@@ -282,6 +291,7 @@ pub(crate) fn headline(
     };
     match code {
         ReasonCode::Verified => match verify {
+            Some(_) if meta.settings.plan.is_some() => crate::verdict::plan_message::verified(state, &at),
             Some(o) => format!(
                 "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
                 human(o.duration)
@@ -312,6 +322,8 @@ pub(crate) fn headline(
             "for-loop: parked at iteration {at}: the agent says the task cannot be done as asked{still_fails}. \
              The loop is kept; read its reason below."
         ),
+        ReasonCode::ReviewVetoed => crate::verdict::review_message::headline(state, &at),
+        ReasonCode::StoryStalled => crate::verdict::plan_message::stalled(state, &at),
         other => format!("for-loop: ended ({other}) at iteration {at}."),
     }
 }
@@ -367,39 +379,28 @@ fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
 /// What completes the loop, in words.
 pub(crate) fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
-    match (settings.verify.as_deref(), settings.completion_promise.as_deref()) {
-        (Some(v), None) => format!("`{v}` exits 0"),
-        (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
-        (Some(v), Some(p)) => {
-            format!("`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop")
-        }
-        (None, None) => format!("all {} iterations are used", settings.max_iterations),
-    }
+    let reviewed = settings.review.as_ref().map(|r| format!(" and the reviewer `{}` approves", r.command));
+    let checked =
+        match (crate::verdict::plan_message::current_check(state), settings.completion_promise.as_deref()) {
+            (Some(v), None) => format!("`{v}` exits 0"),
+            (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
+            (Some(v), Some(p)) => {
+                format!(
+                    "`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop"
+                )
+            }
+            (None, None) => format!("all {} iterations are used", settings.max_iterations),
+        };
+    let planned = settings.plan.as_ref().map(|p| {
+        format!(
+            " for the current story, story by story through {}, until every story's check passes at one stop",
+            p.file
+        )
+    });
+    format!("{checked}{}{}", planned.unwrap_or_default(), reviewed.unwrap_or_default())
 }
 
 pub(crate) fn elapsed(state: &LoopState, now: Timestamp) -> String {
     let span = now.duration_since(state.meta.started_at);
     human(Duration::try_from(span).unwrap_or_default())
-}
-
-/// A code fence longer than any run of backticks inside `text`.
-fn fence_for(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    "`".repeat((longest + 1).max(3))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fences_outlast_backticks_in_the_output() {
-        assert_eq!(fence_for("plain"), "```");
-        assert_eq!(fence_for("a ```` b"), "`````");
-    }
 }

@@ -6,4 +6,6 @@ pub(crate) mod decision;
 pub(crate) mod facts;
 pub(crate) mod message;
 pub(crate) mod metric_message;
+pub(crate) mod plan_message;
 pub(crate) mod promise;
+pub(crate) mod review_message;

@@ -129,6 +129,18 @@ impl WorkTree {
         Ok(format!("{} file{plural} (+{added} -{deleted}): {}{more}", files.len(), named.join(", ")))
     }
 
+    /// The unified diff between two commits or trees, as git prints it (binary files named, not
+    /// shown). Unbounded: the caller cuts it.
+    pub(crate) fn unified_diff(&self, from: &str, to: &str) -> Result<Vec<u8>, WorkTreeError> {
+        self.repo()?;
+        let (from, to) = (object_id(from)?, object_id(to)?);
+        self.git(
+            &["diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", from, to],
+            None,
+            None,
+        )
+    }
+
     /// What [`WorkTree::rollback`] to checkpoint `n` would do now.
     pub(crate) fn rollback_plan(&self, loop_id: &str, n: u32) -> Result<RollbackPlan, WorkTreeError> {
         Ok(self.plan(loop_id, n)?.public())

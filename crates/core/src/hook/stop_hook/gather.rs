@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::oracle_watch::{OracleWatch, Touched};
 use crate::checks::skip_marker::{self, SkipMarker};
-use crate::checks::verify::{VerifyOutcome, VerifySpec};
+use crate::checks::verify::VerifyOutcome;
 use crate::host::event::StopEvent;
 use crate::host::transcript::{self, Turn};
 use crate::host::usage::UsageCursor;
@@ -43,6 +43,8 @@ pub(super) struct Gathered {
     files_changed: Option<Vec<String>>,
     /// Skip markers added since the start: looked at after a passing verify and at the end.
     skip_markers: Vec<SkipMarker>,
+    /// A plan's checks run again and the reviewer's verdict, after a passing check.
+    after_verify: super::after_verify::AfterVerify,
 }
 
 impl Gathered {
@@ -58,7 +60,7 @@ impl Gathered {
         let worktree = WorkTree::open(&state.meta.cwd);
         let first_look = worktree.look();
         let before = oracle.changes_in(cwd, first_look.as_ref());
-        let (verify, verify_not_run) = run_verify(state, sandbox);
+        let (verify, verify_not_run) = super::plan::run_current_check(state, sandbox);
         let after = worktree.look_again(first_look.as_ref());
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
         let tree =
@@ -119,6 +121,7 @@ impl Gathered {
             metric,
             files_changed: None,
             skip_markers: Vec::new(),
+            after_verify: super::after_verify::AfterVerify::default(),
         }
     }
 
@@ -139,6 +142,14 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::at(state, event, &sandbox);
+        gathered.after_verify = super::after_verify::AfterVerify::run(
+            state,
+            gathered.facts(paths, event, env, &[]),
+            &gathered.worktree,
+            &sandbox,
+        );
+        let late = gathered.after_verify.late_oracle_changes(state, &gathered.oracle_changes);
+        gathered.oracle_changes.extend(late);
         gathered.changes_since_start(state, paths, event, env);
         gathered
     }
@@ -195,7 +206,7 @@ impl Gathered {
             oracle_changes: &self.oracle_changes,
             tree: self.tree.as_deref(),
             files_changed: self.files_changed.as_deref(),
-            tool_uses: self.tool_uses,
+            tool_uses: self.tool_uses.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
             stop_hook_active: event.stop_hook_active,
             checkpoint_error: self.checkpoint_error.as_deref(),
             usage: self.usage.as_ref(),
@@ -205,6 +216,8 @@ impl Gathered {
             skip_markers: &self.skip_markers,
             reply: crate::verdict::facts::FinalReply::Unknown,
             detector_gave_way: false,
+            review: self.after_verify.review.as_ref(),
+            plan: self.after_verify.plan.as_ref(),
         }
     }
 }
@@ -213,22 +226,6 @@ impl Gathered {
     /// Puts the working tree back to checkpoint `n` of `loop_id` (a discarded metric attempt).
     pub(super) fn roll_back(&self, loop_id: &str, n: u32) -> Result<(), String> {
         self.worktree.rollback(loop_id, n).map(|_| ()).map_err(|e| e.to_string())
-    }
-}
-
-/// The loop's verify run (inside `sandbox` when strict), or why it could not run; nothing without
-/// a verify command.
-fn run_verify(state: &LoopState, sandbox: &[OsString]) -> (Option<VerifyOutcome>, Option<String>) {
-    let Some(command) = &state.meta.settings.verify else { return (None, None) };
-    let spec = VerifySpec {
-        command: command.clone(),
-        cwd: state.meta.cwd.clone(),
-        timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs),
-        sandbox: sandbox.to_vec(),
-    };
-    match spec.run() {
-        Ok(outcome) => (Some(outcome), None),
-        Err(e) => (None, Some(e.to_string())),
     }
 }
 

@@ -14,10 +14,13 @@
 //! the stop with one line saying what happened and what to do ([`fault`]). Only a judged,
 //! recorded verdict ever blocks.
 
+mod after_verify;
 mod fault;
 mod forged;
 mod gather;
 mod open;
+mod plan;
+mod review;
 
 use std::fs;
 use std::io::Read;
