@@ -99,6 +99,14 @@ impl Host {
         matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli)
     }
 
+    /// Whether the host keeps the conversation in Claude Code's transcript format, the one the
+    /// forged-stop checks read (a tool call still pending, the turn's final reply). Another
+    /// host's transcript (Codex's rollout, say) shows neither, and must not be read as if every
+    /// stop had no final reply.
+    pub(crate) fn keeps_claude_transcript(self) -> bool {
+        self == Host::ClaudeCode
+    }
+
     /// Whether for-loop can read the model usage from the host's transcript (for `--max-tokens`
     /// and the tokens in receipts and reports).
     pub(crate) fn transcript_records_usage(self) -> bool {

@@ -161,6 +161,9 @@ fn loop_and_transcript(
     // Any trouble with the loop's files is the usual judgment's to report: until the stop is
     // known to be forged, nothing is read in a way that repairs (and so hides) it.
     let trusted = crate::store::custody::trusted_state(&paths).ok()??;
+    if !trusted.meta.host.keeps_claude_transcript() {
+        return None;
+    }
     let transcript = trusted
         .meta
         .transcript
