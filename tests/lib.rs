@@ -19,6 +19,8 @@
 //!   published agent CLIs), offline with a stand-in cargo, and the weekly workflow that runs it.
 //! - `stress`: many sessions' stops at once with hooks killed at random moments.
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
+//! - `red_team`: attacks a hostile model would try, each sent past the guard: held or reported,
+//!   never silent, except the limits docs/integrity.md names.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
@@ -53,6 +55,7 @@ mod notify;
 mod packaging;
 mod plan;
 mod properties;
+mod red_team;
 mod release_workflow;
 mod report;
 mod review;
