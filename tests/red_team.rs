@@ -189,7 +189,11 @@ fn red_team_every_attack_behind_the_guard_is_held_or_reported_never_silent() {
 fn run_attack(attack: &Attack) -> Result {
     let env = world();
     let refused_as_written = guard_refuses(&env, &attack.command);
-    let hidden: String = attack.command.bytes().map(|b| format!("{b:02x}")).collect();
+    let hidden = attack.command.bytes().fold(String::new(), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
     let python = format!(
         "python3 -c \"import subprocess; subprocess.run(bytes.fromhex('{hidden}').decode(), shell=True)\""
     );
