@@ -117,7 +117,7 @@ fn attacks() -> Vec<Attack> {
                       exit 1\n\
                       EOF"
             .to_string(),
-            known_limit: Some("finds `loop-hook` among its ancestors"),
+            known_limit: Some("finds `loop-hook` among its ancestors and can pass only then"),
             armed_by: None,
         },
         Attack {
