@@ -174,14 +174,22 @@ pub(crate) struct Scanner {
 
 impl Scanner {
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
-        while let Some(end) = chunk.iter().position(|b| *b == b'\n') {
-            self.extend_pending(&chunk[..end]);
-            if !self.too_long {
-                self.parsers.line(&clean(&self.pending));
+        while let Some(end) = memchr::memchr(b'\n', chunk) {
+            let (line, rest) = (&chunk[..end], &chunk[end + 1..]);
+            if self.pending.is_empty() && !self.too_long {
+                // The whole line is in this chunk: read it where it is, without a copy.
+                if line.len() <= MAX_LINE_BYTES {
+                    self.parsers.line(&clean(line));
+                }
+            } else {
+                self.extend_pending(line);
+                if !self.too_long {
+                    self.parsers.line(&clean(&self.pending));
+                }
+                self.pending.clear();
+                self.too_long = false;
             }
-            self.pending.clear();
-            self.too_long = false;
-            chunk = &chunk[end + 1..];
+            chunk = rest;
         }
         self.extend_pending(chunk);
     }
@@ -208,6 +216,15 @@ impl Scanner {
 /// A line as a terminal would show it: colour codes removed, and only what follows the last
 /// carriage return (progress lines redraw themselves that way).
 fn clean(line: &[u8]) -> Cow<'_, str> {
+    // Most lines have neither: one search of the bytes spares the searches of the text below.
+    // Checking UTF-8 whole (with its ASCII fast path) is several times quicker than the lossy
+    // decoder's chunking, which only lines that are not UTF-8 need.
+    if memchr::memchr2(b'\r', 0x1b, line).is_none() {
+        return match std::str::from_utf8(line) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(line),
+        };
+    }
     let text = String::from_utf8_lossy(line);
     let text = match text {
         Cow::Borrowed(s) => Cow::Borrowed(s.trim_end_matches('\r')),
@@ -387,6 +404,25 @@ impl Parsers {
         );
         Tally { suites, note }
     }
+}
+
+/// Whether a line gets past a parser's prefilter. Every line of the output goes through every
+/// parser, so each parser first makes one cheap test that is false only for a line that cannot be
+/// one of its own, and passes the others over before its searches of the line. In tests,
+/// `prefilter_reference::without_prefilters` lets every line through, so what the parsers give
+/// with the prefilters can be compared with what they give without them.
+fn may_be(passes: bool) -> bool {
+    #[cfg(test)]
+    if prefilter_reference::OFF.get() {
+        return true;
+    }
+    passes
+}
+
+/// Whether the line's first character that is not white space is an ASCII digit: every summary
+/// that begins with its count (`3 passing (…)`, `3 tests, 1 failure`, `80% tests passed, …`).
+fn starts_with_digit(line: &str) -> bool {
+    line.trim_start().as_bytes().first().is_some_and(u8::is_ascii_digit)
 }
 
 /// `N word` items: `3 passed`, `1 failed`. Every item must have that shape.
@@ -598,6 +634,10 @@ fn is_pytest_start(line: &str) -> bool {
 /// `==== 3 failed, 2 passed, 2 skipped, 1 xfailed in 0.03s ====`, also without the rules
 /// (`-q`), and `no tests ran in 0.01s`.
 fn pytest_summary(line: &str) -> Option<Counts> {
+    // The body ends with ` in <duration>`.
+    if !may_be(line.contains(" in ")) {
+        return None;
+    }
     let decorated = line.starts_with('=');
     let body = line.trim_matches(|c| c == '=' || c == ' ');
     if decorated != line.ends_with('=') {
@@ -868,6 +908,10 @@ struct Mocha {
 
 impl Mocha {
     fn line(&mut self, line: &str) {
+        // Outside a summary only its first line, `N passing (…)`, matters.
+        if self.open.is_none() && !may_be(starts_with_digit(line)) {
+            return;
+        }
         let trimmed = line.trim();
         if let Some((n, rest)) = trimmed.split_once(" passing (")
             && rest.ends_with(')')
@@ -1082,6 +1126,9 @@ impl Ctest {
 
 /// `80% tests passed, 1 tests failed out of 5`
 fn ctest_summary(line: &str) -> Option<Counts> {
+    if !may_be(starts_with_digit(line)) {
+        return None;
+    }
     let (percent, rest) = line.split_once("% tests passed, ")?;
     number(percent)?;
     let (failed, total) = rest.split_once(" failed out of ")?;
@@ -1092,6 +1139,9 @@ fn ctest_summary(line: &str) -> Option<Counts> {
 
 /// bats' own summary: `3 tests, 1 failure, 1 skipped`.
 fn bats_summary(line: &str) -> Option<Counts> {
+    if !may_be(starts_with_digit(line)) {
+        return None;
+    }
     let mut parts = line.split(", ");
     let tests = parts.next()?;
     let tests = number(tests.strip_suffix(" tests").or_else(|| tests.strip_suffix(" test"))?)?;
@@ -1229,11 +1279,17 @@ fn plain_summary(line: &str) -> Option<Counts> {
     Some(Counts { passed: passed?, failed: failed?, skipped })
 }
 
-/// Whether `line` holds `word` in any ASCII case (as a substring: a cheap test that never says
-/// no where the word is there).
+/// Whether `line` holds `word` (lowercase ASCII) in any ASCII case, as a substring: a cheap test
+/// that never says no where the word is there. Only where the word's first letter is.
 fn has_word_ignoring_case(line: &str, word: &[u8]) -> bool {
-    line.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word))
+    let Some(&first) = word.first() else { return true };
+    let line = line.as_bytes();
+    memchr::memchr2_iter(first, first.to_ascii_uppercase(), line)
+        .any(|at| line.get(at..at + word.len()).is_some_and(|w| w.eq_ignore_ascii_case(word)))
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod prefilter_reference;
