@@ -14,6 +14,8 @@ use serde_json::Value;
 
 use crate::util::{TestEnv, client_bin, copy_dir, run_bounded};
 
+mod hostile;
+
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const SESSION_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 /// A world for one end-to-end test: the CLI, a private config dir and loop store, a project.

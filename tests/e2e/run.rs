@@ -12,6 +12,8 @@ use super::gemini_cli::gemini_settings;
 use super::run_text;
 use crate::util::{TestEnv, client_bin};
 
+mod hostile;
+
 /// `loop-hook run ARGS` in `env`'s project, with `cli` first on PATH and `agent`'s variables
 /// pointing it at `model`.
 fn run_command(env: &TestEnv, model: &MockModel, agent: Agent<'_>, cli: &Path, args: &[&str]) -> Command {
