@@ -9,6 +9,7 @@ pub(crate) mod oracle_watch;
 pub(crate) mod plan;
 pub(crate) mod protect;
 pub(crate) mod review;
+pub(crate) mod scope;
 pub(crate) mod skip_marker;
 pub(crate) mod stall;
 pub(crate) mod strict;

@@ -82,6 +82,9 @@ pub(crate) struct Settings {
     /// The stories the loop works through one at a time (`--plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::checks::plan::PlanSettings>,
+    /// The files the model may change (`--scope`): a pass with a change outside does not count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -294,6 +297,7 @@ pub(crate) mod tests {
                     allow_test_edits: false,
                     review: None,
                     plan: None,
+                    scope: Vec::new(),
                 },
                 iteration: 1,
                 status: Status::Active,
