@@ -523,6 +523,46 @@ Some notes at the top.
     }
 
     #[test]
+    fn a_storys_scope_line_or_prd_field_names_its_globs() {
+        let plan = "- [ ] Login\n  scope: `src/login/**, src/{a,b}.rs`\n  verify: true\n- [ ] Docs\n  - Scope: docs\n";
+        let stories = parse_markdown("PLAN.md", plan).unwrap();
+        assert_eq!(stories[0].scope, ["src/login/**", "src/{a,b}.rs"]);
+        assert_eq!((stories[0].details.as_str(), stories[0].verify.as_deref()), ("", Some("true")));
+        assert_eq!(stories[1].scope, ["docs"]);
+        assert!(parse_markdown("P.md", "- [ ] a\n").unwrap()[0].scope.is_empty());
+        let prd = r#"{"userStories": [{"id": "A", "title": "a", "scope": "src/**, docs"},
+            {"id": "B", "title": "b", "scope": ["x/**", "y.rs"]}, {"id": "C", "title": "c", "scope": null}]}"#;
+        let stories = parse_prd("prd.json", prd).unwrap();
+        assert_eq!(stories[0].scope, ["src/**", "docs"]);
+        assert_eq!(stories[1].scope, ["x/**", "y.rs"]);
+        assert!(stories[2].scope.is_empty());
+    }
+
+    #[test]
+    fn bad_story_scopes_are_refused_naming_the_story_and_the_glob() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = |name: &str, text: &str| read(&file(&dir, name, text), Some("true")).unwrap_err();
+        let bad = refused("bad.md", "- [ ] Login\n  scope: src/**, ../etc\n");
+        assert_eq!(
+            bad.to_string(),
+            "story 1. Login's scope `../etc` is not valid: give a path inside the project, relative to where the loop starts"
+        );
+        let empty = refused("empty.md", "- [ ] Login\n  scope:  ,\n");
+        assert!(empty.to_string().contains("name the files the story may change"), "{empty}");
+        let two = refused("two.md", "- [ ] Login\n  scope: a\n  scope: b\n");
+        assert_eq!(two, PlanError::TwoScopes { story: "1. Login".into() });
+        let glob = refused("glob.md", "- [ ] Login\n  scope: src/[a\n");
+        assert!(glob.to_string().contains("`src/[a` is not valid: it is not a glob"), "{glob}");
+        let many = format!("- [ ] Login\n  scope: {}\n", vec!["a"; 101].join(","));
+        assert!(refused("many.md", &many).to_string().contains("the most is 100 globs"));
+        for scope in ["3", "{\"a\": 1}", "[\"ok\", 7]", "[\"\"]", "true"] {
+            let prd = format!(r#"{{"userStories": [{{"id": "A", "title": "a", "scope": {scope}}}]}}"#);
+            let refused = refused("prd.json", &prd).to_string();
+            assert!(refused.starts_with("story A"), "{scope}: {refused}");
+        }
+    }
+
+    #[test]
     fn backticks_around_a_check_are_taken_off_and_inner_ones_kept() {
         assert_eq!(unticked("`cargo test`"), "cargo test");
         assert_eq!(unticked("``sh -c 'echo `date`'``"), "sh -c 'echo `date`'");

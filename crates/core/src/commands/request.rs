@@ -1147,6 +1147,34 @@ mod tests {
     }
 
     #[test]
+    fn scope_globs_are_repeatable_checked_and_named_when_refused() {
+        let req = parse(r#"fix it --verify true --scope "src/**" --scope=Cargo.toml --scope ' docs '"#);
+        assert_eq!(req.scope, ["src/**", "Cargo.toml", "docs"]);
+        assert_eq!(req.task, "fix it");
+        assert!(parse("fix it").scope.is_empty());
+        for (bad, why) in [
+            ("'../x'", "inside the project"),
+            ("/etc", "inside the project"),
+            ("'src/[a'", "not a glob"),
+            ("'a**b'", "whole path component"),
+            ("'!src'", "`!`"),
+        ] {
+            let refused = err(&format!("t --scope {bad}")).to_string();
+            let shown = bad.trim_matches('\'');
+            assert!(refused.starts_with(&format!("--scope `{shown}` is not valid: ")), "{refused}");
+            assert!(refused.contains(why), "{bad}: {refused}");
+        }
+        assert_eq!(err("t --scope ''"), RequestError::MissingValue { flag: Flag::Scope });
+        assert_eq!(err("t --scope"), RequestError::MissingValue { flag: Flag::Scope });
+        let huge = err(&format!("t --scope {}", "a".repeat(2_000))).to_string();
+        assert!(huge.contains("the most is 1024"), "{}", &huge[huge.len() - 80..]);
+        let many = (0..=crate::checks::scope::MAX_GLOBS).map(|n| format!("--scope d{n}")).collect::<Vec<_>>();
+        let many = format!(" {}", many.join(" "));
+        assert!(err(&format!("t{many}")).to_string().contains("the most is 100 --scope globs"));
+        assert!(err("t --scopes src").to_string().contains("did you mean --scope"));
+    }
+
+    #[test]
     fn quoted_value_glued_to_text_is_taken_as_written() {
         assert_eq!(parse("t --verify \"a\"b").verify.as_deref(), Some("\"a\"b"));
     }

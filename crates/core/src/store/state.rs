@@ -344,6 +344,22 @@ pub(crate) mod tests {
         assert!(matches!(LoopState::parse(&unknown), Err(StateError::Yaml(_))));
     }
 
+    /// A loop with a scope writes it, and a state file without one (every earlier loop) reads
+    /// as a loop without a scope.
+    #[test]
+    fn the_scope_round_trips_and_an_old_state_has_none() {
+        let old = sample().render().unwrap();
+        assert!(!old.contains("scope"), "{old}");
+        assert!(LoopState::parse(&old).unwrap().meta.settings.scope.is_empty());
+        let mut state = sample();
+        state.meta.settings.scope = vec!["src/**".into(), "a b/{x,y}.rs".into()];
+        let text = state.render().unwrap();
+        assert!(text.contains("  scope:\n  - src/**\n"), "{text}");
+        assert_eq!(LoopState::parse(&text).unwrap(), state);
+        let wrong = text.replace("  scope:\n  - src/**\n  - a b/{x,y}.rs\n", "  scope: 3\n");
+        assert!(matches!(LoopState::parse(&wrong), Err(StateError::Yaml(_))), "{wrong}");
+    }
+
     #[test]
     fn round_trips_a_state() {
         let state = sample();

@@ -73,10 +73,197 @@ pub(crate) fn start_line(globs: &[String]) -> String {
     )
 }
 
+/// The scope's lines in `/loop-status`: the globs in force, and the files the last judged stop
+/// found outside them (`outside`, from its ledger line). Empty in a loop without a scope.
+pub(crate) fn status_lines(state: &LoopState, outside: &[String]) -> String {
+    if !is_scoped(state) {
+        return String::new();
+    }
+    let globs = if scope_of(state).is_some() { globs_in_words(state) } else { "none for this story".into() };
+    let mut out = format!("  scope:      {globs}\n");
+    if !outside.is_empty() {
+        out.push_str(&format!("  outside:    at the last stop, {}\n", outside.join(", ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::checks::capture::Captured;
+    use crate::checks::plan::{PlanProgress, PlanSettings, Story};
+    use crate::checks::test_ratchet::RatchetStatus;
+    use crate::checks::verify::VerifyOutcome;
+    use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
+    use crate::store::reason_code::ReasonCode;
     use crate::store::state::tests::sample;
+    use crate::verdict::decision::{Verdict, awaits_review, awaits_scope, decide};
+    use crate::verdict::facts::StopFacts;
+    use crate::verdict::review_message::tests::facts;
+
+    fn passed() -> VerifyOutcome {
+        VerifyOutcome {
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+            duration: Duration::from_secs(1),
+            output: Captured::default(),
+        }
+    }
+
+    fn scoped(globs: &[&str]) -> LoopState {
+        let mut state = sample();
+        state.meta.settings.scope = globs.iter().map(ToString::to_string).collect();
+        state.meta.tests.status = RatchetStatus::Waiting;
+        state
+    }
+
+    fn found(outside: &[&str]) -> ScopeCheck {
+        ScopeCheck {
+            now: Some("b".repeat(40)),
+            outside: outside.iter().map(ToString::to_string).collect(),
+            outside_total: outside.len(),
+            unknown: None,
+        }
+    }
+
+    #[test]
+    fn status_shows_the_globs_and_what_the_last_stop_found_outside() {
+        assert_eq!(status_lines(&sample(), &["x".into()]), "", "no scope, no lines");
+        let state = scoped(&["src/**", "Cargo.toml"]);
+        assert_eq!(status_lines(&state, &[]), "  scope:      src/**, Cargo.toml\n");
+        let shown = status_lines(&state, &["README.md".into(), "a b.rs".into()]);
+        assert!(shown.ends_with("  outside:    at the last stop, README.md, a b.rs\n"), "{shown}");
+        let plan = planned();
+        assert_eq!(status_lines(&plan, &[]), "  scope:      src/**\n", "story 1 has none of its own");
+    }
+
+    #[test]
+    fn a_pass_that_changed_files_outside_the_scope_does_not_count() {
+        let state = scoped(&["src/**"]);
+        let (ok, check) = (passed(), found(&["README.md", "build.rs"]));
+        assert!(awaits_scope(&state, &facts(&ok, None)), "a passing check reads the scope");
+        let decision = decide(&state, StopFacts { scope: Some(&check), ..facts(&ok, None) });
+        assert_eq!(decision.code, ReasonCode::OutOfScope);
+        let Verdict::Block { reason } = &decision.verdict else { panic!("{decision:?}") };
+        assert!(
+            reason.contains("scope, src/**, and this change changed outside the scope: README.md, build.rs"),
+            "{reason}"
+        );
+        assert!(reason.contains("ask the user to widen --scope"), "{reason}");
+        assert!(
+            decision.system_message.contains("files outside the scope changed"),
+            "{}",
+            decision.system_message
+        );
+        let line = decision.ledger.last().unwrap();
+        assert_eq!(line.out_of_scope, ["README.md", "build.rs"]);
+        assert_eq!(line.detail.as_deref(), Some("2 file(s) changed outside the scope"));
+        assert_eq!(decision.next.meta.iteration, 2, "the turn counts");
+    }
+
+    #[test]
+    fn a_pass_inside_the_scope_ends_the_loop_and_a_scope_not_read_does_not_hold() {
+        let state = scoped(&["src/**"]);
+        let (ok, clean) = (passed(), found(&[]));
+        let decision = decide(&state, StopFacts { scope: Some(&clean), ..facts(&ok, None) });
+        assert_eq!(decision.code, ReasonCode::Verified);
+        assert!(decision.ledger.last().unwrap().out_of_scope.is_empty());
+        let unread = decide(&state, facts(&ok, None));
+        assert_eq!(unread.code, ReasonCode::OutOfScope, "a scope that was not read is not shown to hold");
+        let broken = ScopeCheck::unknown("git failed".into());
+        let decision = decide(&state, StopFacts { scope: Some(&broken), ..facts(&ok, None) });
+        assert_eq!(decision.code, ReasonCode::OutOfScope);
+        let Verdict::Block { reason } = &decision.verdict else { panic!("{decision:?}") };
+        assert!(
+            reason.contains("could not be read (git failed)") && reason.contains("git status"),
+            "{reason}"
+        );
+        let unscoped = scoped(&[]);
+        assert!(!awaits_scope(&unscoped, &facts(&ok, None)));
+        assert_eq!(decide(&unscoped, facts(&ok, None)).code, ReasonCode::Verified, "no scope, no reading");
+    }
+
+    #[test]
+    fn a_failing_check_is_not_read_against_the_scope_and_the_reviewer_never_sees_a_pass_outside() {
+        let mut state = scoped(&["src/**"]);
+        let failed = VerifyOutcome { exit_code: Some(1), ..passed() };
+        assert!(!awaits_scope(&state, &facts(&failed, None)));
+        state.meta.settings.review =
+            Some(crate::checks::review::ReviewSettings { command: "sh r.sh".into(), max_vetoes: 3 });
+        let (ok, outside, clean) = (passed(), found(&["a.txt"]), found(&[]));
+        assert!(!awaits_review(&state, &StopFacts { scope: Some(&outside), ..facts(&ok, None) }));
+        assert!(awaits_review(&state, &StopFacts { scope: Some(&clean), ..facts(&ok, None) }));
+    }
+
+    fn planned() -> LoopState {
+        let mut state = scoped(&["src/**"]);
+        state.meta.settings.verify = None;
+        let story = |i: usize, scope: &[&str]| Story {
+            id: i.to_string(),
+            title: format!("story {i}"),
+            details: String::new(),
+            verify: Some("true".into()),
+            done: false,
+            scope: scope.iter().map(ToString::to_string).collect(),
+        };
+        let stories = vec![story(1, &[]), story(2, &["src/login/**"])];
+        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };
+        state.meta.plan = Some(PlanProgress::start(&plan));
+        state.meta.settings.plan = Some(plan);
+        state
+    }
+
+    #[test]
+    fn a_story_starts_its_scope_where_the_last_story_passed_and_narrows_the_loops() {
+        let state = planned();
+        let ok = passed();
+        let first = found(&[]);
+        let decision = decide(&state, StopFacts { scope: Some(&first), ..facts(&ok, None) });
+        assert_eq!(decision.code, ReasonCode::StoryVerified);
+        let next = decision.next;
+        assert_eq!(next.meta.plan.as_ref().unwrap().story_tree, first.now, "story 2 starts here");
+        assert_eq!(story_globs(&next), ["src/login/**"]);
+        let Verdict::Block { reason } = &decision.verdict else { panic!() };
+        assert!(reason.contains("Its scope: src/login/**"), "{reason}");
+        let outside = found(&["src/other.rs"]);
+        let decision = decide(&next, StopFacts { scope: Some(&outside), ..facts(&ok, None) });
+        assert_eq!(decision.code, ReasonCode::OutOfScope);
+        let Verdict::Block { reason } = &decision.verdict else { panic!() };
+        assert!(
+            reason.contains("src/** (the loop's), and within it src/login/** (this story's)"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_metric_attempt_outside_the_scope_is_discarded_and_rolled_back() {
+        let mut state = scoped(&["src/**"]);
+        state.meta.settings.verify = None;
+        state.meta.settings.metric = Some(crate::metric::keep::tests::settings());
+        state.meta.metric = Some(MetricProgress::at_baseline(&[131.0], Some("ms".into())));
+        let attempt = MetricFacts {
+            measured: Measured::Value { value: 100.0, name: Some("ms".into()) },
+            guard: None,
+            summary: "bench.sh: 1 line".into(),
+        };
+        let ok = passed();
+        let base = StopFacts { verify: None, metric: Some(&attempt), ..facts(&ok, None) };
+        assert!(awaits_scope(&state, &base), "every metric attempt is read");
+        let outside = found(&["bench.sh"]);
+        let decision = decide(&state, StopFacts { scope: Some(&outside), ..base });
+        assert_eq!(decision.code, ReasonCode::OutOfScope);
+        assert_eq!(decision.rollback_to, Some(0), "back to the best checkpoint");
+        let Verdict::Block { reason } = &decision.verdict else { panic!() };
+        assert!(reason.contains("discarded: it changed outside the scope: bench.sh"), "{reason}");
+        assert_eq!(decision.next.meta.metric.as_ref().unwrap().keeps, 0);
+        assert!(!decision.lesson.unwrap().kept);
+        let clean = found(&[]);
+        let kept = decide(&state, StopFacts { scope: Some(&clean), ..base });
+        assert_eq!((kept.code, kept.rollback_to), (ReasonCode::TargetMet, None));
+    }
 
     #[test]
     fn a_breach_names_the_files_or_why_they_are_not_known() {
