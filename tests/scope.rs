@@ -87,6 +87,25 @@ fn a_failing_check_is_not_held_to_the_scope() {
     assert!(last_line(&env).get("out_of_scope").is_none());
 }
 
+#[test]
+fn the_reviewer_sees_only_a_pass_inside_the_scope_with_its_change() {
+    let env = project();
+    let seen = tempfile::tempdir().unwrap();
+    let file = seen.path().join("seen.json");
+    env.start(&format!(r#"fix it --verify "sh check.sh" --scope src --review "cat > '{}'""#, file.display()));
+    env.write("src/done", "");
+    env.write("README.md", "edited\n");
+    assert!(env.stop("done").blocked());
+    assert!(!file.exists(), "a pass outside the scope is never reviewed");
+    git(&env.project, &["checkout", "--", "README.md"]);
+    let done = next(&env);
+    assert!(!done.blocked(), "{}", done.stdout);
+    let input: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(input["files_changed"], serde_json::json!(["src/done"]));
+    assert!(input["diff"].as_str().unwrap().contains("src/done"), "{input}");
+    assert_eq!(env.ledger_reasons(SESSION), ["out_of_scope", "review_approved", "verified"]);
+}
+
 const PLAN: &str = "\
 - [ ] Write one
   scope: `one/**`
