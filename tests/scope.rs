@@ -106,6 +106,29 @@ fn the_reviewer_sees_only_a_pass_inside_the_scope_with_its_change() {
     assert_eq!(env.ledger_reasons(SESSION), ["out_of_scope", "review_approved", "verified"]);
 }
 
+/// A loop started below the top level judges paths from its own directory: a change above it is
+/// outside every scope, named from there, and the loop's own store, inside the same work tree
+/// here, is not the model's change.
+#[test]
+fn a_loop_below_the_top_level_names_changes_above_it_and_leaves_its_store_alone() {
+    let env = TestEnv::new();
+    let top = env.project.parent().unwrap().to_path_buf();
+    git(&top, &["init", "-q"]);
+    env.write("check.sh", "test -f src/done\n");
+    std::fs::write(top.join("above.txt"), "above\n").unwrap();
+    git(&top, &["add", "project", "above.txt"]);
+    git(&top, &["commit", "-qm", "init"]);
+    env.start(r#"fix it --verify "sh check.sh" --scope "src/**""#);
+    env.write("src/done", "");
+    std::fs::write(top.join("above.txt"), "edited\n").unwrap();
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(run.reason().contains("changed outside the scope: ../above.txt."), "{}", run.reason());
+    git(&top, &["checkout", "--", "above.txt"]);
+    let done = next(&env);
+    assert!(!done.blocked(), "the store's files are for-loop's, not the model's: {}", done.stdout);
+}
+
 const PLAN: &str = "\
 - [ ] Write one
   scope: `one/**`

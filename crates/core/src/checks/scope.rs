@@ -86,8 +86,8 @@ pub(crate) struct ScopeCheck {
 
 impl ScopeCheck {
     /// Judges `changed` (relative to the work tree's top level, which `prefix` leads from to the
-    /// loop's directory) against `scope`; `exempt` files (relative to the loop's directory) are
-    /// left to other rules. A file outside the loop's directory is outside every scope.
+    /// loop's directory) against `scope`; `exempt` files (as `changed` names them) are left to
+    /// other rules. A file outside the loop's directory is outside every scope.
     pub(crate) fn of(
         scope: &Scope,
         changed: &[String],
@@ -97,17 +97,13 @@ impl ScopeCheck {
     ) -> ScopeCheck {
         let mut outside: Vec<String> = Vec::new();
         let mut outside_total = 0;
-        for path in changed {
+        for path in changed.iter().filter(|path| !exempt(path)) {
             let inside_loop = if prefix.is_empty() {
                 Some(path.as_str())
             } else {
                 path.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('/'))
             };
-            let counts = match inside_loop {
-                Some(relative) => !exempt(relative) && !scope.allows(relative),
-                None => true,
-            };
-            if counts {
+            if inside_loop.is_none_or(|relative| !scope.allows(relative)) {
                 outside_total += 1;
                 if outside.len() < MAX_NAMED {
                     outside.push(inside_loop.map_or_else(|| above(prefix, path), str::to_string));
@@ -190,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_loop_below_the_top_level_judges_its_own_paths_and_nothing_above_is_inside() {
-        let found = check(&["**"], &[], &["app/src/a.rs", "other/b.rs", "top.txt"], "app");
+        let found = check(&["**"], &[], &["app/src/a.rs", "other/b.rs", "top.txt", "tests/check.sh"], "app");
         assert_eq!(found.outside, ["../other/b.rs", "../top.txt"]);
         let found = check(&["src/**"], &[], &["web/app/src/a.rs", "web/x.rs"], "web/app");
         assert_eq!(found.outside, ["../../web/x.rs"]);

@@ -151,8 +151,11 @@ impl Gathered {
         let mut gathered = Gathered::at(state, event, &sandbox);
         // Before the reviewer: a pass outside the scope does not count, so it is never reviewed.
         let facts = gathered.facts(paths, event, env, &[]);
-        let scope =
-            super::scope::at_stop(state, &facts, &gathered.worktree, gathered.checkpoint_commit.as_deref());
+        let checkpoint = gathered.checkpoint_commit.as_deref();
+        // The store (and its armed marker) may sit inside the work tree: its files are ours.
+        let store: Vec<&std::path::Path> =
+            [Some(store_root), paths.armed.as_deref()].into_iter().flatten().collect();
+        let scope = super::scope::at_stop(state, &facts, &gathered.worktree, checkpoint, &store);
         gathered.scope = scope;
         gathered.after_verify = super::after_verify::AfterVerify::run(
             state,
@@ -184,9 +187,10 @@ impl Gathered {
         }
         // The tree the scope was read from is the tree now: it is not written twice.
         let read = self.scope.as_ref().and_then(|check| check.now.clone());
-        let trees = state.meta.baseline_tree.as_deref().and_then(|baseline| {
-            read.clone().or_else(|| self.worktree.tree_id().ok()).map(|now| (baseline, now))
-        });
+        let trees =
+            state.meta.baseline_tree.as_deref().and_then(|baseline| {
+                read.or_else(|| self.worktree.tree_id().ok()).map(|now| (baseline, now))
+            });
         if ends {
             self.files_changed =
                 trees.as_ref().and_then(|(baseline, now)| self.worktree.changed_files(baseline, now).ok());
