@@ -35,6 +35,8 @@
 //! - `notify`: `--notify` commands that work, fail, hang or flood their output.
 //! - `plan`: `--plan` loops over a Markdown checklist and a prd.json, and plans refused at start.
 //! - `review`: `--review` scripts that veto, approve, flood or hang, on a git project's check.
+//! - `scope`: `--scope` and a story's `scope:`: passes outside the scope that do not count, new
+//!   files, a story's own start, a metric attempt rolled back, and bad scopes refused.
 //! - `docs`: the README and docs/: links and anchors resolve, the README stays short, and every
 //!   `loop-hook` subcommand and flag they show exists.
 
@@ -63,6 +65,7 @@ mod run_attempts;
 mod run_driver;
 mod run_fleet;
 mod runners;
+mod scope;
 mod stop_hook;
 mod stress;
 mod strict;

@@ -2,11 +2,12 @@
 //! check that says it is done.
 //!
 //! Two shapes are read. A Markdown checklist: each top-level `- [ ] TITLE` starts a story, the
-//! lines indented under it are its details, and an indented `verify: CMD` line (the command may
-//! be in backticks) is its own check; `- [x]` marks a story done already. And a `prd.json` in
+//! lines indented under it are its details, an indented `verify: CMD` line (the command may
+//! be in backticks) is its own check, and an indented `scope: GLOB, ...` line names the files it
+//! may change ([`crate::checks::scope`]); `- [x]` marks a story done already. And a `prd.json` in
 //! the shape ralph loops use: `userStories` with `id`, `title`, `description`,
-//! `acceptanceCriteria`, `priority` and `passes`, plus an optional `verify` per story, taken in
-//! priority order. The file is the user's, and may be anything: it is read bounded, a FIFO or a
+//! `acceptanceCriteria`, `priority` and `passes`, plus an optional `verify` and `scope` (a
+//! string or an array of globs) per story, taken in priority order. The file is the user's, and may be anything: it is read bounded, a FIFO or a
 //! device is refused without blocking, and every refusal names what to fix.
 
 use std::path::Path;
@@ -37,6 +38,9 @@ pub(crate) struct Story {
     /// Ticked (`- [x]`) or `passes: true` when the plan was read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+    /// The files this story may change (`scope:`), inside the loop's `--scope`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
 }
 
 impl Story {
@@ -80,6 +84,10 @@ pub(crate) struct PlanProgress {
     /// Stops on the current story since it became current or the loop resumed.
     #[serde(default)]
     pub current_stops: u32,
+    /// The working tree when the current story became current, where it was read: a story's
+    /// scope judges the change since then ([`crate::checks::scope`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub story_tree: Option<String>,
 }
 
 /// One story's progress.
@@ -98,7 +106,7 @@ impl PlanProgress {
         let stories: Vec<StoryProgress> =
             plan.stories.iter().map(|s| StoryProgress { done: s.done, iterations: 0 }).collect();
         let current = stories.iter().position(|s| !s.done).unwrap_or(0);
-        PlanProgress { current, stories, current_stops: 0 }
+        PlanProgress { current, stories, current_stops: 0, story_tree: None }
     }
 
     /// The first story after the current one (wrapping round) that is not done, if any.
@@ -159,6 +167,10 @@ pub(crate) enum PlanError {
     Untitled { path: String, line: usize },
     #[error("story {story} has two `verify:` lines: keep one")]
     TwoChecks { story: String },
+    #[error("story {story} has two `scope:` lines: keep one, with its globs separated by commas")]
+    TwoScopes { story: String },
+    #[error("story {story}'s scope `{glob}` is not valid: {why}")]
+    BadScope { story: String, glob: String, why: String },
     #[error(
         "story {story} has no check: add an indented `verify: CMD` line under it (or `\"verify\"` in a \
          prd.json), or give the loop --verify CMD for the stories without one"
@@ -186,7 +198,26 @@ pub(crate) fn read(path: &Path, default_check: Option<&str>) -> Result<Vec<Story
     {
         return Err(PlanError::NoCheck { story: story.label() });
     }
+    check_scopes(&stories)?;
     Ok(stories)
+}
+
+/// Refuses the first story scope that cannot be honoured, naming the story and the glob.
+fn check_scopes(stories: &[Story]) -> Result<(), PlanError> {
+    for story in stories {
+        if story.scope.len() > crate::checks::scope::MAX_GLOBS {
+            let why = format!("the most is {} globs in one scope", crate::checks::scope::MAX_GLOBS);
+            return Err(PlanError::BadScope { story: story.label(), glob: story.scope.join(", "), why });
+        }
+        for glob in &story.scope {
+            crate::checks::scope::check_glob(glob).map_err(|why| PlanError::BadScope {
+                story: story.label(),
+                glob: glob.clone(),
+                why,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// The stories of a Markdown checklist.
@@ -209,7 +240,8 @@ pub(crate) fn parse_markdown(path: &str, text: &str) -> Result<Vec<Story>, PlanE
                 return Err(PlanError::Untitled { path: path.into(), line: n + 1 });
             }
             let id = (stories.len() + 1).to_string();
-            stories.push(Story { id, title: title.into(), details: String::new(), verify: None, done });
+            let details = String::new();
+            stories.push(Story { id, title: title.into(), details, verify: None, done, scope: Vec::new() });
             open = true;
         } else if indented && open {
             let Some(story) = stories.last_mut() else { continue };
@@ -241,6 +273,10 @@ fn add_detail(story: &mut Story, line: &str) -> Result<(), PlanError> {
     let trimmed = line.trim();
     let bare = trimmed.strip_prefix(['-', '*']).map_or(trimmed, str::trim_start);
     let check = bare.get(..7).filter(|head| head.eq_ignore_ascii_case("verify:")).map(|_| bare[7..].trim());
+    if let Some(globs) = bare.get(..6).filter(|head| head.eq_ignore_ascii_case("scope:")).map(|_| &bare[6..])
+    {
+        return add_scope(story, globs);
+    }
     match check {
         Some(command) if !unticked(command).is_empty() => {
             if story.verify.is_some() {
@@ -254,6 +290,19 @@ fn add_detail(story: &mut Story, line: &str) -> Result<(), PlanError> {
                 story.details.push('\n');
             }
         }
+    }
+    Ok(())
+}
+
+/// A story's `scope:` line: its globs, once.
+fn add_scope(story: &mut Story, globs: &str) -> Result<(), PlanError> {
+    if !story.scope.is_empty() {
+        return Err(PlanError::TwoScopes { story: story.label() });
+    }
+    story.scope = crate::checks::scope::split_list(unticked(globs.trim()));
+    if story.scope.is_empty() {
+        let why = "name the files the story may change, e.g. `scope: src/login/**, tests/login.rs`".into();
+        return Err(PlanError::BadScope { story: story.label(), glob: String::new(), why });
     }
     Ok(())
 }
@@ -288,6 +337,7 @@ struct PrdStory {
     #[serde(default)]
     passes: bool,
     verify: Option<String>,
+    scope: Option<serde_json::Value>,
 }
 
 /// The stories of a `prd.json`, in priority order (lowest number first; the file's order among
@@ -319,15 +369,38 @@ pub(crate) fn parse_prd(path: &str, text: &str) -> Result<Vec<Story>, PlanError>
                 }
             }
             let verify = story.verify.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+            let scope = prd_scope(&id, story.scope)?;
             Ok(Story {
                 id,
                 title: story.title.trim().into(),
                 details: details.trim().into(),
                 verify,
                 done: story.passes,
+                scope,
             })
         })
         .collect()
+}
+
+/// A `prd.json` story's `scope`: a string of comma-separated globs, or an array of globs.
+fn prd_scope(id: &str, scope: Option<serde_json::Value>) -> Result<Vec<String>, PlanError> {
+    let bad = |glob: String| PlanError::BadScope {
+        story: id.to_string(),
+        glob,
+        why: "give `scope` as a string of globs separated by commas, or an array of glob strings".into(),
+    };
+    match scope {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::String(text)) => Ok(crate::checks::scope::split_list(&text)),
+        Some(serde_json::Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                serde_json::Value::String(glob) => Ok(glob.trim().to_string()),
+                other => Err(bad(other.to_string())),
+            })
+            .collect(),
+        Some(other) => Err(bad(other.to_string())),
+    }
 }
 
 #[cfg(test)]
@@ -446,6 +519,46 @@ Some notes at the top.
             let refused = read(&fifo, Some("true")).unwrap_err().to_string();
             assert!(started.elapsed() < std::time::Duration::from_secs(2));
             assert!(refused.contains("cannot be read"), "{refused}");
+        }
+    }
+
+    #[test]
+    fn a_storys_scope_line_or_prd_field_names_its_globs() {
+        let plan = "- [ ] Login\n  scope: `src/login/**, src/{a,b}.rs`\n  verify: true\n- [ ] Docs\n  - Scope: docs\n";
+        let stories = parse_markdown("PLAN.md", plan).unwrap();
+        assert_eq!(stories[0].scope, ["src/login/**", "src/{a,b}.rs"]);
+        assert_eq!((stories[0].details.as_str(), stories[0].verify.as_deref()), ("", Some("true")));
+        assert_eq!(stories[1].scope, ["docs"]);
+        assert!(parse_markdown("P.md", "- [ ] a\n").unwrap()[0].scope.is_empty());
+        let prd = r#"{"userStories": [{"id": "A", "title": "a", "scope": "src/**, docs"},
+            {"id": "B", "title": "b", "scope": ["x/**", "y.rs"]}, {"id": "C", "title": "c", "scope": null}]}"#;
+        let stories = parse_prd("prd.json", prd).unwrap();
+        assert_eq!(stories[0].scope, ["src/**", "docs"]);
+        assert_eq!(stories[1].scope, ["x/**", "y.rs"]);
+        assert!(stories[2].scope.is_empty());
+    }
+
+    #[test]
+    fn bad_story_scopes_are_refused_naming_the_story_and_the_glob() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = |name: &str, text: &str| read(&file(&dir, name, text), Some("true")).unwrap_err();
+        let bad = refused("bad.md", "- [ ] Login\n  scope: src/**, ../etc\n");
+        assert_eq!(
+            bad.to_string(),
+            "story 1. Login's scope `../etc` is not valid: give a path inside the project, relative to where the loop starts"
+        );
+        let empty = refused("empty.md", "- [ ] Login\n  scope:  ,\n");
+        assert!(empty.to_string().contains("name the files the story may change"), "{empty}");
+        let two = refused("two.md", "- [ ] Login\n  scope: a\n  scope: b\n");
+        assert_eq!(two, PlanError::TwoScopes { story: "1. Login".into() });
+        let glob = refused("glob.md", "- [ ] Login\n  scope: src/[a\n");
+        assert!(glob.to_string().contains("`src/[a` is not valid: it is not a glob"), "{glob}");
+        let many = format!("- [ ] Login\n  scope: {}\n", vec!["a"; 101].join(","));
+        assert!(refused("many.md", &many).to_string().contains("the most is 100 globs"));
+        for scope in ["3", "{\"a\": 1}", "[\"ok\", 7]", "[\"\"]", "true"] {
+            let prd = format!(r#"{{"userStories": [{{"id": "A", "title": "a", "scope": {scope}}}]}}"#);
+            let refused = refused("prd.json", &prd).to_string();
+            assert!(refused.starts_with("story A"), "{scope}: {refused}");
         }
     }
 

@@ -56,10 +56,11 @@ pub(crate) enum Flag {
     MaxVetoes,
     Plan,
     StoryIterations,
+    Scope,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 26] = [
+    pub(crate) const ALL: [Flag; 27] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -86,6 +87,7 @@ impl Flag {
         Flag::MaxVetoes,
         Flag::Plan,
         Flag::StoryIterations,
+        Flag::Scope,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -95,7 +97,7 @@ impl Flag {
 
     /// Flags that may be given more than once, each adding a value.
     fn repeatable(self) -> bool {
-        self == Flag::Protect
+        matches!(self, Flag::Protect | Flag::Scope)
     }
 
     /// Flags that take no value.
@@ -131,6 +133,7 @@ impl Flag {
             Flag::MaxVetoes => "--max-vetoes",
             Flag::Plan => "--plan",
             Flag::StoryIterations => "--story-iterations",
+            Flag::Scope => "--scope",
         }
     }
 
@@ -160,6 +163,7 @@ impl Flag {
             Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
             Flag::Plan => "a Markdown checklist or a prd.json, e.g. --plan PLAN.md",
             Flag::StoryIterations => "a whole number from 1 to 10000, e.g. --story-iterations 8",
+            Flag::Scope => "a path or glob the model may change, e.g. --scope \"src/**\"",
         }
     }
 }
@@ -200,6 +204,8 @@ pub(crate) struct LoopRequest {
     pub plan: Option<String>,
     /// Stops one story may take before the loop is parked (`--story-iterations`).
     pub story_iterations: Option<u32>,
+    /// The files the model may change (`--scope`, repeatable); empty: any.
+    pub scope: Vec<String>,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -294,6 +300,7 @@ impl LoopRequest {
             review,
             plan,
             story_iterations,
+            scope: check_scope(&typed.scope)?,
         })
     }
 }
@@ -345,6 +352,8 @@ struct TypedFlags {
     values: [Option<String>; Flag::ALL.len()],
     /// Every `--protect` value, in order.
     protect: Vec<String>,
+    /// Every `--scope` value, in order.
+    scope: Vec<String>,
     /// The flags with their values, to cut out of the task.
     cuts: Vec<Range<usize>>,
 }
@@ -353,7 +362,12 @@ impl TypedFlags {
     /// Finds our flags in `raw` and reads their values; refuses a near miss, a flag given twice,
     /// a missing value and a switch given one.
     fn scan(raw: &str) -> Result<TypedFlags, RequestError> {
-        let mut typed = TypedFlags { values: Default::default(), protect: Vec::new(), cuts: Vec::new() };
+        let mut typed = TypedFlags {
+            values: Default::default(),
+            protect: Vec::new(),
+            scope: Vec::new(),
+            cuts: Vec::new(),
+        };
         let mut scanner = Scanner { text: raw, pos: 0 };
         while let Some(word) = scanner.next_word() {
             let Some(flag_word) = FlagWord::classify(&raw[word.clone()])? else {
@@ -365,8 +379,10 @@ impl TypedFlags {
                 return Err(RequestError::Duplicate { flag });
             }
             let (value, end) = scanner.flag_value(&flag_word, word.clone())?;
-            if flag.repeatable() {
-                typed.protect.push(value.clone());
+            match flag {
+                Flag::Protect => typed.protect.push(value.clone()),
+                Flag::Scope => typed.scope.push(value.clone()),
+                _ => {}
             }
             *slot = Some(value);
             typed.cuts.push(word.start..end);
@@ -784,6 +800,30 @@ fn check_protect(value: &str) -> Result<String, RequestError> {
     Ok(trimmed.to_string())
 }
 
+/// The `--scope` globs, each checked as a story's are ([`crate::checks::scope::check_glob`]).
+fn check_scope(globs: &[String]) -> Result<Vec<String>, RequestError> {
+    if globs.len() > crate::checks::scope::MAX_GLOBS {
+        let why = format!("the most is {} --scope globs", crate::checks::scope::MAX_GLOBS);
+        let value = globs[crate::checks::scope::MAX_GLOBS].clone();
+        return Err(RequestError::BadValue { flag: Flag::Scope, value, why });
+    }
+    globs
+        .iter()
+        .map(|glob| {
+            let trimmed = glob.trim();
+            if trimmed.is_empty() {
+                return Err(RequestError::MissingValue { flag: Flag::Scope });
+            }
+            crate::checks::scope::check_glob(trimmed).map_err(|why| RequestError::BadValue {
+                flag: Flag::Scope,
+                value: glob.clone(),
+                why,
+            })?;
+            Ok(trimmed.to_string())
+        })
+        .collect()
+}
+
 fn check_count(flag: Flag, value: &str, most: u32) -> Result<u32, RequestError> {
     let bad = |why: String| RequestError::BadValue { flag, value: value.to_string(), why };
     match value.parse::<u64>() {
@@ -1104,6 +1144,34 @@ mod tests {
                 .contains("drop --plan or --metric")
         );
         assert_eq!(err(""), RequestError::EmptyTask);
+    }
+
+    #[test]
+    fn scope_globs_are_repeatable_checked_and_named_when_refused() {
+        let req = parse(r#"fix it --verify true --scope "src/**" --scope=Cargo.toml --scope ' docs '"#);
+        assert_eq!(req.scope, ["src/**", "Cargo.toml", "docs"]);
+        assert_eq!(req.task, "fix it");
+        assert!(parse("fix it").scope.is_empty());
+        for (bad, why) in [
+            ("'../x'", "inside the project"),
+            ("/etc", "inside the project"),
+            ("'src/[a'", "not a glob"),
+            ("'a**b'", "whole path component"),
+            ("'!src'", "`!`"),
+        ] {
+            let refused = err(&format!("t --scope {bad}")).to_string();
+            let shown = bad.trim_matches('\'');
+            assert!(refused.starts_with(&format!("--scope `{shown}` is not valid: ")), "{refused}");
+            assert!(refused.contains(why), "{bad}: {refused}");
+        }
+        assert_eq!(err("t --scope ''"), RequestError::MissingValue { flag: Flag::Scope });
+        assert_eq!(err("t --scope"), RequestError::MissingValue { flag: Flag::Scope });
+        let huge = err(&format!("t --scope {}", "a".repeat(2_000))).to_string();
+        assert!(huge.contains("the most is 1024"), "{}", &huge[huge.len() - 80..]);
+        let many = (0..=crate::checks::scope::MAX_GLOBS).map(|n| format!("--scope d{n}")).collect::<Vec<_>>();
+        let many = format!(" {}", many.join(" "));
+        assert!(err(&format!("t{many}")).to_string().contains("the most is 100 --scope globs"));
+        assert!(err("t --scopes src").to_string().contains("did you mean --scope"));
     }
 
     #[test]

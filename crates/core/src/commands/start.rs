@@ -68,6 +68,9 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(plan) => plan,
         Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
     };
+    if let Some(refusal) = scope_without_git(&request, plan.as_ref(), &cwd) {
+        return refusal;
+    }
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
@@ -164,6 +167,25 @@ fn unsupported(request: &LoopRequest, cwd: &Path, host: Host) -> Option<Outcome>
         )));
     }
     None
+}
+
+/// The refusal of a scope (`--scope`, a story's `scope:`) outside git: which files changed since
+/// the start is read from git's trees, and a scope that cannot be checked would hold nothing.
+fn scope_without_git(
+    request: &LoopRequest,
+    plan: Option<&crate::checks::plan::PlanSettings>,
+    cwd: &Path,
+) -> Option<Outcome> {
+    let story_scope = plan.is_some_and(|p| p.stories.iter().any(|s| !s.scope.is_empty()));
+    if (request.scope.is_empty() && !story_scope) || WorkTree::open(cwd).is_git() {
+        return None;
+    }
+    Some(Outcome::refused(format!(
+        "for-loop: not started: a scope is checked against the files git sees changed since the start, \
+         and {} is not in a git repository: run `git init` there first, or drop --scope (and the \
+         stories' `scope:` lines).",
+        cwd.display()
+    )))
 }
 
 /// The refusal when strict mode is required (`--require-strict` or `FOR_LOOP_REQUIRE_STRICT`)
@@ -270,6 +292,7 @@ fn new_state(
                 allow_test_edits: request.allow_test_edits,
                 review: request.review.clone(),
                 plan: plan.cloned(),
+                scope: request.scope.clone(),
             },
             iteration: 1,
             status: Status::Active,
@@ -442,6 +465,9 @@ fn limit_lines(settings: &Settings) -> String {
     }
     if let Some(review) = &settings.review {
         out.push_str(&crate::verdict::review_message::start_line(review, settings.verify_timeout_secs));
+    }
+    if !settings.scope.is_empty() {
+        out.push_str(&crate::verdict::scope_message::start_line(&settings.scope));
     }
     out
 }

@@ -88,6 +88,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         paths.ledger.display()
     ));
     out.push_str(&checks(state, paths, env));
+    out.push_str(&scope_lines(state, paths));
     out.push_str(&recent_stops(paths));
     if let Some(receipt) = &meta.receipt {
         out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
@@ -206,6 +207,13 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         ));
     }
     out
+}
+
+/// The loop's scope, and what its last judged stop found outside it.
+fn scope_lines(state: &LoopState, paths: &LoopPaths) -> String {
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    let last = recent.iter().rev().find(|entry| entry.reason.is_verdict());
+    crate::verdict::scope_message::status_lines(state, last.map_or(&[], |entry| &entry.out_of_scope))
 }
 
 /// The last few stops from the ledger, one line each.

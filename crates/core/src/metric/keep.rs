@@ -111,6 +111,8 @@ pub(crate) enum Discard {
     GuardFailed,
     /// The metric command or the files it runs changed: the number does not count.
     OracleChanged,
+    /// The change reached outside the loop's scope (`--scope`): what, in a few words.
+    OutOfScope(String),
     /// Not better than the best by more than the minimum gain and the noise floor.
     NotBetter { needed: f64 },
 }
@@ -123,14 +125,15 @@ pub(crate) enum Judgement {
 }
 
 /// Judges an attempt against the best kept value. `correct`: the guard and verify passed (or are
-/// not set); `oracle_intact`: the metric's, guard's and verify's files are as at the start.
+/// not set); `oracle_intact`: the metric's, guard's and verify's files are as at the start;
+/// `breach`: what the change did outside the loop's scope, if it did.
 pub(crate) fn judge(
     settings: &MetricSettings,
     best: f64,
     noise: f64,
     measured: &Measured,
     correct: bool,
-    oracle_intact: bool,
+    (oracle_intact, breach): (bool, Option<String>),
 ) -> Judgement {
     let value = match measured {
         Measured::Failed(why) => return Judgement::Discarded(Discard::Unmeasured(why.clone())),
@@ -138,6 +141,9 @@ pub(crate) fn judge(
     };
     if !oracle_intact {
         return Judgement::Discarded(Discard::OracleChanged);
+    }
+    if let Some(breach) = breach {
+        return Judgement::Discarded(Discard::OutOfScope(breach));
     }
     if !correct {
         return Judgement::Discarded(Discard::GuardFailed);
@@ -322,6 +328,9 @@ pub(crate) fn outcome_line(before: &MetricProgress, measured: &Measured, judgeme
             "discarded: the metric's own files were changed, so its number does not count; your change was rolled back"
                 .into()
         }
+        (Judgement::Discarded(Discard::OutOfScope(breach)), _) => {
+            format!("discarded: it {breach}, so its number does not count; your change was rolled back")
+        }
         (Judgement::Discarded(Discard::NotBetter { .. }), Measured::Value { value, .. }) => format!(
             "discarded: {}{unit} vs best {best}{unit} (noise ±{noise}); your change was rolled back",
             Number(*value)
@@ -386,35 +395,40 @@ pub(crate) mod tests {
     #[test]
     fn a_change_is_kept_only_when_it_beats_the_best_by_more_than_gain_and_noise() {
         let mut s = settings();
-        assert_eq!(judge(&s, 131.0, 0.0, &value(124.0), true, true), Judgement::Kept);
-        assert!(matches!(judge(&s, 131.0, 0.0, &value(131.0), true, true), Judgement::Discarded(_)));
-        assert!(matches!(judge(&s, 131.0, 2.0, &value(129.5), true, true), Judgement::Discarded(_)));
-        assert_eq!(judge(&s, 131.0, 2.0, &value(128.9), true, true), Judgement::Kept);
+        assert_eq!(judge(&s, 131.0, 0.0, &value(124.0), true, (true, None)), Judgement::Kept);
+        assert!(matches!(judge(&s, 131.0, 0.0, &value(131.0), true, (true, None)), Judgement::Discarded(_)));
+        assert!(matches!(judge(&s, 131.0, 2.0, &value(129.5), true, (true, None)), Judgement::Discarded(_)));
+        assert_eq!(judge(&s, 131.0, 2.0, &value(128.9), true, (true, None)), Judgement::Kept);
         s.min_gain = "5%".parse().unwrap();
         assert_eq!(
-            judge(&s, 100.0, 2.0, &value(96.0), true, true),
+            judge(&s, 100.0, 2.0, &value(96.0), true, (true, None)),
             Judgement::Discarded(Discard::NotBetter { needed: 5.0 })
         );
-        assert_eq!(judge(&s, 100.0, 2.0, &value(94.0), true, true), Judgement::Kept);
+        assert_eq!(judge(&s, 100.0, 2.0, &value(94.0), true, (true, None)), Judgement::Kept);
         s.direction = Direction::Max;
         s.min_gain = MinGain::default();
-        assert_eq!(judge(&s, 0.9, 0.0, &value(0.93), true, true), Judgement::Kept);
-        assert!(matches!(judge(&s, 0.9, 0.0, &value(0.8), true, true), Judgement::Discarded(_)));
+        assert_eq!(judge(&s, 0.9, 0.0, &value(0.93), true, (true, None)), Judgement::Kept);
+        assert!(matches!(judge(&s, 0.9, 0.0, &value(0.8), true, (true, None)), Judgement::Discarded(_)));
     }
 
     #[test]
     fn correctness_the_oracle_and_a_number_come_first() {
         let s = settings();
         assert_eq!(
-            judge(&s, 131.0, 0.0, &value(1.0), false, true),
+            judge(&s, 131.0, 0.0, &value(1.0), false, (true, None)),
             Judgement::Discarded(Discard::GuardFailed)
         );
         assert_eq!(
-            judge(&s, 131.0, 0.0, &value(1.0), true, false),
+            judge(&s, 131.0, 0.0, &value(1.0), true, (false, None)),
             Judgement::Discarded(Discard::OracleChanged)
         );
         assert_eq!(
-            judge(&s, 131.0, 0.0, &Measured::Failed("exit 1".into()), true, true),
+            judge(&s, 131.0, 0.0, &value(1.0), true, (true, Some("changed outside the scope: a.rs".into()))),
+            Judgement::Discarded(Discard::OutOfScope("changed outside the scope: a.rs".into())),
+            "a better number outside the scope is not kept"
+        );
+        assert_eq!(
+            judge(&s, 131.0, 0.0, &Measured::Failed("exit 1".into()), true, (true, None)),
             Judgement::Discarded(Discard::Unmeasured("exit 1".into()))
         );
     }

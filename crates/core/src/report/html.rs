@@ -46,6 +46,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::ReviewBlocked => "passed, vetoed by the reviewer",
         ReasonCode::StoryVerified => "story done",
         ReasonCode::StoryBroken => "a done story broke",
+        ReasonCode::OutOfScope => "passed, but changed files outside the scope",
         ReasonCode::ReviewVetoed => "parked: reviewer's vetoes",
         ReasonCode::StoryStalled => "parked: a story took too long",
         ReasonCode::ReviewApproved => "approved by the reviewer",
@@ -446,6 +447,15 @@ fn stops(page: &mut String, report: &LoopReport) {
                 note.push_str("; ");
             }
             let _ = write!(note, "changed: <span class=\"mono\">{}</span>", names.join(", "));
+        }
+        if !stop.out_of_scope.is_empty() {
+            let names: Vec<String> = stop.out_of_scope.iter().take(5).map(|p| escape::text(p)).collect();
+            let more = stop.out_of_scope.len().saturating_sub(names.len());
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            let _ = write!(note, "outside the scope: <span class=\"mono\">{}</span>{more}", names.join(", "));
         }
         let _ = writeln!(
             page,

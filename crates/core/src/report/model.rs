@@ -64,6 +64,8 @@ pub(crate) struct Stop {
     pub(crate) verify: Option<VerifyRecord>,
     pub(crate) detail: Option<String>,
     pub(crate) oracle_changed: Vec<String>,
+    /// Files changed outside the loop's scope at this stop.
+    pub(crate) out_of_scope: Vec<String>,
     pub(crate) tokens: Option<Usage>,
     pub(crate) metric: Option<MetricPoint>,
     /// Index into [`LoopReport::failures`], for a failed verify.
@@ -159,6 +161,7 @@ impl LedgerLines {
                     verify: entry.verify,
                     detail: entry.detail,
                     oracle_changed: entry.oracle_changed,
+                    out_of_scope: entry.out_of_scope,
                     tokens: entry.tokens,
                     metric,
                     failure: None,

@@ -78,8 +78,8 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     --verify on it (what an attempt claims is not trusted), and name the first
                     that verifies here, by number; a missing attempt is reported. Run it on the
                     commit the attempts started from
-  loop flags        --protect, --max-same-failures, --max-time, --escalate, --checkpoint,
-                    --verify-timeout, --completion-promise, as in /for-loop
+  loop flags        --protect, --scope, --max-same-failures, --max-time, --escalate,
+                    --checkpoint, --verify-timeout, --completion-promise, as in /for-loop
 
   Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
   An option that is neither one of these nor a loop flag is refused, never read as task text:

@@ -441,6 +441,8 @@ mod tests {
         let loop_request = request(&["t", "--verify", r#"grep -q 'it''s' "f g""#, "--protect", "a b/**"]);
         assert_eq!(loop_request.verify.as_deref(), Some(r#"grep -q 'it''s' "f g""#));
         assert_eq!(loop_request.protect, ["a b/**"]);
+        let scoped = request(&["t", "--scope", "src/**", "--scope=a b.rs"]);
+        assert_eq!(scoped.scope, ["src/**", "a b.rs"], "unattended runs take the scope too");
         assert!(request(&["t", "--checkpoint"]).checkpoint);
         for args in [&["t", "--checkpoint=yes"][..], &["t", "--json=1"], &["t", "--parallel=2"]] {
             let error = parse(args).unwrap_err();

@@ -115,6 +115,10 @@ pub(crate) struct LedgerEntry {
     /// The reviewer's verdict on this stop's passing check, when it ran.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) review: Option<crate::checks::review::ReviewRecord>,
+    /// Files changed outside the loop's scope (`--scope`) at this stop, where it was read; at
+    /// most [`crate::checks::scope::MAX_NAMED`] (the detail gives the count beyond).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub(crate) out_of_scope: Vec<String>,
 }
 
 /// What the ledger keeps of a verify run.
@@ -172,6 +176,7 @@ impl LedgerEntry {
             tests: None,
             skip_markers: Vec::new(),
             review: None,
+            out_of_scope: Vec::new(),
         }
     }
 
@@ -304,6 +309,7 @@ mod tests {
             tests: None,
             skip_markers: Vec::new(),
             review: None,
+            out_of_scope: Vec::new(),
         }
     }
 

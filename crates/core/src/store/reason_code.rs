@@ -48,6 +48,9 @@ pub(crate) enum ReasonCode {
     StoryVerified,
     /// Every story was done, but a check run again at the end failed: its story is current again.
     StoryBroken,
+    /// The check passed, but the change reached files outside the loop's scope (`--scope`, a
+    /// story's `scope:`): the pass does not count (a metric attempt is rolled back).
+    OutOfScope,
 
     // The stop is allowed and the loop stays active.
     /// The check passed at a stop that cannot be told from one the agent forged (judged only
@@ -164,6 +167,7 @@ impl ReasonCode {
             ReasonCode::ReviewBlocked => "review_blocked",
             ReasonCode::StoryVerified => "story_verified",
             ReasonCode::StoryBroken => "story_broken",
+            ReasonCode::OutOfScope => "out_of_scope",
             ReasonCode::ReviewVetoed => "review_vetoed",
             ReasonCode::StoryStalled => "story_stalled",
             ReasonCode::ReviewApproved => "review_approved",
@@ -267,6 +271,7 @@ mod tests {
             ReasonCode::ReviewBlocked,
             ReasonCode::StoryVerified,
             ReasonCode::StoryBroken,
+            ReasonCode::OutOfScope,
             ReasonCode::ReviewVetoed,
             ReasonCode::StoryStalled,
             ReasonCode::ReviewApproved,

@@ -82,6 +82,9 @@ pub(crate) struct Settings {
     /// The stories the loop works through one at a time (`--plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::checks::plan::PlanSettings>,
+    /// The files the model may change (`--scope`): a pass with a change outside does not count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -294,6 +297,7 @@ pub(crate) mod tests {
                     allow_test_edits: false,
                     review: None,
                     plan: None,
+                    scope: Vec::new(),
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -338,6 +342,22 @@ pub(crate) mod tests {
         assert_eq!(LoopState::parse(&gemini).unwrap().meta.host, Host::GeminiCli);
         let unknown = written.replace("host: claude-code", "host: vim");
         assert!(matches!(LoopState::parse(&unknown), Err(StateError::Yaml(_))));
+    }
+
+    /// A loop with a scope writes it, and a state file without one (every earlier loop) reads
+    /// as a loop without a scope.
+    #[test]
+    fn the_scope_round_trips_and_an_old_state_has_none() {
+        let old = sample().render().unwrap();
+        assert!(!old.contains("scope"), "{old}");
+        assert!(LoopState::parse(&old).unwrap().meta.settings.scope.is_empty());
+        let mut state = sample();
+        state.meta.settings.scope = vec!["src/**".into(), "a b/{x,y}.rs".into()];
+        let text = state.render().unwrap();
+        assert!(text.contains("  scope:\n  - src/**\n"), "{text}");
+        assert_eq!(LoopState::parse(&text).unwrap(), state);
+        let wrong = text.replace("  scope:\n  - src/**\n  - a b/{x,y}.rs\n", "  scope: 3\n");
+        assert!(matches!(LoopState::parse(&wrong), Err(StateError::Yaml(_))), "{wrong}");
     }
 
     #[test]

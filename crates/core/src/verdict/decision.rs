@@ -26,6 +26,7 @@ use crate::verdict::message;
 use crate::verdict::metric_message::{self, Step};
 use crate::verdict::promise;
 use crate::verdict::review_message;
+use crate::verdict::scope_message;
 
 /// Whether a loop judges a stop at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +134,7 @@ fn metric_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<MetricStep> {
         progress.noise.0,
         &attempt.measured,
         correct,
-        facts.oracle_changes.is_empty(),
+        (facts.oracle_changes.is_empty(), scope_message::breach(state, facts.scope)),
     );
     let (after, rung) =
         progress.after(settings, state.meta.iteration, &attempt.measured, &judgement, &attempt.summary);
@@ -152,7 +153,8 @@ fn classify_metric(
     let oracle_intact = facts.oracle_changes.is_empty();
     let measured = facts.metric.is_some_and(|m| matches!(m.measured, Measured::Value { .. }));
     let target_met = settings.metric.as_ref().is_some_and(|s| step.after.target_met(s));
-    if target_met && step.correct && oracle_intact && measured {
+    let in_scope = scope_message::breach(state, facts.scope).is_none();
+    if target_met && step.correct && oracle_intact && in_scope && measured {
         ReasonCode::TargetMet
     } else if state.meta.iteration >= settings.max_iterations {
         ReasonCode::CapReached
@@ -166,6 +168,8 @@ fn classify_metric(
         ReasonCode::NoProgress
     } else if !oracle_intact {
         ReasonCode::OracleChanged
+    } else if !in_scope {
+        ReasonCode::OutOfScope
     } else if step.judgement == Judgement::Kept {
         ReasonCode::MetricKept
     } else {
@@ -203,6 +207,16 @@ pub(crate) fn awaits_review(state: &LoopState, facts: &StopFacts<'_>) -> bool {
         && facts.verify.is_some()
         && facts.last_message.and_then(abort::reason).is_none()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+        && scope_message::breach(state, facts.scope).is_none()
+}
+
+/// Whether this stop's change must be read against the loop's scope before it is judged: in a
+/// loop with a scope (its own or a story's), at every metric attempt and wherever the check
+/// passed. Facts without the scope's reading are asked.
+pub(crate) fn awaits_scope(state: &LoopState, facts: &StopFacts<'_>) -> bool {
+    scope_message::is_scoped(state)
+        && (state.meta.settings.metric.is_some()
+            || check_passes(state, facts, judge_tests(state, facts).as_ref()).0)
 }
 
 /// Whether the check passed at this stop (verify, the promise, an intact oracle and the test
@@ -243,6 +257,7 @@ pub(crate) fn awaits_sweep(state: &LoopState, facts: &StopFacts<'_>) -> bool {
     state.meta.plan.as_ref().is_some_and(|p| p.next_pending().is_none())
         && facts.verify.is_some()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
+        && scope_message::breach(state, facts.scope).is_none()
 }
 
 /// A plan loop's step when the current story's check passed: the next story, or a done story
@@ -281,7 +296,10 @@ fn classify(
     // reply: it neither keeps a promise nor aborts, and a pass does not count.
     let doubtful = doubt(state, facts).is_some();
     let last_message = facts.last_message.filter(|_| !doubtful);
-    let (passes, promise_kept) = check_passes(state, facts, tests);
+    let (checked, promise_kept) = check_passes(state, facts, tests);
+    // A change outside the scope takes the pass away, before any reviewer is asked.
+    let outside = checked && scope_message::breach(state, facts.scope).is_some();
+    let passes = checked && !outside;
     // A reviewer can only take a pass away: it is asked only when the check passed.
     let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
     let oracle_intact = facts.oracle_changes.is_empty();
@@ -315,6 +333,8 @@ fn classify(
         ReasonCode::TimeBudget
     } else if over_tokens {
         ReasonCode::TokenBudget
+    } else if outside {
+        ReasonCode::OutOfScope
     } else if vetoed {
         veto_code(state, streaks)
     } else if let Some(step) = step {
@@ -375,6 +395,9 @@ fn doubt(state: &LoopState, facts: &StopFacts<'_>) -> Option<&'static str> {
 }
 
 /// Judges the owner's stop of an active loop.
+// The facts are a `Copy` bundle of borrows, a little over the lint's size: by value, the hook's
+// `StopFacts { x, ..facts }` updates stay plain.
+#[allow(clippy::large_types_passed_by_value)]
 pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let streaks = streaks_after(state, &facts);
     let step = metric_step(state, &facts);
@@ -435,6 +458,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         tokens: iteration_tokens(state, &facts),
         metric: metric_record(state, step.as_ref(), &facts),
         review: facts.review.map(ReviewOutcome::record),
+        out_of_scope: facts.scope.map(|check| check.outside.clone()).unwrap_or_default(),
         ..LedgerEntry::new(state, facts.now, recorded, code)
     });
     let rollback_to =
@@ -496,6 +520,8 @@ fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
     }
     if progress.current != before {
         progress.current_stops = 0;
+        // The next story's scope judges the change from here.
+        progress.story_tree = facts.scope.and_then(|check| check.now.clone());
         next.meta.tests = crate::checks::test_ratchet::TestRatchet::new(next.meta.settings.allow_test_edits);
     }
 }
@@ -681,6 +707,12 @@ fn detail(facts: &StopFacts<'_>, tests: Option<&TestJudgement>) -> Option<String
     if let Some(shortfall) = tests.and_then(|j| j.shortfall.as_ref()) {
         notes.push(format!("{}: {}", shortfall.summary(), shortfall.suites.join("; ")));
     }
+    if let Some(scope) = facts.scope.filter(|check| !check.holds()) {
+        notes.push(match &scope.unknown {
+            Some(why) => format!("the scope could not be checked: {why}"),
+            None => format!("{} file(s) changed outside the scope", scope.outside_total),
+        });
+    }
     (!notes.is_empty()).then(|| notes.join("; "))
 }
 
@@ -735,6 +767,7 @@ mod tests {
             detector_gave_way: false,
             review: None,
             plan: None,
+            scope: None,
         }
     }
 

@@ -64,6 +64,9 @@ pub(crate) struct StopFacts<'a> {
     pub(crate) review: Option<&'a crate::checks::review::ReviewOutcome>,
     /// A plan loop's checks run again at the stop where its last story passed.
     pub(crate) plan: Option<&'a crate::checks::plan::PlanSweep>,
+    /// The change since the start against the loop's scope, where it was read
+    /// ([`crate::verdict::decision::awaits_scope`]).
+    pub(crate) scope: Option<&'a crate::checks::scope::ScopeCheck>,
 }
 
 /// The agent's final reply, as the transcript the loop trusts shows it at a stop: a real turn

@@ -101,6 +101,7 @@ fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>
         }
         (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
+        (ReasonCode::OutOfScope, _) => crate::verdict::scope_message::outside(state, facts.scope),
         // The story's paragraph is one of the sections.
         (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
             (String::new(), crate::verdict::plan_message::advice())
@@ -250,6 +251,9 @@ pub(crate) fn status_line(
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::status(state),
+        (ReasonCode::OutOfScope, _) => {
+            "the check passed, but files outside the scope changed; passes do not count".into()
+        }
         (ReasonCode::StoryVerified, _) => "story done; next story".to_string(),
         (ReasonCode::StoryBroken, _) => "a done story's check failed at the end".to_string(),
         _ => "no verify command, running to the cap".to_string(),

@@ -9,3 +9,4 @@ pub(crate) mod metric_message;
 pub(crate) mod plan_message;
 pub(crate) mod promise;
 pub(crate) mod review_message;
+pub(crate) mod scope_message;

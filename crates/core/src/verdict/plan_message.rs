@@ -28,6 +28,12 @@ pub(crate) fn story_brief(state: &LoopState, index: usize) -> String {
     }
     let check = plan.check(index, state.meta.settings.verify.as_deref()).unwrap_or_default();
     out.push_str(&format!("Its check: `{check}` (the story is done when it exits 0)\n"));
+    if !story.scope.is_empty() {
+        out.push_str(&format!(
+            "Its scope: {} (change only these files; a pass that changed others does not count)\n",
+            story.scope.join(", ")
+        ));
+    }
     out
 }
 
@@ -157,6 +163,7 @@ mod tests {
                 details: String::new(),
                 verify: Some(format!("test -f {i}")),
                 done: false,
+                scope: Vec::new(),
             })
             .collect();
         let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };

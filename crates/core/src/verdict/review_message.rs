@@ -177,6 +177,7 @@ pub(crate) mod tests {
             skip_markers: &[],
             review,
             plan: None,
+            scope: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub(super) struct AfterVerify {
 impl AfterVerify {
     /// Runs the plan's sweep, then the reviewer, each when this stop calls for it. `facts` says
     /// what verify found; the sweep goes into the facts the reviewer is asked on.
+    #[allow(clippy::large_types_passed_by_value)] // a `Copy` bundle of borrows, as `decide` takes it
     pub(super) fn run(
         state: &LoopState,
         facts: StopFacts<'_>,

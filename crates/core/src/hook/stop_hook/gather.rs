@@ -45,6 +45,10 @@ pub(super) struct Gathered {
     skip_markers: Vec<SkipMarker>,
     /// A plan's checks run again and the reviewer's verdict, after a passing check.
     after_verify: super::after_verify::AfterVerify,
+    /// The commit this stop's checkpoint was saved in, when one was taken.
+    checkpoint_commit: Option<String>,
+    /// The change since the start against the loop's scope, where the verdict needs it.
+    scope: Option<crate::checks::scope::ScopeCheck>,
 }
 
 impl Gathered {
@@ -69,6 +73,7 @@ impl Gathered {
         let checkpoint = (settings.checkpoint || settings.metric.is_some())
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration));
         let checkpoint_error = checkpoint.as_ref().and_then(|c| c.as_ref().err()).map(ToString::to_string);
+        let checkpoint_commit = checkpoint.as_ref().and_then(|c| c.as_ref().ok()).cloned();
         let metric = match (&settings.metric, &state.meta.metric) {
             (Some(metric), Some(progress)) => {
                 let timeout = Duration::from_secs(settings.verify_timeout_secs);
@@ -122,6 +127,8 @@ impl Gathered {
             files_changed: None,
             skip_markers: Vec::new(),
             after_verify: super::after_verify::AfterVerify::default(),
+            checkpoint_commit,
+            scope: None,
         }
     }
 
@@ -142,6 +149,14 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::at(state, event, &sandbox);
+        // Before the reviewer: a pass outside the scope does not count, so it is never reviewed.
+        let facts = gathered.facts(paths, event, env, &[]);
+        let checkpoint = gathered.checkpoint_commit.as_deref();
+        // The store (and its armed marker) may sit inside the work tree: its files are ours.
+        let store: Vec<&std::path::Path> =
+            [Some(store_root), paths.armed.as_deref()].into_iter().flatten().collect();
+        let scope = super::scope::at_stop(state, &facts, &gathered.worktree, checkpoint, &store);
+        gathered.scope = scope;
         gathered.after_verify = super::after_verify::AfterVerify::run(
             state,
             gathered.facts(paths, event, env, &[]),
@@ -170,11 +185,12 @@ impl Gathered {
         if !(ends || passed) {
             return;
         }
-        let trees = state
-            .meta
-            .baseline_tree
-            .as_deref()
-            .and_then(|baseline| self.worktree.tree_id().ok().map(|now| (baseline, now)));
+        // The tree the scope was read from is the tree now: it is not written twice.
+        let read = self.scope.as_ref().and_then(|check| check.now.clone());
+        let trees =
+            state.meta.baseline_tree.as_deref().and_then(|baseline| {
+                read.or_else(|| self.worktree.tree_id().ok()).map(|now| (baseline, now))
+            });
         if ends {
             self.files_changed =
                 trees.as_ref().and_then(|(baseline, now)| self.worktree.changed_files(baseline, now).ok());
@@ -218,6 +234,7 @@ impl Gathered {
             detector_gave_way: false,
             review: self.after_verify.review.as_ref(),
             plan: self.after_verify.plan.as_ref(),
+            scope: self.scope.as_ref(),
         }
     }
 }

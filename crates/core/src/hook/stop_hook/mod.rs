@@ -21,6 +21,7 @@ mod gather;
 mod open;
 mod plan;
 mod review;
+mod scope;
 
 use std::fs;
 use std::io::Read;

@@ -22,7 +22,9 @@ pub(super) fn at_stop(
     if !decision::awaits_review(state, facts) {
         return None;
     }
-    let change = change_since_start(state, worktree);
+    // The tree the scope was read from at this stop is the tree now: it is not written again.
+    let now = facts.scope.and_then(|check| check.now.as_deref());
+    let change = change_since_start(state, worktree, now);
     let story = current_story(state);
     let input = ReviewInput {
         task: &state.task,
@@ -40,14 +42,16 @@ fn current_story(state: &LoopState) -> Option<String> {
     Some(crate::verdict::plan_message::story_brief(state, progress.current).trim().to_string())
 }
 
-/// The files changed and the diff since the loop's start, or why they are not known.
-fn change_since_start(state: &LoopState, worktree: &WorkTree) -> Change {
+/// The files changed and the diff since the loop's start (up to `now`, when the tree now was
+/// read already), or why they are not known.
+fn change_since_start(state: &LoopState, worktree: &WorkTree, now: Option<&str>) -> Change {
     let Some(baseline) = state.meta.baseline_tree.as_deref() else {
         return Change::unknown(
             "the loop's start was not recorded as a git tree (not a git repository)".into(),
         );
     };
-    let read = worktree.tree_id().and_then(|now| {
+    let now = now.map_or_else(|| worktree.tree_id(), |tree| Ok(tree.to_string()));
+    let read = now.and_then(|now| {
         let files = worktree.changed_files(baseline, &now)?;
         Ok((files, worktree.unified_diff(baseline, &now)?))
     });
