@@ -7,6 +7,7 @@ pub(crate) mod oracle;
 pub(crate) mod oracle_change;
 pub(crate) mod oracle_watch;
 pub(crate) mod plan;
+pub(crate) mod plan_file;
 pub(crate) mod protect;
 pub(crate) mod review;
 pub(crate) mod skip_marker;

@@ -159,7 +159,7 @@ mod tests {
                 done: false,
             })
             .collect();
-        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };
+        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None, no_tick: false };
         state.meta.plan = Some(PlanProgress::start(&plan));
         state.meta.settings.plan = Some(plan);
         state.meta.tests.status = RatchetStatus::Waiting;
