@@ -236,6 +236,29 @@ fn a_plan_file_that_cannot_be_ticked_costs_one_line_and_nothing_of_the_loop() {
 }
 
 #[test]
+fn after_for_loops_tick_the_guard_still_refuses_the_model_an_edit_of_the_plan() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md");
+    env.write("one", "");
+    assert!(next(&env).reason().contains("Now: story 2 of 3"));
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1]));
+    let edit = serde_json::json!({
+        "session_id": SESSION,
+        "transcript_path": env.project.join("t.jsonl"),
+        "cwd": env.project,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": env.project.join("PLAN.md"), "old_string": "- [ ] Write two", "new_string": "- [x] Write two"},
+        "tool_use_id": "toolu_1",
+    });
+    let run = env.run(&["guard"], edit.to_string());
+    let answer: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{}", run.stdout);
+    let reason = answer["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("`PLAN.md` is part of this loop's verify check"), "{reason}");
+}
+
+#[test]
 fn no_tick_leaves_the_plan_as_the_user_wrote_it() {
     let env = project("PLAN.md", PLAN);
     env.start("--plan PLAN.md --no-tick");

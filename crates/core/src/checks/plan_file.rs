@@ -511,6 +511,24 @@ mod tests {
     }
 
     #[test]
+    fn a_file_saved_meanwhile_or_grown_huge_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = markdown(&dir, PLAN);
+        let meta = fs::metadata(&path).unwrap();
+        let raced = replace(&path, &meta, b"what was read before the user saved", b"ours");
+        assert!(matches!(raced, Err(TickError::Raced)), "{raced:?}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), PLAN, "the user's save is kept");
+        let huge = format!("{PLAN}{}", "x".repeat(usize::try_from(MAX_PLAN_BYTES).unwrap()));
+        fs::write(&path, &huge).unwrap();
+        let refused = tick(&path, &story("1", "One"), 0, true).unwrap_err().to_string();
+        assert!(
+            refused.starts_with("it cannot be read or written:") && refused.contains("256 KiB"),
+            "{refused}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), huge);
+    }
+
+    #[test]
     fn ticks_the_loop_has_not_verified_are_found_and_its_own_are_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = markdown(&dir, PLAN);
