@@ -224,7 +224,7 @@ fn effects(
         ));
     }
     // Under the lock: two stops of one loop never set the plan's boxes at once.
-    let boxes = plan::tick_boxes(&state, &decision.next);
+    let boxes = plan::tick_boxes(&state, &decision.next, store.root());
     drop(transaction);
     if let Some(receipt) = &decision.receipt {
         crate::commands::notify::after_end(paths, &decision.next, receipt, env.now);

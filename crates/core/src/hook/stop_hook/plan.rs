@@ -6,6 +6,7 @@
 //! current again; the plan is done only when all pass at one stop.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::checks::oracle_change::{ChangeKind, OracleChange};
@@ -91,9 +92,14 @@ pub(super) fn unverified_ticks(state: &LoopState) -> Vec<OracleChange> {
 /// Sets the boxes in the user's plan file of the stories this stop passed or found broken, from
 /// `before` (the loop as the stop found it) to `after` (as committed). Best effort: the loop's
 /// record is the state, never the file, so a box that cannot be set is one line for the user
-/// (`Some`) and nothing else.
-pub(super) fn tick_boxes(before: &LoopState, after: &LoopState) -> Option<String> {
+/// (`Some`) and nothing else. A loop in a work tree of for-loop's own under `store_root` (an
+/// attempt of `loop-hook run --attempts`) leaves its copy of the plan alone: the winner's change
+/// is applied to the user's tree, where a changed plan would be a change of the check.
+pub(super) fn tick_boxes(before: &LoopState, after: &LoopState, store_root: &Path) -> Option<String> {
     let plan = after.meta.settings.plan.as_ref().filter(|plan| !plan.no_tick)?;
+    if after.meta.cwd.starts_with(store_root) {
+        return None;
+    }
     let (was, now) = (before.meta.plan.as_ref()?, after.meta.plan.as_ref()?);
     let path = after.meta.cwd.join(&plan.file);
     let mut cleared = false;
