@@ -273,13 +273,22 @@ fn a_prd_jsons_passes_are_set_in_place_as_its_stories_pass() {
     let env = project("prd.json", prd);
     env.start("--plan prd.json");
     env.write("a", "");
+    // The model sets a story's `passes` itself: caught, and the pass does not count.
+    env.write("prd.json", &prd.replacen("\"passes\":false", "\"passes\":true", 1));
+    let caught = env.stop("");
+    assert!(
+        caught.reason().contains("prd.json, the box of story US-2 Second (ticked, but not verified"),
+        "{}",
+        caught.reason()
+    );
+    env.write("prd.json", prd);
     assert!(next(&env).reason().contains("Now: story 2 of 2"));
     let first = prd.replacen("\"passes\": false", "\"passes\": true", 1);
     assert_eq!(plan_now(&env, "prd.json"), first, "one value changed, the user's layout kept");
     env.write("b", "");
     assert!(!next(&env).blocked());
     assert_eq!(plan_now(&env, "prd.json"), first.replacen("\"passes\":false", "\"passes\":true", 1));
-    assert_eq!(env.ledger_reasons(SESSION), ["story_verified", "verified"]);
+    assert_eq!(env.ledger_reasons(SESSION), ["oracle_changed", "story_verified", "verified"]);
 }
 
 #[test]
