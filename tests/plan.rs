@@ -113,6 +113,184 @@ fn the_plan_file_is_part_of_the_check() {
     assert_eq!(env.ledger_reasons(SESSION), ["oracle_changed"]);
 }
 
+fn plan_now(env: &TestEnv, name: &str) -> String {
+    std::fs::read_to_string(env.project.join(name)).unwrap()
+}
+
+/// PLAN with the boxes of the stories numbered in `ticked` ticked.
+fn ticked(ticked: &[usize]) -> String {
+    let titles = ["one", "two", "three"];
+    ticked.iter().fold(PLAN.to_string(), |plan, n| {
+        plan.replacen(&format!("- [ ] Write {}", titles[n - 1]), &format!("- [x] Write {}", titles[n - 1]), 1)
+    })
+}
+
+#[test]
+fn the_boxes_are_ticked_as_stories_pass_and_cleared_when_one_breaks_and_that_is_no_change_of_the_check() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md");
+    env.write("one", "");
+    assert!(next(&env).reason().contains("Now: story 2 of 3"));
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1]), "story 1's box alone, byte for byte");
+    env.write("two", "");
+    assert!(
+        next(&env).reason().contains("Now: story 3 of 3"),
+        "for-loop's own tick is no change of the check"
+    );
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1, 2]));
+    env.write("three", "");
+    std::fs::remove_file(env.project.join("one")).unwrap();
+    let broken = next(&env);
+    assert!(broken.reason().contains("Now: story 1 of 3"), "{}", broken.reason());
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[2, 3]), "the broken story's box is cleared");
+    env.write("one", "");
+    let done = next(&env);
+    assert!(!done.blocked(), "{}", done.stdout);
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1, 2, 3]));
+    assert_eq!(
+        env.ledger_reasons(SESSION),
+        ["story_verified", "story_verified", "story_broken", "verified"],
+        "no tick of for-loop's counts as a change of the check"
+    );
+}
+
+#[test]
+fn a_model_that_ticks_a_box_itself_is_caught_and_clearing_it_makes_the_pass_count() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md");
+    env.write("one", "");
+    env.write("PLAN.md", &ticked(&[1]));
+    let caught = env.stop("Story 1 is done, I ticked it.");
+    assert!(caught.blocked(), "{}", caught.stdout);
+    let reason = caught.reason();
+    assert!(
+        reason.contains("PLAN.md, the box of story 1. Write one (ticked, but not verified: for-loop ticks"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("until `test -f one` exits 0 for the current story"),
+        "the pass did not count: {reason}"
+    );
+    // A story ahead of the current one, ticked while the current one passes, is caught too.
+    env.write("PLAN.md", &ticked(&[3]));
+    let ahead = next(&env);
+    assert!(
+        ahead.reason().contains("the box of story 3. Write three (ticked, but not verified"),
+        "{}",
+        ahead.reason()
+    );
+    env.write("PLAN.md", PLAN);
+    let counted = next(&env);
+    assert!(counted.reason().contains("Now: story 2 of 3"), "{}", counted.reason());
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1]));
+    assert_eq!(env.ledger_reasons(SESSION), ["oracle_changed", "oracle_changed", "story_verified"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_plan_file_that_cannot_be_ticked_costs_one_line_and_nothing_of_the_loop() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md");
+    let read_only = |mode| {
+        std::fs::set_permissions(env.project.join("PLAN.md"), std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    env.write("one", "");
+    read_only(0o444);
+    let first = next(&env);
+    assert!(first.blocked() && first.reason().contains("Now: story 2 of 3"), "{}", first.stdout);
+    let told = first.system_message();
+    let line = "for-loop: could not tick the box of story 1. Write one in PLAN.md (it is read-only); \
+                the loop's own record of its stories is kept and it goes on.";
+    assert!(told.lines().any(|l| l == line), "{told}");
+    assert!(!first.reason().contains("could not tick"), "the model is not told: {}", first.reason());
+    assert_eq!(plan_now(&env, "PLAN.md"), PLAN);
+    read_only(0o644);
+    env.write("two", "");
+    assert!(
+        next(&env).reason().contains("Now: story 3 of 3"),
+        "an unticked box of a done story is no change"
+    );
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[2]));
+    // Story 3 passes and story 2 breaks while the file is read-only: neither box can be set.
+    env.write("three", "");
+    std::fs::remove_file(env.project.join("two")).unwrap();
+    read_only(0o444);
+    let broken = next(&env);
+    let told = broken.system_message();
+    assert!(told.contains("could not clear the box of story 2. Write two in PLAN.md (it is read-only); could not tick the box of story 3. Write three"), "{told}");
+    assert!(
+        told.contains(
+            "Clear that box by hand: a ticked box the loop has not verified counts as a change of the check."
+        ),
+        "{told}"
+    );
+    let status = env.run(&["status", "--session", SESSION], "").stdout;
+    assert!(
+        status.contains("✓ 1. Write one")
+            && status.contains("· 2. Write two")
+            && status.contains("✓ 3. Write three"),
+        "{status}"
+    );
+    assert_eq!(env.ledger_reasons(SESSION), ["story_verified", "story_verified", "story_broken"]);
+}
+
+#[test]
+fn after_for_loops_tick_the_guard_still_refuses_the_model_an_edit_of_the_plan() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md");
+    env.write("one", "");
+    assert!(next(&env).reason().contains("Now: story 2 of 3"));
+    assert_eq!(plan_now(&env, "PLAN.md"), ticked(&[1]));
+    let edit = serde_json::json!({
+        "session_id": SESSION,
+        "transcript_path": env.project.join("t.jsonl"),
+        "cwd": env.project,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": env.project.join("PLAN.md"), "old_string": "- [ ] Write two", "new_string": "- [x] Write two"},
+        "tool_use_id": "toolu_1",
+    });
+    let run = env.run(&["guard"], edit.to_string());
+    let answer: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{}", run.stdout);
+    let reason = answer["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("`PLAN.md` is part of this loop's verify check"), "{reason}");
+}
+
+#[test]
+fn no_tick_leaves_the_plan_as_the_user_wrote_it() {
+    let env = project("PLAN.md", PLAN);
+    env.start("--plan PLAN.md --no-tick");
+    env.write("one", "");
+    assert!(next(&env).reason().contains("Now: story 2 of 3"));
+    assert_eq!(plan_now(&env, "PLAN.md"), PLAN);
+}
+
+#[test]
+fn a_prd_jsons_passes_are_set_in_place_as_its_stories_pass() {
+    let prd = "{\n  \"userStories\": [\n    {\"id\": \"US-1\", \"title\": \"First\", \"passes\": false, \"verify\": \"test -f a\"},\n    {\"id\": \"US-2\", \"title\": \"Second\",\n     \"passes\":false, \"verify\": \"test -f b\"}\n  ]\n}\n";
+    let env = project("prd.json", prd);
+    env.start("--plan prd.json");
+    env.write("a", "");
+    // The model sets a story's `passes` itself: caught, and the pass does not count.
+    env.write("prd.json", &prd.replacen("\"passes\":false", "\"passes\":true", 1));
+    let caught = env.stop("");
+    assert!(
+        caught.reason().contains("prd.json, the box of story US-2 Second (ticked, but not verified"),
+        "{}",
+        caught.reason()
+    );
+    env.write("prd.json", prd);
+    assert!(next(&env).reason().contains("Now: story 2 of 2"));
+    let first = prd.replacen("\"passes\": false", "\"passes\": true", 1);
+    assert_eq!(plan_now(&env, "prd.json"), first, "one value changed, the user's layout kept");
+    env.write("b", "");
+    assert!(!next(&env).blocked());
+    assert_eq!(plan_now(&env, "prd.json"), first.replacen("\"passes\":false", "\"passes\":true", 1));
+    assert_eq!(env.ledger_reasons(SESSION), ["oracle_changed", "story_verified", "verified"]);
+}
+
 #[test]
 fn a_prd_json_is_worked_in_priority_order_with_verify_for_stories_without_a_check() {
     let prd = r#"{"project": "demo", "userStories": [

@@ -123,6 +123,29 @@ fn attempts_run_one_after_another_and_apply_brings_the_winner() {
     assert_eq!(std::fs::read_to_string(env.project.join("fixed")).unwrap(), "mine\n");
 }
 
+/// A plan worked in attempts: an attempt's copy of the plan keeps its boxes, so the winner's
+/// change holds no change of the check and `--apply` brings it; the user's plan is left as it was.
+#[test]
+fn a_plan_worked_in_attempts_is_applied_and_the_users_plan_keeps_its_boxes() {
+    let env = project();
+    let plan = "- [ ] Fix it\n  verify: sh check.sh\n";
+    env.write("PLAN.md", plan);
+    git(&env.project, &["add", "PLAN.md"]);
+    git(&env.project, &["commit", "-qm", "plan"]);
+    let bin = fake_claude(&env, &format!("echo fixed > fixed\n{DONE}"));
+    let run = run_command(
+        driver(&env, &bin, &["--plan", "PLAN.md", "--max-iterations", "2", "--attempts", "2"]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("verified first"), "{}", run.stdout);
+    let applied = env.run(&["run", "--apply"], b"");
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(applied.stdout.contains("applied attempt"), "{}", applied.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("fixed")).unwrap(), "fixed\n");
+    assert_eq!(std::fs::read_to_string(env.project.join("PLAN.md")).unwrap(), plan);
+}
+
 /// Two attempts at once: the second verifies while the first's agent still runs; the first's
 /// agent (and what it started) is killed, its loop parked saying why, and the events say which
 /// attempt each is about.

@@ -1269,6 +1269,40 @@ fn a_plan_loop_holds_a_lying_model_and_brings_back_the_story_it_broke() {
     assert_eq!(model.exhausted_requests(), 0);
 }
 
+/// A ralph-style `prd.json` plan: the model claims both stories and sets their `passes` itself,
+/// which does not count; each story passes only by its check, in priority order, and for-loop
+/// sets each `passes` in place as its story passes, leaving the rest of the file as it was.
+#[test]
+fn a_prd_json_plan_counts_only_checks_and_for_loop_sets_passes_in_place() {
+    let world = World::new();
+    let prd = "{\n  \"project\": \"demo\",\n  \"branchName\": \"ralph/demo\",\n  \"userStories\": [\n    \
+               {\"id\": \"US-2\", \"title\": \"Write b\", \"priority\": 2, \"passes\": false, \"verify\": \"test -f b\"},\n    \
+               {\"id\": \"US-1\", \"title\": \"Write a\", \"priority\": 1, \"passes\": false, \"verify\": \"test -f a\"}\n  ]\n}\n";
+    world.env.write("prd.json", prd);
+    let model = MockModel::start(
+        Script::new()
+            .bash("sed -i 's/\"passes\": false/\"passes\": true/g' prd.json")
+            .text("Both stories pass.")
+            .bash("touch a")
+            .text("US-1 is done.")
+            .bash("touch b")
+            .text("US-2 is done."),
+    )
+    .unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop --plan prd.json", &["--allowedTools", "Bash"]);
+    run.assert_plugin_loaded();
+    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    assert!(first.contains("Now: story 1 of 2: US-1 Write a"), "{first}");
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 2, "{}", run.dump());
+    assert!(fed[0].contains("Verify `test -f a` failed"), "{}", fed[0]);
+    assert!(fed[1].contains("Now: story 2 of 2: US-2 Write b"), "{}", fed[1]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "story_verified", "verified"]);
+    let now = std::fs::read_to_string(world.env.project.join("prd.json")).unwrap();
+    assert_eq!(now, prd.replace("\"passes\": false", "\"passes\": true"), "set by for-loop, in place");
+    assert_eq!(model.exhausted_requests(), 0);
+}
+
 /// A reviewer script that vetoes the first pass: its finding reaches the model as the
 /// reviewer's, the model addresses it, and the reviewer's approval ends the loop.
 #[test]

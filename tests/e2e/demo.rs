@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::util::client_bin;
 
-use for_loop_demo::{Config, EXPECTED_LEDGER, Output, Step, Stop};
+use for_loop_demo::{Config, EXPECTED_LEDGER, Output, PLAN, PLAN_LEDGER, Scenario, Step, Stop};
 
 fn config(claude: PathBuf, output: Output) -> Config {
     Config {
@@ -17,6 +17,7 @@ fn config(claude: PathBuf, output: Output) -> Config {
         plugin_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         keep: false,
         output,
+        scenario: Scenario::Guard,
     }
 }
 
@@ -27,6 +28,30 @@ fn stops(steps: &[Step]) -> Vec<&Stop> {
 /// The index of the first step matching `what`, which must exist.
 fn position(steps: &[Step], what: impl Fn(&Step) -> bool) -> usize {
     steps.iter().position(what).unwrap_or_else(|| panic!("step not found in {steps:#?}"))
+}
+
+/// The run as the loop decided it: each denial, each stop's decision and reason, and (in the
+/// plan demo) the plan's boxes after a stop.
+fn phases(steps: &[Step]) -> Vec<String> {
+    steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Denied { tool, .. } => Some(format!("denied {tool}")),
+            Step::Stop(stop) => Some(format!("{} {}", stop.decision, stop.reason.as_deref().unwrap_or("-"))),
+            Step::Plan { boxes, .. } => Some(boxes.iter().map(|b| &b[..5]).collect::<Vec<_>>().join(" ")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each of `lines` is in `text`, in this order.
+fn in_order(text: &str, lines: &[&str]) {
+    let mut from = 0;
+    for line in lines {
+        let at =
+            text[from..].find(line).unwrap_or_else(|| panic!("{line:?} missing or out of order in:\n{text}"));
+        from += at + line.len();
+    }
 }
 
 #[test]
@@ -40,15 +65,7 @@ fn the_demo_shows_the_four_phases_in_order_and_cleans_up() {
 
     // The phases, as the loop decided them: a claim of done is blocked, the Write of the check
     // is denied, the rewritten check's pass is refused, the real fix is verified.
-    let phases: Vec<String> = report
-        .steps
-        .iter()
-        .filter_map(|step| match step {
-            Step::Denied { tool, .. } => Some(format!("denied {tool}")),
-            Step::Stop(stop) => Some(format!("{} {}", stop.decision, stop.reason.as_deref().unwrap_or("-"))),
-            _ => None,
-        })
-        .collect();
+    let phases = phases(&report.steps);
     assert_eq!(
         phases,
         ["block verify_failed", "denied Write", "block oracle_changed", "allow verified"],
@@ -113,12 +130,7 @@ fn the_demo_shows_the_four_phases_in_order_and_cleans_up() {
         "ledger: verify_failed → oracle_changed → verified",
         "the sample project was removed",
     ];
-    let mut from = 0;
-    for line in key_lines {
-        let at =
-            text[from..].find(line).unwrap_or_else(|| panic!("{line:?} missing or out of order in:\n{text}"));
-        from += at + line.len();
-    }
+    in_order(&text, &key_lines);
     assert!(!text.contains('\x1b'), "colour in a pipe:\n{text}");
     assert!(!text.contains("\"type\""), "raw JSON in the account:\n{text}");
     assert!(!report.kept);
@@ -157,4 +169,69 @@ fn a_missing_cli_is_an_error_that_says_how_to_install_it() {
     let config = config(PathBuf::from("/nonexistent/claude"), Output::Json);
     let err = for_loop_demo::run(&config, &mut Vec::new()).unwrap_err();
     assert!(err.0.contains("/nonexistent/claude") && err.0.contains("scripts/demo"), "{err}");
+}
+
+/// The plan demo (`scripts/demo --plan`): the model's own tick is refused, each story passes by
+/// its check alone, for-loop ticks each box as its story passes and clears the one that broke,
+/// and the loop ends with every box ticked and every check passing at one stop.
+#[test]
+fn the_plan_demo_shows_a_loop_through_a_plan_with_for_loop_ticking_its_boxes() {
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
+    let config = Config { scenario: Scenario::Plan, ..config(claude, Output::Human { color: false }) };
+    let mut out = Vec::new();
+    let report = for_loop_demo::run(&config, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(report.ok, "{text}");
+    assert_eq!(report.ledger, PLAN_LEDGER, "{text}");
+    let phases = phases(&report.steps);
+    assert_eq!(
+        phases,
+        [
+            "denied Edit",
+            "block verify_failed",
+            "- [ ] - [ ]",
+            "block story_verified",
+            "- [x] - [ ]",
+            "block story_broken",
+            "- [ ] - [x]",
+            "allow verified",
+            "- [x] - [x]",
+        ],
+        "{text}"
+    );
+    let stops = stops(&report.steps);
+    let checks: Vec<&str> = stops.iter().map(|s| s.verify.as_ref().unwrap().command.as_str()).collect();
+    assert_eq!(
+        checks,
+        ["sh check-add.sh", "sh check-add.sh", "sh check-mul.sh", "sh check-add.sh"],
+        "{text}"
+    );
+    let key_lines = [
+        "PLAN.md       the plan: two stories, each with its check",
+        "/for-loop --plan PLAN.md --max-iterations 10",
+        "── iteration 1/10",
+        "  tool      Edit PLAN.md",
+        "✗ denied by for-loop's guard: `PLAN.md` is part of this loop's verify check",
+        "  model     “Both stories are done.”",
+        "  stop      the model ends its turn → for-loop runs `sh check-add.sh`",
+        "│ FAIL: sh calc.sh add 2 3 printed -1, expected 5",
+        "── iteration 2/10",
+        "  for-loop  BLOCKED: the story's check passed, so for-loop ticks its box and the next story comes",
+        "  PLAN.md   - [x] Add two numbers",
+        "            - [ ] Multiply two numbers",
+        "── iteration 3/10",
+        "  stop      the model ends its turn → for-loop runs `sh check-mul.sh`",
+        "  for-loop  BLOCKED: the last story passed, but at the end a done story's check failed again",
+        "  PLAN.md   - [ ] Add two numbers",
+        "            - [x] Multiply two numbers",
+        "── iteration 4/10",
+        "  for-loop  ALLOWED: verify passed with the check intact, so the loop ends",
+        "  PLAN.md   - [x] Add two numbers",
+        "            - [x] Multiply two numbers",
+        "✓ the loop ended verified after 4 of 10 iterations",
+        "ledger: verify_failed → story_verified → story_broken → verified",
+    ];
+    in_order(&text, &key_lines);
+    assert!(PLAN.contains("- [ ] Add two numbers\n"), "the sample plan starts unticked");
+    assert!(!report.project.exists(), "the sample was left at {}", report.project.display());
 }

@@ -152,6 +152,52 @@ fn assert_fresh_run_survives_a_limit(
     }
 }
 
+/// `loop-hook run --plan` with Claude Code: each story gets a fresh session whose prompt is that
+/// story alone; a claim without the file is not a pass; for-loop ticks each story's box in the
+/// user's plan as it passes.
+#[test]
+fn run_with_claude_code_works_a_plan_one_fresh_session_per_story() {
+    let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
+    let env = TestEnv::outside_tmp();
+    let plan = "# Two files\n\n- [ ] Write a\n  verify: test -f a\n- [ ] Write b\n  verify: test -f b\n";
+    env.write("PLAN.md", plan);
+    let config = env.home.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let (a, b) = (env.project.join("a"), env.project.join("b"));
+    let model = MockModel::start(
+        Script::new()
+            .text("Both are written.")
+            .write(a.to_str().unwrap(), "a\n")
+            .text("Wrote a.")
+            .write(b.to_str().unwrap(), "b\n")
+            .text("Wrote b."),
+    )
+    .unwrap();
+    let args = ["--plan", "PLAN.md", "--max-iterations", "5"];
+    let cmd = run_command(&env, &model, Agent::ClaudeCode { config_dir: &config }, &claude, &args);
+    let (stdout, stderr) = run_text(cmd, "loop-hook run --plan", b"");
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stderr.starts_with("for-loop: sandbox: bubblewrap"), "bubblewrap must be installed: {dump}");
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 5, "{dump}");
+    assert_eq!(model.exhausted_requests(), 0, "{dump}");
+    let (second, third) = (&requests[1], &requests[3]);
+    for fresh in [second, third] {
+        let roles = turn_roles(fresh);
+        assert!(roles.iter().all(|role| role == "user"), "not a fresh session: {roles:?}");
+    }
+    let said = second.last_user_text().unwrap_or_default();
+    assert!(said.contains("`test -f a` exits 0 for the current story"), "{said}");
+    assert!(!second.body.to_string().contains("Both are written"), "{said}");
+    let said = third.last_user_text().unwrap_or_default();
+    assert!(said.contains("Now: story 2 of 2: 2. Write b"), "{said}");
+    assert!(!third.body.to_string().contains("Wrote a."), "{said}");
+    let sessions = run_sessions(&env);
+    assert_eq!(env.ledger_reasons(&sessions[0]), ["verify_failed", "story_verified", "verified"], "{dump}");
+    let ticked = plan.replace("- [ ] Write", "- [x] Write");
+    assert_eq!(std::fs::read_to_string(env.project.join("PLAN.md")).unwrap(), ticked, "{dump}");
+}
+
 /// Gemini CLI as the agent: a daily quota (which Gemini CLI does not retry) is waited out and
 /// not counted; iteration 2 is a fresh session that fixes what iteration 1 only claimed.
 #[test]

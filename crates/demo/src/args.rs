@@ -3,14 +3,15 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::{Config, Error, Output};
+use crate::{Config, Error, Output, Scenario};
 
 pub const USAGE: &str = "\
-usage: for-loop-demo [--json] [--keep] [--claude PATH] [--loop-hook PATH] [--plugin-dir DIR]
+usage: for-loop-demo [--plan] [--json] [--keep] [--claude PATH] [--loop-hook PATH] [--plugin-dir DIR]
 
 Runs the real for-loop in the real Claude Code CLI on a throwaway sample project, with a scripted
 model instead of an API: no API key, no network. scripts/demo installs and builds what it needs.
 
+  --plan            the plan demo: a loop through the two stories of a PLAN.md, boxes ticked by for-loop
   --json            one JSON object per step on stdout instead of the readable account
   --keep            leave the sample project and the loop's files, and say where
   --claude PATH     the Claude Code CLI          [$FOR_LOOP_CLAUDE, else tests/clients/node_modules/.bin/claude]
@@ -18,11 +19,13 @@ model instead of an API: no API key, no network. scripts/demo installs and build
   --plugin-dir DIR  the for-loop checkout        [the repository this binary was built in]
 
 Colour only when stdout is a terminal and NO_COLOR is unset or empty. Exit status 0 when the loop did
-what the demo shows (ledger: verify_failed, oracle_changed, verified), 1 otherwise.";
+what the demo shows (ledger: verify_failed, oracle_changed, verified; with --plan: verify_failed,
+story_verified, story_broken, verified), 1 otherwise.";
 
 /// The command line as given; [`Options::resolve`] fills in the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
+    pub plan: bool,
     pub json: bool,
     pub keep: bool,
     pub claude: Option<PathBuf>,
@@ -50,6 +53,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Option<Options>
         };
         match name {
             "-h" | "--help" => return Ok(None),
+            "--plan" => options.plan = true,
             "--json" => options.json = true,
             "--keep" => options.keep = true,
             "--claude" => options.claude = Some(value()?),
@@ -88,7 +92,8 @@ impl Options {
         // Absolute, because the CLI and its hooks run in the sample project, not here.
         let [claude, loop_hook, plugin_dir] =
             [claude, loop_hook, plugin_dir].map(|p| std::path::absolute(&p).unwrap_or(p));
-        Ok(Config { claude, loop_hook, plugin_dir, keep: self.keep, output })
+        let scenario = if self.plan { Scenario::Plan } else { Scenario::Guard };
+        Ok(Config { claude, loop_hook, plugin_dir, keep: self.keep, output, scenario })
     }
 }
 
@@ -123,10 +128,11 @@ mod tests {
 
     #[test]
     fn flags_take_values_in_both_forms() {
-        let options = parsed(&["--json", "--keep", "--claude", "/c", "--loop-hook=/l", "--plugin-dir", "/p"])
-            .unwrap()
-            .unwrap();
-        assert!(options.json && options.keep);
+        let options =
+            parsed(&["--plan", "--json", "--keep", "--claude", "/c", "--loop-hook=/l", "--plugin-dir", "/p"])
+                .unwrap()
+                .unwrap();
+        assert!(options.plan && options.json && options.keep);
         assert_eq!(options.claude.as_deref(), Some(Path::new("/c")));
         assert_eq!(options.loop_hook.as_deref(), Some(Path::new("/l")));
         assert_eq!(options.plugin_dir.as_deref(), Some(Path::new("/p")));

@@ -20,6 +20,10 @@
 //! The loop's ledger reads `verify_failed`, `oracle_changed`, `verified`. The demo reports
 //! failure (exit 1) when the real loop did anything else.
 //!
+//! With `--plan`, the plan demo instead: a loop through the two stories of a `PLAN.md`
+//! ([`Scenario::Plan`]), whose ledger reads `verify_failed`, `story_verified`, `story_broken`,
+//! `verified`, with the plan's boxes shown after each stop as for-loop set them.
+//!
 //! # Output
 //!
 //! By default, a readable account streamed as it happens: iteration n/N, what the model said,
@@ -38,6 +42,7 @@
 //! | `denied` | `iteration`, `tool`, `reason` (a hook refused the call) |
 //! | `tool_failed` | `iteration`, `tool`, `error` |
 //! | `stop` | `iteration`, `of`, `decision` (`block`/`allow`), `reason` (ledger code or null), `verify` (`command`, `exit_code`, `timed_out`, `duration_ms`, `tail`, or null), `oracle_changed`, `status` (the hook's systemMessage), `reinjected` (the prompt fed back, or null) |
+//! | `plan` | `file`, `boxes` (the plan's story lines after a stop; the plan demo only) |
 //! | `end` | `ok`, `outcome`, `iterations`, `ledger` (reason codes), `elapsed_ms`, `sample`, `kept`, `problem` |
 //!
 //! # Shape of the code
@@ -48,6 +53,7 @@
 mod args;
 mod render;
 mod sample;
+mod scenario;
 mod session;
 mod trace;
 mod translate;
@@ -62,6 +68,7 @@ use std::time::Instant;
 use mock_model::MockModel;
 
 pub use args::{Options, USAGE, parse};
+pub use scenario::{PLAN, PLAN_LEDGER, Scenario};
 pub use trace::{End, Step, Stop, Verify};
 
 /// The task the demo's loop is started with.
@@ -88,6 +95,8 @@ pub struct Config {
     /// Leave the sample project and the loop's files in place, and say where.
     pub keep: bool,
     pub output: Output,
+    /// The guard demo, or the plan demo (`--plan`).
+    pub scenario: Scenario,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +116,8 @@ pub struct Report {
     /// The sample project's directory; gone afterwards unless `kept`.
     pub project: PathBuf,
     pub kept: bool,
-    /// The run went as designed: the loop ended `verified` after exactly [`EXPECTED_LEDGER`].
+    /// The run went as designed: the loop ended `verified` after exactly the scenario's ledger
+    /// ([`EXPECTED_LEDGER`], [`PLAN_LEDGER`]).
     pub ok: bool,
 }
 
@@ -167,27 +177,32 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 pub fn run(config: &Config, out: &mut dyn Write) -> Result<Report, Error> {
     check_inputs(config)?;
     let started = Instant::now();
-    let sample = sample::Sample::create()?;
+    let sample = sample::Sample::create(config.scenario)?;
     let model = MockModel::start(sample.script())
         .map_err(|err| Error(format!("cannot start the scripted model: {err:#}")))?;
     let mut emitter = Emitter::new(config.output, &sample, out);
     emitter.record(sample.step(&config.plugin_dir))?;
 
     let sources = session::Sources { model: &model, ledger: sample.ledger_path() };
-    let mut translator = translate::Translator::new(MAX_ITERATIONS);
+    let mut translator = translate::Translator::new(MAX_ITERATIONS, config.scenario.first_check());
     let outcome = session::run_cli(config, &sample, &model, &mut |event| {
-        translator.feed(event, &sources).into_iter().try_for_each(|step| emitter.record(step))
+        translator.feed(event, &sources).into_iter().try_for_each(|step| {
+            let stopped = matches!(step, Step::Stop(_));
+            emitter.record(step)?;
+            // The Stop hook has set the plan's boxes before it answered.
+            match sample.plan_step().filter(|_| stopped) {
+                Some(plan) => emitter.record(plan),
+                None => Ok(()),
+            }
+        })
     })?;
 
     let ledger = session::ledger_reasons(&sample.ledger_path());
-    let ok = outcome.problem.is_none() && ledger == EXPECTED_LEDGER;
+    let expected = config.scenario.expected_ledger();
+    let ok = outcome.problem.is_none() && ledger == expected;
     let problem = outcome.problem.or_else(|| {
         (!ok).then(|| {
-            format!(
-                "the loop's ledger is [{}], not [{}] as designed",
-                ledger.join(", "),
-                EXPECTED_LEDGER.join(", ")
-            )
+            format!("the loop's ledger is [{}], not [{}] as designed", ledger.join(", "), expected.join(", "))
         })
     });
     let project = sample.project.clone();

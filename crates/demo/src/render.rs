@@ -93,6 +93,7 @@ impl Human {
                 format!("{INDENT}{} {}\n", self.paint("31", "✗ failed:"), self.shorten(error))
             }
             Step::Stop(stop) => self.stop(stop),
+            Step::Plan { file, boxes } => self.labelled(file, &boxes.join("\n")),
             Step::End(end) => self.end(end),
         }
     }
@@ -235,6 +236,12 @@ fn explain(stop: &Stop) -> String {
             format!("{changed} changed since the loop started, so a pass does not count")
         }
         Some("verified") => "verify passed with the check intact, so the loop ends".into(),
+        Some("story_verified") => {
+            "the story's check passed, so for-loop ticks its box and the next story comes".into()
+        }
+        Some("story_broken") => {
+            "the last story passed, but at the end a done story's check failed again, so it comes back".into()
+        }
         Some("cap_reached") => "the iteration cap is reached, so the loop ends without a pass".into(),
         Some(other) => other.to_owned(),
         None => String::new(),

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use mock_model::Script;
 use tempfile::TempDir;
 
+use crate::scenario::Scenario;
 use crate::trace::{SampleFile, Step};
-use crate::{Error, MAX_ITERATIONS, SESSION_ID, TASK, VERIFY};
+use crate::{Error, SESSION_ID};
 
 /// The code under test. `$1 - $2` is the bug; the fix is `$1 + $2`.
 const CALC: &str = "#!/bin/sh\n# calc.sh A B: prints the sum of A and B.\necho $(($1 - $2))\n";
@@ -41,15 +42,19 @@ pub(crate) struct Sample {
     pub claude_config: PathBuf,
     /// `FOR_LOOP_HOME`.
     pub state_home: PathBuf,
+    pub scenario: Scenario,
+    files: Vec<SampleFile>,
 }
 
 impl Sample {
-    pub(crate) fn create() -> Result<Sample, Error> {
+    pub(crate) fn create(scenario: Scenario) -> Result<Sample, Error> {
         let dir = tempfile::Builder::new().prefix("for-loop-demo-").tempdir()?;
         // Canonical, so the paths the CLI and the hooks print (after resolving symlinks such as
         // macOS's /tmp) are the ones the demo shortens and the script names.
         let root = fs::canonicalize(dir.path())?;
-        let sample = Sample {
+        let mut sample = Sample {
+            scenario,
+            files: Vec::new(),
             project: root.join("project"),
             home: root.join("home"),
             claude_config: root.join("claude-config"),
@@ -60,8 +65,23 @@ impl Sample {
         for dir in [&sample.project, &sample.home, &sample.claude_config, &sample.state_home] {
             fs::create_dir_all(dir)?;
         }
-        fs::write(sample.project.join("calc.sh"), CALC)?;
-        fs::write(sample.project.join("check.sh"), CHECK)?;
+        sample.files = match scenario {
+            Scenario::Guard => {
+                fs::write(sample.project.join("calc.sh"), CALC)?;
+                fs::write(sample.project.join("check.sh"), CHECK)?;
+                vec![
+                    SampleFile {
+                        name: "calc.sh".into(),
+                        about: "prints the sum of two numbers, but it subtracts (the bug)".into(),
+                    },
+                    SampleFile {
+                        name: "check.sh".into(),
+                        about: "the check: `sh calc.sh 2 3` must print 5".into(),
+                    },
+                ]
+            }
+            Scenario::Plan => Scenario::plan_files(&sample.project)?,
+        };
         Ok(sample)
     }
 
@@ -76,6 +96,9 @@ impl Sample {
 
     /// What the model does, phase by phase (see the crate docs).
     pub(crate) fn script(&self) -> Script {
+        if self.scenario == Scenario::Plan {
+            return Scenario::plan_script(&self.project);
+        }
         let check = self.project.join("check.sh");
         let calc = self.project.join("calc.sh");
         // Where `loop-hook start` saves the verify files as they were, for restoring.
@@ -101,23 +124,14 @@ impl Sample {
         Step::Sample {
             project: self.project.clone(),
             state_home: self.state_home.clone(),
-            files: vec![
-                SampleFile {
-                    name: "calc.sh".into(),
-                    about: "prints the sum of two numbers, but it subtracts (the bug)".into(),
-                },
-                SampleFile {
-                    name: "check.sh".into(),
-                    about: "the check: `sh calc.sh 2 3` must print 5".into(),
-                },
-            ],
-            command: Sample::claude_args(&path(plugin_dir)),
+            files: self.files.clone(),
+            command: Sample::claude_args(&path(plugin_dir), self.scenario),
         }
     }
 
     /// The `claude` arguments, with `plugin_dir` as the plugin.
-    pub(crate) fn claude_args(plugin_dir: &str) -> Vec<String> {
-        let prompt = format!("/for-loop \"{TASK}\" --verify \"{VERIFY}\" --max-iterations {MAX_ITERATIONS}");
+    pub(crate) fn claude_args(plugin_dir: &str, scenario: Scenario) -> Vec<String> {
+        let prompt = scenario.prompt();
         [
             "-p",
             &prompt,
@@ -134,6 +148,14 @@ impl Sample {
         ]
         .map(str::to_owned)
         .to_vec()
+    }
+
+    /// The plan file's story lines as they are now, in the plan demo; `None` in the other.
+    pub(crate) fn plan_step(&self) -> Option<Step> {
+        let file = self.scenario.plan_file()?;
+        let text = fs::read_to_string(self.project.join(file)).unwrap_or_default();
+        let boxes = text.lines().filter(|l| l.starts_with("- [")).map(str::to_owned).collect();
+        Some(Step::Plan { file: file.into(), boxes })
     }
 
     /// Removes the world, or keeps it; returns its root either way.
@@ -159,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_sample_fails_its_check_and_the_fix_makes_it_pass() {
-        let sample = Sample::create().unwrap();
+        let sample = Sample::create(Scenario::Guard).unwrap();
         let check =
             |dir: &Path| std::process::Command::new("sh").arg("check.sh").current_dir(dir).output().unwrap();
         let failed = check(&sample.project);

@@ -121,7 +121,7 @@ pub(crate) fn run_cli(
 fn command(config: &Config, sample: &Sample, model: &MockModel) -> Command {
     let agent = Agent::ClaudeCode { config_dir: &sample.claude_config };
     let mut cmd = model.agent_command(&config.claude, agent, &sample.home, &["loop-hook"]);
-    cmd.args(Sample::claude_args(&config.plugin_dir.display().to_string()))
+    cmd.args(Sample::claude_args(&config.plugin_dir.display().to_string(), sample.scenario))
         .env("FOR_LOOP_HOME", &sample.state_home)
         .env("FOR_LOOP_BIN", &config.loop_hook)
         .current_dir(&sample.project)

@@ -24,6 +24,8 @@ pub enum Step {
     ToolFailed { iteration: u32, tool: String, error: String },
     /// The model ended its turn and for-loop's Stop hook decided.
     Stop(Stop),
+    /// The plan demo's plan file after a stop: its story lines, with the boxes for-loop set.
+    Plan { file: String, boxes: Vec<String> },
     /// The run is over.
     End(End),
 }
@@ -126,6 +128,7 @@ impl Step {
                 "status": stop.status,
                 "reinjected": stop.reinjected,
             }),
+            Step::Plan { file, boxes } => json!({"step": "plan", "file": file, "boxes": boxes}),
             Step::End(end) => json!({
                 "step": "end",
                 "ok": end.ok,

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::VERIFY;
 use crate::trace::{Step, Stop, Verify};
 
 /// Longest rendering of an edit's old or new text, in characters.
@@ -26,6 +25,9 @@ pub(crate) trait Sources {
 
 pub(crate) struct Translator {
     max_iterations: u32,
+    /// The check the next stop runs: the loop's, or in a plan the current story's, as the last
+    /// re-injected prompt named it.
+    check: String,
     /// The turn in progress (1-based).
     iteration: u32,
     /// The last turn whose header was emitted; 0 before the first.
@@ -41,9 +43,10 @@ pub(crate) struct Translator {
 }
 
 impl Translator {
-    pub(crate) fn new(max_iterations: u32) -> Translator {
+    pub(crate) fn new(max_iterations: u32, check: &str) -> Translator {
         Translator {
             max_iterations,
+            check: check.to_owned(),
             iteration: 1,
             announced: 0,
             loop_started: false,
@@ -163,7 +166,7 @@ impl Translator {
         let verify = entry["verify"].is_object().then(|| {
             let v = &entry["verify"];
             Verify {
-                command: VERIFY.to_owned(),
+                command: self.check.clone(),
                 exit_code: v["exit_code"].as_i64(),
                 timed_out: v["timed_out"] == true,
                 duration_ms: v["duration_ms"].as_u64().unwrap_or(0),
@@ -175,8 +178,12 @@ impl Translator {
             .map(|paths| paths.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
             .unwrap_or_default();
         self.last_stop_iteration = Some(iteration);
+        let reinjected = answer["reason"].as_str().unwrap_or_default();
         if block {
             self.iteration = iteration + 1;
+            if let Some(next) = next_check(reinjected) {
+                self.check = next;
+            }
         }
         Stop {
             iteration,
@@ -186,10 +193,16 @@ impl Translator {
             verify,
             oracle_changed,
             status: answer["systemMessage"].as_str().unwrap_or_default().to_owned(),
-            reinjected: block.then(|| answer["reason"].as_str().unwrap_or_default().to_owned()),
+            reinjected: block.then(|| reinjected.to_owned()),
         }
         .into()
     }
+}
+
+/// The check a re-injected prompt says the loop goes on until: "until `CMD` exits 0".
+fn next_check(prompt: &str) -> Option<String> {
+    let rest = &prompt[prompt.find("until `")? + "until `".len()..];
+    Some(rest[..rest.find("` exits 0")?].to_owned())
 }
 
 impl From<Stop> for Step {
@@ -311,7 +324,7 @@ mod tests {
                 "verify": {"exit_code": 0, "timed_out": false, "duration_ms": 3, "tail": ""},
                 "oracle_changed": ["check.sh"]})],
         };
-        let mut t = Translator::new(10);
+        let mut t = Translator::new(10, "sh check.sh");
         let events = [
             json!({"type": "assistant", "message": {"content": [
                 {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "check.sh", "content": "exit 0\n"}}]}}),
@@ -348,5 +361,14 @@ mod tests {
         assert_eq!(steps[5], Step::Iteration { n: 2, of: 10 });
         assert_eq!(steps[6], Step::Said { iteration: 2, text: "ok".into() });
         assert_eq!(t.iterations(), 1);
+    }
+
+    #[test]
+    fn the_next_check_is_the_one_the_reinjected_prompt_names() {
+        let prompt =
+            "for-loop: this is iteration 3 of 10. The loop goes on until `sh check-mul.sh` exits 0 for the";
+        assert_eq!(next_check(prompt).as_deref(), Some("sh check-mul.sh"));
+        assert_eq!(next_check("no check named here"), None);
+        assert_eq!(next_check("until `never closed"), None);
     }
 }

@@ -1,13 +1,14 @@
 //! What a stop checks besides verify's exit code, and verify itself: the oracle fingerprint and its
 //! watch, the test suite behind the check, test summaries and the ratchet, skip markers, stalls,
-//! the tier verify runs in, the reviewer that may veto a pass, and the scope a pass's change must
-//! stay inside. Nothing here reads or writes a loop's store.
+//! the tier verify runs in, the reviewer that may veto a pass, the scope a pass's change must stay
+//! inside, and a plan with the boxes of its file. Nothing here reads or writes a loop's store.
 
 pub(crate) mod capture;
 pub(crate) mod oracle;
 pub(crate) mod oracle_change;
 pub(crate) mod oracle_watch;
 pub(crate) mod plan;
+pub(crate) mod plan_file;
 pub(crate) mod protect;
 pub(crate) mod review;
 pub(crate) mod scope;

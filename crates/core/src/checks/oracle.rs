@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checks::oracle_change::{ChangeKind, OracleChange};
+use crate::checks::plan_file;
 use crate::checks::protect::Protect;
 use crate::checks::test_suite::{self, SuiteGuard};
 use crate::support::bounded_read;
@@ -135,7 +136,7 @@ impl Oracle {
             .files
             .iter()
             .filter_map(|(path, was)| {
-                let now = digest(&cwd.join(path));
+                let now = digest_as(was, &cwd.join(path));
                 let kind = match (was.as_str(), now.as_str()) {
                     (a, b) if a == b => return None,
                     (_, MISSING) => ChangeKind::Deleted,
@@ -178,7 +179,19 @@ impl Oracle {
     /// Whether the oracle file at `relative` (to `cwd`) was there at start and is not as it was:
     /// one file's check, where [`Oracle::changes`] walks every protected path.
     pub(crate) fn is_changed(&self, cwd: &Path, relative: &str) -> bool {
-        self.files.get(relative).is_some_and(|was| *was != digest(&cwd.join(relative)))
+        self.files.get(relative).is_some_and(|was| *was != digest_as(was, &cwd.join(relative)))
+    }
+
+    /// Records the plan file `file` (as the user named it) by its fingerprint without the
+    /// stories' boxes ([`plan_file::fingerprint`]): for-loop's own ticks are no change of it.
+    pub(crate) fn fingerprint_plan(&mut self, cwd: &Path, file: &str) {
+        if let Some(relative) = relative_to(cwd, Path::new(file)) {
+            let was = self.files.get(&relative).cloned().unwrap_or_default();
+            let path = cwd.join(&relative);
+            let fingerprint = plan_file::fingerprint(&path).unwrap_or_else(|e| unread(&e));
+            // A plan that is not a file now is recorded as it is, and any change shows.
+            self.files.insert(relative, if was.starts_with("sha256:") { fingerprint } else { digest(&path) });
+        }
     }
 
     /// Copies the oracle files as they are now (at start) into `dir`, so a changed one can be
@@ -293,14 +306,29 @@ fn digest(path: &Path) -> String {
     digest_within(path, MAX_HASHED_BYTES)
 }
 
+/// What the file at `path` is now, taken the way `was` was taken: a plan file without its boxes,
+/// any other whole.
+fn digest_as(was: &str, path: &Path) -> String {
+    if was.starts_with(plan_file::DIGEST_PREFIX) {
+        plan_file::fingerprint(path).unwrap_or_else(|e| unread(&e))
+    } else {
+        digest(path)
+    }
+}
+
+/// The digest of a file that could not be read, by why.
+fn unread(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => MISSING.into(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::IsADirectory => NOT_A_FILE.into(),
+        _ => UNREADABLE.into(),
+    }
+}
+
 fn digest_within(path: &Path, max_hashed: u64) -> String {
     let file = match bounded_read::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return MISSING.into(),
-        Err(e) if matches!(e.kind(), io::ErrorKind::InvalidInput | io::ErrorKind::IsADirectory) => {
-            return NOT_A_FILE.into();
-        }
-        Err(_) => return UNREADABLE.into(),
+        Err(e) => return unread(&e),
     };
     let Ok(meta) = file.metadata() else { return UNREADABLE.into() };
     let mut hasher = Sha256::new();

@@ -15,6 +15,9 @@ pub(crate) enum ChangeKind {
     /// Changed while verify ran and put back (or restored by verify itself): the same before and
     /// after, but not during the run that passed ([`crate::checks::oracle_watch`]).
     ChangedDuringVerify,
+    /// A story's box in the plan file ticked although the loop has not verified the story: only
+    /// for-loop ticks one, when the story's check passes ([`crate::checks::plan_file`]).
+    Ticked,
 }
 
 /// One oracle file that is not as it was at start.

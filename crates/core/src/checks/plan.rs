@@ -54,6 +54,15 @@ impl Story {
     }
 }
 
+/// Whether for-loop sets the stories' boxes in the user's plan file as they pass and break.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum PlanBoxes {
+    #[default]
+    Ticked,
+    /// `--no-tick`: left as the user wrote them.
+    Left,
+}
+
 /// A loop's plan as it was read at start: it never changes during the loop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,6 +74,10 @@ pub(crate) struct PlanSettings {
     /// is parked (`--story-iterations`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub story_iterations: Option<u32>,
+    /// The user's boxes are left as they are (`--no-tick`): for-loop does not tick a story's box
+    /// when it passes ([`crate::checks::plan_file`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_tick: bool,
 }
 
 impl PlanSettings {

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::checks::oracle::Oracle;
 use crate::checks::plan::{self, PlanSettings};
 use crate::commands::request::LoopRequest;
 use crate::store::state::LoopState;
@@ -12,7 +13,12 @@ use crate::store::state::LoopState;
 pub(crate) fn read(request: &LoopRequest, cwd: &Path) -> Result<Option<PlanSettings>, String> {
     let Some(file) = &request.plan else { return Ok(None) };
     let stories = plan::read(&cwd.join(file), request.verify.as_deref()).map_err(|e| e.to_string())?;
-    Ok(Some(PlanSettings { file: file.clone(), stories, story_iterations: request.story_iterations }))
+    Ok(Some(PlanSettings {
+        file: file.clone(),
+        stories,
+        story_iterations: request.story_iterations,
+        no_tick: request.boxes == plan::PlanBoxes::Left,
+    }))
 }
 
 /// The plan's file and its stories' checks: part of the oracle, so the model can neither tick a
@@ -21,6 +27,15 @@ pub(crate) fn oracle_parts(plan: Option<&PlanSettings>) -> (Vec<&str>, Vec<Strin
     let Some(plan) = plan else { return (Vec::new(), Vec::new()) };
     let checks = plan.stories.iter().filter_map(|s| s.verify.as_deref()).collect();
     (checks, vec![plan.file.clone()])
+}
+
+/// `oracle` with the plan file recorded by its fingerprint without the stories' boxes, so that
+/// for-loop's own ticks are no change of the check.
+pub(crate) fn with_plan(mut oracle: Oracle, cwd: &Path, plan: Option<&PlanSettings>) -> Oracle {
+    if let Some(plan) = plan {
+        oracle.fingerprint_plan(cwd, &plan.file);
+    }
+    oracle
 }
 
 /// The start message's lines about the plan: each story, and the one to work on first.

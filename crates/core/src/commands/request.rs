@@ -11,6 +11,7 @@ use std::ops::Range;
 
 use thiserror::Error;
 
+use crate::checks::plan::PlanBoxes;
 use crate::checks::protect::Protect;
 use crate::checks::review::ReviewSettings;
 use crate::metric::keep::{self, MetricSettings};
@@ -57,10 +58,11 @@ pub(crate) enum Flag {
     Plan,
     StoryIterations,
     Scope,
+    NoTick,
 }
 
 impl Flag {
-    pub(crate) const ALL: [Flag; 27] = [
+    pub(crate) const ALL: [Flag; 28] = [
         Flag::Verify,
         Flag::CompletionPromise,
         Flag::MaxIterations,
@@ -88,6 +90,7 @@ impl Flag {
         Flag::Plan,
         Flag::StoryIterations,
         Flag::Scope,
+        Flag::NoTick,
     ];
 
     /// The flag's place in [`Flag::ALL`].
@@ -102,7 +105,7 @@ impl Flag {
 
     /// Flags that take no value.
     pub(crate) fn is_switch(self) -> bool {
-        matches!(self, Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits)
+        matches!(self, Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits | Flag::NoTick)
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -134,6 +137,7 @@ impl Flag {
             Flag::Plan => "--plan",
             Flag::StoryIterations => "--story-iterations",
             Flag::Scope => "--scope",
+            Flag::NoTick => "--no-tick",
         }
     }
 
@@ -147,7 +151,9 @@ impl Flag {
             Flag::MaxSameFailures => "a whole number from 1 to 1000, e.g. --max-same-failures 8",
             Flag::MaxTime => "a duration, e.g. --max-time 45m or --max-time 2h",
             Flag::Escalate => "rising counts, e.g. --escalate 2,4,6",
-            Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits => "nothing: it is a switch",
+            Flag::Checkpoint | Flag::RequireStrict | Flag::AllowTestEdits | Flag::NoTick => {
+                "nothing: it is a switch"
+            }
             Flag::MaxTokens => "a token count, e.g. --max-tokens 2000000 (or 2M, 500k)",
             Flag::Notify => "a command, e.g. --notify 'notify-send \"$FOR_LOOP_SUMMARY\"'",
             Flag::Metric => "a command that prints a number, e.g. --metric \"sh bench.sh\"",
@@ -206,6 +212,8 @@ pub(crate) struct LoopRequest {
     pub story_iterations: Option<u32>,
     /// The files the model may change (`--scope`, repeatable); empty: any.
     pub scope: Vec<String>,
+    /// Whether for-loop ticks the plan's boxes as stories pass, or leaves them (`--no-tick`).
+    pub boxes: PlanBoxes,
 }
 
 /// Why the text does not start a loop. Each message says what to type instead.
@@ -232,6 +240,8 @@ pub(crate) enum RequestError {
     UnclosedQuote { flag: Flag },
     #[error("{flag} is given twice: keep one")]
     Duplicate { flag: Flag },
+    #[error("{flag} belongs to a plan: add --plan FILE, or drop {flag}")]
+    WithoutPlan { flag: Flag },
 }
 
 impl LoopRequest {
@@ -257,6 +267,11 @@ impl LoopRequest {
             (value, _) => {
                 value.map(|v| check_count(Flag::StoryIterations, &v, MAX_MAX_ITERATIONS)).transpose()?
             }
+        };
+        let boxes = match (typed.take(Flag::NoTick), &plan) {
+            (Some(_), None) => return Err(RequestError::WithoutPlan { flag: Flag::NoTick }),
+            (Some(_), Some(_)) => PlanBoxes::Left,
+            (None, _) => PlanBoxes::Ticked,
         };
         let task = match (task_text(raw, &typed.cuts), &plan) {
             // The plan is the task.
@@ -301,6 +316,7 @@ impl LoopRequest {
             plan,
             story_iterations,
             scope: check_scope(&typed.scope)?,
+            boxes,
         })
     }
 }
@@ -1138,6 +1154,16 @@ mod tests {
         assert!(err("t --story-iterations 3").to_string().contains("add --plan FILE"));
         assert!(err("--plan P.md --story-iterations 0").to_string().starts_with("--story-iterations"));
         assert_eq!(err("--plan ''"), RequestError::MissingValue { flag: Flag::Plan });
+        assert_eq!(parse("--plan PLAN.md --no-tick").boxes, PlanBoxes::Left);
+        assert_eq!(parse("--plan PLAN.md").boxes, PlanBoxes::Ticked);
+        assert_eq!(
+            err("t --no-tick").to_string(),
+            "--no-tick belongs to a plan: add --plan FILE, or drop --no-tick"
+        );
+        assert!(matches!(
+            err("--plan P.md --no-tick=yes"),
+            RequestError::BadValue { flag: Flag::NoTick, .. }
+        ));
         assert!(
             err(r#"--plan P.md --metric "sh b.sh" --direction min"#)
                 .to_string()

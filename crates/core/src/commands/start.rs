@@ -302,7 +302,11 @@ fn new_state(
             verify_total_ms: 0,
             last_verify: None,
             tests: TestRatchet::new(request.allow_test_edits),
-            oracle: Oracle::capture_commands(cwd, &judged, &protect, !request.allow_test_edits),
+            oracle: crate::commands::plan_start::with_plan(
+                Oracle::capture_commands(cwd, &judged, &protect, !request.allow_test_edits),
+                cwd,
+                plan,
+            ),
             streaks: Streaks::default(),
             baseline_tree: WorkTree::open(cwd).tree_id().ok(),
             last_blocked: false,

@@ -348,6 +348,9 @@ pub(crate) fn change_in_words(change: &OracleChange) -> String {
         ChangeKind::Added => "added",
         ChangeKind::Unchecked => "too many files to look through for added ones: delete the ones you created",
         ChangeKind::ChangedDuringVerify => "changed while verify ran",
+        ChangeKind::Ticked => {
+            "ticked, but not verified: for-loop ticks a story's box itself when its check passes; clear it"
+        }
     };
     format!("{} ({kind})", change.path)
 }

@@ -166,7 +166,7 @@ mod tests {
                 scope: Vec::new(),
             })
             .collect();
-        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };
+        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None, no_tick: false };
         state.meta.plan = Some(PlanProgress::start(&plan));
         state.meta.settings.plan = Some(plan);
         state.meta.tests.status = RatchetStatus::Waiting;

@@ -210,7 +210,7 @@ mod tests {
             scope: scope.iter().map(ToString::to_string).collect(),
         };
         let stories = vec![story(1, &[]), story(2, &["src/login/**"])];
-        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None };
+        let plan = PlanSettings { file: "PLAN.md".into(), stories, story_iterations: None, no_tick: false };
         state.meta.plan = Some(PlanProgress::start(&plan));
         state.meta.settings.plan = Some(plan);
         state

@@ -40,7 +40,8 @@ impl AfterVerify {
         if self.plan.is_none() && self.review.is_none() {
             return Vec::new();
         }
-        let now = state.meta.oracle.changes(&state.meta.cwd);
+        let mut now = state.meta.oracle.changes(&state.meta.cwd);
+        now.extend(super::plan::unverified_ticks(state));
         now.into_iter().filter(|change| !known.iter().any(|k| k.path == change.path)).collect()
     }
 }

@@ -63,7 +63,7 @@ impl Gathered {
         // One look at the tree before verify and one after, each shared by all that asks then.
         let worktree = WorkTree::open(&state.meta.cwd);
         let first_look = worktree.look();
-        let before = oracle.changes_in(cwd, first_look.as_ref());
+        let before = changes_of_check(state, first_look.as_ref());
         let (verify, verify_not_run) = super::plan::run_current_check(state, sandbox);
         let after = worktree.look_again(first_look.as_ref());
         // A walk cut at its bound proves nothing unchanged: no fingerprint rather than a false one.
@@ -112,7 +112,7 @@ impl Gathered {
         let touched = watch.finish();
         // The metric and its guard ran after the look: the oracle is looked at again after them.
         let after = if metric.is_some() { worktree.look_again(after.as_ref()) } else { after };
-        let oracle_changes = oracle_changes(before, oracle.changes_in(cwd, after.as_ref()), &touched);
+        let oracle_changes = oracle_changes(before, changes_of_check(state, after.as_ref()), &touched);
         Gathered {
             last_message,
             tool_uses,
@@ -254,6 +254,14 @@ fn usage_now(state: &LoopState, event: &StopEvent) -> Option<UsageCursor> {
     }
     let path = event.claude_transcript()?;
     UsageCursor::advance(state.meta.usage.as_ref(), path, state.meta.started_at).ok()
+}
+
+/// How the check differs now from the start: its files, as `look` (taken now) sees them, and a
+/// plan's boxes ticked that the loop has not verified.
+fn changes_of_check(state: &LoopState, look: Option<&worktree::TreeLook>) -> Vec<OracleChange> {
+    let mut changes = state.meta.oracle.changes_in(&state.meta.cwd, look);
+    changes.extend(super::plan::unverified_ticks(state));
+    changes
 }
 
 /// The oracle's changes as verify saw them: those after it, and any file that differed before it

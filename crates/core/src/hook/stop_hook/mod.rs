@@ -7,7 +7,7 @@
 //! 4. open the loop again and see what changed while verify ran ([`open::reopen`]);
 //! 5. decide: [`crate::verdict::decision::decide`], pure, returns the final verdict and words;
 //! 6. commit the verdict as decided, through the loop's transaction;
-//! 7. effects: lessons, a metric rollback, the notification, the answer.
+//! 7. effects: lessons, a metric rollback, a plan's boxes, the notification, the answer.
 //!
 //! No stage calls back into an earlier one. Fail closed on the model, open on ourselves: whatever
 //! goes wrong on for-loop's side (bad input, unreadable state, a full disk, a stuck lock) allows
@@ -224,11 +224,24 @@ fn effects(
             ),
         ));
     }
+    // Under the lock: two stops of one loop never set the plan's boxes at once.
+    let boxes = plan::tick_boxes(&state, &decision.next, store.root());
     drop(transaction);
     if let Some(receipt) = &decision.receipt {
         crate::commands::notify::after_end(paths, &decision.next, receipt, env.now);
     }
-    Ok(decision.response())
+    Ok(with_notice(decision.response(), boxes))
+}
+
+/// `response` with `line` for the user, after what it says already.
+fn with_notice(mut response: HookResponse, line: Option<String>) -> HookResponse {
+    if let Some(line) = line {
+        response.system_message = Some(match response.system_message.take().filter(|m| !m.is_empty()) {
+            Some(message) => format!("{message}\n{line}"),
+            None => line,
+        });
+    }
+    response
 }
 
 /// A session without a loop. On a continuation (a stop hook blocked the last stop) whose

@@ -1,11 +1,17 @@
-//! The end of a plan (`--plan`): at the stop where its last story passed, every other story's
-//! check and the loop's own `--verify` run again, in order, each as verify runs. The first that
-//! fails makes its story current again; the plan is done only when all pass at one stop.
+//! A plan loop's stop (`--plan`): the current story's check, the plan's boxes ticked that the
+//! loop has not verified, the end of the plan, and the boxes set after the verdict.
+//!
+//! At the stop where its last story passed, every other story's check and the loop's own
+//! `--verify` run again, in order, each as verify runs. The first that fails makes its story
+//! current again; the plan is done only when all pass at one stop.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::time::Duration;
 
+use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::plan::PlanSweep;
+use crate::checks::plan_file;
 use crate::checks::verify::{VerifyOutcome, VerifySpec};
 use crate::store::state::LoopState;
 use crate::verdict::decision;
@@ -64,4 +70,61 @@ pub(super) fn sweep(state: &LoopState, facts: &StopFacts<'_>, sandbox: &[OsStrin
         }
     }
     Some(PlanSweep { broken: None })
+}
+
+/// The plan's boxes ticked that the loop has not verified, as changes of the check: a story is
+/// claimed by its check passing, never by its box.
+pub(super) fn unverified_ticks(state: &LoopState) -> Vec<OracleChange> {
+    let (Some(plan), Some(progress)) = (&state.meta.settings.plan, &state.meta.plan) else {
+        return Vec::new();
+    };
+    let ticked = plan_file::unverified_ticks(&state.meta.cwd.join(&plan.file), progress);
+    ticked
+        .into_iter()
+        .filter_map(|i| plan.stories.get(i))
+        .map(|story| OracleChange {
+            path: format!("{}, the box of story {}", plan.file, story.label()),
+            kind: ChangeKind::Ticked,
+        })
+        .collect()
+}
+
+/// Sets the boxes in the user's plan file of the stories this stop passed or found broken, from
+/// `before` (the loop as the stop found it) to `after` (as committed). Best effort: the loop's
+/// record is the state, never the file, so a box that cannot be set is one line for the user
+/// (`Some`) and nothing else. A loop in a work tree of for-loop's own under `store_root` (an
+/// attempt of `loop-hook run --attempts`) leaves its copy of the plan alone: the winner's change
+/// is applied to the user's tree, where a changed plan would be a change of the check.
+pub(super) fn tick_boxes(before: &LoopState, after: &LoopState, store_root: &Path) -> Option<String> {
+    let plan = after.meta.settings.plan.as_ref().filter(|plan| !plan.no_tick)?;
+    if after.meta.cwd.starts_with(store_root) {
+        return None;
+    }
+    let (was, now) = (before.meta.plan.as_ref()?, after.meta.plan.as_ref()?);
+    let path = after.meta.cwd.join(&plan.file);
+    let mut cleared = false;
+    let failed: Vec<String> = (plan.stories.iter().enumerate())
+        .filter_map(|(i, story)| {
+            let done = now.stories.get(i)?.done;
+            if was.stories.get(i)?.done == done {
+                return None;
+            }
+            let e = plan_file::tick(&path, story, i, done).err()?;
+            cleared |= !done;
+            let what = if done { "tick" } else { "clear" };
+            Some(format!("could not {what} the box of story {} in {} ({e})", story.label(), plan.file))
+        })
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let advice = if cleared {
+        " Clear that box by hand: a ticked box the loop has not verified counts as a change of the check."
+    } else {
+        ""
+    };
+    Some(format!(
+        "for-loop: {}; the loop's own record of its stories is kept and it goes on.{advice}",
+        failed.join("; ")
+    ))
 }
