@@ -66,6 +66,8 @@ pub(crate) struct Stop {
     pub(crate) oracle_changed: Vec<String>,
     pub(crate) tokens: Option<Usage>,
     pub(crate) metric: Option<MetricPoint>,
+    /// The reviewer's verdict, on the lines of a review.
+    pub(crate) review: Option<crate::checks::review::ReviewRecord>,
     /// Index into [`LoopReport::failures`], for a failed verify.
     pub(crate) failure: Option<usize>,
 }
@@ -161,6 +163,7 @@ impl LedgerLines {
                     oracle_changed: entry.oracle_changed,
                     tokens: entry.tokens,
                     metric,
+                    review: entry.review,
                     failure: None,
                 }),
                 Err(_) => read.unreadable += 1,

@@ -8,6 +8,7 @@ use crate::checks::oracle_change::OracleChange;
 use crate::checks::plan::PlanSweep;
 use crate::checks::review::ReviewOutcome;
 use crate::store::state::LoopState;
+use crate::support::environment::Environment;
 use crate::verdict::facts::StopFacts;
 use crate::worktree::WorkTree;
 
@@ -22,14 +23,20 @@ impl AfterVerify {
     /// Runs the plan's sweep, then the reviewer, each when this stop calls for it. `facts` says
     /// what verify found; the sweep goes into the facts the reviewer is asked on.
     pub(super) fn run(
+        env: &Environment,
         state: &LoopState,
         facts: StopFacts<'_>,
         worktree: &WorkTree,
         sandbox: &[OsString],
     ) -> AfterVerify {
         let plan = super::plan::sweep(state, &facts, sandbox);
-        let review =
-            super::review::at_stop(state, &StopFacts { plan: plan.as_ref(), ..facts }, worktree, sandbox);
+        let review = super::review::at_stop(
+            env,
+            state,
+            &StopFacts { plan: plan.as_ref(), ..facts },
+            worktree,
+            sandbox,
+        );
         AfterVerify { plan, review }
     }
 
