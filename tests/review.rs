@@ -203,8 +203,8 @@ fn review_flags_are_refused_where_they_would_do_nothing() {
 
 /// A stand-in for Claude Code on a `PATH` of its own: it keeps its arguments, stdin and some of
 /// its environment in `$HOME/claude-N.*` (N counts its runs) and answers, as Claude Code's
-/// stream-json `result`, the Nth of `answers` with 1,000 tokens spent.
-fn stand_in_claude(env: &TestEnv, answers: &[&str]) -> std::path::PathBuf {
+/// stream-json `result`, the Nth of `answers` with 1,000 tokens spent, after running `extra`.
+fn stand_in_claude(env: &TestEnv, answers: &[&str], extra: &str) -> std::path::PathBuf {
     let bin = env.home.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let mut cases = String::new();
@@ -218,7 +218,7 @@ fn stand_in_claude(env: &TestEnv, answers: &[&str]) -> std::path::PathBuf {
     let script = format!(
         "#!/bin/sh\nn=$(cat \"$HOME/claude-runs\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$HOME/claude-runs\"\n\
          printf '%s\\n' \"$@\" > \"$HOME/claude-$n.args\"\ncat > \"$HOME/claude-$n.json\"\n\
-         env | grep -E '^(CLAUDE|ANTHROPIC)' | sort > \"$HOME/claude-$n.env\"\n\
+         env | grep -E '^(CLAUDE|ANTHROPIC)' | sort > \"$HOME/claude-$n.env\"\n{extra}\n\
          echo '{{\"type\":\"system\",\"subtype\":\"init\"}}'\ncase $n in\n{cases}esac\n"
     );
     let path = bin.join("claude");
@@ -250,6 +250,7 @@ fn the_built_in_claude_reviewer_vetoes_a_major_finding_notes_a_minor_one_and_cou
             "done.txt is empty.\nBLOCK [major]: done.txt has no content",
             "Better.\nBLOCK [minor]: name it better",
         ],
+        "",
     );
     let start = env.start(r#"fix it --verify "sh check.sh" --review claude"#);
     assert!(
@@ -311,7 +312,7 @@ fn the_built_in_claude_reviewer_vetoes_a_major_finding_notes_a_minor_one_and_cou
 #[test]
 fn the_reviewers_tokens_count_toward_the_token_budget() {
     let env = project("exit 0\n");
-    let bin = stand_in_claude(&env, &["BLOCK [critical]: the check is faked"]);
+    let bin = stand_in_claude(&env, &["BLOCK [critical]: the check is faked"], "");
     env.write("done.txt", "");
     env.start(r#"fix it --verify "sh check.sh" --review claude --max-tokens 900"#);
     let spent = stop_with(&env, &bin, false);
@@ -339,4 +340,28 @@ fn a_built_in_reviewer_that_is_not_installed_vetoes_and_says_how_to_name_it() {
         "{}",
         run.reason()
     );
+}
+
+/// In the strict tier the reviewer runs in a sandbox of its own where the project is read-only:
+/// a CLI that tries to write there (a tool it should not have had) cannot, and still answers.
+#[test]
+fn in_the_strict_tier_the_built_in_reviewer_cannot_write_the_project() {
+    let env = project("exit 0\n");
+    env.write(
+        ".claude/settings.json",
+        r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false,"failIfUnavailable":true}}"#,
+    );
+    let bin = stand_in_claude(
+        &env,
+        &["APPROVE"],
+        "if echo x > written-by-reviewer; then echo wrote; else echo refused; fi > \"$HOME/claude-$n.write\"",
+    );
+    env.write("done.txt", "");
+    let started = env.start(r#"fix it --verify "sh check.sh" --review claude"#);
+    assert!(started.stdout.contains("Tier:        strict"), "{}", started.stdout);
+    let approved = stop_with(&env, &bin, false);
+    assert!(!approved.blocked(), "{}", approved.stdout);
+    assert_eq!(std::fs::read_to_string(env.home.join("claude-1.write")).unwrap(), "refused\n");
+    assert!(!env.project.join("written-by-reviewer").exists());
+    assert_eq!(env.ledger_reasons(SESSION), ["review_approved", "verified"]);
 }
