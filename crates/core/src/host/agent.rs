@@ -160,7 +160,10 @@ impl Agent {
                 "CLAUDE_CODE_USE_VERTEX",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
             ],
-            Agent::Gemini => &["GEMINI_API_KEY", "GEMINI_CLI_HOME", "GEMINI_MODEL"],
+            // Gemini CLI runs only in a trusted folder: the user's own trust decision carries over.
+            Agent::Gemini => {
+                &["GEMINI_API_KEY", "GEMINI_CLI_HOME", "GEMINI_MODEL", "GEMINI_CLI_TRUST_WORKSPACE"]
+            }
             Agent::Codex => &["CODEX_HOME", "CODEX_API_KEY"],
         }
     }
