@@ -177,11 +177,16 @@ impl Agent {
         }
     }
 
-    /// The CLI's program: the file [`Agent::program_variable`] names, else the first on `PATH`.
-    pub(crate) fn find(self, env: &Environment) -> Option<PathBuf> {
-        match env.var(self.program_variable()).filter(|p| !p.is_empty()) {
-            Some(named) => Some(PathBuf::from(named)).filter(|p| p.is_file()),
-            None => self.locate(env.var("PATH")),
+    /// The CLI's program: the file [`Agent::program_variable`] names, else the first on `PATH`;
+    /// `Err` says which was not found and what to do.
+    pub(crate) fn find(self, env: &Environment) -> Result<PathBuf, String> {
+        let variable = self.program_variable();
+        match env.var(variable).filter(|p| !p.is_empty()) {
+            Some(named) if Path::new(named).is_file() => Ok(PathBuf::from(named)),
+            Some(named) => Err(format!("{variable} names {named}, which is not a file; correct or unset it")),
+            None => self.locate(env.var("PATH")).ok_or_else(|| {
+                format!("`{}` was not found on PATH; install it, or name it with {variable}", self.program())
+            }),
         }
     }
 
@@ -423,18 +428,19 @@ mod tests {
             dir.path().to_path_buf(),
             "2026-11-22T03:00:00Z".parse().unwrap(),
         );
-        assert_eq!(Agent::Claude.find(&env), Some(on_path));
-        assert_eq!(
-            Agent::Claude.find(&env.with_var("FOR_LOOP_CLAUDE", &named.display().to_string())),
-            Some(named)
-        );
+        assert_eq!(Agent::Claude.find(&env), Ok(on_path));
+        let chosen = env.with_var("FOR_LOOP_CLAUDE", &named.display().to_string());
+        assert_eq!(Agent::Claude.find(&chosen), Ok(named));
+        // A named program that is not there is not replaced by PATH's.
         let gone = env.with_var("FOR_LOOP_CLAUDE", "/nonexistent/claude");
         assert_eq!(
             Agent::Claude.find(&gone),
-            None,
-            "a named program that is not there is not replaced by PATH's"
+            Err("FOR_LOOP_CLAUDE names /nonexistent/claude, which is not a file; correct or unset it".into())
         );
-        assert_eq!(Agent::Codex.find(&env), None);
+        assert_eq!(
+            Agent::Codex.find(&env),
+            Err("`codex` was not found on PATH; install it, or name it with FOR_LOOP_CODEX".into())
+        );
     }
 
     #[test]

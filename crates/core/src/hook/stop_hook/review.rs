@@ -63,7 +63,8 @@ fn by_agent(
         .iter()
         .filter_map(|name| env.var(name).map(|value| (*name, value.to_string())))
         .collect();
-    crate::checks::agent_review::review(agent, agent.find(env).as_deref(), &spec, input, vars)
+    let program = agent.find(env);
+    crate::checks::agent_review::review(agent, program.as_deref().map_err(String::as_str), &spec, input, vars)
 }
 
 /// The loop's usage with the tokens the reviewer reported added: they count toward
