@@ -252,7 +252,13 @@ fn the_built_in_claude_reviewer_vetoes_a_major_finding_notes_a_minor_one_and_cou
         ],
         "",
     );
+    env.write("claude", "a file that shares the reviewer's name\n");
     let start = env.start(r#"fix it --verify "sh check.sh" --review claude"#);
+    assert!(
+        start.stdout.contains("Protected:   check.sh (1 file"),
+        "nothing in the project is the reviewer's: {}",
+        start.stdout
+    );
     assert!(
         start.stdout.contains("Review:      claude  (built in: Claude Code headless and read-only"),
         "{}",

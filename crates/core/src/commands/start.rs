@@ -301,10 +301,10 @@ fn new_state(
 }
 
 /// The commands whose files are the oracle: verify, a metric loop's metric and guard, and the
-/// reviewer.
+/// reviewer's command (a built-in reviewer has no files in the project).
 fn judges(request: &LoopRequest) -> Vec<&str> {
     let metric = request.metric.as_ref();
-    let review = request.review.as_ref().map(|r| r.command.as_str());
+    let review = request.review.as_ref().filter(|r| r.agent().is_none()).map(|r| r.command.as_str());
     [
         request.verify.as_deref(),
         metric.map(|m| m.command.as_str()),
