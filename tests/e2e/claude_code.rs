@@ -1268,8 +1268,9 @@ fn a_plan_loop_holds_a_lying_model_and_brings_back_the_story_it_broke() {
 }
 
 /// `--review claude`: the real Claude Code, started by the hook as the built-in reviewer against
-/// the same scripted model, reads the brief and the change, blocks the first pass with a major
-/// finding that reaches the model, and approves the second, which ends the loop.
+/// the same scripted model, reads the brief and the change, cannot change the project when its
+/// model tries, blocks the first pass with a major finding that reaches the model, and approves
+/// the second, which ends the loop.
 #[test]
 fn the_built_in_claude_reviewer_vetoes_once_then_approves() {
     let mut world = World::new();
@@ -1279,6 +1280,9 @@ fn the_built_in_claude_reviewer_vetoes_once_then_approves() {
         Script::new()
             .bash("touch fixed")
             .text("Done.")
+            // The reviewer's model tries to change the project: it has no tool that can.
+            .bash("touch written-by-reviewer")
+            .write("written-by-reviewer-2", "x")
             .text("The file is empty.\nBLOCK [major]: fixed is empty; write why")
             .bash("echo because > fixed")
             .text("Addressed it.")
@@ -1328,6 +1332,17 @@ fn the_built_in_claude_reviewer_vetoes_once_then_approves() {
         tools.contains(&"Read".to_string()) && tools.iter().all(|t| read_only.contains(&t.as_str())),
         "{tools:?}"
     );
+    let refused: Vec<mock_model::ToolResult> = model
+        .main_requests()
+        .iter()
+        .filter(|r| r.messages().first().is_some_and(|m| m.to_string().contains("You are the reviewer")))
+        .flat_map(mock_model::Recorded::tool_results)
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|t| t.is_error), "{refused:?}");
+    for name in ["written-by-reviewer", "written-by-reviewer-2"] {
+        assert!(!world.env.project.join(name).exists(), "{name}: {}", run.dump());
+    }
     let ledger = world.env.ledger_of(SESSION_A);
     assert!(ledger[0]["review"]["tokens"].as_u64().is_some_and(|n| n > 0), "{:?}", ledger[0]);
 }
