@@ -335,7 +335,17 @@ fn the_reviewers_tokens_count_toward_the_token_budget() {
 fn a_built_in_reviewer_that_is_not_installed_vetoes_and_says_how_to_name_it() {
     let env = project("exit 0\n");
     env.write("done.txt", "");
-    env.start(r#"fix it --verify "sh check.sh" --review codex"#);
+    let mut start = env.command(&["start", "--session", SESSION]);
+    start.env("PATH", "/usr/bin:/bin");
+    let started = crate::util::run_command(start, br#"fix it --verify "sh check.sh" --review codex"#);
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    assert!(
+        started.stdout.contains(
+            "not ready: `codex` was not found on PATH; install it, or name it with FOR_LOOP_CODEX; until then every pass is vetoed"
+        ),
+        "{}",
+        started.stdout
+    );
     let mut cmd = env.command(&["stop-hook"]);
     cmd.env("PATH", "/usr/bin:/bin");
     let event = crate::util::stop_event(SESSION, &env.project, "", false).to_string();

@@ -348,6 +348,15 @@ fn banner(
         });
     }
     out.push_str(&limit_lines(settings));
+    // Told now rather than at the first pass, which it would veto.
+    if let Some(why) = settings
+        .review
+        .as_ref()
+        .and_then(crate::checks::review::ReviewSettings::agent)
+        .and_then(|agent| agent.find(env).err())
+    {
+        out.push_str(&format!("             not ready: {why}; until then every pass is vetoed\n"));
+    }
     out.push_str(&where_kept(paths, claim_token.is_some()));
     if let Some(warning) =
         settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))
