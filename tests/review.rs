@@ -200,3 +200,184 @@ fn review_flags_are_refused_where_they_would_do_nothing() {
     assert!(run.stdout.contains("add --review CMD"), "{}", run.stdout);
     assert!(!env.state_path().exists(), "nothing started");
 }
+
+/// A stand-in for Claude Code on a `PATH` of its own: it keeps its arguments, stdin and some of
+/// its environment in `$HOME/claude-N.*` (N counts its runs) and answers, as Claude Code's
+/// stream-json `result`, the Nth of `answers` with 1,000 tokens spent, after running `extra`.
+fn stand_in_claude(env: &TestEnv, answers: &[&str], extra: &str) -> std::path::PathBuf {
+    let bin = env.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mut cases = String::new();
+    for (i, answer) in answers.iter().enumerate() {
+        let result = serde_json::json!({
+            "type": "result", "subtype": "success", "is_error": false, "result": answer,
+            "modelUsage": {"claude-sonnet-4-5": {"inputTokens": 800, "outputTokens": 200, "cacheReadInputTokens": 50}},
+        });
+        cases.push_str(&format!("{}) cat <<'EOF'\n{result}\nEOF\n;;\n", i + 1));
+    }
+    let script = format!(
+        "#!/bin/sh\nn=$(cat \"$HOME/claude-runs\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$HOME/claude-runs\"\n\
+         printf '%s\\n' \"$@\" > \"$HOME/claude-$n.args\"\ncat > \"$HOME/claude-$n.json\"\n\
+         env | grep -E '^(CLAUDE|ANTHROPIC)' | sort > \"$HOME/claude-$n.env\"\n{extra}\n\
+         echo '{{\"type\":\"system\",\"subtype\":\"init\"}}'\ncase $n in\n{cases}esac\n"
+    );
+    let path = bin.join("claude");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// One stop of the test session with `bin` first on `PATH` and the variables a Claude Code hook
+/// sees, the host's own among them.
+fn stop_with(env: &TestEnv, bin: &std::path::Path, stop_hook_active: bool) -> crate::util::Run {
+    let mut cmd = env.command(&["stop-hook"]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    cmd.env("PATH", path)
+        .env("CLAUDECODE", "1")
+        .env("CLAUDE_PROJECT_DIR", &env.project)
+        .env("CLAUDE_CONFIG_DIR", env.home.join("claude-config"))
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
+    let event = crate::util::stop_event(SESSION, &env.project, "", stop_hook_active).to_string();
+    crate::util::run_command(cmd, event.as_bytes())
+}
+
+#[test]
+fn the_built_in_claude_reviewer_vetoes_a_major_finding_notes_a_minor_one_and_counts_its_tokens() {
+    let env = project("exit 0\n");
+    let bin = stand_in_claude(
+        &env,
+        &[
+            "done.txt is empty.\nBLOCK [major]: done.txt has no content",
+            "Better.\nBLOCK [minor]: name it better",
+        ],
+        "",
+    );
+    env.write("claude", "a file that shares the reviewer's name\n");
+    let start = env.start(r#"fix it --verify "sh check.sh" --review claude"#);
+    assert!(
+        start.stdout.contains("Protected:   check.sh (1 file"),
+        "nothing in the project is the reviewer's: {}",
+        start.stdout
+    );
+    assert!(
+        start.stdout.contains("Review:      claude  (built in: Claude Code headless and read-only"),
+        "{}",
+        start.stdout
+    );
+
+    env.write("done.txt", "");
+    let vetoed = stop_with(&env, &bin, false);
+    assert!(vetoed.blocked(), "{}", vetoed.stdout);
+    let reason = vetoed.reason();
+    assert!(
+        reason.contains("the reviewer `claude` vetoed this pass (exit 0, BLOCK [major]; veto 1 of 3)"),
+        "{reason}"
+    );
+    assert!(reason.contains("BLOCK [major]: done.txt has no content"), "{reason}");
+    assert_eq!(runs(&env), 0, "the reviewer command in the project is not run");
+    let args = std::fs::read_to_string(env.home.join("claude-1.args")).unwrap();
+    assert!(args.starts_with("-p\nYou are the reviewer of an automated coding loop."), "{args}");
+    assert!(args.contains("\n--tools\nRead,Grep,Glob\n"), "{args}");
+    let shown: Value =
+        serde_json::from_slice(&std::fs::read(env.home.join("claude-1.json")).unwrap()).unwrap();
+    assert_eq!(
+        (shown["task"].as_str(), shown["files_changed"][0].as_str()),
+        (Some("fix it"), Some("done.txt"))
+    );
+    let seen_env = std::fs::read_to_string(env.home.join("claude-1.env")).unwrap();
+    assert!(
+        seen_env.contains("CLAUDE_CONFIG_DIR=") && seen_env.contains("ANTHROPIC_BASE_URL="),
+        "{seen_env}"
+    );
+    assert!(!seen_env.contains("CLAUDECODE") && !seen_env.contains("CLAUDE_PROJECT_DIR"), "{seen_env}");
+
+    env.write("done.txt", "the fix\n");
+    let approved = stop_with(&env, &bin, true);
+    assert!(!approved.blocked(), "{}", approved.stdout);
+    let shown = approved.system_message();
+    assert!(shown.contains("for-loop: done, verified at iteration 2/30"), "{shown}");
+    assert!(shown.contains("· 2.0k tokens"), "both reviews' tokens count: {shown}");
+    assert!(
+        shown.contains("review: approved by `claude` after 1 veto(es); noted: minor: name it better"),
+        "{shown}"
+    );
+    let ledger = env.ledger();
+    let reasons: Vec<&str> = ledger.iter().map(|l| l["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["review_blocked", "review_approved", "verified"]);
+    assert_eq!(ledger[0]["review"]["ended"], "exit 0, BLOCK [major]");
+    assert_eq!(ledger[0]["review"]["tokens"], 1000);
+    assert_eq!(ledger[0]["tokens"]["claude-sonnet-4-5"]["input"], 800);
+    assert_eq!(ledger[1]["review"]["ended"], "exit 0, BLOCK [minor], below major");
+    let report = env.run(&["report", "--session", SESSION, "--out", "r.html"], "");
+    assert_eq!(report.code, 0, "{}", report.stdout);
+    let html = std::fs::read_to_string(env.project.join("r.html")).unwrap();
+    assert!(html.contains("reviewer vetoed (exit 0, BLOCK [major]), findings"), "{html}");
+    assert!(html.contains("reviewer approved (exit 0, BLOCK [minor], below major)"), "{html}");
+}
+
+#[test]
+fn the_reviewers_tokens_count_toward_the_token_budget() {
+    let env = project("exit 0\n");
+    let bin = stand_in_claude(&env, &["BLOCK [critical]: the check is faked"], "");
+    env.write("done.txt", "");
+    env.start(r#"fix it --verify "sh check.sh" --review claude --max-tokens 900"#);
+    let spent = stop_with(&env, &bin, false);
+    assert!(!spent.blocked(), "{}", spent.stdout);
+    assert!(
+        spent.system_message().contains("the token budget of 900 is spent (1.0k used)"),
+        "{}",
+        spent.stdout
+    );
+    assert_eq!(env.ledger_reasons(SESSION), ["token_budget"]);
+}
+
+#[test]
+fn a_built_in_reviewer_that_is_not_installed_vetoes_and_says_how_to_name_it() {
+    let env = project("exit 0\n");
+    env.write("done.txt", "");
+    let mut start = env.command(&["start", "--session", SESSION]);
+    start.env("PATH", "/usr/bin:/bin");
+    let started = crate::util::run_command(start, br#"fix it --verify "sh check.sh" --review codex"#);
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    assert!(
+        started.stdout.contains(
+            "not ready: `codex` was not found on PATH; install it, or name it with FOR_LOOP_CODEX; until then every pass is vetoed"
+        ),
+        "{}",
+        started.stdout
+    );
+    let mut cmd = env.command(&["stop-hook"]);
+    cmd.env("PATH", "/usr/bin:/bin");
+    let event = crate::util::stop_event(SESSION, &env.project, "", false).to_string();
+    let run = crate::util::run_command(cmd, event.as_bytes());
+    assert!(run.blocked(), "{}", run.stdout);
+    assert!(
+        run.reason().contains("`codex` was not found on PATH; install it, or name it with FOR_LOOP_CODEX"),
+        "{}",
+        run.reason()
+    );
+}
+
+/// In the strict tier the reviewer runs in a sandbox of its own where the project is read-only:
+/// a CLI that tries to write there (a tool it should not have had) cannot, and still answers.
+#[test]
+fn in_the_strict_tier_the_built_in_reviewer_cannot_write_the_project() {
+    let env = project("exit 0\n");
+    env.write(
+        ".claude/settings.json",
+        r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false,"failIfUnavailable":true}}"#,
+    );
+    let bin = stand_in_claude(
+        &env,
+        &["APPROVE"],
+        "if echo x > written-by-reviewer; then echo wrote; else echo refused; fi > \"$HOME/claude-$n.write\"",
+    );
+    env.write("done.txt", "");
+    let started = env.start(r#"fix it --verify "sh check.sh" --review claude"#);
+    assert!(started.stdout.contains("Tier:        strict"), "{}", started.stdout);
+    let approved = stop_with(&env, &bin, false);
+    assert!(!approved.blocked(), "{}", approved.stdout);
+    assert_eq!(std::fs::read_to_string(env.home.join("claude-1.write")).unwrap(), "refused\n");
+    assert!(!env.project.join("written-by-reviewer").exists());
+    assert_eq!(env.ledger_reasons(SESSION), ["review_approved", "verified"]);
+}

@@ -1301,6 +1301,85 @@ fn a_prd_json_plan_counts_only_checks_and_for_loop_sets_passes_in_place() {
     let now = std::fs::read_to_string(world.env.project.join("prd.json")).unwrap();
     assert_eq!(now, prd.replace("\"passes\": false", "\"passes\": true"), "set by for-loop, in place");
     assert_eq!(model.exhausted_requests(), 0);
+
+/// `--review claude`: the real Claude Code, started by the hook as the built-in reviewer against
+/// the same scripted model, reads the brief and the change, cannot change the project when its
+/// model tries, blocks the first pass with a major finding that reaches the model, and approves
+/// the second, which ends the loop.
+#[test]
+fn the_built_in_claude_reviewer_vetoes_once_then_approves() {
+    let mut world = World::new();
+    world.vars.push(("FOR_LOOP_CLAUDE", world.claude.display().to_string()));
+    world.env.write("check.sh", "test -f fixed\n");
+    let model = MockModel::start(
+        Script::new()
+            .bash("touch fixed")
+            .text("Done.")
+            // The reviewer's model tries to change the project: it has no tool that can.
+            .bash("touch written-by-reviewer")
+            .write("written-by-reviewer-2", "x")
+            .text("The file is empty.\nBLOCK [major]: fixed is empty; write why")
+            .bash("echo because > fixed")
+            .text("Addressed it.")
+            .text("Reads fine.\nAPPROVE"),
+    )
+    .unwrap();
+    let run = world.run(
+        &model,
+        SESSION_A,
+        "/for-loop create fixed --verify \"sh check.sh\" --review claude",
+        &["--allowedTools", "Bash"],
+    );
+    run.assert_plugin_loaded();
+    let fed = reinjections(&model);
+    assert_eq!(fed.len(), 1, "{}", run.dump());
+    assert!(
+        fed[0].contains("the reviewer `claude` vetoed this pass (exit 0, BLOCK [major]; veto 1 of 3)"),
+        "{}",
+        fed[0]
+    );
+    assert!(fed[0].contains("BLOCK [major]: fixed is empty; write why"), "{}", fed[0]);
+    assert_eq!(world.env.ledger_reasons(SESSION_A), ["review_blocked", "review_approved", "verified"]);
+    assert_eq!(model.exhausted_requests(), 0);
+    // The reviewer's own requests: the brief and the change, and only tools that read.
+    let reviews: Vec<_> = model
+        .main_requests()
+        .into_iter()
+        .filter(|r| {
+            r.last_user_text().is_some_and(|t| t.contains("You are the reviewer of an automated coding loop"))
+        })
+        .collect();
+    assert_eq!(reviews.len(), 2, "{}", run.dump());
+    let asked = reviews[0].last_user_text().unwrap();
+    assert!(
+        asked.contains("\"task\":\"create fixed\"") && asked.contains("\"command\":\"sh check.sh\""),
+        "{asked}"
+    );
+    let tools: Vec<String> = reviews[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    // Claude Code adds a placeholder that keeps its deferred tool loading on; it does nothing.
+    let read_only = ["Read", "Grep", "Glob", "DeferredToolPlaceholder"];
+    assert!(
+        tools.contains(&"Read".to_string()) && tools.iter().all(|t| read_only.contains(&t.as_str())),
+        "{tools:?}"
+    );
+    let refused: Vec<mock_model::ToolResult> = model
+        .main_requests()
+        .iter()
+        .filter(|r| r.messages().first().is_some_and(|m| m.to_string().contains("You are the reviewer")))
+        .flat_map(mock_model::Recorded::tool_results)
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|t| t.is_error), "{refused:?}");
+    for name in ["written-by-reviewer", "written-by-reviewer-2"] {
+        assert!(!world.env.project.join(name).exists(), "{name}: {}", run.dump());
+    }
+    let ledger = world.env.ledger_of(SESSION_A);
+    assert!(ledger[0]["review"]["tokens"].as_u64().is_some_and(|n| n > 0), "{:?}", ledger[0]);
 }
 
 /// A reviewer script that vetoes the first pass: its finding reaches the model as the

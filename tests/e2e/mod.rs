@@ -5,6 +5,7 @@
 //! - `demo`: `scripts/demo` run end to end, so it cannot rot.
 //! - `gemini_cli`, `codex`, `copilot_cli`: the packaging under `plugin/`, installed the way
 //!   users install it.
+//! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
@@ -21,6 +22,7 @@ mod copilot_cli;
 mod demo;
 mod gemini_cli;
 mod release;
+mod reviewer;
 mod run;
 
 /// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.

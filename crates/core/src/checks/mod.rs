@@ -1,8 +1,10 @@
 //! What a stop checks besides verify's exit code, and verify itself: the oracle fingerprint and its
 //! watch, the test suite behind the check, test summaries and the ratchet, skip markers, stalls,
-//! the tier verify runs in, the reviewer that may veto a pass, the scope a pass's change must stay
-//! inside, and a plan with the boxes of its file. Nothing here reads or writes a loop's store.
+//! the tier verify runs in, the reviewer that may veto a pass (a command or a built-in agent), the
+//! scope a pass's change must stay inside, and a plan with the boxes of its file. Nothing here
+//! reads or writes a loop's store.
 
+pub(crate) mod agent_review;
 pub(crate) mod capture;
 pub(crate) mod oracle;
 pub(crate) mod oracle_change;

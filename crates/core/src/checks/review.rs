@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::checks::verify::{CommandInput, VerifyOutcome, VerifySpec};
+use crate::host::agent::Agent;
+use crate::host::usage::Usage;
 use crate::support::text::is_hidden;
 
 /// Vetoes in a row after which the loop is parked.
@@ -29,10 +31,18 @@ const VERIFY_TAIL_CHARS: usize = 4_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReviewSettings {
-    /// Shell command: exit 0 approves a pass, anything else vetoes it.
+    /// Shell command: exit 0 approves a pass, anything else vetoes it. Exactly `claude`, `codex`
+    /// or `gemini` names the built-in reviewer instead ([`crate::checks::agent_review`]).
     pub command: String,
     /// Vetoes without an approval after which the loop is parked.
     pub max_vetoes: u32,
+}
+
+impl ReviewSettings {
+    /// The agent of the built-in reviewer, when the command names one.
+    pub(crate) fn agent(&self) -> Option<Agent> {
+        Agent::reviewer(&self.command)
+    }
 }
 
 /// The working tree's change since the loop started, as the reviewer is shown it.
@@ -114,9 +124,13 @@ pub(crate) struct ReviewOutcome {
     pub timed_out: bool,
     /// What it printed, cleaned and cut ([`clean`]).
     pub findings: String,
-    /// Digest of everything it printed.
+    /// Digest of everything it printed (the built-in reviewer: of its answer).
     pub digest: String,
     pub duration: Duration,
+    /// A finding below the blocking severity (the built-in reviewer): shown, no veto.
+    pub note: Option<String>,
+    /// The tokens the reviewer reported spending (the built-in reviewer, where its CLI says).
+    pub usage: Usage,
 }
 
 /// What the ledger keeps of a review.
@@ -126,14 +140,19 @@ pub(crate) struct ReviewRecord {
     pub ended: String,
     /// Digest of the reviewer's whole output.
     pub findings_digest: String,
+    /// The tokens the reviewer reported, counted toward `--max-tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 impl ReviewOutcome {
     pub(crate) fn record(&self) -> ReviewRecord {
+        let tokens = self.usage.total().counted();
         ReviewRecord {
             approved: self.approved,
             ended: self.ended.clone(),
             findings_digest: self.digest.clone(),
+            tokens: (tokens > 0).then_some(tokens),
         }
     }
 }
@@ -153,12 +172,15 @@ pub(crate) fn review(spec: &VerifySpec, input: &ReviewInput<'_>) -> ReviewOutcom
             findings: clean(&outcome.output.excerpt(MAX_FINDINGS_CHARS), MAX_FINDINGS_CHARS),
             digest: outcome.output.digest_hex(),
             duration: outcome.duration,
+            note: None,
+            usage: Usage::default(),
         },
         Err(e) => not_run(&e.to_string()),
     }
 }
 
-fn not_run(why: &str) -> ReviewOutcome {
+/// The veto of a reviewer that could not run, and why.
+pub(crate) fn not_run(why: &str) -> ReviewOutcome {
     ReviewOutcome {
         approved: false,
         ended: format!("could not run: {why}"),
@@ -166,6 +188,8 @@ fn not_run(why: &str) -> ReviewOutcome {
         findings: String::new(),
         digest: String::new(),
         duration: Duration::ZERO,
+        note: None,
+        usage: Usage::default(),
     }
 }
 

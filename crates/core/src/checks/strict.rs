@@ -230,6 +230,22 @@ pub(crate) fn verify_sandbox(cwd: &Path, read_only: &[PathBuf]) -> Vec<OsString>
     bwrap.finish(cwd)
 }
 
+/// The argument list that runs the built-in reviewer in the strict tier: like verify's sandbox,
+/// but the project stays read-only (a reviewer only reads), and only `/tmp` and `writable` (the
+/// agent CLI's own settings and sessions, which it writes as it runs) can be written outside it.
+pub(crate) fn review_sandbox(cwd: &Path, writable: &[PathBuf]) -> Vec<OsString> {
+    let mut bwrap = Bwrap::new();
+    if Path::new("/tmp").is_dir() {
+        bwrap.bind(Path::new("/tmp"));
+    }
+    for path in writable.iter().filter(|path| path.exists()) {
+        bwrap.bind(path);
+    }
+    // Last, so that it covers a writable mount above the project (a project under `/tmp`).
+    bwrap.read_only(cwd);
+    bwrap.finish(cwd)
+}
+
 /// Set (in-process, by `loop-hook run`) when the run's agent is sandboxed: verify then runs in
 /// a sandbox of its own too, whatever the host's settings, so the code the agent wrote cannot
 /// reach the loop or the driver while it is judged. Setting it can only add a sandbox.
@@ -415,5 +431,30 @@ mod tests {
         let tree_rw = joined.rfind(&format!("--bind {t} {t}")).unwrap();
         let oracle_ro = joined.find(&format!("--ro-bind {t}/check.sh")).unwrap();
         assert!(store_ro < tree_rw && tree_rw < oracle_ro, "{joined}");
+    }
+
+    #[test]
+    fn the_reviewers_sandbox_leaves_the_project_read_only_and_its_own_files_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, config) = (dir.path().join("project"), dir.path().join(".claude"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        let args: Vec<String> =
+            review_sandbox(&project, &[config.clone(), dir.path().join("absent"), dir.path().to_path_buf()])
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+        let mounts: Vec<(&str, &str)> = args
+            .windows(2)
+            .filter(|w| w[0] == "--bind" || w[0] == "--ro-bind")
+            .map(|w| (w[0].as_str(), w[1].as_str()))
+            .collect();
+        let config = config.display().to_string();
+        assert!(mounts.contains(&("--bind", config.as_str())), "{args:?}");
+        let over_project: Vec<&str> =
+            mounts.iter().filter(|(_, path)| project.starts_with(path)).map(|(how, _)| *how).collect();
+        assert_eq!(over_project.last(), Some(&"--ro-bind"), "the project is read-only at last: {args:?}");
+        assert!(!args.iter().any(|a| a.ends_with("absent")), "{args:?}");
+        assert_eq!(args.last().map(String::as_str), Some("--"));
     }
 }

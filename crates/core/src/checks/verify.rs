@@ -115,19 +115,28 @@ impl VerifySpec {
 
     /// Runs the command with `input` to completion or to its deadline.
     pub(crate) fn run_with(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
+        self.run_program(shell_command(&self.command), input)
+    }
+
+    /// Runs `program` (its own command line, not `command` through the shell) as the command
+    /// would run: in its directory and sandbox, environment, deadline and process group.
+    pub(crate) fn run_program(
+        &self,
+        program: Command,
+        input: &CommandInput,
+    ) -> Result<VerifyOutcome, VerifyError> {
         if !self.cwd.is_dir() {
             return Err(VerifyError::MissingCwd(self.cwd.clone()));
         }
         let started = Instant::now();
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
         let mut command = match self.sandbox.split_first() {
-            Some((program, args)) => {
-                let shell = shell_command(&self.command);
-                let mut wrapped = Command::new(program);
-                wrapped.args(args).arg(shell.get_program()).args(shell.get_args());
+            Some((sandbox, args)) => {
+                let mut wrapped = Command::new(sandbox);
+                wrapped.args(args).arg(program.get_program()).args(program.get_args());
                 wrapped
             }
-            None => shell_command(&self.command),
+            None => program,
         };
         command
             .current_dir(&self.cwd)

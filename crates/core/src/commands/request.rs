@@ -165,7 +165,7 @@ impl Flag {
             Flag::RefineAfter => "a whole number from 1 to 1000, e.g. --refine-after 3",
             Flag::PivotAfter => "a whole number from 1 to 1000, e.g. --pivot-after 5",
             Flag::ParkAfterPivots => "a whole number from 1 to 1000, e.g. --park-after-pivots 3",
-            Flag::Review => "a command that exits 0 to approve a pass, e.g. --review \"sh review.sh\"",
+            Flag::Review => "a command exiting 0 to approve (\"sh review.sh\"), or claude, codex or gemini",
             Flag::MaxVetoes => "a whole number from 1 to 1000, e.g. --max-vetoes 3",
             Flag::Plan => "a Markdown checklist or a prd.json, e.g. --plan PLAN.md",
             Flag::StoryIterations => "a whole number from 1 to 10000, e.g. --story-iterations 8",

@@ -328,10 +328,10 @@ fn new_state(
 }
 
 /// The commands whose files are the oracle: verify, a metric loop's metric and guard, and the
-/// reviewer.
+/// reviewer's command (a built-in reviewer has no files in the project).
 fn judges(request: &LoopRequest) -> Vec<&str> {
     let metric = request.metric.as_ref();
-    let review = request.review.as_ref().map(|r| r.command.as_str());
+    let review = request.review.as_ref().filter(|r| r.agent().is_none()).map(|r| r.command.as_str());
     [
         request.verify.as_deref(),
         metric.map(|m| m.command.as_str()),
@@ -375,6 +375,15 @@ fn banner(
         });
     }
     out.push_str(&limit_lines(settings));
+    // Told now rather than at the first pass, which it would veto.
+    if let Some(why) = settings
+        .review
+        .as_ref()
+        .and_then(crate::checks::review::ReviewSettings::agent)
+        .and_then(|agent| agent.find(env).err())
+    {
+        out.push_str(&format!("             not ready: {why}; until then every pass is vetoed\n"));
+    }
     out.push_str(&where_kept(paths, claim_token.is_some()));
     if let Some(warning) =
         settings.verify.as_deref().and_then(|cmd| missing_program(cmd, &state.meta.cwd, env))

@@ -11,6 +11,7 @@
 //! hooks; VS Code reads Copilot's), another event, or a turn that ended abnormally. The hook then
 //! judges nothing and prints only the host's plain "let it stop" answer.
 
+pub(crate) mod agent;
 mod antigravity;
 mod claude_code;
 mod codex;

@@ -457,6 +457,12 @@ fn stops(page: &mut String, report: &LoopReport) {
             }
             let _ = write!(note, "outside the scope: <span class=\"mono\">{}</span>{more}", names.join(", "));
         }
+        if let Some(review) = &stop.review {
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            note.push_str(&review_note(review));
+        }
         let _ = writeln!(
             page,
             "<tr data-reason=\"{code}\"><td class=\"num\">{it}</td><td class=\"nowrap\">{time}</td><td>{decision}</td>\
@@ -469,6 +475,21 @@ fn stops(page: &mut String, report: &LoopReport) {
         );
     }
     page.push_str("</tbody></table></div>\n</section>\n");
+}
+
+/// A stop's note about its review: the verdict, how the reviewer ended, the digest of its
+/// findings and the tokens it reported.
+fn review_note(review: &crate::checks::review::ReviewRecord) -> String {
+    let verdict = if review.approved { "approved" } else { "vetoed" };
+    let mut note = format!("reviewer {verdict} ({})", escape::text(&review.ended));
+    if !review.findings_digest.is_empty() {
+        let _ =
+            write!(note, ", findings <span class=\"mono\">{}</span>", escape::text(&review.findings_digest));
+    }
+    if let Some(tokens) = review.tokens {
+        let _ = write!(note, ", {} tokens", human_tokens(tokens));
+    }
+    note
 }
 
 #[cfg(test)]
@@ -491,6 +512,7 @@ mod tests {
                 output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into() },
             "tokens": { task: {"input": 5, "output": 5} },
             "metric": {"value": 3.0, "name": task},
+            "review": {"approved": false, "ended": task, "findings_digest": task, "tokens": 1200},
         })
         .to_string();
         let files = FileChanges {
@@ -528,6 +550,17 @@ mod tests {
         for line in page.lines().filter(|l| l.contains("alert")) {
             assert!(!line.contains("alert(1)</"), "{line}");
         }
+    }
+
+    #[test]
+    fn each_review_shows_its_verdict_how_it_ended_its_findings_digest_and_tokens() {
+        let page = render(&report_with("exit 0, BLOCK [major]", "boom"));
+        assert!(
+            page.contains(
+                "reviewer vetoed (exit 0, BLOCK [major]), findings <span class=\"mono\">exit 0, BLOCK [major]</span>, 1.2k tokens"
+            ),
+            "{page}"
+        );
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub(crate) struct Stop {
     pub(crate) out_of_scope: Vec<String>,
     pub(crate) tokens: Option<Usage>,
     pub(crate) metric: Option<MetricPoint>,
+    /// The reviewer's verdict, on the lines of a review.
+    pub(crate) review: Option<crate::checks::review::ReviewRecord>,
     /// Index into [`LoopReport::failures`], for a failed verify.
     pub(crate) failure: Option<usize>,
 }
@@ -164,6 +166,7 @@ impl LedgerLines {
                     out_of_scope: entry.out_of_scope,
                     tokens: entry.tokens,
                     metric,
+                    review: entry.review,
                     failure: None,
                 }),
                 Err(_) => read.unreadable += 1,

@@ -14,13 +14,13 @@ use jiff::{Timestamp, Zoned};
 use serde_json::{Value, json};
 
 use super::RunOptions;
-use super::agent::Agent;
 use super::limits::{self, AgentEnd};
 use super::sandbox::{AgentBox, GitDirs, RunTier};
 use super::status::StatusLine;
 use crate::commands::resume::ResumeOptions;
 use crate::commands::start::{self, StartOptions};
 use crate::hook::stop_hook;
+use crate::host::agent::Agent;
 use crate::host::event::StopEvent;
 use crate::store::custody::Custody;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};

@@ -7,7 +7,6 @@
 //! has: the sessions the driver starts are new sessions, so their Stop hooks find no loop and
 //! never judge the driver's stops, and no model can reach an in-session loop through the driver.
 
-mod agent;
 mod applied_check;
 mod attempts;
 mod driver;

@@ -8,10 +8,10 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use super::agent::Agent;
 use super::sandbox::SandboxAsked;
 use crate::commands::request::Flag;
 use crate::commands::resume::ResumeOptions;
+use crate::host::agent::Agent;
 use crate::support::nearest::nearest;
 
 /// What `loop-hook run` was asked.

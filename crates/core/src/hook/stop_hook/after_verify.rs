@@ -8,6 +8,7 @@ use crate::checks::oracle_change::OracleChange;
 use crate::checks::plan::PlanSweep;
 use crate::checks::review::ReviewOutcome;
 use crate::store::state::LoopState;
+use crate::support::environment::Environment;
 use crate::verdict::facts::StopFacts;
 use crate::worktree::WorkTree;
 
@@ -23,14 +24,20 @@ impl AfterVerify {
     /// what verify found; the sweep goes into the facts the reviewer is asked on.
     #[allow(clippy::large_types_passed_by_value)] // a `Copy` bundle of borrows, as `decide` takes it
     pub(super) fn run(
+        env: &Environment,
         state: &LoopState,
         facts: StopFacts<'_>,
         worktree: &WorkTree,
         sandbox: &[OsString],
     ) -> AfterVerify {
         let plan = super::plan::sweep(state, &facts, sandbox);
-        let review =
-            super::review::at_stop(state, &StopFacts { plan: plan.as_ref(), ..facts }, worktree, sandbox);
+        let review = super::review::at_stop(
+            env,
+            state,
+            &StopFacts { plan: plan.as_ref(), ..facts },
+            worktree,
+            sandbox,
+        );
         AfterVerify { plan, review }
     }
 

@@ -158,11 +158,14 @@ impl Gathered {
         let scope = super::scope::at_stop(state, &facts, &gathered.worktree, checkpoint, &store);
         gathered.scope = scope;
         gathered.after_verify = super::after_verify::AfterVerify::run(
+            env,
             state,
             gathered.facts(paths, event, env, &[]),
             &gathered.worktree,
             &sandbox,
         );
+        gathered.usage =
+            super::review::counted(state, gathered.usage.take(), gathered.after_verify.review.as_ref());
         let late = gathered.after_verify.late_oracle_changes(state, &gathered.oracle_changes);
         gathered.oracle_changes.extend(late);
         gathered.changes_since_start(state, paths, event, env);

@@ -1,10 +1,15 @@
 //! The reviewer's run at a stop whose check passed ([`crate::checks::review`]): what it is shown
-//! (the task, the check, the change since the loop started) and the run itself, in verify's tier.
+//! (the task, the check, the change since the loop started) and the run itself, in verify's tier:
+//! a command as verify runs, or the built-in agent ([`crate::checks::agent_review`]), which in
+//! the strict tier runs in a sandbox of its own where the project is read-only.
 
 use std::ffi::OsString;
 
 use crate::checks::review::{self, Change, ReviewInput, ReviewOutcome, VerifySeen};
+use crate::host::agent::Agent;
+use crate::host::usage::UsageCursor;
 use crate::store::state::LoopState;
+use crate::support::environment::Environment;
 use crate::verdict::decision;
 use crate::verdict::facts::StopFacts;
 use crate::worktree::WorkTree;
@@ -12,6 +17,7 @@ use crate::worktree::WorkTree;
 /// Runs the loop's reviewer when this stop's check passed; `None` when it has none or the check
 /// did not pass (a reviewer never sees a failure, so it cannot turn one into a pass).
 pub(super) fn at_stop(
+    env: &Environment,
     state: &LoopState,
     facts: &StopFacts<'_>,
     worktree: &WorkTree,
@@ -33,7 +39,50 @@ pub(super) fn at_stop(
         verify: VerifySeen::of(verify_command, verified),
         change: &change,
     };
-    Some(review::review(&super::plan::check_spec(state, &settings.command, sandbox), &input))
+    Some(match settings.agent() {
+        Some(agent) => by_agent(env, state, agent, &input, sandbox),
+        None => review::review(&super::plan::check_spec(state, &settings.command, sandbox), &input),
+    })
+}
+
+/// The built-in reviewer's run: the CLI found as `env` names it, with the variables it needs to
+/// reach its model, in a read-only sandbox of its own when verify has one (the strict tier).
+fn by_agent(
+    env: &Environment,
+    state: &LoopState,
+    agent: Agent,
+    input: &ReviewInput<'_>,
+    verify_sandbox: &[OsString],
+) -> ReviewOutcome {
+    let sandbox = if verify_sandbox.is_empty() {
+        Vec::new()
+    } else {
+        crate::checks::strict::review_sandbox(&state.meta.cwd, &agent.config_paths(env))
+    };
+    let spec = super::plan::check_spec(state, agent.program(), &sandbox);
+    let vars = agent
+        .own_variables()
+        .iter()
+        .filter_map(|name| env.var(name).map(|value| (*name, value.to_string())))
+        .collect();
+    let program = agent.find(env);
+    crate::checks::agent_review::review(agent, program.as_deref().map_err(String::as_str), &spec, input, vars)
+}
+
+/// The loop's usage with the tokens the reviewer reported added: they count toward
+/// `--max-tokens` as the session's own do. A host whose transcript gives no usage starts from
+/// the loop's last count, and one that gave none yet from an empty one, which the next read of
+/// the transcript, finding no file read, reads from the loop's start.
+pub(super) fn counted(
+    state: &LoopState,
+    usage: Option<UsageCursor>,
+    review: Option<&ReviewOutcome>,
+) -> Option<UsageCursor> {
+    let spent = review.map(|r| &r.usage).filter(|u| !u.0.is_empty());
+    let Some(spent) = spent else { return usage };
+    let mut counted = usage.or_else(|| state.meta.usage.clone()).unwrap_or_default();
+    counted.used.merge(spent);
+    Some(counted)
 }
 
 /// A plan loop's current story, as the model was given it; `None` without a plan.
@@ -58,5 +107,38 @@ fn change_since_start(state: &LoopState, worktree: &WorkTree, now: Option<&str>)
     match read {
         Ok((files, diff)) => Change::of(files, &diff),
         Err(e) => Change::unknown(format!("the change could not be read: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::usage::{TokenCounts, Usage};
+    use crate::store::state::tests::sample;
+
+    fn spent(input: u64) -> ReviewOutcome {
+        let mut usage = Usage::default();
+        usage.add("claude-sonnet-4-5", TokenCounts { input, ..TokenCounts::default() });
+        ReviewOutcome { usage, ..review::not_run("test") }
+    }
+
+    #[test]
+    fn the_reviewers_tokens_join_the_loops_usage_wherever_it_stands() {
+        let state = sample();
+        let review = spent(700);
+        // No usage read yet: the reviewer's tokens alone, in a cursor that has read no file.
+        let alone = counted(&state, None, Some(&review)).unwrap();
+        assert_eq!(alone.used.total().counted(), 700);
+        assert_eq!(alone.transcript, std::path::PathBuf::new());
+        // Read this stop, or kept from the last: added to what was read.
+        let mut read = UsageCursor::default();
+        read.used.add("claude-sonnet-4-5", TokenCounts { input: 300, ..TokenCounts::default() });
+        assert_eq!(counted(&state, Some(read.clone()), Some(&review)).unwrap().used.total().counted(), 1000);
+        let mut earlier = sample();
+        earlier.meta.usage = Some(read.clone());
+        assert_eq!(counted(&earlier, None, Some(&review)).unwrap().used.total().counted(), 1000);
+        // A reviewer that reported nothing, or none at all, changes nothing.
+        assert_eq!(counted(&state, Some(read.clone()), Some(&review::not_run("x"))), Some(read.clone()));
+        assert_eq!(counted(&state, None, None), None);
     }
 }
