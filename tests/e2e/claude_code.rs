@@ -1301,6 +1301,7 @@ fn a_prd_json_plan_counts_only_checks_and_for_loop_sets_passes_in_place() {
     let now = std::fs::read_to_string(world.env.project.join("prd.json")).unwrap();
     assert_eq!(now, prd.replace("\"passes\": false", "\"passes\": true"), "set by for-loop, in place");
     assert_eq!(model.exhausted_requests(), 0);
+}
 
 /// `--review claude`: the real Claude Code, started by the hook as the built-in reviewer against
 /// the same scripted model, reads the brief and the change, cannot change the project when its
