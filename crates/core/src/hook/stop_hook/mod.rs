@@ -53,6 +53,9 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     match event {
         // A forged stop is answered without the user's notices: its reader is the agent.
         Ok(event) => {
+            if let Some(response) = without_loop(env, host, &event) {
+                return response;
+            }
             // A loop command the user never sent (the agent ran the prompt hook itself) is undone
             // first, so this stop is judged against the loop as the user left it.
             let mut unconfirmed = crate::provenance::confirmation::settle(env, &event.session_id);
@@ -90,6 +93,27 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         }
         Err(error) => unreadable_event(env, &error),
     }
+}
+
+/// The answer to a stop in a session with no loop (no state, no last good copy, none waiting to
+/// be claimed), or `None` when there is one to settle, check and judge. Every turn end of every
+/// session without a loop takes this path, so it looks once: a session that never had a loop has
+/// no directory, hence no state and no notice, and costs two failed stats (the directory, the
+/// last good copy).
+fn without_loop(env: &Environment, host: Host, event: &StopEvent) -> Option<HookResponse> {
+    let Ok(store) = Store::locate(env) else { return Some(HookResponse::allow()) };
+    let paths = store.paths(&event.session_id);
+    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+    let dir = fs::symlink_metadata(&paths.dir).is_ok();
+    if armed || (dir && paths.state.exists()) || claim::attach(&store, host, event, env.now) {
+        return None;
+    }
+    let response = no_loop(event);
+    Some(if dir {
+        crate::provenance::origin::with_notices(env, &event.session_id, response)
+    } else {
+        response
+    })
 }
 
 /// The user's notices go with the answer of a stop that came from the end of a turn. A stop that
