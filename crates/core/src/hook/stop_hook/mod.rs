@@ -266,3 +266,66 @@ pub(super) fn no_loop(event: &StopEvent) -> HookResponse {
     }
     HookResponse::allow()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::origin::Notice;
+
+    fn env(home: &std::path::Path) -> Environment {
+        let vars = [("FOR_LOOP_HOME".to_string(), home.join("store").display().to_string())];
+        Environment::new(vars, home.to_path_buf(), jiff::Timestamp::now())
+    }
+
+    fn stop(env: &Environment, session: &str) -> HookResponse {
+        let event =
+            format!(r#"{{"session_id":"{session}","hook_event_name":"Stop","stop_hook_active":false}}"#);
+        run(env, Host::ClaudeCode, event.as_bytes())
+    }
+
+    fn event(session: &str) -> StopEvent {
+        let object = event::parse_object(format!(r#"{{"session_id":"{session}"}}"#).as_bytes()).unwrap();
+        Host::ClaudeCode.parse_stop(&object).unwrap()
+    }
+
+    #[test]
+    fn a_session_that_never_had_a_loop_is_let_through_and_nothing_is_written() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        assert_eq!(stop(&env, "s-1"), HookResponse::allow());
+        assert!(!home.path().join("store").exists());
+    }
+
+    /// A loop that ended leaves its directory, where a notice can wait for the next stop.
+    #[test]
+    fn a_session_whose_loop_ended_still_gets_its_notice_once() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        let dir = Store::locate(&env).unwrap().paths("s-1").dir;
+        fs::create_dir_all(&dir).unwrap();
+        Notice::post(&dir, "the loop was cancelled by the agent");
+        let told = stop(&env, "s-1");
+        assert_eq!(told.block, None);
+        assert_eq!(told.system_message.as_deref(), Some("the loop was cancelled by the agent"));
+        assert_eq!(stop(&env, "s-1"), HookResponse::allow());
+    }
+
+    /// A last good copy without its state is a deleted loop: judged (and restored), never the
+    /// quiet path; so is a state file.
+    #[test]
+    fn a_last_good_copy_or_a_state_is_not_a_session_without_a_loop() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        let paths = Store::locate(&env).unwrap().paths("s-1");
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        let armed = paths.armed.clone().unwrap();
+        fs::create_dir_all(armed.parent().unwrap()).unwrap();
+        fs::write(&armed, "---\n").unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+        fs::remove_file(&armed).unwrap();
+        fs::create_dir_all(&paths.dir).unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        fs::write(&paths.state, "---\n").unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+    }
+}
