@@ -153,9 +153,8 @@ fn judged(
 ) -> Result<HookResponse, HookResponse> {
     let store = Store::locate(env).map_err(|_| HookResponse::allow())?;
     let paths = store.paths(&event.session_id);
-    // The path every plain session takes: two failed stats (the state, its last good copy) and,
-    // on hosts whose commands cannot name their session, one failed read_dir for loops waiting
-    // to be claimed.
+    // Looked for again: `loop-hook run` judges without [`without_loop`], and the loop a hook
+    // found may have ended since (a cancel the settle carried out).
     let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
     if !paths.state.exists() && !armed && !claim::attach(&store, host, event, env.now) {
         return Err(no_loop(event));
