@@ -99,6 +99,8 @@ const FIRST_READ_MAX: u64 = 64 << 20;
 const MAX_LINE: usize = 4 << 20;
 /// Bytes before the cursor's offset whose digest tells that the file is still the one read.
 const ANCHOR_BYTES: u64 = 256;
+/// Every usage record holds this key; lines without it are passed over unparsed.
+const USAGE_KEY: &[u8] = b"\"usage\"";
 /// Replies remembered to count each once, however many lines repeat them.
 const RECENT_MESSAGES: usize = 16;
 
@@ -221,11 +223,8 @@ fn max_counts(a: &TokenCounts, b: &TokenCounts) -> TokenCounts {
 }
 
 /// The usage record a transcript line holds, if any: an assistant reply from a real model.
+/// [`read_lines`] hands out only lines that hold [`USAGE_KEY`].
 fn record(line: &[u8]) -> Option<Record> {
-    // Most lines are tool output or text: skip them before parsing.
-    if !contains(line, b"\"usage\"") {
-        return None;
-    }
     let value: Value = serde_json::from_slice(line).ok()?;
     if value.get("type").and_then(Value::as_str) != Some("assistant") {
         return None;
@@ -250,10 +249,6 @@ fn record(line: &[u8]) -> Option<Record> {
     })
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
 /// A digest of the [`ANCHOR_BYTES`] before `offset`.
 fn anchor(file: &mut File, offset: u64) -> io::Result<String> {
     let from = offset.saturating_sub(ANCHOR_BYTES);
@@ -264,15 +259,21 @@ fn anchor(file: &mut File, offset: u64) -> io::Result<String> {
     Ok(crate::support::digest::hex(&Sha256::digest(&bytes)[..8]))
 }
 
-/// Calls `each` with every complete line from `start` to the end of the file and returns the
-/// offset after the last complete one; a last line without its newline is left for the next
-/// read. `skip_first`: `start` may be inside a line, whose rest is passed over.
+/// Bytes read at a time: a first read covers up to [`FIRST_READ_MAX`], in few system calls.
+const CHUNK: usize = 1 << 20;
+
+/// Calls `each` with every complete line from `start` to the end of the file that holds
+/// [`USAGE_KEY`] (no other line can be a usage record), and returns the offset after the last
+/// complete line; a last line without its newline is left for the next read. `skip_first`:
+/// `start` may be inside a line, whose rest is passed over. Lines are found inside each chunk
+/// where they lie, with a vectorised search for the key, and never copied: only a line that
+/// spans chunks is put together.
 fn read_lines(file: &mut File, start: u64, skip_first: bool, mut each: impl FnMut(&[u8])) -> io::Result<u64> {
     file.seek(SeekFrom::Start(start))?;
+    let key = memchr::memmem::Finder::new(USAGE_KEY);
+    let mut carry = Carry { line: Vec::new(), skipping: skip_first };
+    let mut chunk = vec![0u8; CHUNK];
     let mut offset = start;
-    let mut line: Vec<u8> = Vec::new();
-    let mut skipping = skip_first;
-    let mut chunk = vec![0u8; 64 * 1024];
     let mut pos = start;
     loop {
         let n = match file.read(&mut chunk) {
@@ -281,28 +282,68 @@ fn read_lines(file: &mut File, start: u64, skip_first: bool, mut each: impl FnMu
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        let mut rest = &chunk[..n];
-        while let Some(at) = rest.iter().position(|b| *b == b'\n') {
-            if !skipping && line.len() + at <= MAX_LINE {
-                line.extend_from_slice(&rest[..at]);
-                each(&line);
+        let data = &chunk[..n];
+        if let Some(first) = memchr::memchr(b'\n', data) {
+            let last = memchr::memrchr(b'\n', data).unwrap_or(first);
+            if let Some(line) = carry.end(&data[..first])
+                && key.find(line).is_some()
+            {
+                each(line);
             }
-            line.clear();
-            skipping = false;
-            pos += at as u64 + 1;
-            offset = pos;
-            rest = &rest[at + 1..];
-        }
-        pos += rest.len() as u64;
-        if skipping || line.len() + rest.len() > MAX_LINE {
-            // Too long to be a usage record: drop it, and the rest of it up to its newline.
-            line.clear();
-            skipping = true;
+            if first < last {
+                lines_holding(&key, &data[first + 1..last], &mut each);
+            }
+            offset = pos + last as u64 + 1;
+            carry.restart(&data[last + 1..]);
         } else {
-            line.extend_from_slice(rest);
+            carry.extend(data);
         }
+        pos += n as u64;
     }
     Ok(offset)
+}
+
+/// Calls `each` with every line of `region` (lines without their newlines) that holds `key`.
+fn lines_holding(key: &memchr::memmem::Finder<'_>, region: &[u8], each: &mut impl FnMut(&[u8])) {
+    let mut from = 0;
+    while let Some(at) = key.find(&region[from..]).map(|at| from + at) {
+        let begin = memchr::memrchr(b'\n', &region[..at]).map_or(0, |newline| newline + 1);
+        let end = memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |newline| at + newline);
+        each(&region[begin..end]);
+        from = end;
+    }
+}
+
+/// The start of a line that began in an earlier chunk.
+struct Carry {
+    line: Vec<u8>,
+    /// The line is passed over: longer than [`MAX_LINE`], or the rest of one the read began in.
+    skipping: bool,
+}
+
+impl Carry {
+    /// Adds `bytes` to the line, or passes it over once it is too long to be a usage record.
+    fn extend(&mut self, bytes: &[u8]) {
+        if self.skipping || self.line.len() + bytes.len() > MAX_LINE {
+            self.line.clear();
+            self.skipping = true;
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
+    }
+
+    /// The line ended by `tail` (its bytes up to the newline), unless it is passed over.
+    fn end(&mut self, tail: &[u8]) -> Option<&[u8]> {
+        self.extend(tail);
+        (!std::mem::take(&mut self.skipping)).then_some(self.line.as_slice())
+    }
+
+    /// Starts the next line with `bytes`, after the one [`Carry::end`] returned.
+    fn restart(&mut self, bytes: &[u8]) {
+        self.line.clear();
+        self.skipping = false;
+        self.extend(bytes);
+    }
 }
 
 /// A token count as typed: digits with an optional `k` (thousand) or `M` (million), e.g. `500k`.
@@ -463,6 +504,50 @@ mod tests {
         assert_eq!(cursor.offset, std::fs::metadata(&path).unwrap().len());
         assert!(UsageCursor::advance(None, &dir.path().join("none"), START.parse().unwrap()).is_err());
         assert!(UsageCursor::advance(None, dir.path(), START.parse().unwrap()).is_err());
+    }
+
+    /// Lines are found inside each chunk read: a reply that straddles a chunk's edge, one right
+    /// after it, one that ends exactly at it and one in the chunk after all count once.
+    #[test]
+    fn replies_across_chunk_edges_count_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = reply("msg_x", 1, 10, 10);
+        for shift in [0, 1, one.len() / 2, one.len() - 1, one.len()] {
+            let path = dir.path().join(format!("t{shift}.jsonl"));
+            // Filler lines without usage, up to `shift` bytes before the first chunk's end.
+            let filler_line = format!("{}\n", "f".repeat(999));
+            let filler_len = CHUNK - shift;
+            let mut text = filler_line.repeat((filler_len - 1) / filler_line.len());
+            text.push_str(&"g".repeat(filler_len - text.len() - 1));
+            text.push('\n');
+            assert_eq!(text.len(), filler_len);
+            text.push_str(&(reply("msg_1", 1, 10, 10) + &reply("msg_2", 2, 20, 20)));
+            text.push_str(&filler_line.repeat(3));
+            text.push_str(&reply("msg_3", 3, 30, 30));
+            append(&path, &text);
+            let cursor = advance(None, &path);
+            assert_eq!(cursor.used.total().input, 60, "shift {shift}");
+            assert_eq!(cursor.recent.len(), 3, "shift {shift}");
+            assert_eq!(cursor.offset, text.len() as u64, "shift {shift}");
+        }
+    }
+
+    /// A line longer than [`MAX_LINE`] that spans chunks is no record, wherever its key is, and
+    /// the line after it still counts; a last line without its newline waits, across chunks too.
+    #[test]
+    fn an_overlong_line_across_chunks_is_passed_over_and_a_partial_one_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let long = format!("{{\"usage\": {{\"input_tokens\": 9}}, \"pad\": \"{}\"}}\n", "p".repeat(MAX_LINE));
+        append(&path, &(long + &reply("msg_1", 1, 10, 10)));
+        let partial = reply("msg_2", 2, 1_000, 0);
+        let padded = partial.replace("\"work\"", &format!("\"{}\"", "w".repeat(2 * CHUNK)));
+        let (head, tail) = padded.split_at(padded.len() - 10);
+        append(&path, head);
+        let first = advance(None, &path);
+        assert_eq!(counted(&first), 120);
+        append(&path, tail);
+        assert_eq!(counted(&advance(Some(&first), &path)), 1_220);
     }
 
     #[test]

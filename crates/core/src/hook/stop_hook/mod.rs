@@ -54,6 +54,9 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     match event {
         // A forged stop is answered without the user's notices: its reader is the agent.
         Ok(event) => {
+            if let Some(response) = without_loop(env, host, &event) {
+                return response;
+            }
             // A loop command the user never sent (the agent ran the prompt hook itself) is undone
             // first, so this stop is judged against the loop as the user left it.
             let mut unconfirmed = crate::provenance::confirmation::settle(env, &event.session_id);
@@ -93,6 +96,27 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     }
 }
 
+/// The answer to a stop in a session with no loop (no state, no last good copy, none waiting to
+/// be claimed), or `None` when there is one to settle, check and judge. Every turn end of every
+/// session without a loop takes this path, so it looks once: a session that never had a loop has
+/// no directory, hence no state and no notice, and costs two failed stats (the directory, the
+/// last good copy).
+fn without_loop(env: &Environment, host: Host, event: &StopEvent) -> Option<HookResponse> {
+    let Ok(store) = Store::locate(env) else { return Some(HookResponse::allow()) };
+    let paths = store.paths(&event.session_id);
+    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+    let dir = fs::symlink_metadata(&paths.dir).is_ok();
+    if armed || (dir && paths.state.exists()) || claim::attach(&store, host, event, env.now) {
+        return None;
+    }
+    let response = no_loop(event);
+    Some(if dir {
+        crate::provenance::origin::with_notices(env, &event.session_id, response)
+    } else {
+        response
+    })
+}
+
 /// The user's notices go with the answer of a stop that came from the end of a turn. A stop that
 /// may have been forged is answered to whoever sent it, perhaps the agent: what it says is kept
 /// for the user's next stop or prompt instead, and their notices wait there too.
@@ -130,9 +154,8 @@ fn judged(
 ) -> Result<HookResponse, HookResponse> {
     let store = Store::locate(env).map_err(|_| HookResponse::allow())?;
     let paths = store.paths(&event.session_id);
-    // The path every plain session takes: two failed stats (the state, its last good copy) and,
-    // on hosts whose commands cannot name their session, one failed read_dir for loops waiting
-    // to be claimed.
+    // Looked for again: `loop-hook run` judges without [`without_loop`], and the loop a hook
+    // found may have ended since (a cancel the settle carried out).
     let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
     if !paths.state.exists() && !armed && !claim::attach(&store, host, event, env.now) {
         return Err(no_loop(event));
@@ -255,4 +278,67 @@ pub(super) fn no_loop(event: &StopEvent) -> HookResponse {
         return HookResponse::allow_with(words);
     }
     HookResponse::allow()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::origin::Notice;
+
+    fn env(home: &std::path::Path) -> Environment {
+        let vars = [("FOR_LOOP_HOME".to_string(), home.join("store").display().to_string())];
+        Environment::new(vars, home.to_path_buf(), jiff::Timestamp::now())
+    }
+
+    fn stop(env: &Environment, session: &str) -> HookResponse {
+        let event =
+            format!(r#"{{"session_id":"{session}","hook_event_name":"Stop","stop_hook_active":false}}"#);
+        run(env, Host::ClaudeCode, event.as_bytes())
+    }
+
+    fn event(session: &str) -> StopEvent {
+        let object = event::parse_object(format!(r#"{{"session_id":"{session}"}}"#).as_bytes()).unwrap();
+        Host::ClaudeCode.parse_stop(&object).unwrap()
+    }
+
+    #[test]
+    fn a_session_that_never_had_a_loop_is_let_through_and_nothing_is_written() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        assert_eq!(stop(&env, "s-1"), HookResponse::allow());
+        assert!(!home.path().join("store").exists());
+    }
+
+    /// A loop that ended leaves its directory, where a notice can wait for the next stop.
+    #[test]
+    fn a_session_whose_loop_ended_still_gets_its_notice_once() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        let dir = Store::locate(&env).unwrap().paths("s-1").dir;
+        fs::create_dir_all(&dir).unwrap();
+        Notice::post(&dir, "the loop was cancelled by the agent");
+        let told = stop(&env, "s-1");
+        assert_eq!(told.block, None);
+        assert_eq!(told.system_message.as_deref(), Some("the loop was cancelled by the agent"));
+        assert_eq!(stop(&env, "s-1"), HookResponse::allow());
+    }
+
+    /// A last good copy without its state is a deleted loop: judged (and restored), never the
+    /// quiet path; so is a state file.
+    #[test]
+    fn a_last_good_copy_or_a_state_is_not_a_session_without_a_loop() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env(home.path());
+        let paths = Store::locate(&env).unwrap().paths("s-1");
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        let armed = paths.armed.clone().unwrap();
+        fs::create_dir_all(armed.parent().unwrap()).unwrap();
+        fs::write(&armed, "---\n").unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+        fs::remove_file(&armed).unwrap();
+        fs::create_dir_all(&paths.dir).unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        fs::write(&paths.state, "---\n").unwrap();
+        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+    }
 }
