@@ -12,6 +12,7 @@ pub(crate) mod review;
 pub(crate) mod skip_marker;
 pub(crate) mod stall;
 pub(crate) mod strict;
+pub(crate) mod supervisor;
 pub(crate) mod test_ratchet;
 pub(crate) mod test_suite;
 pub(crate) mod test_summary;

@@ -707,6 +707,7 @@ mod tests {
             exit_code,
             signal: None,
             timed_out,
+            untrusted: None,
             duration: Duration::from_millis(4_200),
             output: captured,
         }
@@ -1456,6 +1457,7 @@ mod tests {
             exit_code: Some(1),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::from_secs(1),
             output: huge,
         };
