@@ -1,6 +1,7 @@
 //! What a stop checks besides verify's exit code, and verify itself: the oracle fingerprint and its
 //! watch, the test suite behind the check, test summaries and the ratchet, skip markers, stalls,
-//! the tier verify runs in, and the reviewer that may veto a pass. Nothing here reads or writes a loop's store.
+//! the tier verify runs in, the supervisor that runs it detached from the hook, and the reviewer
+//! that may veto a pass. Nothing here reads or writes a loop's store.
 
 pub(crate) mod capture;
 pub(crate) mod oracle;

@@ -21,6 +21,7 @@ pub(crate) use unix::{Supervised, command};
 
 /// Why a command's exit status cannot be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) enum Untrusted {
     /// A line without the secret: written by a process other than the supervisor.
     Foreign,
@@ -56,6 +57,7 @@ impl Untrusted {
 
 /// Who wrote a line, as far as the kernel says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum Origin {
     /// No credentials on this system.
     Unknown,
@@ -64,6 +66,7 @@ enum Origin {
     Mixed,
 }
 
+#[cfg_attr(not(unix), allow(dead_code))]
 impl Origin {
     fn and(self, piece: Origin) -> Origin {
         match (self, piece) {
@@ -76,6 +79,7 @@ impl Origin {
 
 /// What the status channel carries.
 #[derive(Debug)]
+#[cfg_attr(not(unix), allow(dead_code))]
 enum Event {
     Line(Vec<u8>, Origin),
     End,
@@ -83,6 +87,7 @@ enum Event {
 
 /// The supervisor's report, read line by line.
 #[derive(Debug)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Report {
     secret: String,
     /// Who said it was ready: every later line must come from there.
@@ -90,6 +95,7 @@ struct Report {
     ended: Option<Result<i32, Untrusted>>,
 }
 
+#[cfg_attr(not(unix), allow(dead_code))]
 impl Report {
     fn new(secret: String) -> Report {
         Report { secret, supervisor: None, ended: None }
