@@ -195,6 +195,9 @@ mod unix {
         pub(crate) fn spawn(mut command: Command, input: &[u8]) -> io::Result<Supervised> {
             let secret = secret()?;
             let (ours, theirs) = UnixStream::pair()?;
+            // Above the standard descriptors, which the child's own stdin, stdout and stderr replace
+            // before the supervisor's descriptor 3 is set.
+            let theirs = std::os::fd::OwnedFd::from(theirs).try_clone()?;
             #[cfg(target_os = "linux")]
             nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::PassCred, &true)?;
             let (stdin, mut feed) = io::pipe()?;
