@@ -479,11 +479,13 @@ fn stops_let_through_unjudged_are_told_again_at_the_next_judged_stop() {
     assert!(!next.system_message().contains("let through"), "{}", next.stdout);
 }
 
-/// A check script that kills the hook running it (the `loop-hook` among its ancestors), once.
+/// A check script that kills the hook judging it, once. The hook is not among its ancestors
+/// (verify runs detached from it), so it is found as the `loop-hook` that holds the other end of
+/// the check's own output pipe.
 #[cfg(target_os = "linux")]
-pub(crate) const KILLS_ITS_HOOK_ONCE: &str = "test -f killed || { touch killed; p=$PPID; \
-    while [ \"$p\" -gt 1 ]; do [ \"$(cat /proc/$p/comm)\" = loop-hook ] && { kill -9 \"$p\"; break; }; \
-    p=$(cut -d' ' -f4 /proc/$p/stat); done; sleep 5; }\n";
+pub(crate) const KILLS_ITS_HOOK_ONCE: &str = "test -f killed || { touch killed; out=$(readlink /proc/$$/fd/1); \
+    for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = loop-hook ] && \
+    ls -l $p/fd 2>/dev/null | grep -qF \"$out\" && kill -9 \"${p#/proc/}\"; done; sleep 5; }\n";
 
 /// A hook killed in the middle of a judgment (here by the code verify runs) prints nothing, so
 /// the host lets that stop through; the next stop must not be silent about it. It records

@@ -404,14 +404,18 @@ fn the_first_ledger_line_names_who_started_the_loop() {
 #[test]
 fn verify_cannot_tell_it_is_judged_from_the_hooks_variables() {
     let env = TestEnv::new();
-    env.write("check.sh", "test -n \"$CLAUDE_PLUGIN_ROOT$CLAUDECODE$FOR_LOOP_BIN_SOURCE$GEMINI_CLI\"\n");
+    env.write(
+        "check.sh",
+        "test -n \"$CLAUDE_PLUGIN_ROOT$CLAUDECODE$FOR_LOOP_BIN_SOURCE$GEMINI_CLI$CODEX_THREAD_ID\"\n",
+    );
     env.start("fix it --verify \"sh check.sh\" --max-iterations 5");
     let judged = |keep: Option<&str>| {
         let mut cmd = env.command(&["stop-hook"]);
         cmd.env("CLAUDE_PLUGIN_ROOT", "/plugin")
             .env("CLAUDECODE", "1")
             .env("FOR_LOOP_BIN_SOURCE", "cargo")
-            .env("GEMINI_CLI", "1");
+            .env("GEMINI_CLI", "1")
+            .env("CODEX_THREAD_ID", "t");
         if let Some(keep) = keep {
             cmd.env("FOR_LOOP_KEEP_ENV", keep);
         }
@@ -422,6 +426,52 @@ fn verify_cannot_tell_it_is_judged_from_the_hooks_variables() {
     // A check that needs one of them on purpose keeps it by name.
     let run = judged(Some("CLAUDECODE"));
     assert!(!run.blocked(), "the kept variable did not reach verify: {}", run.stdout);
+}
+
+/// Code that passes only when it finds its judge among its parent processes, by name,
+/// executable or command line, fails in the loop as it fails in the user's shell: verify runs
+/// detached from the hook, under a shell whose parent is init.
+#[cfg(target_os = "linux")]
+#[test]
+fn verify_cannot_find_the_hook_among_its_ancestors() {
+    let (env, run) = judged_walking_up(
+        "{ cat /proc/$p/comm; readlink /proc/$p/exe; tr '\\0' ' ' < /proc/$p/cmdline; } 2>/dev/null \
+         | grep -q loop-hook && exit 0\necho \"ancestor $p: $(cat /proc/$p/comm)\"",
+        1,
+    );
+    assert!(run.blocked(), "a check that passes only under the hook passed: {}", run.stdout);
+    assert!(run.reason().contains("ancestor "), "the walk did not run: {}", run.reason());
+    assert_eq!(env.ledger_reasons(SESSION), ["verify_failed"]);
+}
+
+/// A judged stop whose check runs `step` at each of its parent processes (`$p`), walking up to
+/// init, and exits `end` if none ended it.
+#[cfg(target_os = "linux")]
+fn judged_walking_up(step: &str, end: i32) -> (TestEnv, crate::util::Run) {
+    let env = TestEnv::new();
+    let check = format!(
+        "p=$$\nwhile [ \"$p\" -gt 1 ]; do\n{step}\np=$(awk '/^PPid/ {{print $2}}' /proc/$p/status)\ndone\nexit {end}\n"
+    );
+    env.write("check.sh", &check);
+    env.start("fix it --verify \"sh check.sh\"");
+    let run = env.stop("done");
+    (env, run)
+}
+
+/// The shell that runs verify reports its exit status to the hook: killed before it can, its
+/// check does not pass, and the user and the agent are told why.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_check_that_kills_the_shell_reporting_its_status_does_not_pass_and_is_told() {
+    let (env, run) = judged_walking_up(
+        "ls -l /proc/$p/fd 2>/dev/null | grep -q socket: && { kill -9 \"$p\"; exit 0; }",
+        0,
+    );
+    assert!(run.blocked(), "{}", run.stdout);
+    let told = "ended without reporting an exit status";
+    assert!(run.system_message().contains(told), "{}", run.stdout);
+    assert!(run.reason().contains(told), "{}", run.reason());
+    assert_eq!(env.ledger_reasons(SESSION), ["verify_status_untrusted", "verify_failed"]);
 }
 
 /// Output that counts ends when the command ends: a pass that ran fewer tests than before stays

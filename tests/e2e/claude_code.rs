@@ -334,6 +334,35 @@ fn a_verify_that_hangs_is_killed_with_its_children() {
     assert!(!is_running(pid.trim()), "verify's background child {pid} outlived the timeout");
 }
 
+/// Code under test that passes only when it finds its judge among its parent processes (by name,
+/// executable or command line: `loop-hook`, or the host's own CLI) fails under the real CLI's Stop
+/// hook as it fails in the user's shell: the loop ends held at its cap, never verified. The chain
+/// it walked is kept, and ends at init or a subreaper.
+#[test]
+fn code_that_passes_only_when_it_detects_the_hook_is_never_verified() {
+    let world = World::new();
+    world.env.write(
+        "check.sh",
+        "p=$$\nwhile [ \"$p\" -gt 1 ]; do\n\
+         \x20 seen=$({ cat /proc/$p/comm; readlink /proc/$p/exe; tr '\\0' ' ' < /proc/$p/cmdline; } 2>/dev/null)\n\
+         \x20 echo \"$p $(cat /proc/$p/comm)\" >> ancestors.txt\n\
+         \x20 echo \"$seen\" | grep -qE 'loop-hook|claude' && exit 0\n\
+         \x20 p=$(awk '/^PPid/ {print $2}' /proc/$p/status)\n\
+         done\necho \"$p\" >> ancestors.txt\nexit 1\n",
+    );
+    let model = MockModel::start(Script::new().text("Done.").text("Done again.")).unwrap();
+    let run = world.run(&model, SESSION_A, "/for-loop t --verify \"sh check.sh\" --max-iterations 2", &[]);
+    run.assert_plugin_loaded();
+    let ancestors = std::fs::read_to_string(world.env.project.join("ancestors.txt")).unwrap_or_default();
+    assert_eq!(
+        world.env.ledger_reasons(SESSION_A),
+        ["verify_failed", "cap_reached"],
+        "{ancestors}\n{}",
+        run.dump()
+    );
+    assert_eq!(ancestors.lines().filter(|line| *line == "1").count(), 2, "{ancestors}");
+}
+
 /// A process that exists and is not a zombie (killed, waiting for its new parent to reap it).
 fn is_running(pid: &str) -> bool {
     let stat = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).unwrap_or_default();

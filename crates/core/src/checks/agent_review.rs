@@ -100,7 +100,7 @@ pub(crate) fn review(
         Ok(bytes) => bytes,
         Err(e) => return review::not_run(&format!("its input could not be written: {e}")),
     };
-    match spec.run_program(agent.review_command(program, BRIEF), &CommandInput { stdin, env }) {
+    match spec.run_program(&agent.review_command(program, BRIEF), &CommandInput { stdin, env }) {
         Ok(outcome) => judged(agent, &outcome),
         Err(e) => review::not_run(&e.to_string()),
     }
@@ -218,6 +218,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::ZERO,
             output,
         };

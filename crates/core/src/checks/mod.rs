@@ -1,8 +1,8 @@
 //! What a stop checks besides verify's exit code, and verify itself: the oracle fingerprint and its
 //! watch, the test suite behind the check, test summaries and the ratchet, skip markers, stalls,
-//! the tier verify runs in, the reviewer that may veto a pass (a command or a built-in agent), the
-//! scope a pass's change must stay inside, and a plan with the boxes of its file. Nothing here
-//! reads or writes a loop's store.
+//! the tier verify runs in, the supervisor that runs it detached from the hook, the reviewer that
+//! may veto a pass (a command or a built-in agent), the scope a pass's change must stay inside, and
+//! a plan with the boxes of its file. Nothing here reads or writes a loop's store.
 
 pub(crate) mod agent_review;
 pub(crate) mod capture;
@@ -17,6 +17,7 @@ pub(crate) mod scope;
 pub(crate) mod skip_marker;
 pub(crate) mod stall;
 pub(crate) mod strict;
+pub(crate) mod supervisor;
 pub(crate) mod test_ratchet;
 pub(crate) mod test_suite;
 pub(crate) mod test_summary;

@@ -227,7 +227,14 @@ mod tests {
     fn passed() -> VerifyOutcome {
         let mut output = Captured::default();
         output.push(b"running 3 tests\ntest result: ok. 3 passed\n");
-        VerifyOutcome { exit_code: Some(0), signal: None, timed_out: false, duration: Duration::ZERO, output }
+        VerifyOutcome {
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+            untrusted: None,
+            duration: Duration::ZERO,
+            output,
+        }
     }
 
     fn with_input(spec: &VerifySpec, change: &Change) -> ReviewOutcome {

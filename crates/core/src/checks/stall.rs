@@ -168,6 +168,7 @@ mod tests {
             exit_code: Some(code),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::from_secs(1),
             output: captured,
         }

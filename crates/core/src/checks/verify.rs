@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::checks::capture::Captured;
+use crate::checks::supervisor::Untrusted;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -48,6 +49,8 @@ pub(crate) struct VerifyOutcome {
     /// The signal that ended it, on Unix.
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// Why the exit status reported for a detached command cannot be trusted: never a pass.
+    pub untrusted: Option<Untrusted>,
     pub duration: Duration,
     /// stdout and stderr interleaved as the command wrote them.
     pub output: Captured,
@@ -55,13 +58,19 @@ pub(crate) struct VerifyOutcome {
 
 impl VerifyOutcome {
     pub(crate) fn passed(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out
+        self.exit_code == Some(0) && !self.timed_out && self.untrusted.is_none()
     }
 
     /// `exit 1`, `timed out`, `killed by signal 9`.
     pub(crate) fn describe(&self) -> String {
+        if let Some(why) = &self.untrusted {
+            return format!("no exit status to trust: {}", why.words());
+        }
         match (self.timed_out, self.exit_code, self.signal) {
             (true, _, _) => "timed out".to_string(),
+            (false, Some(code), Some(signal)) => {
+                format!("exit {code}, which a shell reports for a command killed by signal {signal}")
+            }
             (false, Some(code), _) => format!("exit {code}"),
             (false, None, Some(signal)) => format!("killed by signal {signal}"),
             (false, None, None) => "ended without an exit code".to_string(),
@@ -115,40 +124,89 @@ impl VerifySpec {
 
     /// Runs the command with `input` to completion or to its deadline.
     pub(crate) fn run_with(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
-        self.run_program(shell_command(&self.command), input)
+        self.run_line(&self.command, input)
     }
 
-    /// Runs `program` (its own command line, not `command` through the shell) as the command
-    /// would run: in its directory and sandbox, environment, deadline and process group.
+    /// Runs `program` (its own command line, not `command`) as the command would run: in its
+    /// directory and sandbox, environment, deadline and process group, detached from the hook.
+    /// Its words are quoted for the shell that runs every judged command, the supervisor's.
     pub(crate) fn run_program(
         &self,
-        program: Command,
+        program: &Command,
         input: &CommandInput,
     ) -> Result<VerifyOutcome, VerifyError> {
+        let words = std::iter::once(program.get_program()).chain(program.get_args());
+        let line = shell_words::join(words.map(|word| word.to_string_lossy()));
+        self.run_line(&line, input)
+    }
+
+    /// Runs the shell command line `line` with `input` to completion or to its deadline.
+    fn run_line(&self, line: &str, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
         if !self.cwd.is_dir() {
             return Err(VerifyError::MissingCwd(self.cwd.clone()));
         }
         let started = Instant::now();
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
+        let mut running = self.start(line, input, writer).map_err(VerifyError::Spawn)?;
+        let output = OutputReader::start(reader);
+        let group = running.group();
+        let mut timed_out = false;
+        let mut ended = running.wait_until(started + self.timeout);
+        if ended.is_none() {
+            timed_out = true;
+            platform::terminate_group(group);
+            ended = running.wait_until(Instant::now() + KILL_GRACE);
+            if ended.is_none() {
+                platform::kill_group(group);
+                ended = running.wait_until(Instant::now() + KILL_GRACE);
+            }
+        }
+        // Whatever verify left running in its group is an orphan of the check: end it, so it
+        // cannot hold the output pipe or outlive the loop.
+        platform::kill_group(group);
+        let ended = running.finish(ended, OUTPUT_GRACE);
+        let duration = started.elapsed();
+        let output = output.finish(OUTPUT_GRACE);
+        Ok(VerifyOutcome {
+            exit_code: if timed_out { None } else { ended.code },
+            signal: ended.signal,
+            timed_out,
+            // A shell killed on the timeout ends without a status: that is the timeout's doing.
+            untrusted: ended.untrusted.filter(|why| !(timed_out && *why == Untrusted::NoStatus)),
+            duration,
+            output,
+        })
+    }
+
+    /// Starts the command, its stdout and stderr into `output`: detached from the hook under a
+    /// supervisor on Unix ([`crate::checks::supervisor`]), a child of ours in a sandbox (which
+    /// gives it a PID namespace of its own) and on Windows.
+    fn start(&self, line: &str, input: &CommandInput, output: io::PipeWriter) -> io::Result<Running> {
         let mut command = match self.sandbox.split_first() {
-            Some((sandbox, args)) => {
-                let mut wrapped = Command::new(sandbox);
-                wrapped.args(args).arg(program.get_program()).args(program.get_args());
+            Some((program, args)) => {
+                let shell = shell_command(line);
+                let mut wrapped = Command::new(program);
+                wrapped.args(args).arg(shell.get_program()).args(shell.get_args());
                 wrapped
             }
-            None => program,
+            #[cfg(unix)]
+            None => crate::checks::supervisor::command(line, !input.stdin.is_empty()),
+            #[cfg(not(unix))]
+            None => shell_command(line),
         };
-        command
-            .current_dir(&self.cwd)
-            .stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() })
-            .stdout(writer.try_clone().map_err(VerifyError::Spawn)?)
-            .stderr(writer);
+        command.current_dir(&self.cwd).stdout(output.try_clone()?).stderr(output);
         for name in hook_variables(std::env::vars_os()) {
             command.env_remove(name);
         }
         command.envs(input.env.iter().map(|(name, value)| (name, value)));
+        #[cfg(unix)]
+        if self.sandbox.is_empty() {
+            let supervised = crate::checks::supervisor::Supervised::spawn(command, &input.stdin)?;
+            return Ok(Running::Supervised(supervised));
+        }
+        command.stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() });
         platform::own_group(&mut command);
-        let mut child = command.spawn().map_err(VerifyError::Spawn)?;
+        let mut child = command.spawn()?;
         if let Some(mut pipe) = child.stdin.take() {
             // A command that never reads its stdin must not hold us up: the write waits in its
             // own thread, and fails once the command's group is gone.
@@ -159,38 +217,86 @@ impl VerifySpec {
         }
         // The command holds our copies of the pipe's write end: drop it, or EOF never comes.
         drop(command);
-
-        let output = OutputReader::start(reader);
-
         let pid = child.id();
         let (status_tx, status_rx) = mpsc::channel();
         thread::spawn(move || wait_into(child, &status_tx));
+        Ok(Running::Child { pid, status: status_rx })
+    }
+}
 
-        let mut timed_out = false;
-        let status = if let Ok(status) = status_rx.recv_timeout(self.timeout) {
-            status
-        } else {
-            timed_out = true;
-            platform::terminate_group(pid);
-            if let Ok(status) = status_rx.recv_timeout(KILL_GRACE) {
-                status
-            } else {
-                platform::kill_group(pid);
-                status_rx.recv().ok().flatten()
+/// A started command, and how its end is learnt.
+enum Running {
+    /// A child of ours: the kernel hands us its exit status.
+    Child { pid: u32, status: mpsc::Receiver<Option<ExitStatus>> },
+    /// Under a detached supervisor, which reports the status.
+    #[cfg(unix)]
+    Supervised(crate::checks::supervisor::Supervised),
+}
+
+/// How a command ended, as far as it is known.
+#[derive(Debug, Default)]
+struct Ended {
+    code: Option<i32>,
+    signal: Option<i32>,
+    untrusted: Option<Untrusted>,
+}
+
+impl Running {
+    /// The process group that holds the command and what it started.
+    fn group(&self) -> u32 {
+        match self {
+            Running::Child { pid, .. } => *pid,
+            #[cfg(unix)]
+            Running::Supervised(supervised) => supervised.group(),
+        }
+    }
+
+    /// How the command ended, or `None` if `deadline` came first.
+    fn wait_until(&mut self, deadline: Instant) -> Option<Ended> {
+        match self {
+            Running::Child { status, .. } => {
+                match status.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(status) => Some(Ended {
+                        code: status.and_then(|s| s.code()),
+                        signal: status.and_then(platform::signal_of),
+                        untrusted: None,
+                    }),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Some(Ended::default()),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                }
             }
-        };
-        // Whatever verify left running in its group is an orphan of the check: end it, so it
-        // cannot hold the output pipe or outlive the loop.
-        platform::kill_group(pid);
-        let duration = started.elapsed();
-        let output = output.finish(OUTPUT_GRACE);
-        Ok(VerifyOutcome {
-            exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
-            signal: status.and_then(platform::signal_of),
-            timed_out,
-            duration,
-            output,
-        })
+            #[cfg(unix)]
+            Running::Supervised(supervised) => supervised.wait_until(deadline).map(Ended::reported),
+        }
+    }
+
+    /// The end once the group is killed: a supervisor's report is read for `grace` more, in
+    /// case a second status comes in.
+    fn finish(self, ended: Option<Ended>, grace: Duration) -> Ended {
+        match self {
+            Running::Child { .. } => ended.unwrap_or_default(),
+            #[cfg(unix)]
+            Running::Supervised(supervised) => {
+                let reported = supervised.finish(grace).map(Ended::reported);
+                reported.or(ended).unwrap_or_default()
+            }
+        }
+    }
+}
+
+impl Ended {
+    /// What a supervisor reported: a shell's exit code, which is 128 + N for a command killed
+    /// by signal N.
+    #[cfg(unix)]
+    fn reported(report: Result<i32, Untrusted>) -> Ended {
+        match report {
+            Ok(code) => Ended {
+                code: Some(code),
+                signal: (129..=192).contains(&code).then_some(code - 128),
+                untrusted: None,
+            },
+            Err(why) => Ended { untrusted: Some(why), ..Ended::default() },
+        }
     }
 }
 
@@ -463,6 +569,49 @@ mod tests {
         let whole = run("echo one; (sleep 0.1; echo two) ; echo three", 10_000);
         assert!(!whole.output.cut_at_exit());
         assert_eq!(whole.output.excerpt(1_000), "one\ntwo\nthree\n");
+    }
+
+    /// The command's parent processes, walked up to init: the test process (in the hook's place)
+    /// is not among them, so code that looks for its judge there does not find it.
+    #[test]
+    fn the_command_runs_detached_from_the_process_that_judges_it() {
+        let outcome = run(
+            "p=$$; while [ \"$p\" -gt 1 ]; do echo \"$p\"; p=$(ps -o ppid= -p \"$p\" | tr -d ' '); done",
+            10_000,
+        );
+        assert!(outcome.passed(), "{}", outcome.output.excerpt(1_000));
+        let chain = outcome.output.excerpt(10_000);
+        let ours = std::process::id().to_string();
+        assert!(chain.lines().count() >= 2, "{chain}");
+        assert!(!chain.lines().any(|pid| pid == ours), "the judge {ours} is an ancestor: {chain}");
+    }
+
+    #[test]
+    fn a_command_killed_by_a_signal_says_so() {
+        let outcome = run("kill -9 $$", 10_000);
+        assert_eq!((outcome.exit_code, outcome.signal), (Some(137), Some(9)));
+        assert!(outcome.describe().contains("killed by signal 9"), "{}", outcome.describe());
+        assert!(!outcome.passed());
+    }
+
+    /// The supervisor is the command's parent: its status channel is a socket, which cannot be
+    /// opened through `/proc`, and a supervisor killed before it reports is never a pass.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_forged_or_missing_exit_status_is_never_a_pass() {
+        let forged =
+            run("readlink /proc/$PPID/fd/3; echo 'x 0' > /proc/$PPID/fd/3 && echo wrote; exit 3", 10_000);
+        assert_eq!((forged.exit_code, forged.untrusted.as_ref()), (Some(3), None), "{}", forged.describe());
+        let output = forged.output.excerpt(1_000);
+        assert!(output.starts_with("socket:[") && !output.contains("wrote"), "{output}");
+        let killed = run("kill -9 $PPID; exit 0", 10_000);
+        assert_eq!(killed.untrusted, Some(Untrusted::NoStatus), "{}", killed.describe());
+        assert!(!killed.passed());
+        assert!(
+            killed.describe().contains("ended without reporting an exit status"),
+            "{}",
+            killed.describe()
+        );
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::CommandConfirmed => "command confirmed as the user's",
         ReasonCode::CommandUnconfirmed => "command sent by a program, undone",
         ReasonCode::HostConfigChanged => "the host's hook settings changed",
+        ReasonCode::VerifyStatusUntrusted => "verify's exit status forged or lost",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
     }

@@ -134,6 +134,10 @@ pub(crate) enum ReasonCode {
     HostConfigChanged,
     /// The reviewer approved a passing check (the stop's verdict follows on its own line).
     ReviewApproved,
+    /// The exit status reported for verify, run detached from the hook, could not be trusted: a
+    /// status line without the run's secret or from another process, a second one, or none. Never
+    /// a pass; told to the user and the agent.
+    VerifyStatusUntrusted,
 
     // The stop is allowed and the loop is left as it is.
     /// The stop came from a session that does not own the loop.
@@ -197,6 +201,7 @@ impl ReasonCode {
             ReasonCode::CommandConfirmed => "command_confirmed",
             ReasonCode::CommandUnconfirmed => "command_unconfirmed",
             ReasonCode::HostConfigChanged => "host_config_changed",
+            ReasonCode::VerifyStatusUntrusted => "verify_status_untrusted",
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
@@ -233,6 +238,7 @@ impl ReasonCode {
                 | ReasonCode::CommandUnconfirmed
                 | ReasonCode::HostConfigChanged
                 | ReasonCode::ReviewApproved
+                | ReasonCode::VerifyStatusUntrusted
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
@@ -302,6 +308,7 @@ mod tests {
             ReasonCode::CommandUnconfirmed,
             ReasonCode::HostConfigChanged,
             ReasonCode::PassNotCounted,
+            ReasonCode::VerifyStatusUntrusted,
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,

@@ -739,6 +739,7 @@ mod tests {
             exit_code,
             signal: None,
             timed_out,
+            untrusted: None,
             duration: Duration::from_millis(4_200),
             output: captured,
         }
@@ -1489,6 +1490,7 @@ mod tests {
             exit_code: Some(1),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::from_secs(1),
             output: huge,
         };

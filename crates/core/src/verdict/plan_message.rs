@@ -180,6 +180,7 @@ mod tests {
             exit_code: Some(exit),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::ZERO,
             output: captured,
         }

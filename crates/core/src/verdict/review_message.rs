@@ -150,6 +150,7 @@ pub(crate) mod tests {
             exit_code: Some(exit),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::from_secs(1),
             output: Captured::default(),
         }

@@ -108,6 +108,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             timed_out: false,
+            untrusted: None,
             duration: Duration::from_secs(1),
             output: Captured::default(),
         }

@@ -243,6 +243,20 @@ impl Gathered {
 }
 
 impl Gathered {
+    /// Verify's exit status, reported by the supervisor it ran under, could not be trusted: an
+    /// incident told to the user and the agent and recorded, besides the failed check it is.
+    pub(super) fn untrusted_status(&self, now: jiff::Timestamp) -> Option<Incident> {
+        let why = self.verify.as_ref()?.untrusted.as_ref()?;
+        Some(Incident::new(
+            crate::store::reason_code::ReasonCode::VerifyStatusUntrusted,
+            now,
+            format!(
+                "verify's exit status could not be trusted, so this stop's check did not pass: {}",
+                why.words()
+            ),
+        ))
+    }
+
     /// Puts the working tree back to checkpoint `n` of `loop_id` (a discarded metric attempt).
     pub(super) fn roll_back(&self, loop_id: &str, n: u32) -> Result<(), String> {
         self.worktree.rollback(loop_id, n).map(|_| ()).map_err(|e| e.to_string())

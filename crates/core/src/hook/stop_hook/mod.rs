@@ -165,6 +165,7 @@ fn judged(
         Opening::Again => return Ok(judge_seen(env, host, event, seen)),
     };
     let gathered = Gathered::stop(env, store.root(), &paths, &opened.state, event);
+    opened.incidents.extend(gathered.untrusted_status(env.now));
     let transaction = open::reopen(env, &paths, event, &mut opened)?;
     let decision = decide(&opened, &gathered, &paths, event, env, seen);
     commit(&transaction, &opened, &decision, event, env)?;

@@ -62,6 +62,7 @@ pub(super) fn sweep(state: &LoopState, facts: &StopFacts<'_>, sandbox: &[OsStrin
                     exit_code: None,
                     signal: None,
                     timed_out: false,
+                    untrusted: None,
                     duration: Duration::ZERO,
                     output,
                 };
