@@ -381,3 +381,28 @@ fn in_the_strict_tier_the_built_in_reviewer_cannot_write_the_project() {
     assert!(!env.project.join("written-by-reviewer").exists());
     assert_eq!(env.ledger_reasons(SESSION), ["review_approved", "verified"]);
 }
+
+/// A plan needs no `--verify` for a reviewer: each story's own check is what it reviews. The
+/// story's pass is vetoed once, with the story named in what the reviewer is shown, then approved.
+#[test]
+fn a_plan_without_verify_is_reviewed_after_each_storys_own_check() {
+    let env = project(
+        "if [ \"$n\" -ge 2 ]; then exit 0; fi\n\
+         echo 'FINDING: a is empty'; exit 1\n",
+    );
+    env.write("PLAN.md", "- [ ] Write a\n  verify: `test -s a`\n");
+    git(&env.project, &["add", "PLAN.md"]);
+    git(&env.project, &["commit", "-qm", "plan"]);
+    let start = env.start(r#"--plan PLAN.md --review "sh review.sh""#);
+    assert!(start.stdout.contains("Review:"), "{}", start.stdout);
+
+    env.write("a", "x\n");
+    let vetoed = env.stop("");
+    assert!(vetoed.blocked(), "{}", vetoed.stdout);
+    assert!(vetoed.reason().contains("FINDING: a is empty"), "{}", vetoed.reason());
+    assert_eq!(seen(&env, 1)["story"]["title"], "Write a", "{}", seen(&env, 1));
+
+    let approved = env.stop_as(SESSION, "", true);
+    assert!(!approved.blocked(), "{}", approved.stdout);
+    assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("verified"));
+}

@@ -1240,6 +1240,13 @@ fn hooks_switched_off_by_an_obfuscated_command_are_told_while_a_hook_still_runs(
     let pre: Vec<&Value> =
         run.of_type("system", "hook_response").filter(|e| e["hook_event"] == "PreToolUse").collect();
     assert_eq!(pre.len(), 2, "{}", run.dump());
+    assert_settings_change_told(&world, &run);
+    assert!(!run.stop_responses().is_empty(), "the session's own stops are still judged: {}", run.dump());
+}
+
+/// The guard told the user, in words they see at the agent's next tool call, that the project's
+/// local settings changed; the ledger has it as the agent's, and the loop was never verified.
+fn assert_settings_change_told(world: &World, run: &ClaudeRun) {
     let told = run.told_the_user();
     assert!(
         told.contains("PreToolUse:Bash says: for-loop: while your loop runs, something that decides whether"),
@@ -1252,8 +1259,7 @@ fn hooks_switched_off_by_an_obfuscated_command_are_told_while_a_hook_still_runs(
         (&ledger[0]["reason"], &ledger[0]["origin"]),
         (&Value::from("host_config_changed"), &Value::from("agent"))
     );
-    assert!(!run.stop_responses().is_empty(), "the session's own stops are still judged: {}", run.dump());
-    assert!(world.env.ledger_reasons(SESSION_A).iter().all(|r| r != "verified"));
+    assert!(world.env.ledger_reasons(SESSION_A).iter().all(|r| r != "verified"), "{}", run.dump());
 }
 
 /// A three-story plan with a model that lies, does story 1, breaks it while doing story 2, does

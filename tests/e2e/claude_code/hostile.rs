@@ -124,15 +124,5 @@ fn a_binary_swapped_in_through_the_settings_env_is_told_at_the_next_tool_call() 
     );
     let answer = &model.main_requests()[1].tool_results()[0];
     assert!(answer.text.contains("swapped"), "the attack did not run: {answer:?}\n{}", run.dump());
-    let told = run.told_the_user();
-    assert!(
-        told.contains("for-loop: while your loop runs, something that decides whether"),
-        "{}",
-        run.dump()
-    );
-    assert!(told.contains(".claude/settings.local.json (changed)"), "{told}");
-    let ledger = world.env.ledger_of(SESSION_A);
-    assert_eq!(ledger[0]["reason"], "host_config_changed", "{ledger:#?}");
-    assert_eq!(ledger[0]["origin"], "agent", "{ledger:#?}");
-    assert!(world.env.ledger_reasons(SESSION_A).iter().all(|r| r != "verified"), "{}", run.dump());
+    super::assert_settings_change_told(&world, &run);
 }

@@ -18,13 +18,13 @@ const DAEMON: &str = "setsid sh -c 'while :; do for p in /proc/[0-9]*; do \
     if [ \"$(tr \"\\\\0\" \" \" < $p/cmdline 2>/dev/null)\" = \"sh check.sh \" ]; then touch fixed; sleep 3; rm -f fixed; exit; fi; \
     done; sleep 0.05; done' >/dev/null 2>&1 </dev/null & echo started";
 
-/// `loop-hook run` with Claude Code, Bash allowed, one iteration, and `extra` arguments.
-fn hostile_run(env: &TestEnv, model: &MockModel, extra: &[&str]) -> (String, String) {
+/// `loop-hook run TASK` with Claude Code, Bash allowed, one iteration, and `extra` arguments.
+fn hostile_run(env: &TestEnv, model: &MockModel, task: &str, extra: &[&str]) -> (String, String) {
     let claude = client_bin("claude", "FOR_LOOP_CLAUDE");
     let config = env.home.join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
     let mut args = vec![
-        "create the file named fixed",
+        task,
         "--verify",
         "sh check.sh",
         "--max-iterations",
@@ -59,7 +59,7 @@ fn a_daemon_the_agent_leaves_behind_dies_with_it_in_the_run_sandbox() {
         env.write("check.sh", SLOW_CHECK);
         git(&env.project, &["init", "-q"]);
         let model = MockModel::start(Script::new().bash(DAEMON).text("I have finished the task.")).unwrap();
-        let (stdout, stderr) = hostile_run(&env, &model, extra);
+        let (stdout, stderr) = hostile_run(&env, &model, "create the file named fixed", extra);
         let dump = format!("{extra:?}\n{stdout}\n--- stderr:\n{stderr}");
         assert!(bash_answer(&model).contains("started"), "the attack did not run: {dump}");
         if extra.is_empty() {
@@ -93,7 +93,7 @@ fn an_attempt_cannot_write_the_users_repository() {
         Script::new().bash(attack).text("I have finished the task.").text("I have finished it too."),
     )
     .unwrap();
-    let (stdout, stderr) = hostile_run(&env, &model, &["--attempts", "2"]);
+    let (stdout, stderr) = hostile_run(&env, &model, "create the file named fixed", &["--attempts", "2"]);
     let dump = format!("{stdout}\n--- stderr:\n{stderr}");
     let answer = bash_answer(&model);
     assert!(answer.contains(&format!("user={}", env.project.display())), "{answer}\n{dump}");
@@ -109,4 +109,40 @@ fn an_attempt_cannot_write_the_users_repository() {
     for session in &sessions {
         assert_eq!(env.ledger_reasons(session), ["cap_reached"], "{dump}");
     }
+}
+
+/// Claude Code as a hostile agent under `loop-hook run`, its Bash allowed: it rewrites the run's
+/// state to ended, appends to the ledger, plants a git hook and kills the driver (found by the
+/// task text on its command line). In the run's sandbox none of it lands: the driver judges the
+/// iteration and the run ends at its cap, not verified, its state untouched.
+#[test]
+fn run_with_claude_code_as_a_hostile_agent_holds_in_the_sandbox() {
+    let env = TestEnv::outside_tmp();
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    git(&env.project, &["init", "-q"]);
+    let task = format!("create the file named fixed in {}", env.project.display());
+    let attack = format!(
+        "echo attempted > attack.log\n\
+         for d in {sessions}/*; do\n\
+           sed -i 's/^status: active/status: ended/' \"$d/state.md\" && echo state-edited >> attack.log\n\
+           echo '{{}}' >> \"$d/ledger.jsonl\" && echo ledger-edited >> attack.log\n\
+         done\n\
+         echo 'echo planted' > .git/hooks/pre-commit && echo hook-planted >> attack.log\n\
+         for p in /proc/[0-9]*; do\n\
+           grep -q -- 'named fixed i[n] {project}' \"$p/cmdline\" 2>/dev/null && kill -9 \"${{p#/proc/}}\" && echo driver-killed >> attack.log\n\
+         done\n\
+         true",
+        sessions = env.store().join("sessions").display(),
+        project = env.project.display()
+    );
+    let model = MockModel::start(Script::new().bash(attack).text("I have finished the task.")).unwrap();
+    let (stdout, stderr) = hostile_run(&env, &model, &task, &[]);
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    assert!(stderr.starts_with("for-loop: sandbox: bubblewrap"), "bubblewrap must be installed: {dump}");
+    let attacks = std::fs::read_to_string(env.project.join("attack.log")).unwrap_or_default();
+    assert_eq!(attacks, "attempted\n", "the attack did not run, or got through: {dump}");
+    assert!(stdout.contains("for-loop: run cap_reached"), "{dump}");
+    let sessions = run_sessions(&env);
+    assert_eq!(env.ledger_reasons(&sessions[0]), ["cap_reached"], "{dump}");
+    assert!(!env.project.join(".git/hooks/pre-commit").exists(), "{dump}");
 }

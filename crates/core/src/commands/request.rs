@@ -334,8 +334,9 @@ fn review_settings(typed: &mut TypedFlags, metric: bool) -> Result<Option<Review
         };
     };
     let command = check_command(Flag::Review, &command)?;
-    if typed.values[Flag::Verify.index()].is_none() {
-        let why = "a reviewer can only veto a check that passed: add --verify CMD";
+    // A plan's stories carry checks of their own (a story without one is refused at start).
+    if typed.values[Flag::Verify.index()].is_none() && typed.values[Flag::Plan.index()].is_none() {
+        let why = "a reviewer can only veto a check that passed: add --verify CMD (or --plan FILE)";
         return Err(bad_value(Flag::Review, &command, why.into()));
     }
     if metric {
@@ -1129,6 +1130,8 @@ mod tests {
         assert_eq!(req.task, "fix it");
         let req = parse(r#"fix it --verify "cargo test" --review "sh review.sh" --max-vetoes 5"#);
         assert_eq!(req.review.map(|r| r.max_vetoes), Some(5));
+        // The stories of a plan bring their own checks.
+        assert!(parse(r#"--plan PLAN.md --review "sh review.sh""#).review.is_some());
         assert_eq!(parse("fix it --verify true").review, None);
         let needs_verify = err(r#"fix it --review "sh review.sh""#).to_string();
         assert!(needs_verify.contains("add --verify CMD"), "{needs_verify}");
