@@ -400,7 +400,10 @@ fn a_plan_without_verify_is_reviewed_after_each_storys_own_check() {
     let vetoed = env.stop("");
     assert!(vetoed.blocked(), "{}", vetoed.stdout);
     assert!(vetoed.reason().contains("FINDING: a is empty"), "{}", vetoed.reason());
-    assert_eq!(seen(&env, 1)["story"]["title"], "Write a", "{}", seen(&env, 1));
+    let shown = seen(&env, 1);
+    assert!(shown["story"].as_str().is_some_and(|s| s.contains("Write a")), "{shown}");
+    assert_eq!(shown["verify"]["command"], "test -s a", "{shown}");
+    assert!(!vetoed.reason().contains("Verify `` passed"), "{}", vetoed.reason());
 
     let approved = env.stop_as(SESSION, "", true);
     assert!(!approved.blocked(), "{}", approved.stdout);

@@ -24,7 +24,8 @@ pub(super) fn at_stop(
     sandbox: &[OsString],
 ) -> Option<ReviewOutcome> {
     let settings = state.meta.settings.review.as_ref()?;
-    let (verify_command, verified) = (state.meta.settings.verify.as_deref()?, facts.verify?);
+    // What passed: the current story's check in a plan loop, otherwise `--verify`.
+    let (verify_command, verified) = (crate::verdict::plan_message::current_check(state)?, facts.verify?);
     if !decision::awaits_review(state, facts) {
         return None;
     }
