@@ -405,3 +405,49 @@ fn apply_takes_back_a_change_that_fails_the_check_in_the_users_tree() {
     assert_eq!(std::fs::read_to_string(env.project.join("code.sh")).unwrap(), "exit 1\n");
     assert_eq!(users_git(&env.project), before, "the user's tree is not as it was");
 }
+
+/// `run --apply` reads which files the winner changed from its ref, and refuses a winner whose
+/// change includes the check's own files (here an attempt ref rewritten after the run to change
+/// `check.sh` too): nothing is applied, and the user's tree is as it was.
+#[test]
+fn apply_refuses_a_winner_that_changes_the_checks_own_files() {
+    let env = TestEnv::new();
+    git(&env.project, &["init", "-q"]);
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-qm", "init"]);
+    let bin = fake_claude(&env, &format!("touch fixed\n{DONE}"));
+    let run =
+        run_command(driver(&env, &bin, &["create fixed", "--verify", "sh check.sh", "--attempts", "1"]), b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let refs = git(&env.project, &["for-each-ref", "--format=%(refname)", "refs/for-loop/attempts"]);
+    let winner = refs.lines().next().expect("the attempt's ref").to_string();
+    // The attempt's commit, with check.sh changed on top of it, under the same ref.
+    let tree = git(&env.project, &["rev-parse", &format!("{winner}^{{tree}}")]).trim().to_string();
+    let blob = {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(["hash-object", "-w", "--stdin"]).current_dir(&env.project);
+        crate::util::run_command(cmd, b"exit 0\n").stdout.trim().to_string()
+    };
+    let listing = git(&env.project, &["ls-tree", &tree])
+        .replace(&git(&env.project, &["rev-parse", &format!("{tree}:check.sh")]).trim().to_string(), &blob);
+    let forged_tree = {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(["mktree"]).current_dir(&env.project);
+        crate::util::run_command(cmd, listing.as_bytes()).stdout.trim().to_string()
+    };
+    let forged =
+        git(&env.project, &["commit-tree", &forged_tree, "-p", &winner, "-m", "forged"]).trim().to_string();
+    git(&env.project, &["update-ref", &winner, &forged]);
+    let before = users_git(&env.project);
+
+    let applied = env.run(&["run", "--apply"], b"");
+    assert_eq!(applied.code, 1, "{}{}", applied.stdout, applied.stderr);
+    assert!(
+        applied.stdout.contains("changes include the check's own files (check.sh)"),
+        "{}",
+        applied.stdout
+    );
+    assert!(!env.project.join("fixed").exists(), "nothing is applied");
+    assert_eq!(users_git(&env.project), before, "the user's tree is not as it was");
+}

@@ -475,7 +475,20 @@ fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Res
 fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: Vec<u8>, check: &AppliedCheck) -> Outcome {
     let refuse = |what: String| Outcome::refused(format!("for-loop: run --apply: {what}"));
     let winner = format!("{REFS}/{}/{n}", group.id);
-    let changed = user.changed_files(&group.base, &winner).unwrap_or_default();
+    // Unreadable is never "nothing of the check changed": the change is not applied.
+    let spec = format!("{winner}^{{commit}}");
+    let changed = user
+        .run_git(&["rev-parse", "-q", "--verify", &spec], None)
+        .map(|id| String::from_utf8_lossy(&id).trim().to_string())
+        .and_then(|id| user.changed_files(&group.base, &id));
+    let changed = match changed {
+        Ok(changed) => changed,
+        Err(e) => {
+            return refuse(format!(
+                "the files attempt {n} changed could not be read ({e}); nothing was changed"
+            ));
+        }
+    };
     let judges = check.judged_by_itself(&changed);
     if !judges.is_empty() {
         return refuse(format!(
