@@ -14,7 +14,8 @@ use crate::store::state::LoopState;
 /// The winner's check, as it will run in the user's working tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct AppliedCheck {
-    verify: Option<String>,
+    /// The commands that judge the change: `--verify`, and in a plan loop every story's check.
+    checks: Vec<String>,
     timeout: Duration,
     /// The user's repository.
     repo: PathBuf,
@@ -33,7 +34,7 @@ impl AppliedCheck {
         let prefix = state.meta.cwd.strip_prefix(tree).map(Path::to_path_buf).unwrap_or_default();
         let in_repo = |file: &String| prefix.join(file).to_string_lossy().into_owned();
         AppliedCheck {
-            verify: state.meta.settings.verify.clone(),
+            checks: checks_of(state),
             timeout: Duration::from_secs(state.meta.settings.verify_timeout_secs.max(1)),
             repo: repo.to_path_buf(),
             cwd: repo.join(&prefix),
@@ -62,11 +63,17 @@ impl AppliedCheck {
     /// Runs verify in the user's working tree. `Ok`: what passed (or that there is nothing to
     /// run); `Err`: how it failed, with the end of its output.
     pub(crate) fn run(&self) -> Result<String, String> {
-        let Some(command) = &self.verify else {
+        if self.checks.is_empty() {
             return Ok("the winner's loop has no verify command to run here".into());
-        };
+        }
+        let passed: Vec<String> =
+            self.checks.iter().map(|command| self.run_one(command)).collect::<Result<_, _>>()?;
+        Ok(passed.join(", "))
+    }
+
+    fn run_one(&self, command: &str) -> Result<String, String> {
         let spec = VerifySpec {
-            command: command.clone(),
+            command: command.to_string(),
             cwd: self.cwd.clone(),
             timeout: self.timeout,
             sandbox: self.sandbox.clone(),
@@ -83,13 +90,29 @@ impl AppliedCheck {
     }
 }
 
+/// Every command that judged the winner's loop, each once: every story's check in a plan loop
+/// (a story without one uses `--verify`), and `--verify`.
+fn checks_of(state: &LoopState) -> Vec<String> {
+    let verify = state.meta.settings.verify.as_deref();
+    let stories = state.meta.settings.plan.as_ref().map_or(0, |plan| plan.stories.len());
+    let plan = state.meta.settings.plan.as_ref();
+    let mut checks: Vec<String> = Vec::new();
+    let all = (0..stories).filter_map(|i| plan.and_then(|p| p.check(i, verify))).chain(verify);
+    for check in all {
+        if !checks.iter().any(|c| c == check) {
+            checks.push(check.to_string());
+        }
+    }
+    checks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn check(verify: &str, cwd: &Path, oracle: &[&str]) -> AppliedCheck {
         AppliedCheck {
-            verify: Some(verify.into()),
+            checks: vec![verify.into()],
             timeout: Duration::from_secs(30),
             repo: cwd.to_path_buf(),
             cwd: cwd.to_path_buf(),
@@ -128,5 +151,37 @@ mod tests {
         assert!(dir.path().join("out.txt").exists(), "the working tree must stay writable");
         let plain = check("true", dir.path(), &[]).sandboxed(false, vec![]);
         assert!(plain.sandbox.is_empty());
+    }
+
+    #[test]
+    fn a_plan_loop_is_judged_by_every_storys_check_and_verify_each_once() {
+        use crate::checks::plan::{PlanSettings, Story};
+        let story = |id: &str, verify: Option<&str>| Story {
+            id: id.into(),
+            title: format!("story {id}"),
+            details: String::new(),
+            verify: verify.map(Into::into),
+            done: false,
+            scope: Vec::new(),
+        };
+        let mut state = crate::store::state::tests::sample();
+        state.meta.settings.verify = Some("cargo test".into());
+        state.meta.settings.plan = Some(PlanSettings {
+            file: "PLAN.md".into(),
+            stories: vec![story("1", Some("test -f a")), story("2", None), story("3", Some("test -f a"))],
+            story_iterations: None,
+            no_tick: false,
+        });
+        assert_eq!(checks_of(&state), ["test -f a", "cargo test"]);
+        state.meta.settings.verify = None;
+        assert_eq!(checks_of(&state), ["test -f a"]);
+        state.meta.settings.plan = None;
+        assert!(checks_of(&state).is_empty());
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut both = check("true", dir.path(), &[]);
+        both.checks.push("echo 'FAIL: story 2'; exit 1".into());
+        let error = both.run().unwrap_err();
+        assert!(error.contains("FAIL: story 2"), "the second check runs too: {error}");
     }
 }
