@@ -23,6 +23,13 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 /// later (a passing summary, a better `METRIC` line): output that counts ends with the command.
 const OUTPUT_GRACE: Duration = Duration::from_millis(200);
 
+/// The output pipe's size where the system allows it, and the reader's buffer: a gigabyte of
+/// output then costs a thousand reads and wakeups rather than sixteen thousand.
+const PIPE_BYTES: usize = 1024 * 1024;
+/// How long the reader may still drain the pipe after the command's exit ([`OUTPUT_GRACE`] at a
+/// time, while it makes progress).
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub(crate) struct VerifySpec {
@@ -147,6 +154,9 @@ impl VerifySpec {
         }
         let started = Instant::now();
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
+        // A command printing a lot fills the default 64 KiB pipe at once: each fill is a wakeup
+        // of both sides. Refused (above the system's pipe-max-size), the default serves.
+        platform::enlarge_pipe(&writer, PIPE_BYTES);
         let mut running = self.start(line, input, writer).map_err(VerifyError::Spawn)?;
         let output = OutputReader::start(reader);
         let group = running.group();
@@ -322,7 +332,7 @@ impl OutputReader {
         let (done_tx, done) = mpsc::channel();
         let writer = Arc::clone(&shared);
         thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
+            let mut buf = vec![0u8; PIPE_BYTES];
             loop {
                 let n = match io::Read::read(&mut reader, &mut buf) {
                     Ok(0) => break,
@@ -344,11 +354,36 @@ impl OutputReader {
         OutputReader { shared, done }
     }
 
+    /// Whether the pipe reached its end within `grace`, or later while the reader is still
+    /// taking in what the command left in the pipe at its exit: a pipe's size at most, each
+    /// `grace` bringing more, and no longer than `limit`. A slow reader (a loaded machine) then
+    /// loses none of the command's output; a process left behind that holds the pipe open, or
+    /// trickles into it, is cut as before.
+    fn wait_for_end(&self, grace: Duration, limit: Duration) -> bool {
+        let started = Instant::now();
+        let at_exit = self.bytes_read();
+        let mut before = at_exit;
+        loop {
+            if self.done.recv_timeout(grace).is_ok() {
+                return true;
+            }
+            let now = self.bytes_read();
+            if now == before || now - at_exit >= PIPE_BYTES as u64 || started.elapsed() >= limit {
+                return false;
+            }
+            before = now;
+        }
+    }
+
+    fn bytes_read(&self) -> u64 {
+        self.shared.lock().map_or(0, |read| read.captured.total_bytes())
+    }
+
     /// What was read by the end of the pipe, or by `grace` from now, whichever comes first: a
     /// pipe still open then is held by a process the command left behind, and nothing it writes
     /// from then on is read. The captured output says so.
     fn finish(self, grace: Duration) -> Captured {
-        let ended = self.done.recv_timeout(grace).is_ok();
+        let ended = self.wait_for_end(grace, DRAIN_LIMIT);
         let Ok(mut read) = self.shared.lock() else {
             let mut partial = Captured::default();
             partial.note(b"[for-loop: the output could not be read to its end]\n");
@@ -388,6 +423,7 @@ fn shell_command(command: &str) -> Command {
 mod platform {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
+    use std::os::fd::AsFd;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::{Command, ExitStatus};
 
@@ -405,6 +441,17 @@ mod platform {
 
     pub(super) fn signal_of(status: ExitStatus) -> Option<i32> {
         status.signal()
+    }
+
+    /// Asks for a pipe of `bytes`; whether the kernel granted it. Only Linux can resize a pipe.
+    pub(super) fn enlarge_pipe(pipe: &impl AsFd, bytes: usize) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Ok(bytes) = i32::try_from(bytes) {
+            use nix::fcntl::{FcntlArg, fcntl};
+            return fcntl(pipe.as_fd(), FcntlArg::F_SETPIPE_SZ(bytes)).is_ok();
+        }
+        let _ = (pipe, bytes);
+        false
     }
 
     /// The process group a child leads: its pid, which the kernel keeps below `i32::MAX`.
@@ -430,6 +477,10 @@ mod platform {
 
     pub fn signal_of(_status: ExitStatus) -> Option<i32> {
         None
+    }
+
+    pub fn enlarge_pipe<P>(_pipe: &P, _bytes: usize) -> bool {
+        false
     }
 }
 
@@ -549,6 +600,69 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
         thread::sleep(Duration::from_millis(3_500));
         assert!(!marker.exists(), "a grandchild outlived the timeout");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_output_pipe_is_enlarged_where_the_kernel_allows_it() {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let (reader, writer) = io::pipe().unwrap();
+        assert!(platform::enlarge_pipe(&writer, PIPE_BYTES));
+        let size = fcntl(&reader, FcntlArg::F_GETPIPE_SZ).unwrap();
+        assert!(usize::try_from(size).unwrap() >= PIPE_BYTES, "{size}");
+    }
+
+    #[test]
+    fn a_refused_enlargement_is_no_error_and_the_pipe_still_carries_output() {
+        let file = tempfile::tempfile().unwrap();
+        assert!(!platform::enlarge_pipe(&file, PIPE_BYTES), "a file is no pipe");
+        let (mut reader, mut writer) = io::pipe().unwrap();
+        assert!(!platform::enlarge_pipe(&writer, usize::MAX), "no pipe holds usize::MAX bytes");
+        writer.write_all(b"still here").unwrap();
+        drop(writer);
+        let mut read = String::new();
+        io::Read::read_to_string(&mut reader, &mut read).unwrap();
+        assert_eq!(read, "still here");
+    }
+
+    /// A reader fed `pieces` bytes, one piece every `every`, then ended if `ends`.
+    fn fed_reader(pieces: usize, every: Duration, ends: bool) -> OutputReader {
+        let shared = Arc::new(Mutex::new(ReadSoFar::default()));
+        let (done_tx, done) = mpsc::channel();
+        let feed = Arc::clone(&shared);
+        thread::spawn(move || {
+            for _ in 0..pieces {
+                thread::sleep(every);
+                feed.lock().unwrap().captured.push(&[b'x'; 1000]);
+            }
+            if ends {
+                let _ = done_tx.send(());
+            }
+            thread::sleep(Duration::from_secs(5));
+        });
+        OutputReader { shared, done }
+    }
+
+    #[test]
+    fn a_reader_still_draining_the_pipe_after_the_exit_is_waited_for() {
+        // The feed outlasts the grace (240 ms against 60 ms) but brings bytes within each one.
+        let captured = fed_reader(8, Duration::from_millis(30), true).finish(Duration::from_millis(60));
+        assert_eq!(captured.total_bytes(), 8000);
+        assert!(!captured.cut_at_exit());
+    }
+
+    #[test]
+    fn a_pipe_held_silently_or_trickled_into_after_the_exit_is_cut() {
+        let started = Instant::now();
+        let silent = fed_reader(0, Duration::ZERO, false);
+        assert!(!silent.wait_for_end(Duration::from_millis(60), Duration::from_secs(2)));
+        assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+        let started = Instant::now();
+        let trickle = fed_reader(1000, Duration::from_millis(20), false);
+        assert!(!trickle.wait_for_end(Duration::from_millis(60), Duration::from_millis(300)));
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_millis(800), "{waited:?}");
+        assert!(trickle.finish(Duration::ZERO).cut_at_exit());
     }
 
     #[test]
