@@ -4,7 +4,7 @@
 //! run out of memory nor put more than a few kilobytes of it into the re-injected prompt.
 
 use crate::checks::test_summary::{Scanner, Tally};
-use crate::support::digest::Fnv1a;
+use crate::support::digest::Xxh64;
 
 const HEAD_BYTES: usize = 16 * 1024;
 const TAIL_BYTES: usize = 64 * 1024;
@@ -16,7 +16,7 @@ pub(crate) struct Captured {
     head: Vec<u8>,
     tail: Vec<u8>,
     total: u64,
-    digest: Fnv1a,
+    digest: Xxh64,
     tests: Scanner,
     /// The command exited while a process it left behind still held its output open: what that
     /// process wrote afterwards was not read.
@@ -55,6 +55,12 @@ impl Captured {
             self.head.extend_from_slice(&chunk[..take]);
             chunk = &chunk[take..];
         }
+        if chunk.len() >= TAIL_BYTES {
+            // Reads come a megabyte at a time: only the chunk's end can be kept, so only that
+            // is copied.
+            self.tail.clear();
+            chunk = &chunk[chunk.len() - TAIL_BYTES..];
+        }
         self.tail.extend_from_slice(chunk);
         if self.tail.len() > 2 * TAIL_BYTES {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
@@ -92,9 +98,10 @@ impl Captured {
         self.tests.tally()
     }
 
-    /// FNV-1a digest of the whole stream, as 16 hex digits.
+    /// The digest of the whole stream, named by its hash (`xxh64:<16 hex digits>`): ledgers
+    /// written before hold a bare FNV-1a digest, which never equals one of these.
     pub(crate) fn digest_hex(&self) -> String {
-        format!("{:016x}", self.digest.finish())
+        self.digest.finish_text()
     }
 
     /// All of the output if it fits in `max_chars`, otherwise its start and end around a line
@@ -193,11 +200,25 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_larger_than_the_tail_keeps_the_same_head_and_tail_as_small_pieces() {
+        let bytes: Vec<u8> = (0..(3 * TAIL_BYTES + 5)).map(|i| b"abcdefghij\n"[i % 11]).collect();
+        let mut whole = Captured::default();
+        whole.push(&bytes[..10]);
+        whole.push(&bytes[10..]);
+        let mut pieces = Captured::default();
+        bytes.chunks(1000).for_each(|piece| pieces.push(piece));
+        assert_eq!(whole.kept_tail(), pieces.kept_tail());
+        assert_eq!(whole.kept_tail(), &bytes[bytes.len() - TAIL_BYTES..]);
+        assert_eq!(whole.excerpt(10_000), pieces.excerpt(10_000));
+        assert!(whole.tail.len() <= 2 * TAIL_BYTES);
+    }
+
+    #[test]
     fn digest_tells_outputs_apart_and_is_stable() {
         let a = Captured::read_from(&b"one"[..]).unwrap();
         let b = Captured::read_from(&b"two"[..]).unwrap();
         assert_ne!(a.digest_hex(), b.digest_hex());
         assert_eq!(a.digest_hex(), Captured::read_from(&b"one"[..]).unwrap().digest_hex());
-        assert_eq!(Captured::read_from(&b""[..]).unwrap().digest_hex(), "cbf29ce484222325");
+        assert_eq!(Captured::read_from(&b""[..]).unwrap().digest_hex(), "xxh64:ef46db3751d8e999");
     }
 }

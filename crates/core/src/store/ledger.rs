@@ -326,6 +326,30 @@ mod tests {
         assert_eq!(last.iter().map(|e| e.iteration).collect::<Vec<_>>(), [4, 5]);
     }
 
+    /// A line written when the output digest was a bare FNV-1a still reads, and its digest
+    /// differs from the one this version records for the same output: the same failure is not
+    /// claimed across the change of hash.
+    #[test]
+    fn an_older_lines_fnv1a_output_digest_reads_as_a_different_output() {
+        let old = r#"{"time":"2026-11-22T03:00:00Z","loop_id":"l","iteration":2,"max_iterations":30,"decision":"block","reason":"verify_failed","verify":{"exit_code":1,"timed_out":false,"duration_ms":5,"output_bytes":4,"output_digest":"9a2ed69baa128e76","tail":"bad"}}"#;
+        let entry: LedgerEntry = serde_json::from_str(old).unwrap();
+        let old_digest = entry.verify.unwrap().output_digest;
+        assert_eq!(old_digest, format!("{:016x}", crate::support::digest::Fnv1a::of(b"bad\n")));
+        let mut output = crate::checks::capture::Captured::default();
+        output.push(b"bad\n");
+        let outcome = VerifyOutcome {
+            exit_code: Some(1),
+            signal: None,
+            timed_out: false,
+            untrusted: None,
+            duration: std::time::Duration::from_millis(5),
+            output,
+        };
+        let now = VerifyRecord::of(&outcome).output_digest;
+        assert!(now.starts_with("xxh64:"), "{now}");
+        assert_ne!(now, old_digest);
+    }
+
     /// Lines as earlier versions wrote them still read, and the words on disk stay the same.
     #[test]
     fn reads_the_lines_earlier_versions_wrote() {
