@@ -37,6 +37,7 @@ fn stories_are_done_one_at_a_time_and_a_broken_one_comes_back_before_the_end() {
     let start = env.start("--plan PLAN.md");
     let shown = &start.stdout;
     assert!(shown.contains("Plan:        PLAN.md (3 stories, 0 done already"), "{shown}");
+    assert!(!shown.contains("the loop runs all"), "the stories' checks end the loop: {shown}");
     assert!(
         shown.contains("Now: story 1 of 3: 1. Write one\n  The first file.\nIts check: `test -f one`"),
         "{shown}"

@@ -390,7 +390,8 @@ fn banner(
     {
         out.push_str(&format!("\nWarning: {warning}\n"));
     }
-    if settings.verify.is_none() && settings.completion_promise.is_none() {
+    // A plan's stories carry their own checks: they end the loop.
+    if settings.verify.is_none() && settings.completion_promise.is_none() && settings.plan.is_none() {
         out.push_str(&format!(
             "\nNo --verify and no --completion-promise: the loop runs all {} iterations. \
              Give --verify CMD to end it when a check passes.\n",
