@@ -141,7 +141,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::capture::Captured;
     use crate::checks::review::{Change, VerifySeen};
 
     #[test]
@@ -212,16 +211,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             sandbox: Vec::new(),
         };
-        let mut output = Captured::default();
-        output.push(b"test result: ok\n");
-        let verified = VerifyOutcome {
-            exit_code: Some(0),
-            signal: None,
-            timed_out: false,
-            untrusted: None,
-            duration: Duration::ZERO,
-            output,
-        };
+        let verified = crate::checks::review::tests::passed();
         let change = Change::of(vec!["src/a.rs".into()], b"+fn a() {}\n");
         let input = ReviewInput {
             task: "add a",

@@ -209,7 +209,7 @@ pub(crate) fn clean(text: &str, max_chars: usize) -> String {
 }
 
 #[cfg(all(test, unix))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::checks::capture::Captured;
 
@@ -224,7 +224,8 @@ mod tests {
         (dir, spec)
     }
 
-    fn passed() -> VerifyOutcome {
+    /// A check that passed, as a runner reports it.
+    pub(crate) fn passed() -> VerifyOutcome {
         let mut output = Captured::default();
         output.push(b"running 3 tests\ntest result: ok. 3 passed\n");
         VerifyOutcome {
