@@ -7,7 +7,12 @@
 //! `/`. A pattern this engine cannot honour exactly is refused when the loop starts, never
 //! ignored: a protection that silently protects nothing is worse than none.
 
+use std::collections::HashSet;
+use std::convert::Infallible;
+
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::support::memo::{self, Memo};
 
 /// Characters that make a pattern component a glob rather than a name.
 const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
@@ -15,6 +20,12 @@ const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
 /// Compiled patterns, and where to look for the files they can match.
 #[derive(Debug, Clone)]
 pub(crate) struct Protect {
+    /// The patterns that name a path, each standing for itself and everything below it: looked
+    /// up by each of a candidate's ancestors. As globs (`x` and `x/**`) each would add a prefix
+    /// search over every path asked about, which was most of a stop's own time in a large tree.
+    paths: HashSet<String>,
+    /// The other patterns, a brace set of plain names spelled out as the names it stands for
+    /// (`jest.config.{js,ts}`), so that globset looks them up rather than searches for them.
     set: GlobSet,
     scopes: Vec<String>,
 }
@@ -23,27 +34,54 @@ impl Protect {
     /// Compiles `patterns`, refusing the first one that cannot be honoured with the reason.
     pub(crate) fn new(patterns: &[String]) -> Result<Protect, String> {
         let mut builder = GlobSetBuilder::new();
+        let mut paths = HashSet::new();
         let mut scopes = Vec::new();
         for pattern in patterns {
             let pattern = normalize(pattern);
-            for glob in globs(pattern)? {
-                builder.add(glob);
+            globs(pattern)?;
+            for spelled in spelled_out(pattern) {
+                match spelled.strip_suffix("/**").unwrap_or(&spelled) {
+                    path if !is_glob(path) => {
+                        paths.insert(path.to_string());
+                    }
+                    _ => {
+                        for glob in globs(&spelled)? {
+                            builder.add(glob);
+                        }
+                    }
+                }
             }
             scopes.push(scope(pattern));
         }
         let set = builder.build().map_err(|e| e.to_string())?;
-        Ok(Protect { set, scopes: outermost(scopes) })
+        Ok(Protect { paths, set, scopes: outermost(scopes) })
     }
 
     /// Compiles patterns stored by an earlier loop-hook, which checked less: a pattern that does
     /// not compile now stands for the path it spells.
     pub(crate) fn stored(patterns: &[String]) -> Protect {
+        thread_local! {
+            static COMPILED: Memo<Vec<String>, Protect> = const { Memo::new() };
+        }
+        let compiled =
+            memo::get_or_try(&COMPILED, patterns, |p| Ok::<_, Infallible>(Protect::stored_anew(p)));
+        match compiled {
+            Ok(protect) => protect,
+            Err(never) => match never {},
+        }
+    }
+
+    fn stored_anew(patterns: &[String]) -> Protect {
         Protect::new(patterns).unwrap_or_else(|_| {
             let literal: Vec<String> = patterns
                 .iter()
                 .map(|p| if Protect::check(p).is_ok() { p.clone() } else { globset::escape(normalize(p)) })
                 .collect();
-            Protect::new(&literal).unwrap_or(Protect { set: GlobSet::empty(), scopes: Vec::new() })
+            Protect::new(&literal).unwrap_or(Protect {
+                paths: HashSet::new(),
+                set: GlobSet::empty(),
+                scopes: Vec::new(),
+            })
         })
     }
 
@@ -54,6 +92,16 @@ impl Protect {
 
     /// Whether `relative` (`/`-separated, relative to the loop's directory) is protected.
     pub(crate) fn matches(&self, relative: &str) -> bool {
+        let mut ancestor = relative;
+        loop {
+            if self.paths.contains(ancestor) {
+                return true;
+            }
+            match ancestor.rsplit_once('/') {
+                Some((parent, _)) => ancestor = parent,
+                None => break,
+            }
+        }
         self.set.is_match(relative)
     }
 
@@ -74,6 +122,26 @@ fn normalize(pattern: &str) -> &str {
 
 fn is_glob(component: &str) -> bool {
     component.contains(GLOB_CHARS)
+}
+
+/// The patterns `pattern` stands for with its one brace set of plain names spelled out
+/// (`tests/{unit,e2e}/**`: `tests/unit/**` and `tests/e2e/**`); itself when it has another
+/// kind of glob in braces, or more than one set.
+fn spelled_out(pattern: &str) -> Vec<String> {
+    let plain = |name: &str| {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    let whole = || vec![pattern.to_string()];
+    let (Some(open), Some(close)) = (pattern.find('{'), pattern.find('}')) else { return whole() };
+    let (before, set, after) =
+        (&pattern[..open], pattern.get(open + 1..close).unwrap_or(","), &pattern[close + 1..]);
+    if before.contains(['{', '}', '[', ']', '\\'])
+        || after.contains(['{', '}', '[', ']', '\\'])
+        || !set.split(',').all(plain)
+    {
+        return whole();
+    }
+    set.split(',').map(|name| format!("{before}{name}{after}")).collect()
 }
 
 /// The globs a pattern stands for: a path is itself and everything below it.
@@ -222,6 +290,87 @@ mod tests {
             .scopes(),
             ["", ".cargo/config.toml", ".github", "web/node_modules/x.js"]
         );
+    }
+
+    /// What each pattern's globs say, with nothing looked up or spelled out.
+    fn reference(patterns: &[&str]) -> GlobSet {
+        let mut builder = GlobSetBuilder::new();
+        for pattern in patterns {
+            for glob in globs(normalize(pattern)).unwrap() {
+                builder.add(glob);
+            }
+        }
+        builder.build().unwrap()
+    }
+
+    #[test]
+    fn paths_looked_up_and_brace_sets_spelled_out_match_what_the_globs_match() {
+        let mut patterns: Vec<&str> = crate::checks::test_suite::RUNNER_FILES.to_vec();
+        patterns.extend(crate::checks::test_suite::TEST_FILES);
+        patterns.extend([
+            "tests/{unit,e2e}/**",
+            "src/{a,b}.rs",
+            "{x,y}/z/*.py",
+            "docs",
+            "deep/er/dir/**",
+            "q/{a,*}.rs",
+            "r/{a,}/s",
+            "t/{a,b}/{c,d}",
+        ]);
+        let p = protect(&patterns);
+        let globs = reference(&patterns);
+        let names =
+            ["", "a", "b", "c", "z", "x", "y", "tests", "unit", "e2e", "src", "docs", "deep", "er", "dir"];
+        let files = [
+            "a.rs",
+            "b.rs",
+            "c.py",
+            "conftest.py",
+            "x.pth",
+            "pytest.ini",
+            "jest.config.js",
+            "jest.config.ts",
+            "jest.config.jsx",
+            "setupTests.tsx",
+            "test_a.py",
+            "a_test.go",
+            "a.test.js",
+            "config.toml",
+            "s",
+            "d",
+        ];
+        let mut asked = 0;
+        for first in names {
+            for second in names {
+                for file in files {
+                    let path = [first, second, file]
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    for candidate in [path.clone(), format!(".cargo/{path}"), format!("spec/{path}")] {
+                        assert_eq!(p.matches(&candidate), globs.is_match(&candidate), "{candidate}");
+                        asked += 1;
+                    }
+                }
+            }
+        }
+        for literal in [
+            "docs",
+            "deep/er/dir",
+            "deep/er/dir/x/y",
+            "pytest.ini",
+            "pytest.ini/x",
+            "jest.config.mjs",
+            "r/a/s",
+            "t/b/c",
+        ] {
+            assert_eq!(p.matches(literal), globs.is_match(literal), "{literal}");
+            assert!(p.matches(literal), "{literal}");
+        }
+        assert!(asked > 10_000);
+        assert!(!p.paths.is_empty(), "paths are looked up");
     }
 
     #[test]

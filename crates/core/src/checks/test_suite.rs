@@ -53,7 +53,7 @@ pub(crate) const TEST_FILES: &[&str] = &[
 ];
 
 /// Files a runner reads as its configuration, or loads before the tests, by itself.
-const RUNNER_FILES: &[&str] = &[
+pub(crate) const RUNNER_FILES: &[&str] = &[
     "pytest.ini",
     ".pytest.ini",
     "**/conftest.py",

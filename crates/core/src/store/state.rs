@@ -18,6 +18,7 @@ use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
 pub(crate) use crate::store::status::Status;
 use crate::support::frontmatter::{Frontmatter, FrontmatterError};
+use crate::support::memo::{self, Memo};
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -190,7 +191,7 @@ pub(crate) struct LoopState {
     pub task: String,
 }
 
-/// Only the schema number, read before anything else so a newer file gets a clear refusal
+/// Only the schema number, read when the settings do not read, so a newer file gets a clear refusal
 /// rather than an "unknown field" error.
 #[derive(Deserialize)]
 struct SchemaProbe {
@@ -241,14 +242,28 @@ impl LoopState {
 
     /// Parses a state file.
     pub(crate) fn parse(text: &str) -> Result<Self, StateError> {
-        let parts = Frontmatter::split(text)?;
-        if let Ok(SchemaProbe { schema: Some(found) }) = serde_saphyr::from_str(parts.yaml)
-            && found > SCHEMA_VERSION
-        {
-            return Err(StateError::NewerSchema { found });
+        thread_local! {
+            static PARSED: Memo<String, LoopState> = const { Memo::new() };
         }
-        let meta: Meta = serde_saphyr::from_str(parts.yaml).map_err(|e| StateError::Yaml(e.to_string()))?;
-        Ok(LoopState { meta, task: parts.body.to_string() })
+        memo::get_or_try(&PARSED, text, LoopState::parse_anew)
+    }
+
+    fn parse_anew(text: &str) -> Result<Self, StateError> {
+        let parts = Frontmatter::split(text)?;
+        let newer = |found| (found > SCHEMA_VERSION).then_some(StateError::NewerSchema { found });
+        match serde_saphyr::from_str::<Meta>(parts.yaml) {
+            Ok(meta) => match newer(meta.schema) {
+                Some(refused) => Err(refused),
+                None => Ok(LoopState { meta, task: parts.body.to_string() }),
+            },
+            // A newer schema may not read as this one: say so rather than why it does not read.
+            Err(e) => match serde_saphyr::from_str(parts.yaml) {
+                Ok(SchemaProbe { schema: Some(found) }) => {
+                    Err(newer(found).unwrap_or(StateError::Yaml(e.to_string())))
+                }
+                _ => Err(StateError::Yaml(e.to_string())),
+            },
+        }
     }
 
     /// Renders the state file. Fails rather than write a state that would not read back (a

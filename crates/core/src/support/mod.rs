@@ -6,6 +6,7 @@ pub(crate) mod digest;
 pub(crate) mod duration;
 pub(crate) mod environment;
 pub(crate) mod frontmatter;
+pub(crate) mod memo;
 pub(crate) mod nearest;
 pub(crate) mod outcome;
 pub(crate) mod relative_path;

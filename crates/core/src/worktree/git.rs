@@ -86,13 +86,26 @@ fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
 }
 
-/// Runs `git -C <dir> <args>` with the repository-pointing variables cleared, stdin closed (or
-/// fed `input`), and `index` as `GIT_INDEX_FILE` if given.
+/// Runs `git -C <dir> <args>` with the repository-pointing variables cleared, every filter the
+/// configuration defines switched off, stdin closed (or fed `input`), and `index` as
+/// `GIT_INDEX_FILE` if given.
 pub(super) fn run_git(
     dir: &Path,
     args: &[&str],
     index: Option<&Path>,
     input: Option<Vec<u8>>,
+) -> Result<Output, WorkTreeError> {
+    run_git_filtered(dir, args, index, input, &filter_overrides(dir))
+}
+
+/// [`run_git`] with the filter settings already read ([`filter_overrides`]), for git commands
+/// started together at one moment: the configuration is read once for all of them.
+pub(super) fn run_git_filtered(
+    dir: &Path,
+    args: &[&str],
+    index: Option<&Path>,
+    input: Option<Vec<u8>>,
+    overrides: &[String],
 ) -> Result<Output, WorkTreeError> {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir);
@@ -114,7 +127,6 @@ pub(super) fn run_git(
     // Set through the environment, which takes any driver name as it is. Textconv and external
     // diffs need no setting: only porcelain (`git diff`, `git log`) runs them, never the plumbing
     // used here.
-    let overrides = filter_overrides(dir);
     command.env("GIT_CONFIG_COUNT", overrides.len().to_string());
     for (n, key) in overrides.iter().enumerate() {
         command.env(format!("GIT_CONFIG_KEY_{n}"), key).env(format!("GIT_CONFIG_VALUE_{n}"), "");
@@ -152,7 +164,7 @@ pub(super) fn run_git(
 /// (the project's, the user's, the system's): `filter.<driver>.clean`, `.smudge` and `.process`.
 /// Reading the configuration runs nothing. Empty when it cannot be read: git then fails on the
 /// same configuration itself.
-fn filter_overrides(dir: &Path) -> Vec<String> {
+pub(super) fn filter_overrides(dir: &Path) -> Vec<String> {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir).args(["config", "--null", "--name-only", "--get-regexp", r"^filter\."]);
     for var in GIT_LOCAL_VARS {

@@ -2,8 +2,9 @@
 //! stall fingerprint ([`super::WorkTree::fingerprint_in`]) and the oracle's search for protected
 //! and runner files ([`TreeLook::files_below`]).
 //!
-//! It takes two git processes, started together: `git status` (porcelain v2, untracked files
-//! one by one, ignored ones too) and `git ls-files --cached`, which only reads the index. Git's
+//! It takes two git processes, started together after one reading of the filter settings
+//! ([`super::git::filter_overrides`]): `git status` (porcelain v2, untracked files one by one,
+//! ignored ones too) and `git ls-files --cached`, which only reads the index. Git's
 //! index and its stat cache do the work a walk of our own would repeat: what git tracks or sees
 //! comes from them, and only directories git reports as ignored as a whole are walked, by the
 //! shared walk and its rules ([`crate::support::walk`]), because an ignore line the model wrote
@@ -13,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use super::git::{path_from_git, run_git, split_z};
+use super::git::{filter_overrides, path_from_git, run_git_filtered, split_z};
 use super::{WorkTree, WorkTreeError, git_failure};
 use crate::support::walk;
 
@@ -75,10 +76,12 @@ impl WorkTree {
         let mut status_args = STATUS_ARGS.to_vec();
         status_args.push("--ignored=matching");
         let reused = earlier.filter(|e| stamp.is_some() && e.index == stamp).map(|e| e.tracked.clone());
+        let overrides = filter_overrides(&self.root);
         let (status, tracked) = thread::scope(|scope| {
-            let listing =
-                reused.is_none().then(|| scope.spawn(|| self.git_stdout(&["ls-files", "-z", "--cached"])));
-            let status = self.git_stdout(&status_args);
+            let listing = reused
+                .is_none()
+                .then(|| scope.spawn(|| self.git_stdout(&["ls-files", "-z", "--cached"], &overrides)));
+            let status = self.git_stdout(&status_args, &overrides);
             let tracked = match (reused, listing) {
                 (Some(tracked), _) => Some(tracked),
                 (None, Some(listing)) => {
@@ -91,8 +94,8 @@ impl WorkTree {
         Some(TreeLook::read(self.root.clone(), status.ok()?, tracked?, stamp))
     }
 
-    fn git_stdout(&self, args: &[&str]) -> Result<Vec<u8>, WorkTreeError> {
-        let out = run_git(&self.root, args, None, None)?;
+    fn git_stdout(&self, args: &[&str], overrides: &[String]) -> Result<Vec<u8>, WorkTreeError> {
+        let out = run_git_filtered(&self.root, args, None, None, overrides)?;
         if out.status.success() { Ok(out.stdout) } else { Err(git_failure(args, &out)) }
     }
 }
