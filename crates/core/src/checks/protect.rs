@@ -24,6 +24,9 @@ pub(crate) struct Protect {
     /// up by each of a candidate's ancestors. As globs (`x` and `x/**`) each would add a prefix
     /// search over every path asked about, which was most of a stop's own time in a large tree.
     paths: HashSet<String>,
+    /// The first component of each of `paths`: a path whose first component is none of these
+    /// has no ancestor among them, which is most paths, decided in one lookup.
+    firsts: HashSet<String>,
     /// The other patterns, a brace set of plain names spelled out as the names it stands for
     /// (`jest.config.{js,ts}`), so that globset looks them up rather than searches for them.
     set: GlobSet,
@@ -54,7 +57,8 @@ impl Protect {
             scopes.push(scope(pattern));
         }
         let set = builder.build().map_err(|e| e.to_string())?;
-        Ok(Protect { paths, set, scopes: outermost(scopes) })
+        let firsts = paths.iter().map(|path| first_component(path).to_string()).collect();
+        Ok(Protect { paths, firsts, set, scopes: outermost(scopes) })
     }
 
     /// Compiles patterns stored by an earlier loop-hook, which checked less: a pattern that does
@@ -79,6 +83,7 @@ impl Protect {
                 .collect();
             Protect::new(&literal).unwrap_or(Protect {
                 paths: HashSet::new(),
+                firsts: HashSet::new(),
                 set: GlobSet::empty(),
                 scopes: Vec::new(),
             })
@@ -92,14 +97,13 @@ impl Protect {
 
     /// Whether `relative` (`/`-separated, relative to the loop's directory) is protected.
     pub(crate) fn matches(&self, relative: &str) -> bool {
-        let mut ancestor = relative;
-        loop {
-            if self.paths.contains(ancestor) {
-                return true;
-            }
-            match ancestor.rsplit_once('/') {
-                Some((parent, _)) => ancestor = parent,
-                None => break,
+        if self.firsts.contains(first_component(relative)) {
+            let mut ancestor = Some(relative);
+            while let Some(path) = ancestor {
+                if self.paths.contains(path) {
+                    return true;
+                }
+                ancestor = path.rsplit_once('/').map(|(parent, _)| parent);
             }
         }
         self.set.is_match(relative)
@@ -122,6 +126,10 @@ fn normalize(pattern: &str) -> &str {
 
 fn is_glob(component: &str) -> bool {
     component.contains(GLOB_CHARS)
+}
+
+fn first_component(path: &str) -> &str {
+    path.split_once('/').map_or(path, |(first, _)| first)
 }
 
 /// The patterns `pattern` stands for with its one brace set of plain names spelled out

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread;
 
 use super::git::{filter_overrides, path_from_git, run_git_filtered, split_z};
@@ -40,7 +41,7 @@ pub(crate) struct TreeLook {
     /// `git status` output, with the ignored entries (`!`), which the fingerprint passes over.
     pub(super) status: Vec<u8>,
     /// Every path in the index (`git ls-files --cached`), and the index file it was read from.
-    tracked: Vec<String>,
+    tracked: Arc<Vec<String>>,
     index: Option<[i64; 7]>,
     /// Files git tracks or sees that exist, relative to the top level, `/`-separated.
     visible: Vec<String>,
@@ -75,7 +76,7 @@ impl WorkTree {
         let stamp = index_stamp(&repo.git_dir.join("index"));
         let mut status_args = STATUS_ARGS.to_vec();
         status_args.push("--ignored=matching");
-        let reused = earlier.filter(|e| stamp.is_some() && e.index == stamp).map(|e| e.tracked.clone());
+        let reused = earlier.filter(|e| stamp.is_some() && e.index == stamp).map(|e| Arc::clone(&e.tracked));
         let overrides = filter_overrides(&self.root);
         let (status, tracked) = thread::scope(|scope| {
             let listing = reused
@@ -84,9 +85,11 @@ impl WorkTree {
             let status = self.git_stdout(&status_args, &overrides);
             let tracked = match (reused, listing) {
                 (Some(tracked), _) => Some(tracked),
-                (None, Some(listing)) => {
-                    listing.join().ok().and_then(Result::ok).map(|out| split_z(&out).map(text).collect())
-                }
+                (None, Some(listing)) => listing
+                    .join()
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|out| Arc::new(split_z(&out).map(text).collect())),
                 (None, None) => None,
             };
             (status, tracked)
@@ -123,7 +126,7 @@ fn index_stamp(_index: &Path) -> Option<[i64; 7]> {
 }
 
 impl TreeLook {
-    fn read(root: PathBuf, status: Vec<u8>, tracked: Vec<String>, index: Option<[i64; 7]>) -> TreeLook {
+    fn read(root: PathBuf, status: Vec<u8>, tracked: Arc<Vec<String>>, index: Option<[i64; 7]>) -> TreeLook {
         let mut deleted = BTreeSet::new();
         let (mut visible, mut ignored_files, mut ignored_dirs) = (Vec::new(), Vec::new(), Vec::new());
         for record in split_z(&status) {
