@@ -11,6 +11,10 @@ use std::path::Path;
 use crate::support::bounded_read;
 
 const CHUNK: usize = 64 * 1024;
+/// The first read: most readers want the last line or a few (the ledger's last entry), which a
+/// read of the whole chunk would make them split and copy sixteen times over. Each read after it
+/// doubles, up to [`CHUNK`].
+const FIRST_CHUNK: usize = 4 * 1024;
 
 /// Lines of a file, last first, blank lines skipped. A line longer than what is left of the
 /// budget ends the walk.
@@ -24,6 +28,8 @@ pub(crate) struct ReverseLines {
     /// Whole lines waiting to be handed out, last at the end.
     ready: Vec<Vec<u8>>,
     budget: u64,
+    /// The size of the next read.
+    chunk: usize,
     /// Bytes copied into lines and pending pieces, to keep the walk provably linear.
     copied: u64,
 }
@@ -34,7 +40,15 @@ impl ReverseLines {
     pub(crate) fn open(path: &Path, max_bytes: u64) -> io::Result<ReverseLines> {
         let file = bounded_read::open(path)?;
         let pos = file.metadata()?.len();
-        Ok(ReverseLines { file, pos, pending: Vec::new(), ready: Vec::new(), budget: max_bytes, copied: 0 })
+        Ok(ReverseLines {
+            file,
+            pos,
+            pending: Vec::new(),
+            ready: Vec::new(),
+            budget: max_bytes,
+            chunk: FIRST_CHUNK,
+            copied: 0,
+        })
     }
 
     fn fill(&mut self) -> io::Result<bool> {
@@ -42,7 +56,9 @@ impl ReverseLines {
             if self.pos == 0 || self.budget == 0 {
                 return Ok(false);
             }
-            let n = usize::try_from(self.pos.min(self.budget)).map_or(CHUNK, |left| left.min(CHUNK));
+            let n =
+                usize::try_from(self.pos.min(self.budget)).map_or(self.chunk, |left| left.min(self.chunk));
+            self.chunk = (self.chunk * 2).min(CHUNK);
             self.pos -= n as u64;
             self.budget -= n as u64;
             let mut chunk = vec![0u8; n];
@@ -157,11 +173,21 @@ mod tests {
         let content = format!("first\n{long}\nlast\n");
         assert_eq!(lines(content.as_bytes(), 1 << 20), ["last", long.as_str(), "first"]);
         // A newline exactly at a chunk's edge, and lines of every length around it.
-        for shift in [CHUNK - 2, CHUNK - 1, CHUNK, CHUNK + 1] {
+        let growing = [FIRST_CHUNK, 3 * FIRST_CHUNK, 7 * FIRST_CHUNK, CHUNK, CHUNK + FIRST_CHUNK];
+        for shift in growing.into_iter().flat_map(|edge| [edge - 2, edge - 1, edge, edge + 1]) {
             let a = "a".repeat(shift);
             let content = format!("{a}\nb\n{a}c");
             assert_eq!(lines(content.as_bytes(), 1 << 20), [format!("{a}c"), "b".into(), a], "{shift}");
         }
+    }
+
+    #[test]
+    fn the_last_line_costs_one_small_read() {
+        let content = "0123456789\n".repeat(50_000);
+        let mut reader = ReverseLines::open(file(content.as_bytes()).path(), 1 << 20).unwrap();
+        assert_eq!(reader.next().unwrap().unwrap(), b"0123456789");
+        assert!(reader.copied <= FIRST_CHUNK as u64, "{} bytes copied", reader.copied);
+        assert_eq!(reader.count(), 49_999, "the rest still reads");
     }
 
     #[test]
