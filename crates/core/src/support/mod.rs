@@ -1,4 +1,4 @@
-//! Building blocks with no knowledge of loops: bounded reads, digests, durations, frontmatter,
+//! Building blocks with no knowledge of loops: bounded reads, digests, durations, frontmatter, memos,
 //! the environment, the shared walk of a project's files, and which binary this is.
 
 pub(crate) mod bounded_read;
