@@ -22,6 +22,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use line_marks::LineMarks;
+
 /// Lines longer than this are never summaries and are passed over unread.
 const MAX_LINE_BYTES: usize = 1024;
 /// Suites (runs of one runner, or test binaries) kept per output; more are counted, not kept.
@@ -174,24 +176,50 @@ pub(crate) struct Scanner {
 
 impl Scanner {
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
-        while let Some(end) = memchr::memchr(b'\n', chunk) {
-            let (line, rest) = (&chunk[..end], &chunk[end + 1..]);
-            if self.pending.is_empty() && !self.too_long {
-                // The whole line is in this chunk: read it where it is, without a copy.
-                if line.len() <= MAX_LINE_BYTES {
-                    self.parsers.line(&clean(line));
-                }
-            } else {
-                self.extend_pending(line);
-                if !self.too_long {
-                    self.parsers.line(&clean(&self.pending));
-                }
-                self.pending.clear();
-                self.too_long = false;
+        if !self.pending.is_empty() || self.too_long {
+            let Some(end) = memchr::memchr(b'\n', chunk) else {
+                self.extend_pending(chunk);
+                return;
+            };
+            self.extend_pending(&chunk[..end]);
+            if !self.too_long {
+                self.parsers.line(&clean(&self.pending));
             }
-            chunk = rest;
+            self.pending.clear();
+            self.too_long = false;
+            chunk = &chunk[end + 1..];
         }
-        self.extend_pending(chunk);
+        let whole = memchr::memrchr(b'\n', chunk).map_or(0, |end| end + 1);
+        self.lines(&chunk[..whole]);
+        self.extend_pending(&chunk[whole..]);
+    }
+
+    /// Whole lines, each ending in a newline, read where they lie (no copy). Of a run of
+    /// ordinary lines only the last is read: it does what each of them does
+    /// ([`line_marks`]).
+    fn lines(&mut self, text: &[u8]) {
+        let mut marks = LineMarks::of(text);
+        let mut ordinary: Option<&[u8]> = None;
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', text) {
+            let line = &text[start..end];
+            let marked = marks.before(end);
+            start = end + 1;
+            if line.len() > MAX_LINE_BYTES {
+                continue;
+            }
+            if !may_be(marked || line_marks::may_begin_a_summary(line.first())) {
+                ordinary = Some(line);
+                continue;
+            }
+            if let Some(last) = ordinary.take() {
+                self.parsers.line(&clean(last));
+            }
+            self.parsers.line(&clean(line));
+        }
+        if let Some(last) = ordinary {
+            self.parsers.line(&clean(last));
+        }
     }
 
     fn extend_pending(&mut self, piece: &[u8]) {
@@ -1287,6 +1315,8 @@ fn has_word_ignoring_case(line: &str, word: &[u8]) -> bool {
     memchr::memchr2_iter(first, first.to_ascii_uppercase(), line)
         .any(|at| line.get(at..at + word.len()).is_some_and(|w| w.eq_ignore_ascii_case(word)))
 }
+
+mod line_marks;
 
 #[cfg(test)]
 mod tests;
