@@ -45,6 +45,12 @@ impl Installed {
         let copilot = client_bin("copilot", "FOR_LOOP_COPILOT");
         let env = TestEnv::new();
         env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+        // Copilot CLI runs hooks in the project's root, the nearest directory up with a `.git`,
+        // and the hook refuses a binary inside it. A project of its own, as most are: otherwise
+        // a `.git` another program left in the temporary directory makes that the root, and the
+        // home (with the binary) lies inside it.
+        let init = Command::new("git").args(["init", "-q"]).current_dir(&env.project).status().unwrap();
+        assert!(init.success(), "git init failed");
         let cargo_bin = env.home.join(".cargo/bin");
         std::fs::create_dir_all(&cargo_bin).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_loop-hook"), cargo_bin.join("loop-hook")).unwrap();
