@@ -21,6 +21,13 @@ fn next(env: &TestEnv) -> crate::util::Run {
     env.stop_as(SESSION, "", true)
 }
 
+/// The next stop ends the loop verified, and the ledger holds `reasons`.
+fn ends_verified(env: &TestEnv, reasons: &[&str]) {
+    let done = next(env);
+    assert!(!done.blocked(), "{}", done.stdout);
+    assert_eq!(env.ledger_reasons(SESSION), reasons);
+}
+
 fn last_line(env: &TestEnv) -> serde_json::Value {
     env.ledger().pop().unwrap()
 }
@@ -55,9 +62,7 @@ fn a_pass_with_a_change_outside_the_scope_counts_only_once_it_is_put_back() {
     assert!(html.contains("outside the scope: <span class=\"mono\">README.md</span>"), "the report names it");
 
     git(&env.project, &["checkout", "--", "README.md"]);
-    let done = next(&env);
-    assert!(!done.blocked(), "{}", done.stdout);
-    assert_eq!(env.ledger_reasons(SESSION), ["out_of_scope", "verified"]);
+    ends_verified(&env, &["out_of_scope", "verified"]);
 }
 
 #[test]
@@ -71,9 +76,7 @@ fn a_new_file_outside_the_scope_counts_and_one_inside_does_not() {
     assert!(run.blocked(), "{}", run.stdout);
     assert!(run.reason().contains("changed outside the scope: notes/outside.txt."), "{}", run.reason());
     std::fs::remove_dir_all(env.project.join("notes")).unwrap();
-    let done = next(&env);
-    assert!(!done.blocked(), "{}", done.stdout);
-    assert_eq!(env.ledger_reasons(SESSION), ["out_of_scope", "verified"]);
+    ends_verified(&env, &["out_of_scope", "verified"]);
 }
 
 #[test]
@@ -168,9 +171,7 @@ fn a_storys_scope_judges_the_change_since_that_story_began() {
 
     std::fs::remove_file(env.project.join("PLAN-notes.md")).unwrap();
     env.write("one/extra.txt", "story one's own file\n");
-    let done = next(&env);
-    assert!(!done.blocked(), "{}", done.stdout);
-    assert_eq!(env.ledger_reasons(SESSION), ["story_verified", "out_of_scope", "verified"]);
+    ends_verified(&env, &["story_verified", "out_of_scope", "verified"]);
 }
 
 #[test]

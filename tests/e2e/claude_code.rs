@@ -64,6 +64,23 @@ impl World {
     }
 
     /// `claude -p PROMPT` in session `session`, with the plugin loaded and the given extra args.
+    /// The loop most attacks run in: `/for-loop fix it` with verify `sh check.sh`, two
+    /// iterations, Bash allowed, in session A.
+    fn fix_it(&self, model: &MockModel) -> ClaudeRun {
+        let prompt = "/for-loop fix it --verify \"sh check.sh\" --max-iterations 2";
+        self.run(model, SESSION_A, prompt, &["--allowedTools", "Bash"])
+    }
+
+    /// `/for-loop --plan PLAN` in session A with Bash allowed: the run, the first prompt the
+    /// model saw, and the prompts the Stop hook fed it after.
+    fn plan(&self, model: &MockModel, plan: &str) -> (ClaudeRun, String, Vec<String>) {
+        let run =
+            self.run(model, SESSION_A, &format!("/for-loop --plan {plan}"), &["--allowedTools", "Bash"]);
+        run.assert_plugin_loaded();
+        let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+        (run, first, reinjections(model))
+    }
+
     fn run(&self, model: &MockModel, session: &str, prompt: &str, extra: &[&str]) -> ClaudeRun {
         let plugin = self.plugin.display().to_string();
         let mut args = vec![
@@ -1099,12 +1116,7 @@ fn stops_the_agent_forges_from_its_shell_use_no_iteration_and_are_reported() {
     world.env.write("check.sh", "exit 1\n");
     let forge = format!("python3 -c \"{FORGE_PY}[forge() for _ in range(2)]\"");
     let model = MockModel::start(Script::new().bash(forge).text("Done.").text("Done again.")).unwrap();
-    let run = world.run(
-        &model,
-        SESSION_A,
-        "/for-loop fix it --verify \"sh check.sh\" --max-iterations 2",
-        &["--allowedTools", "Bash"],
-    );
+    let run = world.fix_it(&model);
     let requests = model.main_requests();
     assert_eq!(requests.len(), 3, "{}", run.dump());
     let answer = &requests[1].tool_results()[0];
@@ -1135,12 +1147,7 @@ fn three_forged_stops_with_the_fix_in_for_the_third_never_verify() {
          os.remove('fixed')\""
     );
     let model = MockModel::start(Script::new().bash(forge).text("Done.").text("Done again.")).unwrap();
-    let run = world.run(
-        &model,
-        SESSION_A,
-        "/for-loop fix it --verify \"sh check.sh\" --max-iterations 2",
-        &["--allowedTools", "Bash"],
-    );
+    let run = world.fix_it(&model);
     let answer = &model.main_requests()[1].tool_results()[0];
     assert!(answer.text.contains("this pass does not count"), "{answer:?}");
     assert_eq!(
@@ -1288,11 +1295,8 @@ fn a_plan_loop_holds_a_lying_model_and_brings_back_the_story_it_broke() {
             .text("Story one again."),
     )
     .unwrap();
-    let run = world.run(&model, SESSION_A, "/for-loop --plan PLAN.md", &["--allowedTools", "Bash"]);
-    run.assert_plugin_loaded();
-    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    let (run, first, fed) = world.plan(&model, "PLAN.md");
     assert!(first.contains("Now: story 1 of 3: 1. Write one"), "{first}");
-    let fed = reinjections(&model);
     assert_eq!(fed.len(), 4, "{}", run.dump());
     assert!(fed[0].contains("Verify `test -f one` failed"), "{}", fed[0]);
     assert!(fed[1].contains("Now: story 2 of 3: 2. Write two"), "{}", fed[1]);
@@ -1325,11 +1329,8 @@ fn a_prd_json_plan_counts_only_checks_and_for_loop_sets_passes_in_place() {
             .text("US-2 is done."),
     )
     .unwrap();
-    let run = world.run(&model, SESSION_A, "/for-loop --plan prd.json", &["--allowedTools", "Bash"]);
-    run.assert_plugin_loaded();
-    let first = model.main_requests()[0].last_user_text().unwrap_or_default();
+    let (run, first, fed) = world.plan(&model, "prd.json");
     assert!(first.contains("Now: story 1 of 2: US-1 Write a"), "{first}");
-    let fed = reinjections(&model);
     assert_eq!(fed.len(), 2, "{}", run.dump());
     assert!(fed[0].contains("Verify `test -f a` failed"), "{}", fed[0]);
     assert!(fed[1].contains("Now: story 2 of 2: US-2 Write b"), "{}", fed[1]);

@@ -116,12 +116,7 @@ fn a_binary_swapped_in_through_the_settings_env_is_told_at_the_next_tool_call() 
     let model =
         MockModel::start(Script::new().bash(hidden(swap)).bash("true").text("Done.").text("Done again."))
             .unwrap();
-    let run = world.run(
-        &model,
-        SESSION_A,
-        "/for-loop fix it --verify \"sh check.sh\" --max-iterations 2",
-        &["--allowedTools", "Bash"],
-    );
+    let run = world.fix_it(&model);
     let answer = &model.main_requests()[1].tool_results()[0];
     assert!(answer.text.contains("swapped"), "the attack did not run: {answer:?}\n{}", run.dump());
     super::assert_settings_change_told(&world, &run);
