@@ -285,6 +285,9 @@ fn a_stop_forged_from_a_tool_call_is_recorded_and_uses_no_iteration() {
             (&json!("forged_stop"), &json!("agent"), &json!("note"))
         );
     }
+    // Counted in the state as each is recorded, so the receipt needs no read of the ledger.
+    let state = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("forged_stops: 2\n"), "{state}");
     // The third in a row is judged as usual: a real stop is never held back for long.
     let judged = stop();
     assert!(judged.blocked());

@@ -319,6 +319,7 @@ fn new_state(
             plan: plan.map(crate::checks::plan::PlanProgress::start),
             tier: Some(tier.line()),
             last_reply: None,
+            forged_stops: Some(0),
             // What decides whether the hooks run at all, for the guard to compare with.
             host_config: (options.host.unwrap_or_default() == crate::host::Host::ClaudeCode)
                 .then(|| crate::host::config_watch::snapshot(env, cwd)),

@@ -220,15 +220,19 @@ pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Re
 /// recorded as sent by a program and undone where it can be. Returns what the user and the
 /// agent are to be told. Cheap when no loop waits: one `stat`.
 pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
-    let paths = Store::locate(env).ok()?.paths(session_id);
+    settle_at(&Store::locate(env).ok()?.paths(session_id), env.now)
+}
+
+/// [`settle`] for the loop whose files are `paths`, at `now`.
+pub(crate) fn settle_at(paths: &LoopPaths, now: Timestamp) -> Option<String> {
     if !paths.state.exists() {
         return None;
     }
-    let state = crate::store::custody::trusted_state(&paths).ok()??;
+    let state = crate::store::custody::trusted_state(paths).ok()??;
     let awaiting = state.meta.awaiting.clone()?;
     let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
     let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
-    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(&paths, env.now) else {
+    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(paths, now) else {
         return None;
     };
     // Settled meanwhile by another hook run.
@@ -237,8 +241,7 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
     }
     // What custody found and repaired on the way is recorded and told here, as the stop's own
     // judgment would have: its check now finds nothing left to tell.
-    let mut lines: Vec<LedgerEntry> =
-        incidents.iter().map(|incident| incident.note(&state, env.now)).collect();
+    let mut lines: Vec<LedgerEntry> = incidents.iter().map(|incident| incident.note(&state, now)).collect();
     let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
         out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
         out
@@ -248,11 +251,11 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
         next.meta.awaiting = None;
         lines.push(LedgerEntry {
             origin: Some(Origin::User),
-            ..LedgerEntry::new(&next, env.now, LedgerDecision::Note, ReasonCode::CommandConfirmed)
+            ..LedgerEntry::new(&next, now, LedgerDecision::Note, ReasonCode::CommandConfirmed)
         });
         (next, None)
     } else {
-        let (next, entry, told) = undo(&state, &awaiting, transcript.is_none(), env.now);
+        let (next, entry, told) = undo(&state, &awaiting, transcript.is_none(), now);
         lines.push(entry);
         (next, Some(told))
     };

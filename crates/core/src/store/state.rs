@@ -182,6 +182,11 @@ pub(crate) struct Meta {
     /// How far a plan loop is through its stories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::checks::plan::PlanProgress>,
+    /// Stops the agent forged from its shell during this loop (recorded, never judged), counted
+    /// as each is recorded. `None` for a loop started before the count was kept: its ledger has
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forged_stops: Option<u32>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -335,6 +340,7 @@ pub(crate) mod tests {
                 plan: None,
                 tier: None,
                 last_reply: None,
+                forged_stops: None,
                 host_config: None,
             },
             task: "fix the login\n".into(),

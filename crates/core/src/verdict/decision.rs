@@ -205,6 +205,8 @@ pub(crate) fn awaits_review(state: &LoopState, facts: &StopFacts<'_>) -> bool {
     settings.review.is_some()
         && settings.metric.is_none()
         && facts.verify.is_some()
+        // A pass at a stop that may not be a turn's end does not count, whatever a reviewer says.
+        && doubt(state, facts).is_none()
         && facts.last_message.and_then(abort::reason).is_none()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
         && scope_message::breach(state, facts.scope).is_none()
@@ -256,8 +258,49 @@ fn check_passes(
 pub(crate) fn awaits_sweep(state: &LoopState, facts: &StopFacts<'_>) -> bool {
     state.meta.plan.as_ref().is_some_and(|p| p.next_pending().is_none())
         && facts.verify.is_some()
+        && doubt(state, facts).is_none()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
         && scope_message::breach(state, facts.scope).is_none()
+}
+
+/// Something a stop must find out before it can be judged, because the verdict depends on it
+/// and finding it out costs work (a command, an agent, a read of git's trees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// The change since the start, read against the loop's scope.
+    Scope,
+    /// Every story's check and `--verify` again, the plan's last story having passed.
+    Sweep,
+    /// The reviewer's verdict on a pass.
+    Review,
+    /// The files changed since the start, which a loop that ends or parks shows.
+    ChangedFiles,
+    /// Skip markers added since the start, shown after a pass and where the loop ends or parks.
+    SkipMarkers,
+}
+
+impl Ask {
+    /// The order a stop asks in: each answer can change the next question (a change outside the
+    /// scope takes away the pass the sweep and the reviewer wait for; a veto ends no loop), so
+    /// each is asked on the facts as they stand after the ones before it, and each at most once.
+    pub(crate) const ORDER: [Ask; 5] =
+        [Ask::Scope, Ask::Sweep, Ask::Review, Ask::ChangedFiles, Ask::SkipMarkers];
+}
+
+/// What a stop with these facts must still find out before [`decide`] can judge it: the one
+/// place the hook learns what to run besides verify. An answer already in `facts` is not asked
+/// again.
+pub(crate) fn asks(state: &LoopState, facts: &StopFacts<'_>) -> Vec<Ask> {
+    let ends = matches!(status_after(code(state, facts)), Status::Ended | Status::Parked);
+    let passed = facts.verify.is_some_and(VerifyOutcome::passed);
+    let wanted = [
+        (Ask::Scope, facts.scope.is_none() && awaits_scope(state, facts)),
+        (Ask::Sweep, facts.plan.is_none() && awaits_sweep(state, facts)),
+        (Ask::Review, facts.review.is_none() && awaits_review(state, facts)),
+        (Ask::ChangedFiles, facts.files_changed.is_none() && ends),
+        (Ask::SkipMarkers, facts.skip_markers.is_empty() && (ends || passed)),
+    ];
+    wanted.into_iter().filter_map(|(ask, wanted)| wanted.then_some(ask)).collect()
 }
 
 /// A plan loop's step when the current story's check passed: the next story, or a done story
@@ -770,6 +813,62 @@ mod tests {
             plan: None,
             scope: None,
         }
+    }
+
+    fn reviewed() -> LoopState {
+        let mut state = with(Some("cargo test"), None, 1, 30);
+        state.meta.settings.review =
+            Some(crate::checks::review::ReviewSettings { command: "sh review.sh".into(), max_vetoes: 3 });
+        state
+    }
+
+    fn approval() -> ReviewOutcome {
+        ReviewOutcome {
+            approved: true,
+            ended: "exit 0".into(),
+            timed_out: false,
+            findings: String::new(),
+            digest: "0123456789abcdef".into(),
+            duration: Duration::from_secs(1),
+            note: None,
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn a_failing_check_asks_for_nothing_until_the_loop_ends() {
+        let failed = outcome(Some(1), false, "FAILED\n");
+        assert_eq!(asks(&reviewed(), &facts(Some(&failed), None)), []);
+        let last = with(Some("cargo test"), None, 30, 30);
+        assert_eq!(asks(&last, &facts(Some(&failed), None)), [Ask::ChangedFiles, Ask::SkipMarkers]);
+    }
+
+    /// The reviewer's answer decides whether the loop ends, so what an ending shows is asked
+    /// only once the reviewer has answered.
+    #[test]
+    fn a_pass_asks_for_the_reviewer_first_and_for_what_an_ending_shows_after_it() {
+        let (state, passed) = (reviewed(), outcome(Some(0), false, "ok\n"));
+        assert_eq!(asks(&state, &facts(Some(&passed), None)), [Ask::Review, Ask::SkipMarkers]);
+        let approved = approval();
+        let answered = StopFacts { review: Some(&approved), ..facts(Some(&passed), None) };
+        assert_eq!(asks(&state, &answered), [Ask::ChangedFiles, Ask::SkipMarkers]);
+        let files = vec!["src/lib.rs".to_string()];
+        let shown = StopFacts { files_changed: Some(&files), ..answered };
+        assert_eq!(asks(&state, &shown), [Ask::SkipMarkers]);
+    }
+
+    /// The questions read the same facts as the verdict: a stop that may not be a turn's end
+    /// cannot pass, so no reviewer is run for it.
+    #[test]
+    fn a_stop_that_may_be_forged_never_runs_the_reviewer() {
+        let (state, passed) = (reviewed(), outcome(Some(0), false, "ok\n"));
+        let doubted = StopFacts { detector_gave_way: true, ..facts(Some(&passed), None) };
+        assert!(!asks(&state, &doubted).contains(&Ask::Review));
+        let mut seen = state.clone();
+        seen.meta.last_reply = Some("d1".into());
+        let no_new_reply = StopFacts { reply: FinalReply::Seen("d1"), ..facts(Some(&passed), None) };
+        assert!(!asks(&seen, &no_new_reply).contains(&Ask::Review));
+        assert_eq!(decide(&state, doubted).next.meta.status, Status::Active);
     }
 
     fn with(verify: Option<&str>, promise: Option<&str>, iteration: u32, max: u32) -> LoopState {

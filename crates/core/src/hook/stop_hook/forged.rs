@@ -2,24 +2,21 @@
 //! calls is still running came from that tool call, not from the end of a turn; nor did one that
 //! finds no new final reply of the agent in the loop's transcript.
 
-use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::host::event::StopEvent;
 use crate::host::hook_response::HookResponse;
 use crate::host::transcript;
-use crate::store::Store;
 use crate::store::custody::Custody;
 use crate::store::incident::Incident;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
-use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 use crate::verdict::facts::FinalReply;
 
+use super::context::StopContext;
 use super::fault::record;
 
 /// Forged stops taken in a row, with no judged stop between, after which the next is judged
@@ -92,8 +89,9 @@ pub(super) enum Forgery {
 /// process is told only that it was not judged. Otherwise the stop is judged: as usual when it is
 /// not forged or there is no running loop of this session to protect, and unable to pass when
 /// the streak is full.
-pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
-    let Some((paths, trusted, transcript)) = loop_and_transcript(env, event) else {
+pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
+    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
+    let Some((trusted, transcript)) = loop_and_transcript(stop) else {
         return Forgery::Judge(Seen::default());
     };
     let pending = transcript::tool_call_still_pending(&transcript);
@@ -106,7 +104,7 @@ pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
     // Locked before the streak is read, and read through custody only once the stop is known to
     // be forged: a stop judged as usual must still find (and report) what custody would repair.
     // Any trouble here judges the stop, never as a pass.
-    let Ok(transaction) = Transaction::lock(&paths) else { return Forgery::Judge(doubted) };
+    let Ok(transaction) = Transaction::lock(paths) else { return Forgery::Judge(doubted) };
     if LedgerEntry::forged_streak(&paths.ledger, &trusted.meta.loop_id) >= FORGED_STREAK {
         return Forgery::Judge(doubted);
     }
@@ -114,7 +112,7 @@ pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
         return Forgery::Judge(doubted);
     };
     for incident in &incidents {
-        record(&paths, &state, event, env, incident.code, Some(&incident.what));
+        record(paths, &state, event, env, incident.code, Some(&incident.what));
     }
     let how = if pending {
         "from a tool call"
@@ -132,7 +130,17 @@ pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
         )),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::ForgedStop)
     };
-    if transaction.note(&entry).is_err() {
+    // Counted in the state, so that the receipt of the stop that ends the loop has the count
+    // without reading the ledger back.
+    let mut next = state.clone();
+    next.meta.forged_stops = Some(
+        state
+            .meta
+            .forged_stops
+            .unwrap_or_else(|| LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id))
+            + 1,
+    );
+    if transaction.commit(&next, &[entry]).is_err() {
         Incident::record_fallback(&paths.dir, ReasonCode::ForgedStop, env.now);
     }
     Forgery::Answered(HookResponse {
@@ -149,18 +157,14 @@ pub(super) fn forged_stop(env: &Environment, event: &StopEvent) -> Forgery {
 /// The session's running loop, as last trusted, and the transcript to look in: the one the
 /// user's own start named, where there is one (a forged event may name another: an empty file,
 /// /dev/null). `None` when there is no loop this stop is for, or no transcript.
-fn loop_and_transcript(
-    env: &Environment,
-    event: &StopEvent,
-) -> Option<(crate::store::LoopPaths, LoopState, std::path::PathBuf)> {
-    let paths = Store::locate(env).ok()?.paths(&event.session_id);
-    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
-    if !paths.state.exists() && !armed {
+fn loop_and_transcript(stop: &StopContext<'_>) -> Option<(LoopState, std::path::PathBuf)> {
+    let event = stop.event;
+    if !stop.has_loop_files() {
         return None;
     }
     // Any trouble with the loop's files is the usual judgment's to report: until the stop is
     // known to be forged, nothing is read in a way that repairs (and so hides) it.
-    let trusted = crate::store::custody::trusted_state(&paths).ok()??;
+    let trusted = crate::store::custody::trusted_state(&stop.paths).ok()??;
     if !trusted.meta.host.keeps_claude_transcript() {
         return None;
     }
@@ -171,7 +175,7 @@ fn loop_and_transcript(
         .filter(|t| t.is_file())
         .or(event.claude_transcript())?
         .to_path_buf();
-    (decision::gate(&trusted, &event.session_id) == Gate::Judge).then_some((paths, trusted, transcript))
+    (decision::gate(&trusted, &event.session_id) == Gate::Judge).then_some((trusted, transcript))
 }
 
 /// The final reply in `transcript`, given the time a real stop's reply takes to be written (the

@@ -3,11 +3,15 @@
 //! here runs with the loop's lock released (verify is slow) and changes nothing in the loop.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
 use crate::checks::oracle_change::{ChangeKind, OracleChange};
 use crate::checks::oracle_watch::{OracleWatch, Touched};
+use crate::checks::plan::PlanSweep;
+use crate::checks::review::ReviewOutcome;
+use crate::checks::scope::ScopeCheck;
 use crate::checks::skip_marker::{self, SkipMarker};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::event::StopEvent;
@@ -17,20 +21,28 @@ use crate::metric::keep::{Measured, MetricFacts};
 use crate::metric::measure;
 use crate::store::LoopPaths;
 use crate::store::incident::Incident;
-use crate::store::state::{LoopState, Status};
-use crate::support::environment::Environment;
-use crate::verdict::decision;
+use crate::store::state::LoopState;
+use crate::verdict::decision::{self, Ask};
 use crate::verdict::facts::StopFacts;
 use crate::worktree::{self, WorkTree};
+
+use super::context::StopContext;
+use super::forged::Seen;
 
 /// Hosts may write the transcript's last lines after the hook starts; one retry after this.
 const TRANSCRIPT_RETRY: Duration = Duration::from_millis(1_500);
 
-/// The facts of one stop that take work to learn: the turn, the verify run, the oracle and the
-/// working tree.
+/// Every fact of one stop the verdict reads, owned: the turn and the forged-stop checks' reading
+/// of it, the verify run, the oracle and the working tree, what opening the loop found to tell,
+/// and the answers to what [`decision::asks`]. [`Gathered::facts`] is the one view of them the
+/// questions and the verdict both read.
 pub(super) struct Gathered {
     last_message: Option<String>,
     tool_uses: Option<usize>,
+    /// The final reply and whether the forged-stop detector gave way.
+    seen: Seen,
+    stop_hook_active: Option<bool>,
+    now: jiff::Timestamp,
     verify: Option<VerifyOutcome>,
     verify_not_run: Option<String>,
     oracle_changes: Vec<OracleChange>,
@@ -39,22 +51,35 @@ pub(super) struct Gathered {
     checkpoint_error: Option<String>,
     usage: Option<UsageCursor>,
     metric: Option<MetricFacts>,
+    /// What went wrong around the loop since its last judged stop, found opening it (and
+    /// opening it again after verify).
+    pub(super) incidents: Vec<Incident>,
+    /// Stops the agent forged during this loop, for the receipt of one that ends or parks here.
+    forged_stops: u32,
     /// Files changed since the loop started: looked at only when this stop ends or parks it.
     files_changed: Option<Vec<String>>,
     /// Skip markers added since the start: looked at after a passing verify and at the end.
     skip_markers: Vec<SkipMarker>,
-    /// A plan's checks run again and the reviewer's verdict, after a passing check.
-    after_verify: super::after_verify::AfterVerify,
+    /// A plan's checks run again, at the stop where its last story passed.
+    plan: Option<PlanSweep>,
+    /// The reviewer's verdict, after a passing check.
+    review: Option<ReviewOutcome>,
     /// The commit this stop's checkpoint was saved in, when one was taken.
     checkpoint_commit: Option<String>,
     /// The change since the start against the loop's scope, where the verdict needs it.
-    scope: Option<crate::checks::scope::ScopeCheck>,
+    scope: Option<ScopeCheck>,
 }
 
 impl Gathered {
-    /// Runs verify (inside `sandbox`, a command prefix, when the loop is strict) and looks at
-    /// the oracle and the working tree.
-    fn at(state: &LoopState, event: &StopEvent, sandbox: &[OsString]) -> Gathered {
+    /// Runs verify (inside `sandbox`, a command prefix, when the loop is strict), a metric loop's
+    /// measurement and its guard, and looks at the oracle and the working tree around them.
+    fn run_verify(
+        state: &LoopState,
+        event: &StopEvent,
+        sandbox: &[OsString],
+        seen: &Seen,
+        now: jiff::Timestamp,
+    ) -> Gathered {
         let (last_message, tool_uses) = current_turn(state, event);
         // The check is fingerprinted before verify (and a metric loop's measurement) and after
         // it, and watched in between: a check that differs at any point does not count.
@@ -74,40 +99,7 @@ impl Gathered {
             .then(|| worktree.checkpoint(&state.meta.loop_id, state.meta.iteration));
         let checkpoint_error = checkpoint.as_ref().and_then(|c| c.as_ref().err()).map(ToString::to_string);
         let checkpoint_commit = checkpoint.as_ref().and_then(|c| c.as_ref().ok()).cloned();
-        let metric = match (&settings.metric, &state.meta.metric) {
-            (Some(metric), Some(progress)) => {
-                let timeout = Duration::from_secs(settings.verify_timeout_secs);
-                // A command that cannot run at all measures nothing: never a keep.
-                let (guard, guard_not_run) = match measure::guard(metric, cwd, timeout, sandbox) {
-                    Ok(guard) => (guard, None),
-                    Err(e) => (None, Some(format!("the guard could not run: {e}"))),
-                };
-                let mut measured = match measure::measure(metric, None, cwd, timeout, sandbox) {
-                    Ok(measurement) => measurement.measured,
-                    Err(e) => Measured::Failed(format!("it could not run: {e}")),
-                };
-                if let Some(why) = guard_not_run {
-                    measured = Measured::Failed(why);
-                }
-                let summary = if let Some(Ok(commit)) = checkpoint {
-                    worktree
-                        .checkpoints(&state.meta.loop_id)
-                        .ok()
-                        .and_then(|all| all.into_iter().find(|(n, _)| *n == progress.best_checkpoint))
-                        .and_then(|(_, best)| worktree.diff_summary(&best, &commit).ok())
-                        .unwrap_or_else(|| "change not known".into())
-                } else {
-                    // Without a checkpoint the change could never be rolled back to later.
-                    measured = Measured::Failed(format!(
-                        "the checkpoint could not be taken: {}",
-                        checkpoint_error.as_deref().unwrap_or("unknown")
-                    ));
-                    "change not known".into()
-                };
-                Some(MetricFacts { measured, guard, summary })
-            }
-            _ => None,
-        };
+        let metric = run_metric(state, &worktree, checkpoint.as_ref(), checkpoint_error.as_deref(), sandbox);
         // Watched until the metric and its guard have run too: they are part of the check.
         let touched = watch.finish();
         // The metric and its guard ran after the look: the oracle is looked at again after them.
@@ -116,6 +108,9 @@ impl Gathered {
         Gathered {
             last_message,
             tool_uses,
+            seen: seen.clone(),
+            stop_hook_active: event.stop_hook_active,
+            now,
             verify,
             verify_not_run,
             oracle_changes,
@@ -124,122 +119,180 @@ impl Gathered {
             checkpoint_error,
             usage: usage_now(state, event),
             metric,
+            incidents: Vec::new(),
+            forged_stops: 0,
             files_changed: None,
             skip_markers: Vec::new(),
-            after_verify: super::after_verify::AfterVerify::default(),
+            plan: None,
+            review: None,
             checkpoint_commit,
             scope: None,
         }
     }
 
     /// Gathers everything the verdict on `state`'s stop depends on: verify in the loop's tier,
-    /// then what changed since the start where the verdict shows it.
+    /// then, in [`Ask::ORDER`], each thing [`decision::asks`] says is still unknown, asked on
+    /// the same facts the verdict will read. `incidents` are what opening the loop found.
     pub(super) fn stop(
-        env: &Environment,
-        store_root: &std::path::Path,
-        paths: &LoopPaths,
+        stop: &StopContext<'_>,
         state: &LoopState,
-        event: &StopEvent,
+        seen: &Seen,
+        incidents: Vec<Incident>,
     ) -> Gathered {
+        let (env, paths) = (stop.env, &stop.paths);
         let sandbox = crate::checks::strict::sandbox_for_verify(
             env,
-            store_root,
+            stop.store.root(),
             state.meta.host,
             &state.meta.cwd,
             state.meta.oracle.files.keys(),
         );
-        let mut gathered = Gathered::at(state, event, &sandbox);
-        // Before the reviewer: a pass outside the scope does not count, so it is never reviewed.
-        let facts = gathered.facts(paths, event, env, &[]);
-        let checkpoint = gathered.checkpoint_commit.as_deref();
-        // The store (and its armed marker) may sit inside the work tree: its files are ours.
-        let store: Vec<&std::path::Path> =
-            [Some(store_root), paths.armed.as_deref()].into_iter().flatten().collect();
-        let scope = super::scope::at_stop(state, &facts, &gathered.worktree, checkpoint, &store);
-        gathered.scope = scope;
-        gathered.after_verify = super::after_verify::AfterVerify::run(
-            env,
-            state,
-            gathered.facts(paths, event, env, &[]),
-            &gathered.worktree,
-            &sandbox,
-        );
-        gathered.usage =
-            super::review::counted(state, gathered.usage.take(), gathered.after_verify.review.as_ref());
-        let late = gathered.after_verify.late_oracle_changes(state, &gathered.oracle_changes);
-        gathered.oracle_changes.extend(late);
-        gathered.changes_since_start(state, paths, event, env);
+        let mut gathered = Gathered::run_verify(state, stop.event, &sandbox, seen, env.now);
+        gathered.incidents = incidents;
+        gathered.incidents.extend(gathered.untrusted_status(env.now));
+        gathered.forged_stops = state.meta.forged_stops.unwrap_or_else(|| {
+            // A loop started before the count was kept in its state: its ledger has them.
+            crate::store::ledger::LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id)
+        });
+        for ask in Ask::ORDER {
+            if decision::asks(state, &gathered.facts(paths)).contains(&ask) {
+                gathered.answer(ask, stop, state, &sandbox);
+            }
+        }
         gathered
     }
 
-    /// What changed since the start is looked at only where it is shown: the files when the loop
-    /// ends or parks, the skip markers then and after a passing verify.
-    fn changes_since_start(
-        &mut self,
-        state: &LoopState,
-        paths: &LoopPaths,
-        event: &StopEvent,
-        env: &Environment,
-    ) {
-        let facts = self.facts(paths, event, env, &[]);
-        let ends =
-            matches!(decision::status_after(decision::code(state, &facts)), Status::Ended | Status::Parked);
-        let passed = self.verify.as_ref().is_some_and(VerifyOutcome::passed);
-        if !(ends || passed) {
-            return;
+    /// Finds out what `ask` asks, into these facts.
+    fn answer(&mut self, ask: Ask, stop: &StopContext<'_>, state: &LoopState, sandbox: &[OsString]) {
+        match ask {
+            Ask::Scope => {
+                // The store (and its armed marker) may sit inside the work tree: its files are ours.
+                let store: Vec<&Path> =
+                    [Some(stop.store.root()), stop.paths.armed.as_deref()].into_iter().flatten().collect();
+                let checkpoint = self.checkpoint_commit.as_deref();
+                self.scope = super::scope::read_scope(state, &self.worktree, checkpoint, &store);
+            }
+            Ask::Sweep => {
+                self.plan = super::plan::run_sweep(state, sandbox);
+                self.look_at_the_check_again(state);
+            }
+            Ask::Review => {
+                let Some(verified) = self.verify.as_ref() else { return };
+                let now = self.scope.as_ref().and_then(|check| check.now.as_deref());
+                self.review =
+                    super::review::run_reviewer(stop.env, state, verified, now, &self.worktree, sandbox);
+                self.usage = super::review::counted(state, self.usage.take(), self.review.as_ref());
+                self.look_at_the_check_again(state);
+            }
+            Ask::ChangedFiles => {
+                self.files_changed = self
+                    .trees_since_start(state)
+                    .and_then(|(baseline, now)| self.worktree.changed_files(&baseline, &now).ok());
+            }
+            Ask::SkipMarkers => {
+                let trees = self.trees_since_start(state);
+                self.skip_markers = skip_marker::since_start(
+                    &self.worktree,
+                    trees.as_ref().map(|(baseline, now)| (baseline.as_str(), now.as_str())),
+                    &state.meta.cwd,
+                    &state.meta.oracle.files,
+                    &stop.paths.dir.join("oracle"),
+                );
+            }
         }
-        // The tree the scope was read from is the tree now: it is not written twice.
-        let read = self.scope.as_ref().and_then(|check| check.now.clone());
-        let trees =
-            state.meta.baseline_tree.as_deref().and_then(|baseline| {
-                read.or_else(|| self.worktree.tree_id().ok()).map(|now| (baseline, now))
-            });
-        if ends {
-            self.files_changed =
-                trees.as_ref().and_then(|(baseline, now)| self.worktree.changed_files(baseline, now).ok());
-        }
-        self.skip_markers = skip_marker::since_start(
-            &self.worktree,
-            trees.as_ref().map(|(baseline, now)| (*baseline, now.as_str())),
-            &state.meta.cwd,
-            &state.meta.oracle.files,
-            &paths.dir.join("oracle"),
-        );
     }
 
-    /// The facts `decide` reads, with `incidents` and the forged stops of this loop.
-    pub(super) fn facts<'a>(
-        &'a self,
-        paths: &'a LoopPaths,
-        event: &StopEvent,
-        env: &Environment,
-        incidents: &'a [Incident],
-    ) -> StopFacts<'a> {
+    /// The check's files that differ now, after the sweep or the reviewer ran, and are not known
+    /// already: a check changed while they ran does not count either.
+    fn look_at_the_check_again(&mut self, state: &LoopState) {
+        let mut now = state.meta.oracle.changes(&state.meta.cwd);
+        now.extend(super::plan::unverified_ticks(state));
+        let late: Vec<OracleChange> = now
+            .into_iter()
+            .filter(|change| !self.oracle_changes.iter().any(|k| k.path == change.path))
+            .collect();
+        self.oracle_changes.extend(late);
+    }
+
+    /// The loop's starting tree and the tree now: the one the scope was read from, when it was
+    /// (so the tree is not written twice), else written now. `None` outside git.
+    fn trees_since_start(&self, state: &LoopState) -> Option<(String, String)> {
+        let baseline = state.meta.baseline_tree.clone()?;
+        let read = self.scope.as_ref().and_then(|check| check.now.clone());
+        let now = read.or_else(|| self.worktree.tree_id().ok())?;
+        Some((baseline, now))
+    }
+
+    /// The facts `decide` reads, and every question before it.
+    pub(super) fn facts<'a>(&'a self, paths: &'a LoopPaths) -> StopFacts<'a> {
         StopFacts {
             last_message: self.last_message.as_deref(),
             verify: self.verify.as_ref(),
             verify_not_run: self.verify_not_run.as_deref(),
-            now: env.now,
+            now: self.now,
             state_path: &paths.state,
             ledger_path: &paths.ledger,
             oracle_changes: &self.oracle_changes,
             tree: self.tree.as_deref(),
             files_changed: self.files_changed.as_deref(),
             tool_uses: self.tool_uses.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-            stop_hook_active: event.stop_hook_active,
+            stop_hook_active: self.stop_hook_active,
             checkpoint_error: self.checkpoint_error.as_deref(),
             usage: self.usage.as_ref(),
-            incidents,
+            incidents: &self.incidents,
             metric: self.metric.as_ref(),
-            forged_stops: 0,
+            forged_stops: self.forged_stops,
             skip_markers: &self.skip_markers,
-            reply: crate::verdict::facts::FinalReply::Unknown,
-            detector_gave_way: false,
-            review: self.after_verify.review.as_ref(),
-            plan: self.after_verify.plan.as_ref(),
+            reply: self.seen.reply(),
+            detector_gave_way: self.seen.gave_way,
+            review: self.review.as_ref(),
+            plan: self.plan.as_ref(),
             scope: self.scope.as_ref(),
         }
     }
+}
+
+/// A metric loop's measurement and its guard, run after verify, with the change since the best
+/// attempt; `None` for a loop without a metric.
+fn run_metric(
+    state: &LoopState,
+    worktree: &WorkTree,
+    checkpoint: Option<&Result<String, worktree::WorkTreeError>>,
+    checkpoint_error: Option<&str>,
+    sandbox: &[OsString],
+) -> Option<MetricFacts> {
+    let settings = &state.meta.settings;
+    let (metric, progress) = (settings.metric.as_ref()?, state.meta.metric.as_ref()?);
+    let cwd = &state.meta.cwd;
+    let timeout = Duration::from_secs(settings.verify_timeout_secs);
+    // A command that cannot run at all measures nothing: never a keep.
+    let (guard, guard_not_run) = match measure::guard(metric, cwd, timeout, sandbox) {
+        Ok(guard) => (guard, None),
+        Err(e) => (None, Some(format!("the guard could not run: {e}"))),
+    };
+    let mut measured = match measure::measure(metric, None, cwd, timeout, sandbox) {
+        Ok(measurement) => measurement.measured,
+        Err(e) => Measured::Failed(format!("it could not run: {e}")),
+    };
+    if let Some(why) = guard_not_run {
+        measured = Measured::Failed(why);
+    }
+    let summary = if let Some(Ok(commit)) = checkpoint {
+        worktree
+            .checkpoints(&state.meta.loop_id)
+            .ok()
+            .and_then(|all| all.into_iter().find(|(n, _)| *n == progress.best_checkpoint))
+            .and_then(|(_, best)| worktree.diff_summary(&best, commit).ok())
+            .unwrap_or_else(|| "change not known".into())
+    } else {
+        // Without a checkpoint the change could never be rolled back to later.
+        measured = Measured::Failed(format!(
+            "the checkpoint could not be taken: {}",
+            checkpoint_error.unwrap_or("unknown")
+        ));
+        "change not known".into()
+    };
+    Some(MetricFacts { measured, guard, summary })
 }
 
 impl Gathered {

@@ -1,20 +1,24 @@
 //! The turn-end hook, as the stages it runs:
 //!
-//! 1. read the event (a host's adapter normalises it; a forged stop is set apart, [`forged`]);
+//! 1. read the event (a host's adapter normalises it) and locate the loop store once
+//!    ([`context`]); a forged stop is set apart ([`forged`]);
 //! 2. open the loop: lock, custody, whether this stop is its to judge ([`open`]);
-//! 3. gather the facts with the lock released: the turn, one look at the tree, verify, the same
-//!    look after it ([`gather`]);
+//! 3. gather every fact the verdict needs with the lock released: the turn, one look at the
+//!    tree, verify, the same look after it, then what [`decision::asks`] says is still unknown
+//!    ([`gather`]);
 //! 4. open the loop again and see what changed while verify ran ([`open::reopen`]);
 //! 5. decide: [`crate::verdict::decision::decide`], pure, returns the final verdict and words;
 //! 6. commit the verdict as decided, through the loop's transaction;
 //! 7. effects: lessons, a metric rollback, a plan's boxes, the notification, the answer.
 //!
-//! No stage calls back into an earlier one. Fail closed on the model, open on ourselves: whatever
-//! goes wrong on for-loop's side (bad input, unreadable state, a full disk, a stuck lock) allows
-//! the stop with one line saying what happened and what to do ([`fault`]). Only a judged,
+//! No stage calls back into an earlier one; a stop that must be judged again (a new loop claimed
+//! in place of an ended one, a command settled after the judgment read the loop) goes round the
+//! one bounded loop in [`StopContext::judge_rounds`]. Fail closed on the model, open on ourselves:
+//! whatever goes wrong on for-loop's side (bad input, unreadable state, a full disk, a stuck lock)
+//! allows the stop with one line saying what happened and what to do ([`fault`]). Only a judged,
 //! recorded verdict ever blocks.
 
-mod after_verify;
+mod context;
 mod fault;
 mod forged;
 mod gather;
@@ -31,20 +35,25 @@ use crate::host::event::{self, EventError, StopEvent};
 use crate::host::hook_response::HookResponse;
 use crate::provenance::claim;
 use crate::store::custody;
-use crate::store::ledger::LedgerEntry;
+use crate::store::incident::Incident;
 use crate::store::reason_code::ReasonCode;
-use crate::store::state::Status;
+use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
-use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Decision};
-use crate::verdict::facts::StopFacts;
 
+use context::StopContext;
 pub(crate) use fault::misinvoked;
 use fault::{fault, record_fault, unreadable_event};
 use forged::{Forgery, Seen, forged_stop};
 use gather::Gathered;
 use open::{Opened, Opening};
+
+/// How many times one stop may be judged. A stop is judged again only when a judgment reached no
+/// verdict and something changed that: a new loop this conversation started was claimed in place
+/// of the ended one, or a command the agent forged (a cancel timed to land before or while verify
+/// ran) was undone. Verify runs again only in that second case, which only an attack brings.
+const MAX_ROUNDS: usize = 3;
 
 /// Handles one turn-end event of `host`.
 pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
@@ -52,41 +61,9 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
         .and_then(|bytes| event::parse_object(&bytes))
         .and_then(|object| host.parse_stop(&object));
     match event {
-        // A forged stop is answered without the user's notices: its reader is the agent.
+        // Without a store no loop can exist: the quiet path of every session without one.
         Ok(event) => {
-            if let Some(response) = without_loop(env, host, &event) {
-                return response;
-            }
-            // A loop command the user never sent (the agent ran the prompt hook itself) is undone
-            // first, so this stop is judged against the loop as the user left it.
-            let mut unconfirmed = crate::provenance::confirmation::settle(env, &event.session_id);
-            let (forged, seen) = match forged_stop(env, &event) {
-                Forgery::Answered(response) => (Some(response), Seen::default()),
-                Forgery::Judge(seen) => (None, seen),
-            };
-            let judged = || told(env, &event.session_id, &seen, judge_seen(env, host, &event, &seen));
-            let judging = forged.is_none();
-            let mut response = forged.unwrap_or_else(&judged);
-            // A command carried out after the settle above and before the judgment read the loop
-            // (a forged cancel timed to land there) let this stop through: settled now, and a
-            // loop it ended is judged again.
-            if judging
-                && response.block.is_none()
-                && let Some(told) = crate::provenance::confirmation::settle(env, &event.session_id)
-            {
-                unconfirmed = Some(match unconfirmed {
-                    Some(first) => format!("{first}\n{told}"),
-                    None => told,
-                });
-                response = judged();
-            }
-            let response = crate::provenance::confirmation::tell(response, unconfirmed);
-            if host == Host::CopilotCli
-                && let Some(reason) = &response.block
-            {
-                crate::hook::copilot_block::remember_block(env, &event.session_id, reason);
-            }
-            response
+            StopContext::locate(env, host, &event).map_or_else(HookResponse::allow, |stop| stop.answer())
         }
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
@@ -96,165 +73,208 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     }
 }
 
-/// The answer to a stop in a session with no loop (no state, no last good copy, none waiting to
-/// be claimed), or `None` when there is one to settle, check and judge. Every turn end of every
-/// session without a loop takes this path, so it looks once: a session that never had a loop has
-/// no directory, hence no state and no notice, and costs two failed stats (the directory, the
-/// last good copy).
-fn without_loop(env: &Environment, host: Host, event: &StopEvent) -> Option<HookResponse> {
-    let Ok(store) = Store::locate(env) else { return Some(HookResponse::allow()) };
-    let paths = store.paths(&event.session_id);
-    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
-    let dir = fs::symlink_metadata(&paths.dir).is_ok();
-    if armed || (dir && paths.state.exists()) || claim::attach(&store, host, event, env.now) {
-        return None;
-    }
-    let response = no_loop(event);
-    Some(if dir {
-        crate::provenance::origin::with_notices(env, &event.session_id, response)
-    } else {
-        response
-    })
-}
-
-/// The user's notices go with the answer of a stop that came from the end of a turn. A stop that
-/// may have been forged is answered to whoever sent it, perhaps the agent: what it says is kept
-/// for the user's next stop or prompt instead, and their notices wait there too.
-fn told(env: &Environment, session_id: &str, seen: &Seen, response: HookResponse) -> HookResponse {
-    if !seen.gave_way {
-        return crate::provenance::origin::with_notices(env, session_id, response);
-    }
-    if let (Ok(store), Some(message)) = (Store::locate(env), &response.system_message) {
-        crate::provenance::origin::Notice::post(
-            &store.paths(session_id).dir,
-            &format!("for-loop judged a stop that may have been sent by the agent; it said: {message}"),
-        );
-    }
-    response
-}
-
-/// Judges a normalised stop event of `host` against the session's loop.
+/// Judges a normalised stop event of `host` against the session's loop, as `loop-hook run` does
+/// after each fresh session: no forged-stop checks (the driver itself sent the event) and no
+/// commands to settle.
 pub(crate) fn judge(env: &Environment, host: Host, event: &StopEvent) -> HookResponse {
-    judge_seen(env, host, event, &Seen::default())
+    StopContext::locate(env, host, event)
+        .map_or_else(HookResponse::allow, |stop| stop.judge_rounds(&Seen::default(), false).0)
 }
 
-/// Judges a stop with what the forged-stop checks saw of it.
-fn judge_seen(env: &Environment, host: Host, event: &StopEvent, seen: &Seen) -> HookResponse {
-    match judged(env, host, event, seen) {
-        Ok(response) | Err(response) => response,
+/// How one judgment of a stop ended.
+enum Round {
+    /// Judged: the verdict's answer, or a fault of ours met while judging.
+    Judged(HookResponse),
+    /// No verdict (no loop, another session's, an ended one, one changed while verify ran): the
+    /// answer as it stands.
+    NotJudged(HookResponse),
+    /// A new loop was claimed in place of an ended one: judge again.
+    Again,
+}
+
+impl StopContext<'_> {
+    /// The answer to this stop.
+    fn answer(&self) -> HookResponse {
+        if let Some(response) = self.without_loop() {
+            return response;
+        }
+        // A loop command the user never sent (the agent ran the prompt hook itself) is undone
+        // first, so this stop is judged against the loop as the user left it.
+        let unconfirmed = crate::provenance::confirmation::settle_at(&self.paths, self.now());
+        let response = match forged_stop(self) {
+            // A forged stop is answered without the user's notices: its reader is the agent.
+            Forgery::Answered(response) => crate::provenance::confirmation::tell(response, unconfirmed),
+            Forgery::Judge(seen) => {
+                let (response, late) = self.judge_rounds(&seen, true);
+                let unconfirmed = match (unconfirmed, late) {
+                    (Some(first), Some(late)) => Some(format!("{first}\n{late}")),
+                    (first, late) => first.or(late),
+                };
+                crate::provenance::confirmation::tell(self.told(&seen, response), unconfirmed)
+            }
+        };
+        if self.host == Host::CopilotCli
+            && let Some(reason) = &response.block
+        {
+            crate::hook::copilot_block::remember_block(self.env, &self.event.session_id, reason);
+        }
+        response
     }
-}
 
-/// The stages of a judged stop. `Err` is an early answer: nothing to judge, or a fault of ours.
-fn judged(
-    env: &Environment,
-    host: Host,
-    event: &StopEvent,
-    seen: &Seen,
-) -> Result<HookResponse, HookResponse> {
-    let store = Store::locate(env).map_err(|_| HookResponse::allow())?;
-    let paths = store.paths(&event.session_id);
-    // Looked for again: `loop-hook run` judges without [`without_loop`], and the loop a hook
-    // found may have ended since (a cancel the settle carried out).
-    let armed = paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
-    if !paths.state.exists() && !armed && !claim::attach(&store, host, event, env.now) {
-        return Err(no_loop(event));
-    }
-    let mut opened = match open::open(env, host, event, &store, &paths)? {
-        Opening::Judge(opened) => *opened,
-        Opening::Again => return Ok(judge_seen(env, host, event, seen)),
-    };
-    let gathered = Gathered::stop(env, store.root(), &paths, &opened.state, event);
-    opened.incidents.extend(gathered.untrusted_status(env.now));
-    let transaction = open::reopen(env, &paths, event, &mut opened)?;
-    let decision = decide(&opened, &gathered, &paths, event, env, seen);
-    commit(&transaction, &opened, &decision, event, env)?;
-    effects(env, &store, transaction, opened, &gathered, &decision, event)
-}
-
-/// The verdict: the gathered facts with what opening found, through the pure decision.
-fn decide(
-    opened: &Opened<'_>,
-    gathered: &Gathered,
-    paths: &LoopPaths,
-    event: &StopEvent,
-    env: &Environment,
-    seen: &Seen,
-) -> Decision {
-    let state = &opened.state;
-    let facts = StopFacts {
-        reply: seen.reply(),
-        detector_gave_way: seen.gave_way,
-        ..gathered.facts(paths, event, env, &opened.incidents)
-    };
-    // Forged stops are counted only for the receipt of a loop that ends or parks here.
-    let forged_stops = match decision::status_after(decision::code(state, &facts)) {
-        Status::Active => 0,
-        _ => LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id),
-    };
-    decision::decide(state, StopFacts { forged_stops, ..facts })
-}
-
-/// Commits the verdict as decided, or changes nothing and lets the stop through.
-fn commit(
-    transaction: &Transaction<'_>,
-    opened: &Opened<'_>,
-    decision: &Decision,
-    event: &StopEvent,
-    env: &Environment,
-) -> Result<(), HookResponse> {
-    if let Err(e) = transaction.commit(&decision.next, &decision.ledger) {
+    /// Judges this stop, again when a round finds that the loop it is for changed under it, at
+    /// most [`MAX_ROUNDS`] times. With `settle`, a command carried out after the settle before
+    /// the judgment and before the judgment read the loop (a forged cancel timed to land there)
+    /// is settled, and the loop it ended judged again; what settling told comes back with the
+    /// answer.
+    fn judge_rounds(&self, seen: &Seen, settle: bool) -> (HookResponse, Option<String>) {
+        let mut told: Option<String> = None;
+        for _ in 0..MAX_ROUNDS {
+            let response = match self.judged(seen) {
+                Round::Again => continue,
+                Round::Judged(response) => return (response, told),
+                Round::NotJudged(response) => response,
+            };
+            let settled = if settle && response.block.is_none() {
+                crate::provenance::confirmation::settle_at(&self.paths, self.now())
+            } else {
+                None
+            };
+            let Some(line) = settled else { return (response, told) };
+            told = Some(match told {
+                Some(first) => format!("{first}\n{line}"),
+                None => line,
+            });
+        }
         let what = format!(
-            "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop goes \
-             on at the next stop. Free some disk space (or raise the file-size limit)"
+            "the loop of this session changed {MAX_ROUNDS} times while this stop was being judged (a new \
+             loop claimed, or a command undone), so this stop is allowed; the next stop is judged as usual"
         );
-        record_fault(transaction.paths(), &opened.state, event, env, ReasonCode::RecordFailed, &what);
-        return Err(HookResponse::allow_with(format!("for-loop: {what}.")));
+        (HookResponse::allow_with(format!("for-loop: {what}.")), told)
     }
-    opened.incidents.iter().for_each(crate::store::incident::Incident::forget_fallback);
-    Ok(())
-}
 
-/// What follows a committed verdict: the project's lessons, a discarded attempt rolled back
-/// (under the lock: it is part of the verdict), then, outside it, the user's notification.
-fn effects(
-    env: &Environment,
-    store: &Store,
-    transaction: Transaction<'_>,
-    opened: Opened<'_>,
-    gathered: &Gathered,
-    decision: &Decision,
-    event: &StopEvent,
-) -> Result<HookResponse, HookResponse> {
-    let Opened { state, judging, .. } = opened;
-    // The judgment is over: a later stop must not take a slow notification for one in progress.
-    drop(judging);
-    if let Some(lesson) = &decision.lesson {
-        // Best effort: lessons help the next loop; losing one must not end this one.
-        let _ = lesson.append_to(&crate::metric::lessons::path(store.root(), &state.meta.cwd));
+    /// The answer to a stop in a session with no loop (no state, no last good copy, none waiting
+    /// to be claimed), or `None` when there is one to settle, check and judge. Every turn end of
+    /// every session without a loop takes this path, so it looks once: a session that never had
+    /// a loop has no directory, hence no state and no notice, and costs two failed stats (the
+    /// directory, the last good copy).
+    fn without_loop(&self) -> Option<HookResponse> {
+        let armed = self.paths.armed.as_ref().is_some_and(|armed| fs::symlink_metadata(armed).is_ok());
+        let dir = fs::symlink_metadata(&self.paths.dir).is_ok();
+        if armed
+            || (dir && self.paths.state.exists())
+            || claim::attach(&self.store, self.host, self.event, self.now())
+        {
+            return None;
+        }
+        let response = no_loop(self.event);
+        Some(if dir {
+            crate::provenance::origin::with_notices(self.env, &self.event.session_id, response)
+        } else {
+            response
+        })
     }
-    let paths = transaction.paths();
-    if let Some(n) = decision.rollback_to
-        && let Err(e) = gathered.roll_back(&state.meta.loop_id, n)
-    {
-        return Err(fault(
-            paths,
-            Some(&decision.next),
-            event,
-            env,
-            &format!(
-                "the discarded change could not be rolled back to checkpoint {n} ({e}). This stop is \
-                 allowed; /for-loop:rollback {n} restores it by hand."
-            ),
-        ));
+
+    /// The user's notices go with the answer of a stop that came from the end of a turn. A stop
+    /// that may have been forged is answered to whoever sent it, perhaps the agent: what it says
+    /// is kept for the user's next stop or prompt instead, and their notices wait there too.
+    fn told(&self, seen: &Seen, response: HookResponse) -> HookResponse {
+        if !seen.gave_way {
+            return crate::provenance::origin::with_notices(self.env, &self.event.session_id, response);
+        }
+        if let Some(message) = &response.system_message {
+            crate::provenance::origin::Notice::post(
+                &self.paths.dir,
+                &format!("for-loop judged a stop that may have been sent by the agent; it said: {message}"),
+            );
+        }
+        response
     }
-    // Under the lock: two stops of one loop never set the plan's boxes at once.
-    let boxes = plan::tick_boxes(&state, &decision.next, store.root());
-    drop(transaction);
-    if let Some(receipt) = &decision.receipt {
-        crate::commands::notify::after_end(paths, &decision.next, receipt, env.now);
+
+    /// One judgment of this stop: open, gather, reopen, decide, commit, effects.
+    fn judged(&self, seen: &Seen) -> Round {
+        // Looked for again: `loop-hook run` judges without [`Self::without_loop`], and the loop a
+        // hook found may have ended since (a cancel the settle carried out).
+        if !self.has_loop_files() && !claim::attach(&self.store, self.host, self.event, self.now()) {
+            return Round::NotJudged(no_loop(self.event));
+        }
+        let mut opened = match open::open(self) {
+            Ok(Opening::Judge(opened)) => *opened,
+            Ok(Opening::Again) => return Round::Again,
+            Err(response) => return Round::NotJudged(response),
+        };
+        let incidents = std::mem::take(&mut opened.incidents);
+        let mut gathered = Gathered::stop(self, &opened.state, seen, incidents);
+        // A loop changed while verify ran was not judged: a cancel landed, perhaps one to undo.
+        let transaction = match open::reopen(self, &mut opened.state, &mut gathered.incidents) {
+            Ok(transaction) => transaction,
+            Err(response) => return Round::NotJudged(response),
+        };
+        let decision = decision::decide(&opened.state, gathered.facts(&self.paths));
+        if let Err(response) = self.commit(&transaction, &opened.state, &decision, &gathered.incidents) {
+            return Round::Judged(response);
+        }
+        Round::Judged(self.effects(transaction, opened, &gathered, &decision).unwrap_or_else(|r| r))
     }
-    Ok(with_notice(decision.response(), boxes))
+
+    /// Commits the verdict as decided, or changes nothing and lets the stop through.
+    fn commit(
+        &self,
+        transaction: &Transaction<'_>,
+        state: &LoopState,
+        decision: &Decision,
+        incidents: &[Incident],
+    ) -> Result<(), HookResponse> {
+        if let Err(e) = transaction.commit(&decision.next, &decision.ledger) {
+            let what = format!(
+                "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
+                 goes on at the next stop. Free some disk space (or raise the file-size limit)"
+            );
+            record_fault(transaction.paths(), state, self.event, self.env, ReasonCode::RecordFailed, &what);
+            return Err(HookResponse::allow_with(format!("for-loop: {what}.")));
+        }
+        incidents.iter().for_each(Incident::forget_fallback);
+        Ok(())
+    }
+
+    /// What follows a committed verdict: the project's lessons, a discarded attempt rolled back
+    /// (under the lock: it is part of the verdict), then, outside it, the user's notification.
+    fn effects(
+        &self,
+        transaction: Transaction<'_>,
+        opened: Opened<'_>,
+        gathered: &Gathered,
+        decision: &Decision,
+    ) -> Result<HookResponse, HookResponse> {
+        let Opened { state, judging, .. } = opened;
+        // The judgment is over: a later stop must not take a slow notification for one in progress.
+        drop(judging);
+        if let Some(lesson) = &decision.lesson {
+            // Best effort: lessons help the next loop; losing one must not end this one.
+            let _ = lesson.append_to(&crate::metric::lessons::path(self.store.root(), &state.meta.cwd));
+        }
+        let paths = transaction.paths();
+        if let Some(n) = decision.rollback_to
+            && let Err(e) = gathered.roll_back(&state.meta.loop_id, n)
+        {
+            return Err(fault(
+                paths,
+                Some(&decision.next),
+                self.event,
+                self.env,
+                &format!(
+                    "the discarded change could not be rolled back to checkpoint {n} ({e}). This stop \
+                     is allowed; /for-loop:rollback {n} restores it by hand."
+                ),
+            ));
+        }
+        // Under the lock: two stops of one loop never set the plan's boxes at once.
+        let boxes = plan::tick_boxes(&state, &decision.next, self.store.root());
+        drop(transaction);
+        if let Some(receipt) = &decision.receipt {
+            crate::commands::notify::after_end(paths, &decision.next, receipt, self.now());
+        }
+        Ok(with_notice(decision.response(), boxes))
+    }
 }
 
 /// `response` with `line` for the user, after what it says already.
@@ -297,6 +317,10 @@ mod tests {
         run(env, Host::ClaudeCode, event.as_bytes())
     }
 
+    fn without_loop(env: &Environment, event: &StopEvent) -> Option<HookResponse> {
+        StopContext::locate(env, Host::ClaudeCode, event).unwrap().without_loop()
+    }
+
     fn event(session: &str) -> StopEvent {
         let object = event::parse_object(format!(r#"{{"session_id":"{session}"}}"#).as_bytes()).unwrap();
         Host::ClaudeCode.parse_stop(&object).unwrap()
@@ -315,7 +339,7 @@ mod tests {
     fn a_session_whose_loop_ended_still_gets_its_notice_once() {
         let home = tempfile::tempdir().unwrap();
         let env = env(home.path());
-        let dir = Store::locate(&env).unwrap().paths("s-1").dir;
+        let dir = crate::store::Store::locate(&env).unwrap().paths("s-1").dir;
         fs::create_dir_all(&dir).unwrap();
         Notice::post(&dir, "the loop was cancelled by the agent");
         let told = stop(&env, "s-1");
@@ -330,16 +354,16 @@ mod tests {
     fn a_last_good_copy_or_a_state_is_not_a_session_without_a_loop() {
         let home = tempfile::tempdir().unwrap();
         let env = env(home.path());
-        let paths = Store::locate(&env).unwrap().paths("s-1");
-        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        let paths = crate::store::Store::locate(&env).unwrap().paths("s-1");
+        assert!(without_loop(&env, &event("s-1")).is_some());
         let armed = paths.armed.clone().unwrap();
         fs::create_dir_all(armed.parent().unwrap()).unwrap();
         fs::write(&armed, "---\n").unwrap();
-        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+        assert!(without_loop(&env, &event("s-1")).is_none());
         fs::remove_file(&armed).unwrap();
         fs::create_dir_all(&paths.dir).unwrap();
-        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_some());
+        assert!(without_loop(&env, &event("s-1")).is_some());
         fs::write(&paths.state, "---\n").unwrap();
-        assert!(without_loop(&env, Host::ClaudeCode, &event("s-1")).is_none());
+        assert!(without_loop(&env, &event("s-1")).is_none());
     }
 }

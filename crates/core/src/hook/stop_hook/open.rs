@@ -2,7 +2,6 @@
 //! for-loop's back), whether this stop is the loop's to judge, and everything to tell about it;
 //! then, after verify, opening it again to see what changed while verify ran.
 
-use crate::host::Host;
 use crate::host::event::StopEvent;
 use crate::host::hook_response::HookResponse;
 use crate::provenance::claim;
@@ -13,10 +12,10 @@ use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Status};
 use crate::store::transaction::{OpenError, Transaction};
-use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 
+use super::context::StopContext;
 use super::fault::{fault, record};
 use super::no_loop;
 
@@ -38,13 +37,8 @@ pub(super) enum Opening<'p> {
 
 /// Opens the session's loop for this stop. `Err` is the answer when there is nothing to judge:
 /// no loop, another session's, an ended one, or a fault of ours.
-pub(super) fn open<'p>(
-    env: &Environment,
-    host: Host,
-    event: &StopEvent,
-    store: &Store,
-    paths: &'p LoopPaths,
-) -> Result<Opening<'p>, HookResponse> {
+pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookResponse> {
+    let (env, host, event, paths) = (stop.env, stop.host, stop.event, &stop.paths);
     let (transaction, custody) = match Transaction::open(paths, env.now) {
         Ok(opened) => opened,
         Err(OpenError::Lock(e)) => {
@@ -80,7 +74,7 @@ pub(super) fn open<'p>(
         // be waiting to replace the ended one.
         Gate::Ended => {
             drop(transaction);
-            return if claim::attach(store, host, event, env.now) {
+            return if claim::attach(&stop.store, host, event, env.now) {
                 Ok(Opening::Again)
             } else {
                 Err(HookResponse::allow())
@@ -127,25 +121,24 @@ pub(super) fn open<'p>(
 /// changed meanwhile: by the user (a cancel, a new loop: this stop is then allowed), or behind
 /// for-loop's back (restored again, and told).
 pub(super) fn reopen<'p>(
-    env: &Environment,
-    paths: &'p LoopPaths,
-    event: &StopEvent,
-    opened: &mut Opened<'_>,
+    stop: &'p StopContext<'_>,
+    state: &mut LoopState,
+    incidents: &mut Vec<Incident>,
 ) -> Result<Transaction<'p>, HookResponse> {
-    let state = &opened.state;
+    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
     let transaction = Transaction::lock(paths)
         .map_err(|e| fault(paths, Some(state), event, env, &format!("{e}. This stop is allowed.")))?;
-    opened.incidents.extend(transaction.taken_over(env.now));
+    incidents.extend(transaction.taken_over(env.now));
     match transaction.read(env.now) {
-        Ok(Custody::Loop { state: now, incidents })
+        Ok(Custody::Loop { state: now, incidents: found })
             if now.meta.loop_id == state.meta.loop_id
                 && now.meta.iteration == state.meta.iteration
                 && now.is_active() =>
         {
-            opened.incidents.extend(incidents);
+            incidents.extend(found);
             // A command the prompt hook marked meanwhile still awaits its confirmation: the
             // verdict, made from the state read before verify, must not drop the mark.
-            opened.state.meta.awaiting = now.meta.awaiting;
+            state.meta.awaiting = now.meta.awaiting;
             Ok(transaction)
         }
         Ok(Custody::Untrusted { state, why }) => Err(end_untrusted(&transaction, &state, &why, event, env)),

@@ -14,8 +14,6 @@ use crate::checks::plan::PlanSweep;
 use crate::checks::plan_file;
 use crate::checks::verify::{VerifyOutcome, VerifySpec};
 use crate::store::state::LoopState;
-use crate::verdict::decision;
-use crate::verdict::facts::StopFacts;
 
 /// The check that runs at this stop (the current story's in a plan loop, else `--verify`), run
 /// as verify runs: its outcome, or why it could not run. `(None, None)` without a check.
@@ -40,12 +38,11 @@ pub(super) fn check_spec(state: &LoopState, command: &str, sandbox: &[OsString])
     }
 }
 
-/// Runs the plan's checks again when this stop's story was the last; `None` otherwise.
-pub(super) fn sweep(state: &LoopState, facts: &StopFacts<'_>, sandbox: &[OsString]) -> Option<PlanSweep> {
+/// Runs every other story's check and `--verify` again, in order, up to the first that fails
+/// (this stop's story was the last to pass: [`crate::verdict::decision::Ask::Sweep`]); `None`
+/// for a loop without a plan.
+pub(super) fn run_sweep(state: &LoopState, sandbox: &[OsString]) -> Option<PlanSweep> {
     let (plan, progress) = (state.meta.settings.plan.as_ref()?, state.meta.plan.as_ref()?);
-    if !decision::awaits_sweep(state, facts) {
-        return None;
-    }
     let verify = state.meta.settings.verify.as_deref();
     let stories = (0..plan.stories.len())
         .filter(|&i| i != progress.current)

@@ -6,31 +6,28 @@
 use std::ffi::OsString;
 
 use crate::checks::review::{self, Change, ReviewInput, ReviewOutcome, VerifySeen};
+use crate::checks::verify::VerifyOutcome;
 use crate::host::agent::Agent;
 use crate::host::usage::UsageCursor;
 use crate::store::state::LoopState;
 use crate::support::environment::Environment;
-use crate::verdict::decision;
-use crate::verdict::facts::StopFacts;
 use crate::worktree::WorkTree;
 
-/// Runs the loop's reviewer when this stop's check passed; `None` when it has none or the check
-/// did not pass (a reviewer never sees a failure, so it cannot turn one into a pass).
-pub(super) fn at_stop(
+/// Runs the loop's reviewer (a command, or an agent that asks its model) on this stop's passing
+/// check, `verified` (a reviewer never sees a failure, so it cannot turn one into a pass:
+/// [`crate::verdict::decision::Ask::Review`]); `None` when the loop has no reviewer or no check.
+/// `now` is the tree the scope was read from at this stop, which is the tree now.
+pub(super) fn run_reviewer(
     env: &Environment,
     state: &LoopState,
-    facts: &StopFacts<'_>,
+    verified: &VerifyOutcome,
+    now: Option<&str>,
     worktree: &WorkTree,
     sandbox: &[OsString],
 ) -> Option<ReviewOutcome> {
     let settings = state.meta.settings.review.as_ref()?;
     // What passed: the current story's check in a plan loop, otherwise `--verify`.
-    let (verify_command, verified) = (crate::verdict::plan_message::current_check(state)?, facts.verify?);
-    if !decision::awaits_review(state, facts) {
-        return None;
-    }
-    // The tree the scope was read from at this stop is the tree now: it is not written again.
-    let now = facts.scope.and_then(|check| check.now.as_deref());
+    let verify_command = crate::verdict::plan_message::current_check(state)?;
     let change = change_since_start(state, worktree, now);
     let story = current_story(state);
     let input = ReviewInput {

@@ -8,23 +8,18 @@ use std::path::Path;
 
 use crate::checks::scope::ScopeCheck;
 use crate::store::state::LoopState;
-use crate::verdict::decision;
-use crate::verdict::facts::StopFacts;
 use crate::verdict::scope_message;
 use crate::worktree::WorkTree;
 
-/// Reads this stop's change against the scope when the verdict needs it
-/// ([`decision::awaits_scope`]); `checkpoint` is the commit a metric attempt was saved in.
-pub(super) fn at_stop(
+/// Reads this stop's change against the scope (the verdict needs it:
+/// [`crate::verdict::decision::Ask::Scope`]); `checkpoint` is the commit a metric attempt was
+/// saved in. `None` only where the tree cannot be read and no scope is in force at this story.
+pub(super) fn read_scope(
     state: &LoopState,
-    facts: &StopFacts<'_>,
     worktree: &WorkTree,
     checkpoint: Option<&str>,
     store: &[&Path],
 ) -> Option<ScopeCheck> {
-    if !decision::awaits_scope(state, facts) {
-        return None;
-    }
     let scope = scope_message::scope_of(state);
     let now = match checkpoint {
         Some(commit) => commit.to_string(),
