@@ -424,6 +424,39 @@ fn every_folder_of_the_engine_is_a_layer() {
     }
 }
 
+/// Lines outside `worktree/` that start git themselves: `run` and the rest ask `worktree` for
+/// typed operations, which run git with the project's filters, hooks and fsmonitor off.
+fn git_outside_worktree(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| layer(&s.module) != "worktree") {
+        for (index, raw) in source.text.lines().enumerate() {
+            if raw.trim() == "#[cfg(test)]" {
+                break;
+            }
+            let line = code_of(raw);
+            if line.contains("Command::new(\"git\")") || line.contains("run_git") {
+                out.push(format!(
+                    "{}:{}: starts git outside worktree/; add a typed operation to worktree instead\n    {}",
+                    source.file,
+                    index + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_worktree_layer_runs_git() {
+    let problems = git_outside_worktree(&sources(&core_src()));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let planted = [source("run::pick", "fn f(user: &WorkTree) { user.run_git(&[\"fetch\"], None); }\n")];
+    assert_eq!(git_outside_worktree(&planted).len(), 1, "the reader misses a git command line");
+    let in_tests = [source("run::pick", "#[cfg(test)]\nfn t() { Command::new(\"git\"); }\n")];
+    assert!(git_outside_worktree(&in_tests).is_empty(), "a test may set up its repository with git");
+}
+
 /// The checks above would pass on a reader that sees nothing; these show they see what they must.
 #[test]
 fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {

@@ -81,13 +81,8 @@ impl OwnedTree {
         lock.lock().map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
         let dir = trees.join(name);
         let tree = OwnedTree { dir: dir.clone(), lock_path, _lock: lock };
-        let dir_text = dir.to_str().ok_or("the store's path is not UTF-8")?;
-        // The user's checkout hooks are not ours to run.
-        repo.run_git(
-            &["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", dir_text, base],
-            None,
-        )
-        .map_err(|e| e.to_string())?;
+        // The user's checkout hooks are not ours to run: no git of `worktree` runs hooks.
+        repo.add_linked_tree(&dir, base).map_err(|e| e.to_string())?;
         Ok(tree)
     }
 }
@@ -161,7 +156,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
     // Attempts spread over machines share the id they are given (`--run-id`).
     let id = options.run_id.clone().unwrap_or_else(|| group_id(env));
     let before = RepoLook::take(&user);
-    let _ = user.run_git(&["update-ref", &format!("{REFS}/{id}/base"), &start.base], None);
+    let _ = user.update_ref(&format!("{REFS}/{id}/base"), &start.base);
     let mut group =
         Group { id: id.clone(), repo: start.repo, base: start.base.clone(), winner: None, attempts: vec![] };
     save(&store, &group);
@@ -334,7 +329,7 @@ impl Race<'_> {
         WorkTree::open(&tree.dir).snapshot(Some(self.base), &format!("for-loop: attempt {n}")).ok().and_then(
             |commit| {
                 let name = format!("{REFS}/{}/{n}", self.id);
-                self.user.run_git(&["update-ref", &name, &commit], None).ok().map(|_| name)
+                self.user.update_ref(&name, &commit).ok().map(|()| name)
             },
         )
     }
@@ -416,7 +411,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
         return refuse(format!("run {} was made in {}; run --apply there", group.id, group.repo.display()));
     }
     let winner = format!("{REFS}/{}/{n}", group.id);
-    let diff = match user.run_git(&["diff", "--binary", "--full-index", &group.base, &winner], None) {
+    let diff = match user.binary_diff(&group.base, &winner) {
         Ok(diff) => diff,
         Err(e) => return refuse(format!("cannot read attempt {n}'s changes ({winner}): {e}")),
     };
@@ -426,18 +421,14 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
             group.id
         ));
     }
-    if user.run_git(&["apply", "--check", "-"], Some(diff.clone())).is_err() {
-        if user.run_git(&["apply", "--reverse", "--check", "-"], Some(diff.clone())).is_ok() {
+    if let Err(why) = user.patch_applies(&diff) {
+        if user.holds_patch(&diff) {
             return Outcome::ok(format!(
                 "for-loop: attempt {n}'s changes of run {} are already in the working tree.",
                 group.id
             ));
         }
-        let why = user
-            .run_git(&["apply", "--check", "-"], Some(diff))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let why = why.to_string();
         return refuse(format!(
             "attempt {n}'s changes conflict with local changes in {}; nothing was changed. Commit or \
              stash yours, then run `loop-hook run --apply {}` again (see the attempt's with `git diff {} {winner}`).\n  {}",
@@ -451,7 +442,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
         Ok(check) => check,
         Err(what) => return refuse(what),
     };
-    apply_checked(&user, &group, n, diff, &check)
+    apply_checked(&user, &group, n, &diff, &check)
 }
 
 /// The winner's check, read through custody, moved to the user's repository.
@@ -472,15 +463,12 @@ fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Res
 
 /// Applies `diff`, then runs the winner's verify in the user's working tree; when it fails
 /// there, the change is taken back. A diff that changes the check itself is not applied.
-fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: Vec<u8>, check: &AppliedCheck) -> Outcome {
+fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: &[u8], check: &AppliedCheck) -> Outcome {
     let refuse = |what: String| Outcome::refused(format!("for-loop: run --apply: {what}"));
     let winner = format!("{REFS}/{}/{n}", group.id);
     // Unreadable is never "nothing of the check changed": the change is not applied.
     let spec = format!("{winner}^{{commit}}");
-    let changed = user
-        .run_git(&["rev-parse", "-q", "--verify", &spec], None)
-        .map(|id| String::from_utf8_lossy(&id).trim().to_string())
-        .and_then(|id| user.changed_files(&group.base, &id));
+    let changed = user.resolve(&spec).and_then(|id| user.changed_files(&group.base, &id));
     let changed = match changed {
         Ok(changed) => changed,
         Err(e) => {
@@ -498,8 +486,8 @@ fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: Vec<u8>, check: &
             group.base
         ));
     }
-    let stat = match user.run_git(&["apply", "--stat", "--apply", "-"], Some(diff.clone())) {
-        Ok(stat) => String::from_utf8_lossy(&stat).trim_end().to_string(),
+    let stat = match user.apply_patch(diff) {
+        Ok(stat) => stat,
         Err(e) => return refuse(format!("git apply failed: {e}")),
     };
     match check.run() {
@@ -509,8 +497,8 @@ fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: Vec<u8>, check: &
             group.id
         )),
         Err(failed) => {
-            let undone = match user.run_git(&["apply", "--reverse", "-"], Some(diff)) {
-                Ok(_) => "The change was taken back: your working tree is as it was.".to_string(),
+            let undone = match user.take_back_patch(diff) {
+                Ok(()) => "The change was taken back: your working tree is as it was.".to_string(),
                 Err(e) => format!(
                     "Taking the change back failed ({e}): undo it with `git diff {} {winner} | git apply -R`.",
                     group.base

@@ -161,13 +161,6 @@ fn remote_problem(options: &RunOptions) -> Option<String> {
     })
 }
 
-/// The first line git printed, trimmed, or what failed.
-pub(super) fn git_line(tree: &WorkTree, args: &[&str]) -> Result<String, String> {
-    tree.run_git(args, None)
-        .map(|out| String::from_utf8_lossy(&out).lines().next().unwrap_or_default().trim().to_string())
-        .map_err(|e| e.to_string())
-}
-
 /// Runs attempt `n` of `k`, then pushes its end state and claim to the remote.
 pub(crate) fn attempt(env: &Environment, options: &RunOptions, k: u32, n: u32) -> Outcome {
     let refuse = |what: String| Outcome::refused(format!("for-loop: run --attempt {n}: {what}"));
@@ -181,7 +174,7 @@ pub(crate) fn attempt(env: &Environment, options: &RunOptions, k: u32, n: u32) -
         Err(what) => return refuse(what),
     };
     // Found out before the agent's time is spent, not after.
-    if let Err(e) = user.run_git(&["ls-remote", remote, &format!("{REFS}/{id}/{n}")], None) {
+    if let Err(e) = user.remote_refs(remote, &format!("{REFS}/{id}/{n}")) {
         return refuse(format!("cannot reach the remote {remote:?}: {e}"));
     }
     let ran = attempts::run(env, options, k);
@@ -219,7 +212,8 @@ fn clean_head(env: &Environment, user: &WorkTree) -> Result<String, String> {
             env.cwd.display()
         ));
     }
-    let head = git_line(user, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    let head = user
+        .head_commit()
         .map_err(|_| "the repository has no commit to start from: commit first".to_string())?;
     let tree = user.tree_id().map_err(|e| e.to_string())?;
     let changed = user.changed_files(&head, &tree).map_err(|e| e.to_string())?;
@@ -248,17 +242,17 @@ fn push_end_state(
     remote: &str,
 ) -> Result<(String, Claim), String> {
     let name = format!("{REFS}/{id}/{n}");
-    let tree = git_line(user, &["rev-parse", "--verify", "-q", &format!("{name}^{{tree}}")])
+    let tree = user
+        .resolve(&format!("{name}^{{tree}}"))
         .map_err(|_| format!("attempt {n} kept no end state ({name}), so there is nothing to push"))?;
     let store = Store::locate(env).map_err(|e| e.to_string())?;
     let state = store.paths(&format!("attempt-{id}-{n}")).load().ok().flatten();
     let claim = Claim::of(n, k, state.as_ref());
-    let commit =
-        git_line(user, &["commit-tree", "--no-gpg-sign", "-p", base, "-m", &claim.message(id), &tree])?;
-    user.run_git(&["update-ref", &name, &commit], None).map_err(|e| e.to_string())?;
-    user.run_git(&["push", "--quiet", "--no-verify", remote, &format!("+{commit}:{name}")], None).map_err(
-        |e| format!("{e}\n  it is kept here as {name}: push it with `git push {remote} +{name}:{name}`"),
-    )?;
+    let commit = user.commit_tree(&tree, Some(base), &claim.message(id)).map_err(|e| e.to_string())?;
+    user.update_ref(&name, &commit).map_err(|e| e.to_string())?;
+    user.push_ref(remote, &commit, &name).map_err(|e| {
+        format!("{e}\n  it is kept here as {name}: push it with `git push {remote} +{name}:{name}`")
+    })?;
     Ok((commit, claim))
 }
 

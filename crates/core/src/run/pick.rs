@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::RunOptions;
 use super::attempts::{OwnedTree, REFS, prefix_in};
-use super::fleet::{Claim, DEFAULT_REMOTE, git_line};
+use super::fleet::{Claim, DEFAULT_REMOTE};
 use super::sandbox::GitDirs;
 use super::winner::FirstVerified;
 use crate::checks::oracle::Oracle;
@@ -127,13 +127,10 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
 /// run id is unknown, and the runs the remote has are named.
 fn fetch(user: &WorkTree, remote: &str, id: &str) -> Result<BTreeSet<String>, String> {
     let listed = user
-        .run_git(&["ls-remote", remote, &format!("{REFS}/*")], None)
+        .remote_refs(remote, &format!("{REFS}/*"))
         .map_err(|e| format!("cannot list the attempts on the remote {remote:?}: {e}"))?;
-    let listed = String::from_utf8_lossy(&listed).into_owned();
-    let refs: Vec<&str> = listed
-        .lines()
-        .filter_map(|line| line.split_once('\t')?.1.strip_prefix(REFS)?.strip_prefix('/'))
-        .collect();
+    let refs: Vec<&str> =
+        listed.iter().filter_map(|(_, name)| name.strip_prefix(REFS)?.strip_prefix('/')).collect();
     let prefix = format!("{id}/");
     let mine: BTreeSet<String> =
         refs.iter().filter_map(|name| Some(name.strip_prefix(&prefix)?.to_string())).collect();
@@ -152,7 +149,7 @@ fn fetch(user: &WorkTree, remote: &str, id: &str) -> Result<BTreeSet<String>, St
         return Err(format!("no attempts of run {id} on the remote {remote:?}{hint}"));
     }
     let spec = format!("+{REFS}/{id}/*:{REFS}/{id}/*");
-    user.run_git(&["fetch", "--quiet", "--no-tags", remote, &spec], None)
+    user.fetch_refs(remote, &spec)
         .map_err(|e| format!("cannot fetch the attempts of run {id} from {remote:?}: {e}"))?;
     Ok(mine)
 }
@@ -166,10 +163,10 @@ impl<'a> Judge<'a> {
         id: &'a str,
         (verify, request): (&str, &LoopRequest),
     ) -> Result<Judge<'a>, String> {
-        let base = git_line(user, &["rev-parse", "--verify", "-q", "HEAD^{commit}"]).map_err(|_| {
+        let base = user.head_commit().map_err(|_| {
             "this checkout has no commit: check out the commit the run started from".to_string()
         })?;
-        let base_tree = git_line(user, &["rev-parse", &format!("{base}^{{tree}}")])?;
+        let base_tree = user.resolve(&format!("{base}^{{tree}}")).map_err(|e| e.to_string())?;
         let prefix = prefix_in(env, user.root());
         let tree = OwnedTree::add(store, user, &base, &format!("pick-{id}-base"))?;
         let oracle = Oracle::capture_commands(
@@ -223,14 +220,8 @@ impl<'a> Judge<'a> {
 
     /// The claim in the message of the commit `name` names, if it is one and holds one.
     fn claim(&self, name: &str) -> Option<Claim> {
-        let commit =
-            git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")]).ok()?;
-        let size = git_line(self.user, &["cat-file", "-s", &commit]).ok()?.parse::<u64>().ok()?;
-        let text = self
-            .user
-            .run_git(&["cat-file", "commit", &commit], None)
-            .ok()
-            .filter(|_| size <= MAX_MESSAGE_BYTES)?;
+        let commit = self.user.resolve(&format!("{name}^{{commit}}")).ok()?;
+        let text = self.user.commit_text(&commit, MAX_MESSAGE_BYTES).ok()??;
         Claim::read(&String::from_utf8_lossy(&text))
     }
 
@@ -269,14 +260,13 @@ impl<'a> Judge<'a> {
     /// Checks out the attempt `name` fresh and judges it: its commit, whether it passed, and
     /// what verify said; or why it cannot be judged.
     fn judge(&self, name: &str) -> Result<(String, bool, String), (Option<String>, String)> {
-        let Ok(commit) = git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")])
-        else {
-            let kind = git_line(self.user, &["cat-file", "-t", name]).unwrap_or_else(|_| "unreadable".into());
+        let Ok(commit) = self.user.resolve(&format!("{name}^{{commit}}")) else {
+            let kind = self.user.object_kind(name).unwrap_or_else(|_| "unreadable".into());
             return Err((None, format!("{name} is not a commit (it is a {kind})")));
         };
         let refused = |what: String| Err((Some(commit.clone()), what));
-        let parent = git_line(self.user, &["rev-parse", "--verify", "-q", &format!("{commit}^1^{{tree}}")]);
-        if parent.as_deref() != Ok(self.base_tree.as_str()) {
+        let parent = self.user.resolve(&format!("{commit}^1^{{tree}}")).ok();
+        if parent.as_deref() != Some(self.base_tree.as_str()) {
             return refused(format!(
                 "it does not start from this checkout's commit {} (run the pick on the commit the attempts started from)",
                 self.base

@@ -119,11 +119,7 @@ impl GitDirs {
         if !tree.is_git() {
             return None;
         }
-        let out = tree.run_git(&["rev-parse", "--absolute-git-dir", "--git-common-dir"], None).ok()?;
-        let text = String::from_utf8(out).ok()?;
-        let mut lines = text.lines();
-        let own = PathBuf::from(lines.next()?);
-        let common = work.join(lines.next()?);
+        let (own, common) = tree.git_dirs().ok()?;
         let common = fs::canonicalize(&common).unwrap_or(common);
         Some(GitDirs { own, common })
     }

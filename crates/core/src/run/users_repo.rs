@@ -65,9 +65,7 @@ impl RepoLook {
 
 /// The git directory the user's work trees share.
 fn common_dir(user: &WorkTree) -> Option<PathBuf> {
-    let out = user.run_git(&["rev-parse", "--git-common-dir"], None).ok()?;
-    let dir = PathBuf::from(String::from_utf8(out).ok()?.trim());
-    Some(if dir.is_absolute() { dir } else { user.root().join(dir) })
+    user.git_dirs().ok().map(|(_, common)| common)
 }
 
 /// `config` and the files under `hooks/` (two levels), each to its content's digest.

@@ -244,21 +244,6 @@ impl WorkTree {
         let id = String::from_utf8_lossy(trim_newline(&out.stdout)).into_owned();
         Ok((out.status.success() && !id.is_empty()).then_some(id))
     }
-
-    fn commit_tree(&self, tree: &str, parent: Option<&str>, message: &str) -> Result<String, WorkTreeError> {
-        // `--no-gpg-sign`: commit-tree honours commit.gpgSign, and a passphrase prompt would hang.
-        let mut args = vec!["commit-tree", "--no-gpg-sign", "-m", message];
-        if let Some(parent) = parent {
-            args.extend(["-p", parent]);
-        }
-        args.push(tree);
-        let out = self.git(&args, None, None)?;
-        Ok(String::from_utf8_lossy(trim_newline(&out)).into_owned())
-    }
-
-    fn update_ref(&self, name: &str, commit: &str) -> Result<(), WorkTreeError> {
-        self.git(&["update-ref", "-m", "for-loop checkpoint", name, commit], None, None).map(drop)
-    }
 }
 
 /// Loop ids become a ref's path component: keep them to a set git accepts everywhere.

@@ -21,6 +21,7 @@ mod checkpoint;
 pub(crate) use checkpoint::{check_loop_id, checkpoint_ref};
 mod git;
 mod look;
+mod repository;
 pub(crate) use look::TreeLook;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -272,12 +273,6 @@ impl WorkTree {
 
     fn repo(&self) -> Result<&Repo, WorkTreeError> {
         self.repo.as_ref().ok_or_else(|| WorkTreeError::NotGit { dir: self.root.clone() })
-    }
-
-    /// Runs git in the work tree with its own index and returns its stdout, or fails naming
-    /// the command: for callers that manage a work tree of their own (`run --attempts`).
-    pub(crate) fn run_git(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>, WorkTreeError> {
-        self.git(args, None, input)
     }
 
     /// Runs git in the work tree and returns its stdout, or fails naming the command.
