@@ -4,8 +4,9 @@
 //! front end ([`text`]) finds them in the raw text, never shell-split, and takes the rest as the
 //! task; the argv front end ([`args`]) reads them from a command line. Either hands over the
 //! flags as typed ([`LoopFlags`]), and one assembly here checks them into a [`LoopRequest`].
-//! The table sits beside the request it fills, in this folder, because nothing else reads it:
-//! the usage texts print it through [`flag_spec::flag_lines`].
+//! The table lives with the request it fills, not with the command lines, because its rows are
+//! the request's fields and their limits; the rest of the crate only reads it (the usage texts
+//! print it through [`flag_spec::flag_lines`], `loop-hook run` asks it which words are loop flags).
 
 mod args;
 mod check;
@@ -72,7 +73,7 @@ pub(crate) struct LoopRequest {
     pub boxes: PlanBoxes,
 }
 
-/// Why the text does not start a loop. Each message says what to type instead.
+/// Why the text or the words do not give a loop. Each message says what to type instead.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub(crate) enum RequestError {
     #[error("the text asks for help")]
