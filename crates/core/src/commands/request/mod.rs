@@ -754,6 +754,37 @@ mod tests {
         assert_eq!(flags.add(Flag::Verify, "x".into()), Err(RequestError::Duplicate { flag: Flag::Verify }));
     }
 
+    /// Every counted or timed flag takes the most its row allows and refuses one more, naming
+    /// that limit: the limit lives in the table alone.
+    #[test]
+    fn every_number_is_held_to_the_limit_of_its_row() {
+        use flag_spec::{FLAGS, Value};
+        for spec in &FLAGS {
+            let (most, unit) = match spec.value {
+                Value::Count { most } => (u64::from(most), ""),
+                Value::Duration { most } => (most, " seconds"),
+                _ => continue,
+            };
+            let metric = matches!(
+                spec.flag,
+                Flag::MetricRuns | Flag::RefineAfter | Flag::PivotAfter | Flag::ParkAfterPivots
+            );
+            let base = if metric {
+                "t --metric 'sh b.sh' --direction min --verify true"
+            } else {
+                "t --plan P.md --verify true --review r"
+            };
+            parse(&format!("{base} {} {most}", spec.name));
+            match err(&format!("{base} {}={}", spec.name, most + 1)) {
+                RequestError::BadValue { flag, why, .. } => {
+                    assert_eq!(flag, spec.flag);
+                    assert!(why.starts_with(&format!("the most is {most}{unit}")), "{}: {why}", spec.name);
+                }
+                other => panic!("{}: {other}", spec.name),
+            }
+        }
+    }
+
     #[test]
     fn a_missing_value_is_told_with_the_limits_of_the_flags_row() {
         let message = err("t --max-iterations").to_string();
