@@ -117,6 +117,24 @@ fn start_help_explains_the_flags() {
     let run = env.run(&["start", "--session", SESSION], "--help");
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("--max-iterations N"), "{}", run.stdout);
+    assert!(run.stdout.contains("re-injections. [default: 30]"), "{}", run.stdout);
+    assert!(run.stdout.contains("--scope GLOB"), "every flag is listed: {}", run.stdout);
+}
+
+/// `loop-hook run --help` lists the loop flags exactly as `/for-loop --help` does: both print
+/// the one table.
+#[test]
+fn run_help_lists_the_loop_flags_as_for_loop_help_does() {
+    let env = TestEnv::new();
+    let flags = |text: &str| -> Vec<String> {
+        text.lines().filter(|line| line.starts_with("  --")).map(str::to_string).collect()
+    };
+    let for_loop = flags(&env.run(&["start", "--session", SESSION], "--help").stdout);
+    let run = env.run(&["run", "--help"], "").stdout;
+    let (_, loop_flags) =
+        run.split_once("Loop flags, as in /for-loop:").expect("run --help lists the loop flags");
+    assert!(for_loop.len() > 20, "{for_loop:?}");
+    assert_eq!(flags(loop_flags), for_loop);
 }
 
 #[test]

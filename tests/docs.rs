@@ -3,8 +3,11 @@
 //!
 //! What exists is read at test time, never copied into this file: the subcommands and their
 //! options from `loop-hook --help` and `loop-hook SUBCOMMAND --help` (the binary in
-//! `$FOR_LOOP_BIN`, else the one cargo built), and the flags `/for-loop` accepts from the match
-//! arms of `Flag::name` in the request parser under `crates/`.
+//! `$FOR_LOOP_BIN`, else the one cargo built), and the flags `/for-loop` accepts from its usage
+//! (`echo --help | loop-hook start`), which prints the engine's table of loop flags. Each row of
+//! a docs flags table (`| Flag | Default | Meaning |`) must match that table: the flag and its
+//! value's name, the default, and a meaning that begins with the flag's help line; and every loop
+//! flag has a row.
 //!
 //! What counts as a command in code: a code span or code block line whose words include
 //! `loop-hook` (or a path ending in `/loop-hook`), `/for-loop…` or `$for-loop…`, or whose first word
@@ -380,40 +383,59 @@ fn options_in(help: &str) -> BTreeSet<String> {
     options
 }
 
-/// The names `/for-loop`'s parser gives its flags: the `Flag::X => "--x"` arms under `crates/`.
-fn for_loop_flags(root: &Path) -> BTreeSet<String> {
-    fn walk(dir: &Path, flags: &mut BTreeSet<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, flags);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                for line in std::fs::read_to_string(&path).unwrap().lines() {
-                    let line = line.trim();
-                    let Some((left, right)) = line.split_once(" => \"") else { continue };
-                    if !left.starts_with("Flag::") || left.contains(' ') {
-                        continue;
-                    }
-                    if let Some(name) = right.strip_suffix("\",").and_then(flag_name)
-                        && right.len() == name.len() + 2
-                    {
-                        flags.insert(name.to_string());
-                    }
-                }
-            }
-        }
-    }
-    let mut flags = BTreeSet::new();
-    walk(&root.join("crates"), &mut flags);
-    assert!(
-        flags.contains("--verify") && flags.contains("--max-iterations"),
-        "could not find /for-loop's flags (the `Flag::X => \"--x\",` arms of its request parser) \
-         under crates/: found {flags:?}"
-    );
-    flags
+/// One loop flag as `/for-loop`'s usage lists it: `  --name VALUE   help [default: X]`.
+#[derive(Debug)]
+struct FlagLine {
+    /// `--max-iterations N`, or the name alone for a switch.
+    usage: String,
+    help: String,
+    /// What the help says after `default:`, if anything.
+    default: Option<String>,
 }
 
-fn known(root: &Path) -> Known {
+impl FlagLine {
+    fn name(&self) -> &str {
+        self.usage.split(' ').next().unwrap_or_default()
+    }
+
+    /// The Default column a docs table must show: the default, else `off` for a switch and
+    /// `none` for a flag that takes a value.
+    fn default_column(&self) -> &str {
+        match &self.default {
+            Some(default) => default,
+            None if self.usage.contains(' ') => "none",
+            None => "off",
+        }
+    }
+}
+
+/// The loop flags `/for-loop --help` lists, one a line.
+fn for_loop_flag_lines() -> Vec<FlagLine> {
+    let usage = help_of(&["start", "--session", "docs-test"], "--help");
+    let lines: Vec<FlagLine> = usage
+        .lines()
+        .filter_map(|line| {
+            let line = line.strip_prefix("  ")?;
+            flag_name(line)?;
+            let (usage, rest) = line.split_once("  ")?;
+            let rest = rest.trim_start();
+            let help = rest.split(" [").next().unwrap_or_default().to_string();
+            let default = rest
+                .split_once("[default: ")
+                .and_then(|(_, after)| after.split_once(']'))
+                .map(|(default, _)| default.to_string());
+            Some(FlagLine { usage: usage.to_string(), help, default })
+        })
+        .collect();
+    assert!(
+        lines.iter().any(|line| line.name() == "--verify")
+            && lines.iter().any(|line| line.name() == "--max-iterations"),
+        "`echo --help | loop-hook start` lists no `  --flag VALUE  help` lines:\n{usage}"
+    );
+    lines
+}
+
+fn known() -> Known {
     let help = help_of(&["--help"], "");
     assert!(help.contains("Usage:"), "loop-hook --help printed no usage:\n{help}");
     let mut subcommands: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -426,7 +448,8 @@ fn known(root: &Path) -> Known {
         subcommands.entry(key.to_string()).or_default().extend(flags_in(rest));
     }
     let for_loop = {
-        let mut flags = for_loop_flags(root);
+        let mut flags: BTreeSet<String> =
+            for_loop_flag_lines().iter().map(|line| line.name().to_string()).collect();
         // `/for-loop --help` is the whole text `--help`, which the parser answers with its usage.
         if help_of(&["start", "--session", "docs-test"], "--help").contains("Usage: /for-loop") {
             flags.insert("--help".to_string());
@@ -555,6 +578,100 @@ fn unknown_commands(docs: &[(PathBuf, String)], known: &Known) -> Vec<String> {
     wrong
 }
 
+/// The cells of a Markdown table row, `\|` read as a `|` inside a cell.
+fn cells(row: &str) -> Vec<String> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.replace("\\|", "\u{0}").split('|').map(|cell| cell.trim().replace('\u{0}', "|")).collect()
+}
+
+/// Every row of a flags table (`| Flag | Default | Meaning |`) in `docs` that does not match
+/// the loop flags `lines`, one line each, and the flags no table has a row for. A row that
+/// names several flags (`--metric CMD`, `--target`, ...) only points elsewhere: its flags are
+/// checked as every flag in code is.
+fn flag_rows_that_drift(docs: &[(PathBuf, String)], lines: &[FlagLine]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut rows = BTreeSet::new();
+    for (path, text) in docs {
+        for piece in pieces(text) {
+            let Piece::Prose { line, text } = piece else { continue };
+            let mut table = text.lines();
+            if table.next().map(cells) != Some(vec!["Flag".into(), "Default".into(), "Meaning".into()]) {
+                continue;
+            }
+            for (n, row) in table.skip(1).enumerate() {
+                let at = format!("{}:{}", path.display(), line + 2 + n);
+                let [flag, default, meaning] = &cells(row)[..] else {
+                    wrong.push(format!("{at}: not three cells: {row}"));
+                    continue;
+                };
+                let (spans, _) = split_code(flag);
+                let [usage] = &spans[..] else { continue };
+                let Some(spec) = lines.iter().find(|line| Some(line.name()) == flag_name(usage)) else {
+                    wrong.push(format!("{at}: {usage} is not a flag of /for-loop"));
+                    continue;
+                };
+                rows.insert(spec.name().to_string());
+                if *usage != spec.usage {
+                    wrong.push(format!("{at}: `{usage}` where /for-loop --help says `{}`", spec.usage));
+                }
+                if default != spec.default_column() {
+                    wrong.push(format!(
+                        "{at}: {} defaults to {}, not {default}",
+                        spec.name(),
+                        spec.default_column()
+                    ));
+                }
+                let meaning = meaning.replace('`', "");
+                if !meaning.starts_with(spec.help.trim_end_matches('.')) {
+                    wrong.push(format!(
+                        "{at}: the meaning of {} does not begin with its help line \"{}\"",
+                        spec.name(),
+                        spec.help
+                    ));
+                }
+            }
+        }
+    }
+    for line in lines.iter().filter(|line| !rows.contains(line.name())) {
+        wrong.push(format!("{} has no row in a flags table of the docs", line.name()));
+    }
+    wrong
+}
+
+#[test]
+fn every_flags_table_row_matches_the_flag_table_and_every_flag_has_a_row() {
+    let wrong = flag_rows_that_drift(&doc_files(), &for_loop_flag_lines());
+    assert!(
+        wrong.is_empty(),
+        "flags tables that drifted from `echo --help | loop-hook start`:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_flags_table_check_catches_a_drifted_row() {
+    let lines = for_loop_flag_lines();
+    let doc = "| Flag | Default | Meaning |\n| --- | --- | --- |\n\
+               | `--max-iterations COUNT` | 31 | Turns. |\n\
+               | `--verify CMD` | none | A command that decides done. |\n\
+               | `--checkpoint` | none | After each iteration, snapshots the working tree to `refs/for-loop/<loop id>/<n>` (git only). |\n\
+               | `--no-such-flag N` | none | Nothing. |\n\
+               | `--metric CMD`, `--target` | | Metric mode. |\n";
+    let wrong = flag_rows_that_drift(&[(PathBuf::from("PAGE.md"), doc.to_string())], &lines).join("\n");
+    for expected in [
+        "PAGE.md:3: `--max-iterations COUNT` where /for-loop --help says `--max-iterations N`",
+        "PAGE.md:3: --max-iterations defaults to 30, not 31",
+        "PAGE.md:3: the meaning of --max-iterations does not begin",
+        "PAGE.md:4: the meaning of --verify does not begin",
+        "PAGE.md:5: --checkpoint defaults to off, not none",
+        "PAGE.md:6: --no-such-flag N is not a flag of /for-loop",
+        "--review has no row in a flags table",
+    ] {
+        assert!(wrong.contains(expected), "not caught: {expected}\n{wrong}");
+    }
+    assert!(!wrong.contains("--verify has no row"), "{wrong}");
+}
+
 #[test]
 fn every_relative_link_and_anchor_in_the_readme_and_docs_resolves() {
     let broken = broken_links(&repo(), &doc_files());
@@ -572,7 +689,7 @@ fn the_readme_is_at_most_250_lines() {
 
 #[test]
 fn every_subcommand_and_flag_shown_in_code_exists() {
-    let known = known(&repo());
+    let known = known();
     let wrong = unknown_commands(&doc_files(), &known);
     assert!(wrong.is_empty(), "commands or flags that do not exist:\n{}", wrong.join("\n"));
 }
@@ -580,7 +697,7 @@ fn every_subcommand_and_flag_shown_in_code_exists() {
 #[test]
 fn the_checks_catch_a_made_up_flag_subcommand_link_and_anchor() {
     let root = repo();
-    let known = known(&root);
+    let known = known();
     let doc = "# A page\n\n\
                ## Fresh context: `loop-hook run`\n\n\
                Start with `/for-loop fix it --verify true --no-such-flag 3`, then\n\

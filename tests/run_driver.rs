@@ -299,6 +299,49 @@ fn an_unknown_option_is_refused_with_the_nearest_one_and_nothing_runs() {
     }
 }
 
+/// A loop flag's value is checked by `/for-loop`'s own rules before anything starts: a value
+/// out of its limits or of the wrong kind refuses the run, saying why in `run`'s words.
+#[test]
+fn a_bad_loop_flag_value_is_refused_before_the_agent_runs() {
+    let env = TestEnv::new();
+    let ran = env.home.join("agent-ran");
+    let bin = fake_claude(&env, &format!("touch {}", ran.display()));
+    for (args, expected) in [
+        (&["fix it", "--verify", "true", "--max-iterations", "0"][..], "--max-iterations `0` is not valid"),
+        (&["fix it", "--verify=true", "--verify-timeout=2h"], "the most is 3600 seconds (1h)"),
+        (&["fix it", "--verify", ""], "--verify needs a value: a command"),
+        (&["\u{200b}", "--verify", "true"], "no task given"),
+    ] {
+        let run = crate::util::run_command(driver(&env, &bin, args), b"");
+        assert_eq!(run.code, 1, "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(expected), "{args:?}: {}", run.stdout);
+        assert!(run.stdout.contains("Usage: loop-hook run TASK"), "{args:?}: {}", run.stdout);
+        assert!(!ran.exists(), "{args:?} started the agent");
+        assert!(!env.store().join("sessions").exists(), "{args:?} started a loop");
+    }
+}
+
+/// Words after `--` are the task, however much they look like loop flags; the flags before it
+/// still set the loop.
+#[test]
+fn flag_like_words_after_two_dashes_are_the_task() {
+    let env = TestEnv::new();
+    let bin = fake_claude(&env, "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'");
+    let run = crate::util::run_command(
+        driver(
+            &env,
+            &bin,
+            &["--verify", "true", "--max-iterations=3", "--", "explain", "--max-iterations", "9"],
+        ),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let session = only_run(&env);
+    let state = std::fs::read_to_string(env.session_dir(&session).join("state.md")).unwrap();
+    assert!(state.ends_with("---\nexplain --max-iterations 9"), "{state}");
+    assert!(state.contains("max_iterations: 3"), "{state}");
+}
+
 /// The first line of a run that sandboxes its agent.
 const SANDBOXED: &str = "for-loop: sandbox: bubblewrap";
 

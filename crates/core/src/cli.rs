@@ -34,9 +34,8 @@ Usage:
   loop-hook help | --help | --version
 
 Commands:
-  start      Arms a loop for a session. stdin is the raw text typed after /for-loop:
-             TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
-             (`echo --help | loop-hook start` explains it). Prints the parsed loop.
+  start      Arms a loop for a session. stdin is the raw text typed after /for-loop: TASK [flags]
+             (`echo --help | loop-hook start` lists the flags). Prints the parsed loop.
   stop-hook  Judges a turn end: runs verify and prints the host's block or allow JSON.
   guard      Denies file edits and shell commands that would change the loop's verify check or
              its files while the loop runs (prints the host's deny JSON, or nothing).

@@ -23,17 +23,16 @@ use crate::verdict::decision::{Gate, gate};
 use crate::verdict::message::criterion;
 use crate::worktree::WorkTree;
 
-pub(crate) const USAGE: &str = "\
-Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]
-
-  TASK                       what the agent should do; any text, quoted or not
-  --verify CMD               shell command that decides done: the loop ends when it exits 0
-  --completion-promise TEXT  the final message must also contain <promise>TEXT</promise>
-  --max-iterations N         turns the agent gets in all (default 30, at least 1)
-  --verify-timeout SECS      verify is killed after this long (default 300; 90s, 5m, 1h also work)
-  --require-strict           start only in the strict tier (the host's sandbox on, verify sandboxed)
-
-Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" --max-iterations 20";
+/// `/for-loop --help`: the usage, with every flag from the flag table.
+pub(crate) fn usage() -> String {
+    format!(
+        "Usage: /for-loop TASK [flags]\n\n  \
+         TASK  what the agent should do: any text, quoted or not (quote a flag's value that has spaces)\n\n\
+         {}\n\n\
+         Example: /for-loop \"make the login tests pass\" --verify \"cargo test login\" --max-iterations 20",
+        crate::commands::request::flag_spec::flag_lines()
+    )
+}
 
 /// Who is starting the loop, and where.
 #[derive(Debug, Clone, Default)]
@@ -53,11 +52,22 @@ pub(crate) struct StartOptions {
     pub(crate) tier: Option<Tier>,
 }
 
+/// Starts the loop the raw `/for-loop` text asks for.
 pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outcome {
-    let request = match LoopRequest::parse(raw) {
+    run_request(env, options, LoopRequest::parse(raw))
+}
+
+/// Starts the loop `request` is, as parsed from `/for-loop`'s text or a command line; a request
+/// that did not parse is refused with why, and the usage.
+pub(crate) fn run_request(
+    env: &Environment,
+    options: &StartOptions,
+    request: Result<LoopRequest, RequestError>,
+) -> Outcome {
+    let request = match request {
         Ok(request) => request,
-        Err(RequestError::HelpWanted) => return Outcome::ok(USAGE),
-        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{USAGE}")),
+        Err(RequestError::HelpWanted) => return Outcome::ok(usage()),
+        Err(e) => return Outcome::refused(format!("for-loop: not started: {e}\n\n{}", usage())),
     };
     let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
     let host = options.host.unwrap_or_default();

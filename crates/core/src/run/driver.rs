@@ -609,7 +609,7 @@ fn start_run(
     let random: String = token.chars().rev().take(8).collect();
     let session_id =
         fresh_id.unwrap_or_else(|| format!("run-{}-{random}", env.now.strftime("%Y%m%d-%H%M%S")));
-    let started = start::run(
+    let started = start::run_request(
         env,
         &StartOptions {
             session_id: Some(session_id.clone()),
@@ -620,9 +620,9 @@ fn start_run(
             tier: Some(tier.loop_tier()),
             ..StartOptions::default()
         },
-        &options.loop_text,
+        options.loop_request(),
     );
-    if started.code != crate::support::outcome::Code::Success || options.loop_text.trim().is_empty() {
+    if started.code != crate::support::outcome::Code::Success {
         return Err(Outcome { stdout: started.stdout.replace("/for-loop", "loop-hook run"), ..started });
     }
     let record = RunRecord {

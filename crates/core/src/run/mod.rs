@@ -25,7 +25,15 @@ use crate::support::outcome::{Code, Outcome};
 
 pub(crate) use options::RunOptions;
 
-pub(crate) const USAGE: &str = "\
+/// `loop-hook run --help`: `run`'s own options, then the loop flags from `/for-loop`'s table.
+pub(crate) fn usage() -> String {
+    format!(
+        "{OWN_USAGE}\n\n  Loop flags, as in /for-loop:\n{}",
+        crate::commands::request::flag_spec::flag_lines()
+    )
+}
+
+const OWN_USAGE: &str = "\
 Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iterations N]
                      [--max-time D] [--agent-arg ARG ...] [--backoff D] [--json] [loop flags]
        loop-hook run TASK --verify CMD --attempts K [--parallel] [...]
@@ -77,8 +85,6 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     --verify on it (what an attempt claims is not trusted), and name the first
                     that verifies here, by number; a missing attempt is reported. Run it on the
                     commit the attempts started from
-  loop flags        --protect, --scope, --max-same-failures, --max-time, --escalate,
-                    --checkpoint, --verify-timeout, --completion-promise, as in /for-loop
 
   Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
   An option that is neither one of these nor a loop flag is refused, never read as task text:
@@ -86,16 +92,16 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
 
 pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
-        return Outcome::ok(USAGE);
+        return Outcome::ok(usage());
     }
     if let Some(wrong) = fleet::misuse(options) {
-        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{USAGE}") };
+        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
     }
     if options.pick.is_some() {
         return pick::run(env, options);
     }
     if let Some(wrong) = misuse(options) {
-        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{USAGE}") };
+        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
     }
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
@@ -119,7 +125,7 @@ fn misuse(options: &RunOptions) -> Option<&'static str> {
     let more = options.more != ResumeOptions::default();
     if options.apply.is_some() && (task || options.resume.is_some() || options.attempts.is_some()) {
         Some("--apply takes only the run to apply: `loop-hook run --apply [RUN]`")
-    } else if options.resume.is_some() && !options.loop_text.is_empty() {
+    } else if options.resume.is_some() && !(options.task.is_empty() && options.loop_flags.is_empty()) {
         Some("--resume continues a loop with its own task and flags: leave them out")
     } else if options.resume.is_some() && options.attempts.is_some() {
         Some("--attempts starts a new best-of-K run; it cannot be resumed (apply its winner with --apply)")
@@ -134,11 +140,9 @@ fn misuse(options: &RunOptions) -> Option<&'static str> {
     }
 }
 
-/// Whether the loop flags name a plan, which is the task when none is given. Without a task the
-/// loop text holds only flags, so a `--plan` word there is the flag.
+/// Whether the loop flags name a plan, which is the task when none is given.
 fn planned(options: &RunOptions) -> bool {
-    let plan = crate::commands::request::Flag::Plan.name();
-    options.loop_text.split_whitespace().any(|word| word == plan)
+    options.loop_flags.has(crate::commands::request::Flag::Plan)
 }
 
 #[cfg(test)]
@@ -147,6 +151,19 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RunOptions, String> {
         RunOptions::parse(args.iter().map(std::ffi::OsString::from).collect())
+    }
+
+    #[test]
+    fn the_help_lists_every_loop_flag_from_the_table() {
+        let help = usage();
+        for spec in &crate::commands::request::flag_spec::FLAGS {
+            assert!(help.lines().any(|line| line.trim_start().starts_with(&spec.usage())), "{}", spec.name);
+        }
+        let text = crate::commands::start::usage();
+        for spec in &crate::commands::request::flag_spec::FLAGS {
+            let line = text.lines().find(|line| line.trim_start().starts_with(&spec.usage()));
+            assert!(line.is_some_and(|line| line.contains(spec.help)), "{}", spec.name);
+        }
     }
 
     #[test]
@@ -162,6 +179,8 @@ mod tests {
             &["--resume", "--attempts", "2"],
             &["--resume", "run-1", "another task"],
             &["--resume", "run-1", "--verify", "true"],
+            &["--resume", "--plan", "P.md"],
+            &["--resume", "--", "--more"],
             &["t", "--more", "3"],
             &["t", "--parallel"],
             &[],

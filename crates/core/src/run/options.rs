@@ -1,15 +1,20 @@
 //! The words after `loop-hook run`, read as a shell hands them over: `--name value` or
 //! `--name=value`, `--` before task text that starts with a dash, and the rest is the task.
 //!
-//! Every word that looks like an option is one: an option neither `run` nor `/for-loop` knows is
-//! refused, naming the nearest known one. It never becomes part of the task, where a mistyped
+//! `run`'s own options are read here; the loop flags are handed to `/for-loop`'s flag table
+//! ([`LoopFlags::read`]), which checks them into the same [`LoopRequest`] the text gives. Every
+//! word that looks like an option is one: an option neither `run` nor the table knows is refused,
+//! naming the nearest known one. It never becomes part of the task, where a mistyped
 //! `--max-iteration 3` would silently leave the loop at its default cap.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
+use lexopt::prelude::*;
+
 use super::sandbox::SandboxAsked;
-use crate::commands::request::Flag;
+use crate::commands::request::flag_spec::FLAGS;
+use crate::commands::request::{LoopFlags, LoopRequest, RequestError};
 use crate::commands::resume::ResumeOptions;
 use crate::host::agent::Agent;
 use crate::support::nearest::nearest;
@@ -19,8 +24,8 @@ use crate::support::nearest::nearest;
 pub(crate) struct RunOptions {
     /// The positional words: what the agent is asked to do.
     pub task: String,
-    /// The loop text as `/for-loop` reads it: the task, quoted whole, then the loop's flags.
-    pub loop_text: String,
+    /// The loop flags as typed, checked when the loop is asked for ([`RunOptions::loop_request`]).
+    pub loop_flags: LoopFlags,
     pub agent: Option<Agent>,
     pub agent_args: Vec<String>,
     pub json: bool,
@@ -80,172 +85,155 @@ const OWN: [(&str, Takes); 19] = [
     ("--require-strict", Takes::Nothing),
 ];
 
-/// One option as typed: its name and, for `--name=value`, the value.
-struct Typed<'a> {
-    word: &'a str,
-    name: &'a str,
-    inline: Option<&'a str>,
-}
-
-impl<'a> Typed<'a> {
-    /// The option `word` is, or `None` for task text. A word is an option when it starts with
-    /// a dash and its name (up to `=`) is one word; `-` alone, `-5` and `- item` are text.
-    fn read(word: &'a str) -> Option<Typed<'a>> {
-        let rest = word.strip_prefix('-')?;
-        if rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        let (name, inline) = match word.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value)),
-            _ => (word, None),
-        };
-        (!name.contains(char::is_whitespace)).then_some(Typed { word, name, inline })
+/// The name of the option `word` is (`--verify` for `--verify=x`), or `None` for task text. A
+/// word is an option when it starts with a dash and its name (up to `=`) is one word; `-` alone,
+/// `-5` and `- item` are text.
+fn option_name(word: &str) -> Option<&str> {
+    let rest = word.strip_prefix('-')?;
+    if rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
     }
+    let name = match word.split_once('=') {
+        Some((name, _)) if name.starts_with("--") => name,
+        _ => word,
+    };
+    (!name.contains(char::is_whitespace)).then_some(name)
 }
 
 /// The options `run` reads and the loop flags it passes on, by name.
 fn known_names() -> impl Iterator<Item = &'static str> {
-    OWN.iter().map(|(name, _)| *name).chain(Flag::ALL.iter().map(|flag| flag.name()))
+    OWN.iter().map(|(name, _)| *name).chain(FLAGS.iter().map(|spec| spec.name))
 }
 
 fn is_known(word: &str) -> bool {
-    Typed::read(word).is_some_and(|typed| known_names().any(|name| name == typed.name))
+    option_name(word).is_some_and(|name| known_names().any(|known| known == name))
 }
 
-/// `text` in double quotes, with `"` and `\` escaped: `/for-loop`'s parser reads it back as
-/// exactly `text`, flags and quotes inside it included.
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        if matches!(c, '"' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
-}
-
-fn unknown(typed: &Typed<'_>) -> String {
-    match nearest(typed.name, known_names().filter(|name| name.starts_with("--"))) {
+fn unknown(word: &str) -> String {
+    let name = option_name(word).unwrap_or(word);
+    match nearest(name, known_names().filter(|name| name.starts_with("--"))) {
         Some(name) => format!(
-            "`{}` is not an option of loop-hook run: did you mean {name}? (`loop-hook run --help` lists them)",
-            typed.word
+            "`{word}` is not an option of loop-hook run: did you mean {name}? (`loop-hook run --help` lists them)"
         ),
         None => format!(
-            "`{}` is not an option of loop-hook run (`loop-hook run --help` lists them). For the agent \
-             CLI, pass it with --agent-arg={}; if it is part of the task, quote the task or put it after `--`",
-            typed.word, typed.word
+            "`{word}` is not an option of loop-hook run (`loop-hook run --help` lists them). For the agent \
+             CLI, pass it with --agent-arg={word}; if it is part of the task, quote the task or put it after `--`"
         ),
     }
 }
 
-/// The words still to read, and how to take an option's value from them.
-struct Words<'a> {
-    rest: std::iter::Peekable<std::slice::Iter<'a, String>>,
+/// A word as text: the task, the agent's arguments and names are kept as text.
+fn text(word: OsString) -> Result<String, String> {
+    word.into_string().map_err(|word| format!("{word:?} is not UTF-8 text"))
 }
 
-impl<'a> Words<'a> {
-    fn value(&mut self, typed: &Typed<'a>, takes: Takes) -> Result<&'a str, String> {
-        if let Some(value) = typed.inline {
-            return Ok(value);
-        }
-        // The next option is not this one's value: `--verify --max-iterations 3` forgot the
-        // command. The agent's own options are the values of --agent-arg.
-        self.rest.next_if(|word| takes == Takes::AnyValue || !is_known(word)).map(String::as_str).ok_or_else(
-            || format!("{name} needs a value, e.g. {name}=VALUE or {name} VALUE", name = typed.name),
-        )
-    }
+/// The word lexopt just read an option from, whole: `word` (`--name`, `-x`) and what is left of it.
+fn whole_word(word: &str, parser: &mut lexopt::Parser) -> Result<String, String> {
+    Ok(match parser.optional_value().map(text).transpose()? {
+        Some(rest) if word.starts_with("--") => format!("{word}={rest}"),
+        Some(rest) => format!("{word}{rest}"),
+        None => word.to_string(),
+    })
+}
 
-    /// The name after `--resume` or `--apply`, when the next word is not an option.
-    fn optional_name(&mut self, typed: &Typed<'a>) -> Option<&'a str> {
-        if let Some(value) = typed.inline {
-            return Some(value);
-        }
-        self.rest.next_if(|word| Typed::read(word).is_none()).map(String::as_str)
-    }
+/// The value of the option `name` that `parser` just returned: its `=value`, else the next word
+/// unless that is an option (`--agent --json` forgot the agent), or any word for `--agent-arg`.
+fn value(parser: &mut lexopt::Parser, name: &str, takes: Takes) -> Result<String, String> {
+    let next = match parser.optional_value() {
+        Some(value) => Some(value),
+        None => parser.try_raw_args().and_then(|mut rest| {
+            rest.next_if(|word| takes == Takes::AnyValue || !word.to_str().is_some_and(is_known))
+        }),
+    };
+    text(next.ok_or_else(|| format!("{name} needs a value, e.g. {name}=VALUE or {name} VALUE"))?)
+}
+
+/// The name after `--resume` or `--apply`, when the next word is not an option.
+fn optional_name(parser: &mut lexopt::Parser) -> Result<String, String> {
+    let next = match parser.optional_value() {
+        Some(value) => Some(value),
+        None => parser.try_raw_args().and_then(|mut rest| {
+            rest.next_if(|word| word.to_str().is_some_and(|w| option_name(w).is_none()))
+        }),
+    };
+    next.map(text).transpose().map(Option::unwrap_or_default)
 }
 
 impl RunOptions {
-    /// Parses the words after `run`. `run`'s own options are taken out, the loop flags are
-    /// written back in `/for-loop`'s syntax, and every other word is the task.
+    /// Parses the words after `run`. `run`'s own options are taken out, the loop flags are read
+    /// through `/for-loop`'s flag table, and every other word is the task.
     pub(crate) fn parse(args: Vec<OsString>) -> Result<RunOptions, String> {
-        let args = args
-            .into_iter()
-            .map(|a| a.into_string().map_err(|a| format!("{a:?} is not UTF-8 text")))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut parser = lexopt::Parser::from_args(args);
         let mut options = RunOptions::default();
-        let mut task: Vec<&str> = Vec::new();
-        let mut flags: Vec<String> = Vec::new();
+        let mut task: Vec<String> = Vec::new();
         let mut more = Vec::new();
-        let mut words = Words { rest: args.iter().peekable() };
-        let mut only_text = false;
-        while let Some(word) = words.rest.next() {
-            if word == "--" && !only_text {
-                only_text = true;
-                continue;
-            }
-            let Some(typed) = Typed::read(word).filter(|_| !only_text) else {
-                task.push(word);
+        while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+            // The word as typed, for the names and for dashed words that are task text.
+            let word = match arg {
+                Value(word) => {
+                    task.push(text(word)?);
+                    continue;
+                }
+                Long(name) => format!("--{name}"),
+                Short(letter) => format!("-{letter}"),
+            };
+            let Some(name) = option_name(&word) else {
+                // `-5`, `- item` or `--a b`: task text, which lexopt took for an option.
+                task.push(whole_word(&word, &mut parser)?);
                 continue;
             };
-            if let Some((_, takes)) = OWN.iter().find(|(name, _)| *name == typed.name) {
-                options.take(&typed, *takes, &mut words, &mut more)?;
-            } else if let Some(flag) = Flag::ALL.iter().find(|flag| flag.name() == typed.name) {
-                if flag.is_switch() {
-                    no_value(&typed)?;
-                    flags.push(flag.name().to_string());
-                } else {
-                    let value = words.value(&typed, Takes::Value)?;
-                    flags.push(format!("{} {}", flag.name(), quoted(value)));
-                }
-            } else {
-                return Err(unknown(&typed));
+            if let Some((_, takes)) = OWN.iter().find(|(own, _)| *own == name) {
+                options.take(name, *takes, &mut parser, &mut more)?;
+            } else if !options.loop_flags.read(name, &mut parser, is_known).map_err(|e| e.to_string())? {
+                return Err(unknown(&whole_word(&word, &mut parser)?));
             }
         }
         options.task = task.join(" ");
-        let task_text = (!task.is_empty()).then(|| quoted(&options.task));
-        options.loop_text = task_text.into_iter().chain(flags).collect::<Vec<_>>().join(" ");
         options.more = ResumeOptions::parse(&more.join(" "))?;
         Ok(options)
     }
 
+    /// The loop the run starts: its task and loop flags, checked as `/for-loop` checks them.
+    pub(crate) fn loop_request(&self) -> Result<LoopRequest, RequestError> {
+        LoopRequest::from_args(&self.task, &self.loop_flags)
+    }
+
     /// Records one of `run`'s own options.
-    fn take<'a>(
+    fn take(
         &mut self,
-        typed: &Typed<'a>,
+        name: &str,
         takes: Takes,
-        words: &mut Words<'a>,
+        parser: &mut lexopt::Parser,
         more: &mut Vec<String>,
     ) -> Result<(), String> {
-        if takes == Takes::Nothing {
-            no_value(typed)?;
+        if takes == Takes::Nothing && parser.optional_value().is_some() {
+            // A switch given a value (`--json=yes`) is refused rather than read as on or off.
+            return Err(format!("{name} takes no value: write just {name}"));
         }
-        match typed.name {
+        match name {
             "--agent" => {
-                let name = words.value(typed, takes)?;
+                let agent = value(parser, name, takes)?;
                 self.agent = Some(
-                    Agent::from_name(name)
-                        .ok_or_else(|| format!("unknown agent `{name}`: use claude, gemini or codex"))?,
+                    Agent::from_name(&agent)
+                        .ok_or_else(|| format!("unknown agent `{agent}`: use claude, gemini or codex"))?,
                 );
             }
-            "--agent-arg" => self.agent_args.push(words.value(typed, takes)?.to_string()),
+            "--agent-arg" => self.agent_args.push(value(parser, name, takes)?),
             "--json" => self.json = true,
             "--help" | "-h" => self.help = true,
             "--backoff" => {
-                let text = words.value(typed, takes)?;
-                let secs = crate::support::duration::parse_seconds(text)
+                let text = value(parser, name, takes)?;
+                let secs = crate::support::duration::parse_seconds(&text)
                     .map_err(|e| format!("--backoff {text}: {e}"))?;
                 self.backoff = Some(Duration::from_secs(secs));
             }
-            "--resume" => self.resume = Some(words.optional_name(typed).unwrap_or_default().to_string()),
-            "--apply" => self.apply = Some(words.optional_name(typed).unwrap_or_default().to_string()),
-            flag @ ("--more" | "--more-time" | "--more-tokens") => {
-                more.push(format!("{flag} {}", words.value(typed, takes)?));
+            "--resume" => self.resume = Some(optional_name(parser)?),
+            "--apply" => self.apply = Some(optional_name(parser)?),
+            "--more" | "--more-time" | "--more-tokens" => {
+                more.push(format!("{name} {}", value(parser, name, takes)?));
             }
             "--parallel" => self.parallel = true,
-            name @ ("--no-sandbox" | "--require-strict") => {
+            "--no-sandbox" | "--require-strict" => {
                 let asked = if name == "--no-sandbox" { SandboxAsked::Off } else { SandboxAsked::Required };
                 if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
                     return Err("--no-sandbox and --require-strict contradict each other: give one".into());
@@ -253,22 +241,22 @@ impl RunOptions {
                 self.sandbox = asked;
             }
             "--attempts" => {
-                let text = words.value(typed, takes)?;
+                let text = value(parser, name, takes)?;
                 let most = super::attempts::MAX_ATTEMPTS;
                 self.attempts = Some(
-                    attempt_count(text)
+                    attempt_count(&text)
                         .ok_or_else(|| format!("--attempts {text}: give a number from 1 to {most}"))?,
                 );
             }
             "--attempt" => {
-                let text = words.value(typed, takes)?;
-                self.attempt = Some(attempt_count(text).ok_or_else(|| {
+                let text = value(parser, name, takes)?;
+                self.attempt = Some(attempt_count(&text).ok_or_else(|| {
                     format!("--attempt {text}: give the attempt's number, from 1 to --attempts K")
                 })?);
             }
-            "--run-id" => self.run_id = Some(words.value(typed, takes)?.to_string()),
-            "--remote" => self.remote = Some(words.value(typed, takes)?.to_string()),
-            "--pick" => self.pick = Some(words.value(typed, takes)?.to_string()),
+            "--run-id" => self.run_id = Some(value(parser, name, takes)?),
+            "--remote" => self.remote = Some(value(parser, name, takes)?),
+            "--pick" => self.pick = Some(value(parser, name, takes)?),
             other => return Err(format!("`{other}` is known but not read: please report it")),
         }
         Ok(())
@@ -280,25 +268,22 @@ fn attempt_count(text: &str) -> Option<u32> {
     text.parse::<u32>().ok().filter(|k| (1..=super::attempts::MAX_ATTEMPTS).contains(k))
 }
 
-/// A switch given a value (`--json=yes`) is refused rather than read as on or off.
-fn no_value(typed: &Typed<'_>) -> Result<(), String> {
-    match typed.inline {
-        Some(_) => Err(format!("{} takes no value: write just {}", typed.name, typed.name)),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::request::LoopRequest;
+    use crate::commands::request::{Flag, MAX_MAX_ITERATIONS, MAX_TASK_BYTES};
 
     fn parse(args: &[&str]) -> Result<RunOptions, String> {
         RunOptions::parse(args.iter().map(OsString::from).collect())
     }
 
     fn request(args: &[&str]) -> LoopRequest {
-        LoopRequest::parse(&parse(args).unwrap().loop_text).unwrap()
+        parse(args).unwrap().loop_request().unwrap()
+    }
+
+    /// Why the loop of a command line that parses is refused.
+    fn refused(args: &[&str]) -> RequestError {
+        parse(args).unwrap().loop_request().expect_err("refused")
     }
 
     #[test]
@@ -316,7 +301,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(options.task, "fix the tests");
-        assert_eq!(options.loop_text, r#""fix the tests" --verify "cargo test --lib""#);
+        let loop_request = options.loop_request().unwrap();
+        assert_eq!(
+            (loop_request.task.as_str(), loop_request.verify.as_deref()),
+            ("fix the tests", Some("cargo test --lib"))
+        );
         assert_eq!(options.agent, Some(Agent::Codex));
         assert_eq!(options.agent_args, ["-m"]);
         assert!(options.json);
@@ -331,7 +320,7 @@ mod tests {
             assert!(parse(&["t", "--attempts", bad]).is_err(), "--attempts {bad:?}");
         }
         let strict = parse(&["t", "--require-strict"]).unwrap();
-        assert_eq!((strict.sandbox, strict.loop_text.as_str()), (SandboxAsked::Required, "\"t\""));
+        assert_eq!((strict.sandbox, strict.loop_flags.is_empty()), (SandboxAsked::Required, true));
         assert_eq!(parse(&["t", "--no-sandbox"]).unwrap().sandbox, SandboxAsked::Off);
         assert!(parse(&["t", "--no-sandbox", "--require-strict"]).unwrap_err().contains("contradict"));
         assert_eq!(parse(&["--apply"]).unwrap().apply.as_deref(), Some(""));
@@ -392,7 +381,7 @@ mod tests {
             let options = parse(args).unwrap();
             assert_eq!(options.task, "fix it", "{args:?}");
             assert_eq!(options.agent_args, ["--model=x"], "{args:?}");
-            assert!(!options.loop_text.contains("model"), "{args:?}: {}", options.loop_text);
+            assert!(options.loop_flags.is_empty(), "{args:?}: {:?}", options.loop_flags);
         }
         let many = parse(&["t", "--agent-arg", "--json", "--agent-arg=-p"]).unwrap();
         assert_eq!(
@@ -452,5 +441,147 @@ mod tests {
         assert!(error.contains("--verify needs a value"), "{error}");
         assert!(parse(&["t", "--verify"]).unwrap_err().contains("--verify needs a value"));
         assert!(parse(&["t", "--verify="]).is_ok(), "an empty command is /for-loop's to refuse");
+    }
+
+    #[test]
+    fn a_loop_flag_takes_its_value_after_an_equals_sign_or_as_the_next_word() {
+        let spaced =
+            request(&["t", "--max-iterations", "4", "--verify", "make check", "--protect", "a b/**"]);
+        let joined = request(&["t", "--max-iterations=4", "--verify=make check", "--protect=a b/**"]);
+        assert_eq!(spaced, joined);
+        assert_eq!((joined.max_iterations, joined.verify.as_deref()), (4, Some("make check")));
+        assert_eq!(joined.protect, ["a b/**"]);
+        // A value is one word as the shell handed it over: nothing in it is unquoted again.
+        let quoted = request(&["t", "--verify", r#""cargo test""#, "--verify-timeout=5m"]);
+        assert_eq!((quoted.verify.as_deref(), quoted.verify_timeout_secs), (Some(r#""cargo test""#), 300));
+        let equals = request(&["t", "--verify", "a=b", "--completion-promise=x = y"]);
+        assert_eq!(
+            (equals.verify.as_deref(), equals.completion_promise.as_deref()),
+            (Some("a=b"), Some("x = y"))
+        );
+        // A value that starts with a dash but is no option is a value.
+        assert_eq!(request(&["t", "--verify", "-x"]).verify.as_deref(), Some("-x"));
+    }
+
+    #[test]
+    fn a_loop_flag_without_its_value_is_refused_saying_what_it_needs() {
+        for args in
+            [&["t", "--verify"][..], &["t", "--max-iterations", "--json"], &["t", "--scope", "--verify", "x"]]
+        {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains("needs a value: "), "{args:?}: {error}");
+        }
+        let error = parse(&["t", "--max-iterations"]).unwrap_err();
+        assert!(error.contains(&format!("a whole number from 1 to {MAX_MAX_ITERATIONS}")), "{error}");
+        assert_eq!(refused(&["t", "--verify="]), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(refused(&["t", "--verify", ""]), RequestError::MissingValue { flag: Flag::Verify });
+        assert_eq!(refused(&["t", "--scope", "  "]), RequestError::MissingValue { flag: Flag::Scope });
+        let error = parse(&["t", "--checkpoint=yes"]).unwrap_err();
+        assert!(error.contains("write just --checkpoint"), "{error}");
+        assert!(parse(&["t", "--verify", "a", "--verify=b"]).unwrap_err().contains("given twice"));
+        assert_eq!(request(&["t", "--scope", "a", "--scope=b"]).scope, ["a", "b"]);
+    }
+
+    #[test]
+    fn wrong_types_and_values_past_the_limits_are_refused_by_the_flag_table() {
+        let most = MAX_MAX_ITERATIONS.to_string();
+        assert_eq!(request(&["t", "--max-iterations", &most]).max_iterations, MAX_MAX_ITERATIONS);
+        for (args, flag, why) in [
+            (&["t", "--max-iterations", "abc"][..], Flag::MaxIterations, "give a whole number"),
+            (&["t", "--max-iterations=0"], Flag::MaxIterations, "no unlimited mode"),
+            (&["t", "--max-iterations", "10001"], Flag::MaxIterations, "the most is 10000"),
+            (&["t", "--max-iterations", "99999999999999999999"], Flag::MaxIterations, "from 1 to 10000"),
+            (&["t", "--max-same-failures", "1001"], Flag::MaxSameFailures, "the most is 1000"),
+            (&["t", "--verify-timeout", "2h"], Flag::VerifyTimeout, "(1h)"),
+            (&["t", "--max-time", "soon"], Flag::MaxTime, "give whole seconds"),
+            (&["t", "--max-tokens", "2G"], Flag::MaxTokens, ""),
+            (&["t", "--escalate", "4,2,6"], Flag::Escalate, "rising"),
+            (&["t", "--protect", "../x"], Flag::Protect, "inside the project"),
+        ] {
+            match refused(args) {
+                RequestError::BadValue { flag: got, why: said, .. } => {
+                    assert_eq!(got, flag, "{args:?}");
+                    assert!(said.contains(why), "{args:?}: {said}");
+                }
+                other => panic!("{args:?}: {other}"),
+            }
+        }
+        assert!(refused(&["t", "--target", "<= 5"]).to_string().contains("add --metric CMD"));
+    }
+
+    #[test]
+    fn an_unknown_loop_flag_is_refused_with_the_nearest_one() {
+        for (args, nearest) in [
+            (&["t", "--verfy", "true"][..], "--verify"),
+            (&["t", "--protec=x"], "--protect"),
+            (&["t", "--scopes", "src"], "--scope"),
+            (&["t", "--max-token", "5"], "--max-tokens"),
+            (&["t", "--story-iteration", "2"], "--story-iterations"),
+            (&["t", "--No-Tick"], "--no-tick"),
+        ] {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains(&format!("did you mean {nearest}?")), "{args:?}: {error}");
+        }
+        assert!(parse(&["t", "--protec=x"]).unwrap_err().starts_with("`--protec=x` is not an option"));
+    }
+
+    #[test]
+    fn flag_like_words_after_two_dashes_are_the_task() {
+        let after =
+            request(&["--verify", "true", "--", "explain", "--max-iterations", "3", "--verify=x", "-h"]);
+        assert_eq!(after.task, "explain --max-iterations 3 --verify=x -h");
+        assert_eq!((after.max_iterations, after.verify.as_deref()), (30, Some("true")));
+        let options = parse(&["--verify", "true", "--", "--", "--help"]).unwrap();
+        assert_eq!((options.task.as_str(), options.help), ("-- --help", false));
+        assert_eq!(request(&["a --verify b", "--verify", "c"]).task, "a --verify b");
+    }
+
+    #[test]
+    fn empty_and_huge_tasks_and_values() {
+        assert_eq!(refused(&[]), RequestError::EmptyTask);
+        assert_eq!(refused(&["", "  ", "--verify", "true"]), RequestError::EmptyTask);
+        assert_eq!(refused(&["\u{200b}"]), RequestError::EmptyTask);
+        let plan = request(&["--plan", "PLAN.md"]);
+        assert_eq!(plan.task, "Work through the stories of the plan PLAN.md, one at a time, in order.");
+        let huge = "x".repeat(MAX_TASK_BYTES + 1);
+        assert_eq!(refused(&[&huge]), RequestError::TaskTooLong(MAX_TASK_BYTES + 1));
+        let task = "x".repeat(MAX_TASK_BYTES);
+        assert_eq!(request(&[&task]).task.len(), MAX_TASK_BYTES);
+        let command = format!("echo {}", "y".repeat(1 << 20));
+        assert_eq!(request(&["t", "--verify", &command]).verify.as_deref(), Some(command.as_str()));
+        let glob = "a".repeat(2_000);
+        assert!(refused(&["t", "--scope", &glob]).to_string().contains("the most is 1024"));
+    }
+
+    #[test]
+    fn the_words_and_the_text_ask_for_the_same_loop() {
+        let words = request(&[
+            "fix the login",
+            "--verify",
+            "cargo test -p core",
+            "--max-iterations=5",
+            "--protect",
+            "tests/**",
+            "--checkpoint",
+            "--escalate",
+            "1,3,5",
+            "--max-time",
+            "45m",
+        ]);
+        let text = LoopRequest::parse(
+            r#"fix the login --verify "cargo test -p core" --max-iterations=5 --protect "tests/**" --checkpoint --escalate 1,3,5 --max-time 45m"#,
+        )
+        .unwrap();
+        assert_eq!(words, text);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = vec![OsString::from("t"), OsString::from("--verify"), OsString::from_vec(vec![0xff])];
+        assert!(RunOptions::parse(args).unwrap_err().contains("not UTF-8"));
+        let task = vec![OsString::from_vec(vec![b'a', 0xff])];
+        assert!(RunOptions::parse(task).unwrap_err().contains("not UTF-8"));
     }
 }

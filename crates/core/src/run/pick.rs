@@ -81,7 +81,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     let id = options.pick.as_deref().unwrap_or_default();
     let remote = options.remote.as_deref().unwrap_or(DEFAULT_REMOTE);
     let refuse = |what: String| Outcome::refused(format!("for-loop: run --pick {id}: {what}"));
-    let request = match LoopRequest::parse(&format!("pick {}", options.loop_text)) {
+    let request = match LoopRequest::checks_only(&options.loop_flags) {
         Ok(request) if request.metric.is_none() => request,
         Ok(_) => return refuse("a metric run has no verify to re-run; --pick judges by --verify".into()),
         Err(e) => return refuse(e.to_string()),

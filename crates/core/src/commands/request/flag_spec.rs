@@ -1,0 +1,409 @@
+//! The loop flags, one row each: the name, the value it takes and its limits, the default, and
+//! the help line.
+//!
+//! It is a table rather than a match per property so that a flag is added in one place: both
+//! front ends read their flags through it (`/for-loop`'s text in [`super::text`], `loop-hook
+//! run`'s words in [`super::args`]), the checks take their limits from it, and the usage texts
+//! print it ([`flag_lines`]). The docs' flag tables are tested against what it prints.
+
+use std::fmt;
+use std::fmt::Write as _;
+
+use super::{
+    DEFAULT_MAX_ITERATIONS, DEFAULT_VERIFY_TIMEOUT_SECS, MAX_MAX_ITERATIONS, MAX_METRIC_RUNS, MAX_RUN_SECS,
+    MAX_STREAK, MAX_VERIFY_TIMEOUT_SECS,
+};
+use crate::checks::review::DEFAULT_MAX_VETOES;
+use crate::checks::stall::{DEFAULT_ESCALATION, DEFAULT_MAX_SAME_FAILURES};
+use crate::metric::keep;
+
+/// One of the loop flags, named by its row in [`FLAGS`] (the order of the variants is the
+/// order of the rows, which a test holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flag {
+    Verify,
+    CompletionPromise,
+    MaxIterations,
+    VerifyTimeout,
+    Protect,
+    MaxSameFailures,
+    MaxTime,
+    MaxTokens,
+    Escalate,
+    Checkpoint,
+    Notify,
+    AllowTestEdits,
+    Plan,
+    StoryIterations,
+    NoTick,
+    Scope,
+    Review,
+    MaxVetoes,
+    RequireStrict,
+    Metric,
+    Target,
+    Direction,
+    Guard,
+    MetricRuns,
+    MinGain,
+    RefineAfter,
+    PivotAfter,
+    ParkAfterPivots,
+}
+
+impl Flag {
+    /// The flag's row of the table.
+    pub(crate) fn spec(self) -> &'static FlagSpec {
+        &FLAGS[self as usize]
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The flag spelt exactly `name` (`--verify`), if there is one.
+    pub(crate) fn named(name: &str) -> Option<Flag> {
+        FLAGS.iter().find(|spec| spec.name == name).map(|spec| spec.flag)
+    }
+
+    /// Every flag, in the table's order.
+    pub(crate) fn all() -> impl Iterator<Item = Flag> {
+        FLAGS.iter().map(|spec| spec.flag)
+    }
+
+    /// Flags that take no value.
+    pub(crate) fn is_switch(self) -> bool {
+        matches!(self.spec().value, Value::Switch)
+    }
+}
+
+impl fmt::Display for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a flag takes after its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// Nothing: the flag is given or not.
+    Switch,
+    /// A whole number from 1 to `most`.
+    Count { most: u32 },
+    /// A duration (`300`, `90s`, `5m`, `2h`) from one second to `most` seconds.
+    Duration { most: u64 },
+    /// A token count, with `k` or `M` for thousands or millions.
+    Tokens,
+    /// Three rising counts, comma-separated.
+    Rising,
+    /// A shell command, kept as written.
+    Command,
+    /// Text the flag's own check reads (a phrase, a glob, a comparison, a file); says what.
+    Text(&'static str),
+}
+
+impl Value {
+    /// What the value is, in words, limits included.
+    fn describe(self) -> String {
+        match self {
+            Value::Switch => "nothing: it is a switch".into(),
+            Value::Count { most } => format!("a whole number from 1 to {most}"),
+            Value::Duration { most } => format!("a duration from 1s to {}", short_duration(most)),
+            Value::Tokens => "a token count (k and M multiply)".into(),
+            Value::Rising => "three rising counts".into(),
+            Value::Command => "a command".into(),
+            Value::Text(what) => what.into(),
+        }
+    }
+}
+
+/// `3600` as `1h`, `300` as `5m`, `90` as `90s`.
+pub(crate) fn short_duration(secs: u64) -> String {
+    match secs {
+        s if s >= 3_600 && s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// What a flag is when it is not given, as the help and the docs show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Default {
+    /// Not set: `none` in the docs.
+    Unset,
+    /// A switch not given: `off` in the docs.
+    Off,
+    Number(u64),
+    Numbers(&'static [u32]),
+}
+
+impl Default {
+    /// The default as the help shows it after `default:`; `None` when it is unset or off.
+    pub(crate) fn shown(self) -> Option<String> {
+        match self {
+            Default::Unset | Default::Off => None,
+            Default::Number(n) => Some(n.to_string()),
+            Default::Numbers(ns) => Some(ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+        }
+    }
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlagSpec {
+    pub(crate) flag: Flag,
+    /// `--verify`.
+    pub(crate) name: &'static str,
+    /// What the value is called in the usage (`CMD`, `N`); empty for a switch.
+    pub(crate) placeholder: &'static str,
+    pub(crate) value: Value,
+    /// A value as a user would write it, for the hint when none is given.
+    pub(crate) example: &'static str,
+    /// Each time the flag is given adds a value (`--protect`, `--scope`).
+    pub(crate) repeatable: bool,
+    pub(crate) default: Default,
+    /// One sentence; each docs table that lists the flag begins its meaning with it (the
+    /// final period may give way to more of the sentence there).
+    pub(crate) help: &'static str,
+}
+
+impl FlagSpec {
+    const fn takes(flag: Flag, name: &'static str, placeholder: &'static str, value: Value) -> FlagSpec {
+        FlagSpec {
+            flag,
+            name,
+            placeholder,
+            value,
+            example: "",
+            repeatable: false,
+            default: Default::Unset,
+            help: "",
+        }
+    }
+
+    const fn switch(flag: Flag, name: &'static str) -> FlagSpec {
+        FlagSpec { default: Default::Off, ..FlagSpec::takes(flag, name, "", Value::Switch) }
+    }
+
+    const fn e_g(self, example: &'static str) -> FlagSpec {
+        FlagSpec { example, ..self }
+    }
+
+    const fn or(self, default: Default) -> FlagSpec {
+        FlagSpec { default, ..self }
+    }
+
+    const fn repeatable(self) -> FlagSpec {
+        FlagSpec { repeatable: true, ..self }
+    }
+
+    const fn help(self, help: &'static str) -> FlagSpec {
+        FlagSpec { help, ..self }
+    }
+
+    /// `--verify CMD`, or `--checkpoint` for a switch.
+    pub(crate) fn usage(&self) -> String {
+        if self.placeholder.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{} {}", self.name, self.placeholder)
+        }
+    }
+
+    /// What the flag needs after it, for a refusal that says what to type.
+    pub(crate) fn hint(&self) -> String {
+        let what = self.value.describe();
+        if self.example.is_empty() { what } else { format!("{what}, e.g. {} {}", self.name, self.example) }
+    }
+}
+
+/// Every loop flag. Limits and defaults come from the constants the checks use.
+pub(crate) const FLAGS: [FlagSpec; 28] = [
+    FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
+        .e_g("\"cargo test\"")
+        .help("Shell command that decides done."),
+    FlagSpec::takes(Flag::CompletionPromise, "--completion-promise", "TEXT", Value::Text("a phrase"))
+        .e_g("\"ALL DONE\"")
+        .help("The final message must also contain <promise>TEXT</promise>."),
+    FlagSpec::takes(Flag::MaxIterations, "--max-iterations", "N", Value::Count { most: MAX_MAX_ITERATIONS })
+        .e_g("30")
+        .or(Default::Number(DEFAULT_MAX_ITERATIONS as u64))
+        .help("The agent gets at most N turns: the first, plus N−1 re-injections."),
+    FlagSpec::takes(
+        Flag::VerifyTimeout,
+        "--verify-timeout",
+        "SECS",
+        Value::Duration { most: MAX_VERIFY_TIMEOUT_SECS },
+    )
+    .e_g("300 (or 5m)")
+    .or(Default::Number(DEFAULT_VERIFY_TIMEOUT_SECS))
+    .help("After this long, verify's whole process group is killed and the turn counts as failed (\"timed out\")."),
+    FlagSpec::takes(Flag::Protect, "--protect", "PATH_OR_GLOB", Value::Text("a path or glob"))
+        .e_g("\"tests/**\"")
+        .repeatable()
+        .help("More files that belong to the check."),
+    FlagSpec::takes(Flag::MaxSameFailures, "--max-same-failures", "K", Value::Count { most: MAX_STREAK })
+        .e_g("8")
+        .or(Default::Number(DEFAULT_MAX_SAME_FAILURES as u64))
+        .help("Parks the loop after K identical failures in a row, or after K stops in a row with no change in the working tree."),
+    FlagSpec::takes(Flag::MaxTime, "--max-time", "DURATION", Value::Duration { most: MAX_RUN_SECS })
+        .e_g("45m")
+        .help("A wall-clock budget (45m, 2h)."),
+    FlagSpec::takes(Flag::MaxTokens, "--max-tokens", "N", Value::Tokens)
+        .e_g("2000000 (or 2M, 500k)")
+        .help("A token budget (2000000, 500k, 2M) for the session's model usage since the loop started."),
+    FlagSpec::takes(Flag::Escalate, "--escalate", "A,B,C", Value::Rising)
+        .e_g("2,4,6")
+        .or(Default::Numbers(&DEFAULT_ESCALATION))
+        .help("At how many identical failures in a row the re-injection adds a note (A), asks for three hypotheses (B), and says to go back to the requirement (C)."),
+    FlagSpec::switch(Flag::Checkpoint, "--checkpoint")
+        .help("After each iteration, snapshots the working tree to refs/for-loop/<loop id>/<n> (git only)."),
+    FlagSpec::takes(Flag::Notify, "--notify", "CMD", Value::Command)
+        .e_g("'notify-send \"$FOR_LOOP_SUMMARY\"'")
+        .help("Shell command run when the loop ends or parks (including /cancel-loop)."),
+    FlagSpec::switch(Flag::AllowTestEdits, "--allow-test-edits").help("The task itself changes or removes tests."),
+    FlagSpec::takes(Flag::Plan, "--plan", "FILE", Value::Text("a Markdown checklist or a prd.json"))
+        .e_g("PLAN.md")
+        .help("Works through the stories of a Markdown checklist or a prd.json, one at a time."),
+    FlagSpec::takes(
+        Flag::StoryIterations,
+        "--story-iterations",
+        "K",
+        Value::Count { most: MAX_MAX_ITERATIONS },
+    )
+    .e_g("8")
+    .help("With --plan: parks the loop when one story has taken K stops without its check passing."),
+    FlagSpec::switch(Flag::NoTick, "--no-tick").help(
+        "With --plan: leaves the plan's boxes as you wrote them instead of ticking each story as it passes.",
+    ),
+    FlagSpec::takes(Flag::Scope, "--scope", "GLOB", Value::Text("a path or glob the model may change"))
+        .e_g("\"src/**\"")
+        .repeatable()
+        .help("The files the model may change."),
+    FlagSpec::takes(
+        Flag::Review,
+        "--review",
+        "CMD",
+        Value::Text("a command exiting 0 to approve, or claude, codex or gemini"),
+    )
+    .e_g("\"sh review.sh\"")
+    .help("A reviewer run after a passing check, with the change as JSON on its stdin: exit 0 approves, anything else vetoes."),
+    FlagSpec::takes(Flag::MaxVetoes, "--max-vetoes", "N", Value::Count { most: MAX_STREAK })
+        .e_g("3")
+        .or(Default::Number(DEFAULT_MAX_VETOES as u64))
+        .help("Vetoes in a row without an approval after which the loop is parked."),
+    FlagSpec::switch(Flag::RequireStrict, "--require-strict")
+        .help("Refuses to start a loop outside the strict tier."),
+    FlagSpec::takes(Flag::Metric, "--metric", "CMD", Value::Text("a command that prints a number"))
+        .e_g("\"sh bench.sh\"")
+        .help("The command whose output gives the number."),
+    FlagSpec::takes(Flag::Target, "--target", "COMPARISON", Value::Text("a comparison"))
+        .e_g("\"<= 120\"")
+        .help("When the loop is done (<= 120); sets the direction."),
+    FlagSpec::takes(
+        Flag::Direction,
+        "--direction",
+        "min|max",
+        Value::Text("min (lower is better) or max (higher is better)"),
+    )
+    .e_g("min")
+    .help("Which way is better, when there is no target."),
+    FlagSpec::takes(
+        Flag::Guard,
+        "--guard",
+        "CMD",
+        Value::Text("a command that must pass for a change to be kept"),
+    )
+    .e_g("\"cargo test\"")
+    .help("A command that must pass, with verify, for a change to be kept."),
+    FlagSpec::takes(Flag::MetricRuns, "--metric-runs", "N", Value::Count { most: MAX_METRIC_RUNS })
+        .e_g("5")
+        .or(Default::Number(keep::DEFAULT_METRIC_RUNS as u64))
+        .help("Runs per measurement; the median counts."),
+    FlagSpec::takes(Flag::MinGain, "--min-gain", "X", Value::Text("a number or a percentage"))
+        .e_g("1%")
+        .or(Default::Number(0))
+        .help("How much a change must beat the best by: a number, or a percentage such as 1%."),
+    FlagSpec::takes(Flag::RefineAfter, "--refine-after", "N", Value::Count { most: MAX_STREAK })
+        .e_g("3")
+        .or(Default::Number(keep::DEFAULT_REFINE_AFTER as u64))
+        .help("Discards in a row before a \"refine\" note."),
+    FlagSpec::takes(Flag::PivotAfter, "--pivot-after", "N", Value::Count { most: MAX_STREAK })
+        .e_g("5")
+        .or(Default::Number(keep::DEFAULT_PIVOT_AFTER as u64))
+        .help("Discards in a row before a \"pivot\" note."),
+    FlagSpec::takes(Flag::ParkAfterPivots, "--park-after-pivots", "N", Value::Count { most: MAX_STREAK })
+        .e_g("3")
+        .or(Default::Number(keep::DEFAULT_PARK_AFTER_PIVOTS as u64))
+        .help("Pivots without a keep before the loop is parked."),
+];
+
+/// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.
+/// The docs test reads these lines from the binary's help, so their shape is kept plain.
+pub(crate) fn flag_lines() -> String {
+    let width = FLAGS.iter().map(|spec| spec.usage().chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for spec in &FLAGS {
+        let _ = write!(out, "  {:width$}  {}", spec.usage(), spec.help);
+        if let Some(default) = spec.default.shown() {
+            let _ = write!(out, " [default: {default}]");
+        }
+        if spec.repeatable {
+            out.push_str(" [repeatable]");
+        }
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_flag_names_its_own_row() {
+        for (row, spec) in FLAGS.iter().enumerate() {
+            assert_eq!(spec.flag as usize, row, "{} is out of order", spec.name);
+            assert_eq!(Flag::named(spec.name), Some(spec.flag));
+        }
+    }
+
+    #[test]
+    fn every_row_is_complete_and_plain() {
+        for spec in &FLAGS {
+            assert!(spec.name.starts_with("--") && !spec.help.is_empty(), "{spec:?}");
+            assert!(!spec.help.contains(" ["), "{}: ` [` begins the help's notes", spec.name);
+            assert_eq!(spec.flag.is_switch(), spec.placeholder.is_empty(), "{}", spec.name);
+            assert_eq!(spec.flag.is_switch(), spec.example.is_empty(), "{}", spec.name);
+            assert_eq!(spec.flag.is_switch(), spec.default == Default::Off, "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn limits_and_defaults_come_from_the_constants() {
+        let max = Flag::MaxIterations.spec();
+        assert_eq!(max.value, Value::Count { most: MAX_MAX_ITERATIONS });
+        assert_eq!(
+            max.hint(),
+            format!("a whole number from 1 to {MAX_MAX_ITERATIONS}, e.g. --max-iterations 30")
+        );
+        assert_eq!(
+            Flag::VerifyTimeout.spec().hint(),
+            "a duration from 1s to 1h, e.g. --verify-timeout 300 (or 5m)"
+        );
+        assert_eq!(Flag::Escalate.spec().default.shown().as_deref(), Some("2,4,6"));
+        assert_eq!(Flag::Checkpoint.spec().hint(), "nothing: it is a switch");
+        let lines = flag_lines();
+        assert!(lines.contains(&format!("re-injections. [default: {DEFAULT_MAX_ITERATIONS}]")), "{lines}");
+        assert_eq!(lines.lines().count(), FLAGS.len());
+    }
+
+    #[test]
+    fn durations_are_shown_in_their_largest_whole_unit() {
+        assert_eq!(short_duration(3_600), "1h");
+        assert_eq!(short_duration(7 * 24 * 3_600), "168h");
+        assert_eq!(short_duration(300), "5m");
+        assert_eq!(short_duration(90), "90s");
+    }
+}
