@@ -320,7 +320,7 @@ fn new_state(
             tier: Some(tier.line()),
             last_reply: None,
             // What decides whether the hooks run at all, for the guard to compare with.
-            host_config: (options.host.unwrap_or_default() == crate::host::Host::ClaudeCode)
+            host_config: (options.host.unwrap_or_default().hook_settings_can_be_watched())
                 .then(|| crate::host::config_watch::snapshot(env, cwd)),
         },
         task: request.task.clone(),

@@ -81,7 +81,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
                 response = judged();
             }
             let response = crate::provenance::confirmation::tell(response, unconfirmed);
-            if host == Host::CopilotCli
+            if host.caps_blocks_in_a_row()
                 && let Some(reason) = &response.block
             {
                 crate::hook::copilot_block::remember_block(env, &event.session_id, reason);
