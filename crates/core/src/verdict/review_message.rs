@@ -125,7 +125,7 @@ fn one_line(findings: &str) -> String {
 /// The reviewer's part in the verdict, through [`crate::verdict::decision::decide`].
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::path::Path;
+    use std::sync::LazyLock;
     use std::time::Duration;
 
     use super::*;
@@ -136,7 +136,7 @@ pub(crate) mod tests {
     use crate::store::state::Status;
     use crate::store::state::tests::sample;
     use crate::verdict::decision::{Decision, Verdict, awaits_review, decide};
-    use crate::verdict::facts::StopFacts;
+    use crate::verdict::facts::{LoopFiles, StopFacts};
 
     fn reviewed(max_vetoes: u32) -> LoopState {
         let mut state = sample();
@@ -169,6 +169,12 @@ pub(crate) mod tests {
         }
     }
 
+    static FILES: LazyLock<LoopFiles> = LazyLock::new(|| LoopFiles {
+        state: "/state/state.md".into(),
+        ledger: "/state/ledger.jsonl".into(),
+        originals: "/state/oracle".into(),
+    });
+
     /// A stop whose check ran as `verify`, with the reviewer's `review`.
     pub(crate) fn facts<'a>(verify: &'a VerifyOutcome, review: Option<&'a ReviewOutcome>) -> StopFacts<'a> {
         StopFacts {
@@ -176,8 +182,7 @@ pub(crate) mod tests {
             verify: Some(verify),
             verify_not_run: None,
             now: "2026-11-22T03:12:03Z".parse().unwrap(),
-            state_path: Path::new("/state/state.md"),
-            ledger_path: Path::new("/state/ledger.jsonl"),
+            files: &FILES,
             oracle_changes: &[],
             tree: None,
             files_changed: Some(&[]),

@@ -20,7 +20,7 @@ use crate::store::incident::Incident;
 use crate::store::state::{LoopState, Status};
 use crate::support::environment::Environment;
 use crate::verdict::decision;
-use crate::verdict::facts::StopFacts;
+use crate::verdict::facts::{LoopFiles, StopFacts};
 use crate::worktree::{self, WorkTree};
 
 /// Hosts may write the transcript's last lines after the hook starts; one retry after this.
@@ -49,6 +49,8 @@ pub(super) struct Gathered {
     checkpoint_commit: Option<String>,
     /// The change since the start against the loop's scope, where the verdict needs it.
     scope: Option<crate::checks::scope::ScopeCheck>,
+    /// The loop's files, in the words the verdict shows them.
+    files: LoopFiles,
 }
 
 impl Gathered {
@@ -129,6 +131,7 @@ impl Gathered {
             after_verify: super::after_verify::AfterVerify::default(),
             checkpoint_commit,
             scope: None,
+            files: LoopFiles::default(),
         }
     }
 
@@ -149,8 +152,13 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::at(state, event, &sandbox);
+        gathered.files = LoopFiles {
+            state: paths.state.display().to_string(),
+            ledger: paths.ledger.display().to_string(),
+            originals: paths.dir.join("oracle").display().to_string(),
+        };
         // Before the reviewer: a pass outside the scope does not count, so it is never reviewed.
-        let facts = gathered.facts(paths, event, env, &[]);
+        let facts = gathered.facts(event, env, &[]);
         let checkpoint = gathered.checkpoint_commit.as_deref();
         // The store (and its armed marker) may sit inside the work tree: its files are ours.
         let store: Vec<&std::path::Path> =
@@ -160,7 +168,7 @@ impl Gathered {
         gathered.after_verify = super::after_verify::AfterVerify::run(
             env,
             state,
-            gathered.facts(paths, event, env, &[]),
+            gathered.facts(event, env, &[]),
             &gathered.worktree,
             &sandbox,
         );
@@ -181,7 +189,7 @@ impl Gathered {
         event: &StopEvent,
         env: &Environment,
     ) {
-        let facts = self.facts(paths, event, env, &[]);
+        let facts = self.facts(event, env, &[]);
         let ends =
             matches!(decision::status_after(decision::code(state, &facts)), Status::Ended | Status::Parked);
         let passed = self.verify.as_ref().is_some_and(VerifyOutcome::passed);
@@ -210,7 +218,6 @@ impl Gathered {
     /// The facts `decide` reads, with `incidents` and the forged stops of this loop.
     pub(super) fn facts<'a>(
         &'a self,
-        paths: &'a LoopPaths,
         event: &StopEvent,
         env: &Environment,
         incidents: &'a [Incident],
@@ -220,8 +227,7 @@ impl Gathered {
             verify: self.verify.as_ref(),
             verify_not_run: self.verify_not_run.as_deref(),
             now: env.now,
-            state_path: &paths.state,
-            ledger_path: &paths.ledger,
+            files: &self.files,
             oracle_changes: &self.oracle_changes,
             tree: self.tree.as_deref(),
             files_changed: self.files_changed.as_deref(),

@@ -185,7 +185,7 @@ fn decide(
     let facts = StopFacts {
         reply: seen.reply(),
         detector_gave_way: seen.gave_way,
-        ..gathered.facts(paths, event, env, &opened.incidents)
+        ..gathered.facts(event, env, &opened.incidents)
     };
     // Forged stops are counted only for the receipt of a loop that ends or parks here.
     let forged_stops = match decision::status_after(decision::code(state, &facts)) {
