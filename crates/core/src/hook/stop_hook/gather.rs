@@ -80,11 +80,11 @@ impl Gathered {
             (Some(metric), Some(progress)) => {
                 let timeout = Duration::from_secs(settings.verify_timeout_secs);
                 // A command that cannot run at all measures nothing: never a keep.
-                let (guard, guard_not_run) = match measure::guard(metric, cwd, timeout, sandbox) {
+                let (guard, guard_not_run) = match measure::run_guard(metric, cwd, timeout, sandbox) {
                     Ok(guard) => (guard, None),
                     Err(e) => (None, Some(format!("the guard could not run: {e}"))),
                 };
-                let mut measured = match measure::measure(metric, None, cwd, timeout, sandbox) {
+                let mut measured = match measure::run_metric(metric, None, cwd, timeout, sandbox) {
                     Ok(measurement) => measurement.measured,
                     Err(e) => Measured::Failed(format!("it could not run: {e}")),
                 };
