@@ -17,7 +17,7 @@ use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::support::duration::human;
 use crate::verdict::facts::{LoopFiles, StopFacts};
-use crate::verdict::reinjection::Reinjection;
+use crate::verdict::reinjection::{Finding, Reinjection};
 
 /// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
 /// are paragraphs about the tests behind the check, shown before verify's output.
@@ -27,7 +27,7 @@ pub(crate) fn reinjection(
     facts: &StopFacts<'_>,
     sections: &[String],
 ) -> String {
-    let (failed, advice) = verdict_and_advice(state, code, facts);
+    let finding = finding(state, code, facts);
     let show_output =
         matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
     let mut notices = loop_notices(facts);
@@ -37,9 +37,9 @@ pub(crate) fn reinjection(
         files: facts.files,
         headline: iteration_line(state),
         notices,
-        failed,
+        failed: finding.said,
         output: facts.verify.filter(|o| show_output && !o.passed()),
-        rules: closing_advice(state, advice),
+        rules: closing_advice(state, finding.advice),
     }
     .to_string()
 }
@@ -80,9 +80,9 @@ fn loop_notices(facts: &StopFacts<'_>) -> Vec<String> {
     notices
 }
 
-/// What this stop's check said, for the status, and what to do about it (empty when the status
-/// says it all).
-fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> (String, String) {
+/// What this stop's check said, for the status, and what to do about it (each empty when a
+/// notice says it all).
+fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Finding {
     let settings = &state.meta.settings;
     let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     match (code, facts.verify) {
@@ -93,36 +93,33 @@ fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>
         (ReasonCode::VerifyNotRun, _) => {
             not_run(verify, facts.verify_not_run.unwrap_or("it could not be started"), &state.meta.cwd)
         }
-        (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
+        (ReasonCode::PromiseMissing, _) => Finding::said(promise_missing(state)),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
         (ReasonCode::OutOfScope, _) => crate::verdict::scope_message::outside(state, facts.scope),
         // The story's paragraph is one of the sections.
         (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
-            (String::new(), crate::verdict::plan_message::advice())
+            Finding::new("", crate::verdict::plan_message::advice())
         }
         // The shortfall is one of the sections.
-        (ReasonCode::TestsDropped, _) => (String::new(), String::new()),
+        (ReasonCode::TestsDropped, _) => Finding::default(),
         (ReasonCode::OracleChanged, _) => {
             let said = if settings.verify.is_some() {
                 "\nVerify passed, but that does not count while the check itself is changed.\n"
             } else {
                 ""
             };
-            (said.to_string(), String::new())
+            Finding::said(said)
         }
-        _ => (
-            format!(
-                "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
-                 Review your work against the task and keep improving it.\n",
-                settings.max_iterations
-            ),
-            String::new(),
-        ),
+        _ => Finding::said(format!(
+            "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
+             Review your work against the task and keep improving it.\n",
+            settings.max_iterations
+        )),
     }
 }
 
-fn timed_out(verify: &str, timeout_secs: u64) -> (String, String) {
-    (
+fn timed_out(verify: &str, timeout_secs: u64) -> Finding {
+    Finding::new(
         format!(
             "\nVerify `{verify}` did not finish within {timeout_secs} s and was stopped. \
              The output it had printed:\n"
@@ -134,8 +131,8 @@ fn timed_out(verify: &str, timeout_secs: u64) -> (String, String) {
     )
 }
 
-fn failed(verify: &str, outcome: &VerifyOutcome) -> (String, String) {
-    (
+fn failed(verify: &str, outcome: &VerifyOutcome) -> Finding {
+    Finding::new(
         format!(
             "\nVerify `{verify}` failed: {} after {}. Its output:\n",
             outcome.describe(),
@@ -148,8 +145,8 @@ fn failed(verify: &str, outcome: &VerifyOutcome) -> (String, String) {
     )
 }
 
-fn not_run(verify: &str, why: &str, cwd: &Path) -> (String, String) {
-    (
+fn not_run(verify: &str, why: &str, cwd: &Path) -> Finding {
+    Finding::new(
         format!("\nVerify `{verify}` could not run: {why}. A check that does not run does not pass.\n"),
         format!(
             "To finish: make it possible for `{verify}` to run again in {} (if the directory was moved or \

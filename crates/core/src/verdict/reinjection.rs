@@ -38,6 +38,28 @@ pub(crate) struct Reinjection<'a> {
     pub(crate) rules: String,
 }
 
+/// What one kind of stop says in the prompt: what its check said, and what to do about it. The
+/// verify, review and scope words each fill one in; the loop's own words add the streaks'
+/// advice and the way out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// What the check said, for the status under the notices; empty when a notice says it all.
+    pub(crate) said: String,
+    /// What to do about it, ahead of the way out; empty when the way out is all there is.
+    pub(crate) advice: String,
+}
+
+impl Finding {
+    pub(crate) fn new(said: impl Into<String>, advice: impl Into<String>) -> Finding {
+        Finding { said: said.into(), advice: advice.into() }
+    }
+
+    /// A finding with nothing to add to the way out.
+    pub(crate) fn said(said: impl Into<String>) -> Finding {
+        Finding { said: said.into(), advice: String::new() }
+    }
+}
+
 impl Reinjection<'_> {
     /// The task as the user gave it, or where to read it when repeating it would leave the
     /// check's output less than its minimum room beside the `rest` of the prompt.

@@ -8,6 +8,7 @@
 use crate::checks::review::{ReviewOutcome, ReviewSettings};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
+use crate::verdict::reinjection::Finding;
 
 /// A receipt names this many characters of the last findings.
 const RECEIPT_FINDINGS_CHARS: usize = 300;
@@ -34,7 +35,7 @@ pub(crate) fn start_line(review: &ReviewSettings, timeout_secs: u64) -> String {
 
 /// What the re-injection says at a veto, and what to do about it. `state` is the loop after
 /// this stop; `review` is `None` when the reviewer did not run although the check passed.
-pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> (String, String) {
+pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> Finding {
     let settings = &state.meta.settings;
     let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     let (command, max) = settings.review.as_ref().map_or(("", 0), |r| (r.command.as_str(), r.max_vetoes));
@@ -65,7 +66,7 @@ pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> (String
          your turn. The reviewer can only block: it never passes a failing check, and after {max} vetoes \
          without an approval the loop is parked for the user."
     );
-    (said, advice)
+    Finding::new(said, advice)
 }
 
 /// The user's status line at a veto, after `for-loop 3/30 · `.
