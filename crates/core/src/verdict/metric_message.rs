@@ -143,3 +143,100 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode) -> Option<String> {
         _ => None,
     }
 }
+
+/// A metric loop's re-injection, through [`crate::verdict::decision::decide`].
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::checks::capture::Captured;
+    use crate::checks::oracle_change::{ChangeKind, OracleChange};
+    use crate::checks::verify::VerifyOutcome;
+    use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
+    use crate::store::state::LoopState;
+    use crate::store::state::tests::sample;
+    use crate::verdict::decision::{Verdict, decide};
+    use crate::verdict::facts::StopFacts;
+    use crate::verdict::review_message::tests::facts;
+
+    fn metric_loop(guard: Option<&str>) -> LoopState {
+        let mut state = sample();
+        state.meta.settings.verify = None;
+        let mut settings = crate::metric::keep::tests::settings();
+        settings.guard = guard.map(str::to_string);
+        state.meta.settings.metric = Some(settings);
+        state.meta.metric = Some(MetricProgress::at_baseline(&[131.0], Some("ms".into())));
+        state
+    }
+
+    fn run(exit: i32, output: &str) -> VerifyOutcome {
+        let mut captured = Captured::default();
+        captured.push(output.as_bytes());
+        VerifyOutcome {
+            exit_code: Some(exit),
+            signal: None,
+            timed_out: false,
+            untrusted: None,
+            duration: Duration::from_secs(1),
+            output: captured,
+        }
+    }
+
+    fn reason(state: &LoopState, facts: StopFacts<'_>) -> String {
+        match decide(state, facts).verdict {
+            Verdict::Block { reason } => reason,
+            Verdict::Allow => panic!("expected a block"),
+        }
+    }
+
+    #[test]
+    fn a_changed_check_is_named_in_words_not_by_its_rust_name() {
+        let state = metric_loop(None);
+        let attempt = MetricFacts {
+            measured: Measured::Value { value: 100.0, name: Some("ms".into()) },
+            guard: None,
+            summary: "bench.sh: 1 line".into(),
+        };
+        let changes = [
+            OracleChange { path: "bench.sh".into(), kind: ChangeKind::ChangedDuringVerify },
+            OracleChange { path: "data.txt".into(), kind: ChangeKind::Modified },
+        ];
+        let unused = run(0, "");
+        let shown = reason(
+            &state,
+            StopFacts {
+                verify: None,
+                metric: Some(&attempt),
+                oracle_changes: &changes,
+                ..facts(&unused, None)
+            },
+        );
+        assert!(
+            shown.contains("were changed (bench.sh (changed while verify ran), data.txt (modified));"),
+            "{shown}"
+        );
+        assert!(!shown.contains("changedduringverify"), "{shown}");
+    }
+
+    #[test]
+    fn a_failed_guard_shows_its_output_in_a_fence_it_cannot_close() {
+        let state = metric_loop(Some("sh guard.sh"));
+        let guard = run(1, "guard says no\n```\n");
+        let attempt = MetricFacts {
+            measured: Measured::Value { value: 100.0, name: Some("ms".into()) },
+            guard: Some(guard),
+            summary: "bench.sh: 1 line".into(),
+        };
+        let unused = run(0, "");
+        let shown =
+            reason(&state, StopFacts { verify: None, metric: Some(&attempt), ..facts(&unused, None) });
+        assert!(
+            shown.contains(
+                "`sh guard.sh` failed (exit 1); correctness comes first. Its output:\n\n````text\nguard says no\n```\n````\n"
+            ),
+            "{shown}"
+        );
+        assert!(shown.starts_with("fix the login"), "the task comes first: {shown}");
+        assert!(shown.ends_with("Do not change the metric command or the files it runs."), "{shown}");
+    }
+}
