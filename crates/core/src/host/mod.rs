@@ -299,6 +299,31 @@ mod tests {
     use super::*;
     use crate::host::event::parse_object;
 
+    /// The hosts that have a capability, in [`Host::ALL`]'s order.
+    fn having(capability: fn(Host) -> bool) -> Vec<&'static str> {
+        Host::ALL.iter().copied().filter(|host| capability(*host)).map(Host::name).collect()
+    }
+
+    #[test]
+    fn each_capability_belongs_to_the_hosts_that_have_it() {
+        assert_eq!(having(Host::offers_strict_tier), ["claude-code"]);
+        assert_eq!(having(Host::caps_blocks_in_a_row), ["copilot-cli"]);
+        assert_eq!(having(Host::resubmits_block_reason_as_prompt), ["copilot-cli"]);
+        assert_eq!(having(Host::prompt_hook_answers_in_place), ["copilot-cli"]);
+        assert_eq!(having(Host::confirms_commands_from_transcript), ["claude-code"]);
+        assert_eq!(having(Host::skips_untrusted_hooks), ["codex"]);
+        assert_eq!(having(Host::hook_settings_can_be_watched), ["claude-code"]);
+        let starts: Vec<(&str, &str)> =
+            Host::ALL.iter().map(|h| (h.commands().start, h.commands().rollback)).collect();
+        assert_eq!(starts[0], ("/for-loop", "/for-loop:rollback"));
+        assert_eq!(
+            starts[3],
+            ("$for-loop", "`loop-hook rollback` in a terminal"),
+            "Codex has no slash commands"
+        );
+        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || *s == starts[0]), "{starts:?}");
+    }
+
     #[test]
     fn names_round_trip() {
         for host in Host::ALL {
