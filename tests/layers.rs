@@ -499,3 +499,124 @@ fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
     assert_eq!(io.len(), 1, "{io:#?}");
     assert!(io[0].starts_with("verdict/decision.rs:1:"), "{io:#?}");
 }
+
+/// Lines outside `host/` that compare a `Host` with one of its variants (`==`, `!=`,
+/// `matches!`, a match arm, a `let` pattern): the loop asks the host what it can do, by a method
+/// that names the capability, and never learns which host it is. Naming a variant to build a
+/// value (parsing `--host`, a test) is fine; test modules are not read.
+fn host_comparisons(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| layer(&s.module) != "host") {
+        for (index, raw) in source.text.lines().enumerate() {
+            if raw.trim() == "#[cfg(test)]" {
+                break;
+            }
+            let line = code_of(raw);
+            if host_variants_at(line).into_iter().any(|at| compares_at(line, at)) {
+                out.push(format!(
+                    "{}:{}: the loop compares a host; ask the host through a method of `Host` in host/mod.rs \
+                     that names what it can do\n    {}",
+                    source.file,
+                    index + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Where each `Host::<Variant>` starts and ends in `line` (a variant is CamelCase: `Host::ALL`
+/// and `Host::from_name` are not).
+fn host_variants_at(line: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = line[from..].find("Host::").map(|at| from + at) {
+        let before = line[..at].chars().last();
+        let name_start = at + "Host::".len();
+        let name_len = line[name_start..]
+            .find(|c: char| !c.is_alphanumeric() && c != '_')
+            .unwrap_or(line.len() - name_start);
+        let name = &line[name_start..name_start + name_len];
+        let camel = name.starts_with(|c: char| c.is_ascii_uppercase())
+            && name.chars().any(|c| c.is_ascii_lowercase());
+        if camel && !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            found.push((at, name_start + name_len));
+        }
+        from = name_start;
+    }
+    found
+}
+
+/// Whether the variant at `start..end` of `line` is compared or matched rather than built.
+fn compares_at(line: &str, (start, end): (usize, usize)) -> bool {
+    // `crate::host::Host::X` compares as `Host::X` does: its path is set aside.
+    let before =
+        line[..start].trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ':').trim_end();
+    let after = line[end..].trim_start();
+    let compared = before.ends_with("==")
+        || before.ends_with("!=")
+        || after.starts_with("==")
+        || after.starts_with("!=");
+    let in_matches = line[..start].contains("matches!(");
+    // A match arm's pattern stands before its `=>`; a value built in the arm stands after it.
+    let in_arm = after.contains("=>");
+    // `if let PATTERN = value`: the pattern stands between `let` and the first lone `=`.
+    let in_let = line[..start].contains("let ") && {
+        let tail = &line[end..];
+        tail.match_indices('=').any(|(i, _)| {
+            let next = tail[i + 1..].chars().next();
+            let prev = tail[..i].chars().last();
+            next != Some('=') && next != Some('>') && !matches!(prev, Some('=' | '!' | '<' | '>'))
+        }) && !line[..start].contains('=')
+    };
+    compared || in_matches || in_arm || in_let
+}
+
+#[test]
+fn no_host_is_compared_outside_the_host_layer() {
+    let problems = host_comparisons(&sources(&core_src()));
+    assert!(
+        problems.is_empty(),
+        "{} host comparisons outside host/:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// The check above would pass on a reader that sees nothing; this shows it sees each form.
+#[test]
+fn the_reader_catches_each_form_of_host_comparison_and_lets_a_built_value_be() {
+    let sources = vec![
+        source("hook::a", "fn f(host: Host) -> bool { host == Host::CopilotCli }\n"),
+        source("hook::b", "fn f(h: Host) { if Host::Codex != h {} }\n"),
+        source("hook::c", "fn f(h: Host) -> bool { matches!(h, Host::Cursor | Host::Codex) }\n"),
+        source(
+            "hook::d",
+            "fn f(h: Host) -> u8 {\n    match h {\n        Host::ClaudeCode => 1,\n        _ => 2,\n    }\n}\n",
+        ),
+        source("hook::e", "fn f(h: Host) { if let (true, Host::GeminiCli) = (true, h) {} }\n"),
+        source("hook::f", "fn f(h: Host) { if state.meta.host == crate::host::Host::ClaudeCode {} }\n"),
+        source(
+            "cli",
+            "fn f() -> Host {\n    let host = Host::ClaudeCode;\n    let all = Host::ALL;\n    Host::from_name(\"codex\").unwrap_or(Host::Codex)\n}\n",
+        ),
+        source(
+            "commands::x",
+            "fn f(o: Opt) -> Host {\n    match o {\n        Opt::A => Host::Cursor,\n    }\n}\n",
+        ),
+        source("host", "fn f(h: Host) -> bool { h == Host::ClaudeCode }\n"),
+        source(
+            "hook::g",
+            "fn g() {}\n#[cfg(test)]\nmod tests {\n    fn t(h: Host) { assert!(h == Host::Codex); }\n}\n",
+        ),
+    ];
+    let found = host_comparisons(&sources);
+    let files: Vec<&str> = found.iter().map(|p| p.split(':').next().unwrap()).collect();
+    assert_eq!(
+        files,
+        ["hook/a.rs", "hook/b.rs", "hook/c.rs", "hook/d.rs", "hook/e.rs", "hook/f.rs"],
+        "{found:#?}"
+    );
+    assert!(found[3].starts_with("hook/d.rs:3:"), "{found:#?}");
+}

@@ -85,7 +85,7 @@ impl LastLine {
 /// Runs `agent`'s CLI (`program`, or why it was not found) as a reviewer of `input`, with
 /// `spec`'s directory, deadline and sandbox and `env` added to its environment. Never fails: a
 /// reviewer that cannot run vetoes.
-pub(crate) fn review(
+pub(crate) fn ask_reviewer_agent(
     agent: Agent,
     program: Result<&Path, &str>,
     spec: &VerifySpec,
@@ -220,7 +220,7 @@ mod tests {
             verify: VerifySeen::of("cargo test", &verified),
             change: &change,
         };
-        review(agent, program, &spec, &input, vec![("REVIEW_VAR", "kept".into())])
+        ask_reviewer_agent(agent, program, &spec, &input, vec![("REVIEW_VAR", "kept".into())])
     }
 
     fn run(events: &str, exit: i32) -> (tempfile::TempDir, ReviewOutcome) {

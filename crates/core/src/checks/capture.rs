@@ -71,7 +71,7 @@ impl Captured {
     /// by the test-summary parsers, not in the digest).
     pub(crate) fn note(&mut self, line: &[u8]) {
         let tests = std::mem::take(&mut self.tests);
-        let digest = self.digest;
+        let digest = std::mem::take(&mut self.digest);
         self.push(line);
         (self.tests, self.digest) = (tests, digest);
     }

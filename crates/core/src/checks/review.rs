@@ -159,7 +159,7 @@ impl ReviewOutcome {
 
 /// Runs the reviewer `spec` with `input` on its stdin. Never fails: a reviewer that cannot run
 /// vetoes, so that a broken reviewer can never be mistaken for an approving one.
-pub(crate) fn review(spec: &VerifySpec, input: &ReviewInput<'_>) -> ReviewOutcome {
+pub(crate) fn run_reviewer(spec: &VerifySpec, input: &ReviewInput<'_>) -> ReviewOutcome {
     let stdin = match serde_json::to_vec(input) {
         Ok(bytes) => bytes,
         Err(e) => return not_run(&format!("its input could not be written: {e}")),
@@ -247,7 +247,7 @@ pub(crate) mod tests {
             verify: VerifySeen::of("cargo test", &verified),
             change,
         };
-        review(spec, &input)
+        run_reviewer(spec, &input)
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub(crate) fn shown(
 /// The tier a loop of `host` in `project` runs in, with the store at `store`.
 pub(crate) fn tier(env: &Environment, host: Host, project: &Path, store: &Path) -> Tier {
     let default = |why: &str| Tier { strict: false, why: why.to_string() };
-    if host != Host::ClaudeCode {
+    if !host.offers_strict_tier() {
         return default(&format!(
             "strict mode uses Claude Code's sandbox; {} has none for-loop can use",
             host.name()

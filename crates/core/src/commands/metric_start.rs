@@ -33,7 +33,7 @@ pub(crate) fn baseline(
         state.meta.oracle.files.keys(),
     );
     let timeout = Duration::from_secs(state.meta.settings.verify_timeout_secs);
-    let measurement = crate::metric::measure::measure(settings, None, &cwd, timeout, &sandbox)
+    let measurement = crate::metric::measure::run_metric(settings, None, &cwd, timeout, &sandbox)
         .map_err(|e| format!("the metric command could not run: {e}"))?;
     let name = match measurement.measured {
         Measured::Value { name, .. } => name,

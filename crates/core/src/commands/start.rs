@@ -331,7 +331,7 @@ fn new_state(
             last_reply: None,
             forged_stops: Some(0),
             // What decides whether the hooks run at all, for the guard to compare with.
-            host_config: (options.host.unwrap_or_default() == crate::host::Host::ClaudeCode)
+            host_config: (options.host.unwrap_or_default().hook_settings_can_be_watched())
                 .then(|| crate::host::config_watch::snapshot(env, cwd)),
         },
         task: request.task.clone(),

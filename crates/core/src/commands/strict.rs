@@ -60,7 +60,7 @@ pub(crate) fn could_run(
     host: crate::host::Host,
     tier: &crate::checks::strict::Tier,
 ) -> Option<String> {
-    let possible = host == crate::host::Host::ClaudeCode
+    let possible = host.offers_strict_tier()
         && !tier.strict
         && missing_tools(env).is_empty()
         && crate::checks::strict::sandbox_unavailable().is_none();

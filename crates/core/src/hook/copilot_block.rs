@@ -3,7 +3,6 @@
 //! CLI's re-injection of it from the user's own prompt, and an override of the cap is recorded
 //! and told to the user once.
 
-use crate::host::Host;
 use crate::host::copilot_cli::BLOCK_CAP;
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
@@ -22,7 +21,7 @@ pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<S
     let Ok((transaction, Custody::Loop { state, .. })) = Transaction::open(paths, env.now) else {
         return None;
     };
-    if state.meta.host != Host::CopilotCli || !state.is_active() || !state.meta.last_blocked {
+    if !state.meta.host.caps_blocks_in_a_row() || !state.is_active() || !state.meta.last_blocked {
         return None;
     }
     let mut next = state.clone();

@@ -196,7 +196,7 @@ fn objection(
     let input = object.get("tool_input")?.as_object()?;
     let protected = Protected::of(env, store.root(), &cwd);
     let guard = Guard { state, cwd: &cwd, env, protected: &protected };
-    if state.meta.host == Host::ClaudeCode
+    if state.meta.host.offers_strict_tier()
         && crate::checks::strict::sandbox_settings(env, &state.meta.cwd, store.root()).is_ok()
         && let Some(reason) = strict_objection(state, &cwd, &tool, input)
     {

@@ -100,7 +100,9 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     }
     // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
     // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
-    if host == Host::CopilotCli && dir.exists() && crate::hook::copilot_block::is_reinjection(&paths, &prompt)
+    if host.resubmits_block_reason_as_prompt()
+        && dir.exists()
+        && crate::hook::copilot_block::is_reinjection(&paths, &prompt)
     {
         if let Some(notice) = notice {
             Notice::post(&dir, &notice);
@@ -113,7 +115,8 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
     let kind = crate::store::awaiting::Kind::of(command.kind);
     // Without the loop's transcript nothing tells the user's prompt from a program's.
-    if let (Some(kind), Some(state), true, Host::ClaudeCode) = (kind, &trusted, anchorless, host)
+    if let (Some(kind), Some(state), true) =
+        (kind, &trusted, anchorless && host.confirms_commands_from_transcript())
         // A start over a running loop is refused anyway, and says why.
         && !(kind == crate::store::awaiting::Kind::Start && state.is_active())
     {
@@ -128,7 +131,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
     // carried out, so a hook killed in between leaves the mark, never a change without one.
     let awaiting = kind
-        .filter(|_| host == Host::ClaudeCode && transcript.is_some())
+        .filter(|_| host.confirms_commands_from_transcript() && transcript.is_some())
         .map(|kind| crate::store::awaiting::Awaiting { command: command.name.clone(), kind, at: env.now });
     if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
         && awaiting.kind != crate::store::awaiting::Kind::Start
@@ -189,7 +192,7 @@ fn missed_stop(
         if paths.dir.exists() { crate::store::judgment::Judgment::interrupted(paths, env.now) } else { None };
     // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
     let unjudged = match (&interrupted, transcript) {
-        (None, Some(transcript)) if host == Host::ClaudeCode && !forged && paths.dir.exists() => {
+        (None, Some(transcript)) if host.keeps_claude_transcript() && !forged && paths.dir.exists() => {
             unjudged_turn(env, paths, transcript)
         }
         _ => None,
@@ -206,7 +209,7 @@ fn not_a_command(
 ) -> PromptResponse {
     // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
     // itself: what they must hear is told that way, and they send the prompt again.
-    if host == Host::CopilotCli && paths.dir.exists() {
+    if host.prompt_hook_answers_in_place() && paths.dir.exists() {
         let overridden = crate::hook::copilot_block::block_overridden(env, paths);
         let told = match (notice, overridden) {
             (Some(notice), Some(overridden)) => Some(format!("{notice}\n\n{overridden}")),
@@ -274,7 +277,7 @@ fn answer(
     // Codex skips a hook it was not told to trust, silently: a loop started there must not look
     // like one that holds.
     let untrusted =
-        (host == Host::Codex && command.kind == CommandKind::Start && outcome.code == Code::Success)
+        (host.skips_untrusted_hooks() && command.kind == CommandKind::Start && outcome.code == Code::Success)
             .then(|| crate::host::codex_trust::untrusted_warning(env))
             .flatten();
     if let Some(warning) = &untrusted {
@@ -462,7 +465,7 @@ fn mentions(value: &Value, text: &str, anywhere: bool) -> bool {
 /// The hook's output. Claude Code and Codex take the same keys for `UserPromptSubmit`: a block
 /// with its reason (shown to the user; the prompt never reaches the model) and a `systemMessage`.
 fn render(host: Host, response: &PromptResponse) -> String {
-    if host == Host::CopilotCli {
+    if host.prompt_hook_answers_in_place() {
         return copilot_answer(response);
     }
     let mut object = Map::new();

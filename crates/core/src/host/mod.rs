@@ -120,27 +120,78 @@ impl Host {
         matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
     }
 
+    /// Whether verify can run in the host's own sandbox (the strict tier): only Claude Code's
+    /// sandbox settings are ones for-loop can read and reuse for verify.
+    pub(crate) fn offers_strict_tier(self) -> bool {
+        self == Host::ClaudeCode
+    }
+
+    /// Whether the host ends a turn by itself after some blocked stops in a row, telling nobody
+    /// (Copilot CLI's cap): the hook remembers each block so the user hears of the override.
+    pub(crate) fn caps_blocks_in_a_row(self) -> bool {
+        self == Host::CopilotCli
+    }
+
+    /// Whether a block's reason comes back as the user's next prompt, through the prompt hook
+    /// (Copilot CLI submits it): that prompt is the loop going on, never a command.
+    pub(crate) fn resubmits_block_reason_as_prompt(self) -> bool {
+        self == Host::CopilotCli
+    }
+
+    /// Whether a user's command can be confirmed from the host's transcript, after the prompt
+    /// hook marked it ([`crate::provenance::confirmation`]): the transcript format read is
+    /// Claude Code's.
+    pub(crate) fn confirms_commands_from_transcript(self) -> bool {
+        self.keeps_claude_transcript()
+    }
+
+    /// Whether the prompt hook's answer takes the place of the prompt (Copilot CLI's `handled`):
+    /// the host shows the user nothing else a hook says, so what they must hear is that answer.
+    pub(crate) fn prompt_hook_answers_in_place(self) -> bool {
+        self == Host::CopilotCli
+    }
+
+    /// Whether the host silently skips a hook the user has not trusted (Codex): a loop started
+    /// there is told so, so that it does not look like one that holds.
+    pub(crate) fn skips_untrusted_hooks(self) -> bool {
+        self == Host::Codex
+    }
+
+    /// Whether the settings that switch the host's hooks off can be watched while a loop runs
+    /// ([`crate::host::config_watch`] reads Claude Code's).
+    pub(crate) fn hook_settings_can_be_watched(self) -> bool {
+        self == Host::ClaudeCode
+    }
+
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
     /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
     pub(crate) fn commands(self) -> Commands {
         match self {
-            Host::ClaudeCode => {
-                Commands { resume: "/for-loop:resume", cancel: "/cancel-loop", status: "/loop-status" }
-            }
-            Host::GeminiCli => {
-                Commands { resume: "/resume-loop", cancel: "/cancel-loop", status: "/loop-status" }
-            }
-            Host::Codex => {
-                Commands { resume: "$resume-loop", cancel: "$cancel-loop", status: "$loop-status" }
-            }
+            Host::ClaudeCode => Commands {
+                resume: "/for-loop:resume",
+                cancel: "/cancel-loop",
+                status: "/loop-status",
+                ..Commands::SLASH
+            },
+            Host::GeminiCli | Host::CopilotCli => Commands {
+                resume: "/resume-loop",
+                cancel: "/cancel-loop",
+                status: "/loop-status",
+                ..Commands::SLASH
+            },
+            Host::Codex => Commands {
+                resume: "$resume-loop",
+                cancel: "$cancel-loop",
+                status: "$loop-status",
+                start: "$for-loop",
+                rollback: "`loop-hook rollback` in a terminal",
+            },
             Host::Antigravity | Host::Cursor => Commands {
                 resume: "the resume-loop skill (ask for /resume-loop)",
                 cancel: "the cancel-loop skill (ask for /cancel-loop)",
                 status: "the loop-status skill (ask for /loop-status)",
+                ..Commands::SLASH
             },
-            Host::CopilotCli => {
-                Commands { resume: "/resume-loop", cancel: "/cancel-loop", status: "/loop-status" }
-            }
         }
     }
 
@@ -220,6 +271,21 @@ pub(crate) struct Commands {
     pub(crate) resume: &'static str,
     pub(crate) cancel: &'static str,
     pub(crate) status: &'static str,
+    /// How the user starts a loop, for a refusal that sends them there.
+    pub(crate) start: &'static str,
+    /// How the user rolls a loop back, for a refusal that sends them there.
+    pub(crate) rollback: &'static str,
+}
+
+impl Commands {
+    /// The slash commands of the hosts that run them, where a host differs only in some.
+    const SLASH: Commands = Commands {
+        resume: "/for-loop:resume",
+        cancel: "/cancel-loop",
+        status: "/loop-status",
+        start: "/for-loop",
+        rollback: "/for-loop:rollback",
+    };
 }
 
 /// One JSON object as a single line.
@@ -232,6 +298,31 @@ pub(crate) fn object_line(pairs: impl IntoIterator<Item = (&'static str, Value)>
 mod tests {
     use super::*;
     use crate::host::event::parse_object;
+
+    /// The hosts that have a capability, in [`Host::ALL`]'s order.
+    fn having(capability: fn(Host) -> bool) -> Vec<&'static str> {
+        Host::ALL.iter().copied().filter(|host| capability(*host)).map(Host::name).collect()
+    }
+
+    #[test]
+    fn each_capability_belongs_to_the_hosts_that_have_it() {
+        assert_eq!(having(Host::offers_strict_tier), ["claude-code"]);
+        assert_eq!(having(Host::caps_blocks_in_a_row), ["copilot-cli"]);
+        assert_eq!(having(Host::resubmits_block_reason_as_prompt), ["copilot-cli"]);
+        assert_eq!(having(Host::prompt_hook_answers_in_place), ["copilot-cli"]);
+        assert_eq!(having(Host::confirms_commands_from_transcript), ["claude-code"]);
+        assert_eq!(having(Host::skips_untrusted_hooks), ["codex"]);
+        assert_eq!(having(Host::hook_settings_can_be_watched), ["claude-code"]);
+        let starts: Vec<(&str, &str)> =
+            Host::ALL.iter().map(|h| (h.commands().start, h.commands().rollback)).collect();
+        assert_eq!(starts[0], ("/for-loop", "/for-loop:rollback"));
+        assert_eq!(
+            starts[3],
+            ("$for-loop", "`loop-hook rollback` in a terminal"),
+            "Codex has no slash commands"
+        );
+        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || *s == starts[0]), "{starts:?}");
+    }
 
     #[test]
     fn names_round_trip() {

@@ -25,7 +25,7 @@ fn spec(command: &str, cwd: &Path, timeout: Duration, sandbox: &[OsString]) -> V
 
 /// Runs the metric `runs` times (`settings.runs` when `None`) and takes the median. The first
 /// failed run fails the measurement.
-pub(crate) fn measure(
+pub(crate) fn run_metric(
     settings: &MetricSettings,
     runs: Option<u32>,
     cwd: &Path,
@@ -67,7 +67,7 @@ fn reading(outcome: &VerifyOutcome, timeout: Duration) -> Result<(f64, Option<St
 }
 
 /// Runs the guard command, when there is one.
-pub(crate) fn guard(
+pub(crate) fn run_guard(
     settings: &MetricSettings,
     cwd: &Path,
     timeout: Duration,
@@ -85,7 +85,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = settings();
         s.command = command.into();
-        measure(&s, Some(runs), dir.path(), Duration::from_secs(5), &[]).unwrap()
+        run_metric(&s, Some(runs), dir.path(), Duration::from_secs(5), &[]).unwrap()
     }
 
     #[test]

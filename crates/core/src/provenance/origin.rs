@@ -47,13 +47,12 @@ impl Mutation {
 
     /// The user's own command for it on `host`.
     pub(crate) fn user_command(self, host: Host) -> &'static str {
-        match (host, self) {
-            (_, Mutation::Cancel) => host.commands().cancel,
-            (_, Mutation::Resume) => host.commands().resume,
-            (Host::Codex, Mutation::Start) => "$for-loop",
-            (Host::Codex, Mutation::Rollback) => "`loop-hook rollback` in a terminal",
-            (_, Mutation::Start) => "/for-loop",
-            (_, Mutation::Rollback) => "/for-loop:rollback",
+        let commands = host.commands();
+        match self {
+            Mutation::Cancel => commands.cancel,
+            Mutation::Resume => commands.resume,
+            Mutation::Start => commands.start,
+            Mutation::Rollback => commands.rollback,
         }
     }
 }

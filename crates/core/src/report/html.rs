@@ -167,8 +167,8 @@ pub(crate) fn render(report: &LoopReport) -> String {
                 ))
                 .unwrap_or_default(),
             direction = match series.direction {
-                crate::report::model::Direction::Min => "Lower",
-                crate::report::model::Direction::Max => "Higher",
+                crate::metric::Direction::Min => "Lower",
+                crate::metric::Direction::Max => "Higher",
             },
             best = series.points.last().map(|p| chart::short_number(p.best)).unwrap_or_default(),
             best_at = series

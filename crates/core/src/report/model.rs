@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::checks::stall::normalize;
 use crate::host::usage::Usage;
+use crate::metric::Direction;
 use crate::store::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::{LoopState, Status};
@@ -44,13 +45,6 @@ pub(crate) struct MetricPoint {
     pub(crate) direction: Option<Direction>,
     #[serde(default)]
     pub(crate) name: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Direction {
-    Min,
-    Max,
 }
 
 /// One stop (or event) of the loop, in ledger order.
@@ -336,10 +330,7 @@ impl MetricSeries {
             _ => Direction::Min,
         });
         let name = measured.iter().rev().find_map(|(_, m)| m.name.clone());
-        let better = |a: f64, b: f64| match direction {
-            Direction::Min => a < b,
-            Direction::Max => a > b,
-        };
+        let better = |a: f64, b: f64| direction.gain(b, a) > 0.0;
         let mut best: Option<f64> = None;
         let points = measured
             .iter()
@@ -449,6 +440,18 @@ mod tests {
         let best: Vec<f64> = series.points.iter().map(|p| p.best).collect();
         assert_eq!(best, [130.0, 130.0, 120.0, 120.0]);
         assert!(build(&[line(1, "verify_failed", None, json!({}))]).metric().is_none());
+    }
+
+    #[test]
+    fn a_direction_in_the_ledger_reads_as_the_metric_writes_it() {
+        let m = |value: f64| json!({"metric": {"value": value, "direction": "max", "target": 0.1}});
+        let report = build(&[line(1, "verify_failed", None, m(0.5)), line(2, "verify_failed", None, m(0.7))]);
+        let series = report.metric().unwrap();
+        assert_eq!(series.direction, Direction::Max, "the ledger's word wins over the target's side");
+        let best: Vec<f64> = series.points.iter().map(|p| p.best).collect();
+        assert_eq!(best, [0.5, 0.7]);
+        let written = serde_json::to_value(Direction::Max).unwrap();
+        assert_eq!(written, json!("max"));
     }
 
     #[test]

@@ -1,4 +1,7 @@
 //! The option a mistyped one was probably meant to be, so a refusal can name it.
+//!
+//! The edit distance is `strsim`'s: the string-distance crate clap's suggestions use, small,
+//! without dependencies, and counting in characters as the names are typed.
 
 /// The candidate `given` is closest to: the same name once dashes, case and underscores are
 /// set aside (`-verify`, `--Max_Iterations`), else one a typo away (one edit for a short name,
@@ -33,20 +36,10 @@ fn normal(name: &str) -> String {
     name.trim_start_matches(['-', '\u{2013}', '\u{2014}']).to_lowercase().replace('_', "-")
 }
 
-/// The number of single-character edits that turn `a` into `b`.
+/// The number of single-character edits (insertions, deletions, substitutions) that turn `a`
+/// into `b`, counted in characters.
 pub(crate) fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
+    strsim::levenshtein(a, b)
 }
 
 #[cfg(test)]
@@ -72,6 +65,15 @@ mod tests {
         ] {
             assert_eq!(nearest(given, NAMES), Some(expected), "{given}");
         }
+    }
+
+    #[test]
+    fn the_edit_distance_counts_characters_not_bytes() {
+        assert_eq!(levenshtein("verify", "verify"), 0);
+        assert_eq!(levenshtein("verfy", "verify"), 1);
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("\u{2014}x", "-x"), 1);
+        assert_eq!(levenshtein("", "abc"), 3);
     }
 
     #[test]

@@ -468,7 +468,7 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.last_blocked = true;
         let (reason, line) = match words(state, step.as_ref(), &facts) {
             Some(words) => (
-                metric_message::reinjection(&next, &words, facts.state_path, facts.oracle_changes),
+                metric_message::reinjection(&next, &words, facts.files, facts.oracle_changes),
                 metric_message::status_line(&next, &words),
             ),
             None => block_words(state, &next, code, &facts, tests.as_ref()),
@@ -646,7 +646,7 @@ fn closing_words(
 ) -> String {
     let headline = metric_message::headline(next, code)
         .unwrap_or_else(|| message::headline(next, code, facts.verify, !receipt.oracle_changed.is_empty()));
-    format!("{}\n  ledger: {}", receipt.render(&headline, state.meta.host), facts.ledger_path.display())
+    format!("{}\n  ledger: {}", receipt.render(&headline, state.meta.host), facts.files.ledger)
 }
 
 /// The ledger's notes ahead of the verdict: incidents not yet recorded, and the host ending a
@@ -761,7 +761,7 @@ fn detail(facts: &StopFacts<'_>, tests: Option<&TestJudgement>) -> Option<String
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::sync::LazyLock;
 
     use jiff::Timestamp;
 
@@ -773,6 +773,7 @@ mod tests {
     use crate::host::usage::UsageCursor;
     use crate::store::incident::Incident;
     use crate::store::state::tests::sample;
+    use crate::verdict::facts::LoopFiles;
     use std::time::Duration;
 
     fn outcome(exit_code: Option<i32>, timed_out: bool, output: &str) -> VerifyOutcome {
@@ -788,13 +789,18 @@ mod tests {
         }
     }
 
+    static FILES: LazyLock<LoopFiles> = LazyLock::new(|| LoopFiles {
+        state: "/state/sessions/sess-1/state.md".into(),
+        ledger: "/state/sessions/sess-1/ledger.jsonl".into(),
+        originals: "/state/sessions/sess-1/oracle".into(),
+    });
+
     fn facts<'a>(verify: Option<&'a VerifyOutcome>, last_message: Option<&'a str>) -> StopFacts<'a> {
         StopFacts {
             last_message,
             verify,
             now: "2026-11-22T03:12:03Z".parse().unwrap(),
-            state_path: Path::new("/state/sessions/sess-1/state.md"),
-            ledger_path: Path::new("/state/sessions/sess-1/ledger.jsonl"),
+            files: &FILES,
             oracle_changes: &[],
             tree: None,
             files_changed: None,

@@ -1,8 +1,6 @@
 //! Everything a stop brought, gathered by the hook before [`crate::verdict::decision::decide`]
 //! turns it into a verdict.
 
-use std::path::Path;
-
 use jiff::Timestamp;
 
 use crate::checks::oracle_change::OracleChange;
@@ -22,10 +20,8 @@ pub(crate) struct StopFacts<'a> {
     /// not pass.
     pub(crate) verify_not_run: Option<&'a str>,
     pub(crate) now: Timestamp,
-    /// Where the task can be read in full when it is too long to re-inject.
-    pub(crate) state_path: &'a Path,
-    /// Where the loop's history is, for the words at its end.
-    pub(crate) ledger_path: &'a Path,
+    /// Where the loop's files are, in the words the messages show.
+    pub(crate) files: &'a LoopFiles,
     /// Oracle files that differ from the start.
     pub(crate) oracle_changes: &'a [OracleChange],
     /// The working tree's fingerprint now, when known.
@@ -67,6 +63,18 @@ pub(crate) struct StopFacts<'a> {
     /// The change since the start against the loop's scope, where it was read
     /// ([`crate::verdict::decision::awaits_scope`]).
     pub(crate) scope: Option<&'a crate::checks::scope::ScopeCheck>,
+}
+
+/// Where the loop's files are, as the messages name them: text to show, never a path the verdict
+/// could open. The hook that gathers the facts writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LoopFiles {
+    /// The loop's state file, where a task too long to repeat is read in full.
+    pub(crate) state: String,
+    /// The loop's ledger, named when the loop ends or parks.
+    pub(crate) ledger: String,
+    /// The folder of the check's original files, to restore a changed one from.
+    pub(crate) originals: String,
 }
 
 /// The agent's final reply, as the transcript the loop trusts shows it at a stop: a real turn

@@ -1,9 +1,6 @@
-//! The words for-loop says: the prompt re-injected into the agent, the one-line status the user
-//! sees at each stop, and the summary when a loop ends.
-//!
-//! The re-injected prompt is written as a plain task, not as a system notice (hosts warn that
-//! text framed as out-of-band commands can trip the model's prompt-injection defences), and it
-//! stays under the hosts' 10,000-character cap by trimming verify output, never the task.
+//! The words for-loop says: the prompt re-injected into the agent at a verify loop's stop (in
+//! the shape of [`Reinjection`]), the one-line status the user sees at each stop, and the
+//! summary when a loop ends.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -19,13 +16,8 @@ use crate::store::incident::Incident;
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
 use crate::support::duration::human;
-use crate::support::text::fence_for;
-use crate::verdict::facts::StopFacts;
-
-/// The whole re-injected prompt stays below this many characters.
-pub(crate) const REASON_BUDGET: usize = 9_500;
-/// Verify output always gets at least this much room; a task that leaves less is referenced.
-const MIN_OUTPUT_ROOM: usize = 1_500;
+use crate::verdict::facts::{LoopFiles, StopFacts};
+use crate::verdict::reinjection::{Finding, Reinjection};
 
 /// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
 /// are paragraphs about the tests behind the check, shown before verify's output.
@@ -35,60 +27,62 @@ pub(crate) fn reinjection(
     facts: &StopFacts<'_>,
     sections: &[String],
 ) -> String {
-    let mut status = loop_notice(state, facts);
-    for section in sections {
-        status.push_str(section);
-    }
-    let (verdict, advice) = verdict_and_advice(state, code, facts);
-    status.push_str(&verdict);
-    let advice = closing_advice(state, advice);
-
-    let mut reason =
-        task_or_reference(state, facts.state_path, status.chars().count() + advice.chars().count());
-    reason.push_str(&status);
+    let finding = finding(state, code, facts);
     let show_output =
         matches!(code, ReasonCode::VerifyFailed | ReasonCode::VerifyTimedOut | ReasonCode::OracleChanged);
-    if let Some(outcome) = facts.verify.filter(|o| show_output && !o.passed()) {
-        let used = reason.chars().count() + advice.chars().count() + 40;
-        reason.push_str(&output_block(outcome, REASON_BUDGET.saturating_sub(used)));
+    let mut notices = loop_notices(facts);
+    notices.extend(sections.iter().cloned());
+    Reinjection {
+        task: &state.task,
+        files: facts.files,
+        headline: iteration_line(state),
+        notices,
+        failed: finding.said,
+        output: facts.verify.filter(|o| show_output && !o.passed()),
+        rules: closing_advice(state, finding.advice),
     }
-    reason.push_str(&advice);
-    reason
+    .to_string()
 }
 
-/// The head of the re-injection's status: the iteration and the criterion, then what went wrong
-/// around the loop and any change to the check.
-fn loop_notice(state: &LoopState, facts: &StopFacts<'_>) -> String {
+/// The re-injection's headline: the iteration and the criterion.
+fn iteration_line(state: &LoopState) -> String {
     let meta = &state.meta;
-    let mut status = format!(
+    format!(
         "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n",
         meta.iteration,
         meta.settings.max_iterations,
         criterion(state)
-    );
-    // What went wrong around the loop comes first: the agent may have caused it.
-    if !facts.incidents.is_empty() {
-        status.push('\n');
-    }
-    for incident in facts.incidents {
-        status.push_str(&format!("for-loop noticed: {}.\n", incident.what));
-    }
-    if facts.incidents.iter().any(|i| !i.code.let_through_unjudged()) {
-        status.push_str(
-            "The loop's files are for-loop's: changing, deleting or locking them does not end the loop, \
-             and only the user can end it early.\n",
-        );
-    }
-    // The changed check comes first: it is why this stop is blocked whatever verify said.
-    if !facts.oracle_changes.is_empty() {
-        status.push_str(&oracle_notice(facts.oracle_changes, facts.state_path));
-    }
-    status
+    )
 }
 
-/// What this stop's check said, for the status, and what to do about it (empty when the status
-/// says it all).
-fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> (String, String) {
+/// What went wrong around the loop, then any change to the check: the re-injection's first
+/// notices.
+fn loop_notices(facts: &StopFacts<'_>) -> Vec<String> {
+    let mut notices = Vec::new();
+    // What went wrong around the loop comes first: the agent may have caused it.
+    if !facts.incidents.is_empty() {
+        let mut told = String::from("\n");
+        for incident in facts.incidents {
+            told.push_str(&format!("for-loop noticed: {}.\n", incident.what));
+        }
+        if facts.incidents.iter().any(|i| !i.code.let_through_unjudged()) {
+            told.push_str(
+                "The loop's files are for-loop's: changing, deleting or locking them does not end the loop, \
+                 and only the user can end it early.\n",
+            );
+        }
+        notices.push(told);
+    }
+    // The changed check comes next: it is why this stop is blocked whatever verify said.
+    if !facts.oracle_changes.is_empty() {
+        notices.push(oracle_notice(facts.oracle_changes, facts.files));
+    }
+    notices
+}
+
+/// What this stop's check said, for the status, and what to do about it (each empty when a
+/// notice says it all).
+fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Finding {
     let settings = &state.meta.settings;
     let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     match (code, facts.verify) {
@@ -99,36 +93,33 @@ fn verdict_and_advice(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>
         (ReasonCode::VerifyNotRun, _) => {
             not_run(verify, facts.verify_not_run.unwrap_or("it could not be started"), &state.meta.cwd)
         }
-        (ReasonCode::PromiseMissing, _) => (promise_missing(state), String::new()),
+        (ReasonCode::PromiseMissing, _) => Finding::said(promise_missing(state)),
         (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
         (ReasonCode::OutOfScope, _) => crate::verdict::scope_message::outside(state, facts.scope),
         // The story's paragraph is one of the sections.
         (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
-            (String::new(), crate::verdict::plan_message::advice())
+            Finding::new("", crate::verdict::plan_message::advice())
         }
         // The shortfall is one of the sections.
-        (ReasonCode::TestsDropped, _) => (String::new(), String::new()),
+        (ReasonCode::TestsDropped, _) => Finding::default(),
         (ReasonCode::OracleChanged, _) => {
             let said = if settings.verify.is_some() {
                 "\nVerify passed, but that does not count while the check itself is changed.\n"
             } else {
                 ""
             };
-            (said.to_string(), String::new())
+            Finding::said(said)
         }
-        _ => (
-            format!(
-                "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
-                 Review your work against the task and keep improving it.\n",
-                settings.max_iterations
-            ),
-            String::new(),
-        ),
+        _ => Finding::said(format!(
+            "\nThis loop has no verify command and no promise, so it runs all {} iterations. \
+             Review your work against the task and keep improving it.\n",
+            settings.max_iterations
+        )),
     }
 }
 
-fn timed_out(verify: &str, timeout_secs: u64) -> (String, String) {
-    (
+fn timed_out(verify: &str, timeout_secs: u64) -> Finding {
+    Finding::new(
         format!(
             "\nVerify `{verify}` did not finish within {timeout_secs} s and was stopped. \
              The output it had printed:\n"
@@ -140,8 +131,8 @@ fn timed_out(verify: &str, timeout_secs: u64) -> (String, String) {
     )
 }
 
-fn failed(verify: &str, outcome: &VerifyOutcome) -> (String, String) {
-    (
+fn failed(verify: &str, outcome: &VerifyOutcome) -> Finding {
+    Finding::new(
         format!(
             "\nVerify `{verify}` failed: {} after {}. Its output:\n",
             outcome.describe(),
@@ -154,8 +145,8 @@ fn failed(verify: &str, outcome: &VerifyOutcome) -> (String, String) {
     )
 }
 
-fn not_run(verify: &str, why: &str, cwd: &Path) -> (String, String) {
-    (
+fn not_run(verify: &str, why: &str, cwd: &Path) -> Finding {
+    Finding::new(
         format!("\nVerify `{verify}` could not run: {why}. A check that does not run does not pass.\n"),
         format!(
             "To finish: make it possible for `{verify}` to run again in {} (if the directory was moved or \
@@ -187,32 +178,6 @@ fn closing_advice(state: &LoopState, advice: String) -> String {
     advice.push_str(if advice.ends_with('\n') || advice.is_empty() { "\n" } else { "\n\n" });
     advice.push_str(way_out(state));
     advice
-}
-
-/// The task as the user gave it, or where to read it when repeating it would leave verify's
-/// output less than its minimum room beside the `rest` of the prompt.
-fn task_or_reference(state: &LoopState, state_path: &Path, rest: usize) -> String {
-    let task_room = REASON_BUDGET.saturating_sub(rest + MIN_OUTPUT_ROOM);
-    let task_chars = state.task.chars().count();
-    if task_chars <= task_room {
-        state.task.trim_end().to_string()
-    } else {
-        format!(
-            "Your task is {task_chars} characters long, too long to repeat here. Read it in full, \
-             below the settings, in {}.",
-            state_path.display()
-        )
-    }
-}
-
-/// Verify's output, cut to `room` characters and fenced so that nothing in it closes the fence.
-fn output_block(outcome: &VerifyOutcome, room: usize) -> String {
-    let excerpt = outcome.output.excerpt(room);
-    if excerpt.trim().is_empty() {
-        return "(no output)\n".to_string();
-    }
-    let fence = fence_for(&excerpt);
-    format!("\n{fence}text\n{}\n{fence}\n", excerpt.trim_end())
 }
 
 /// The honest way out of a task that cannot be done, where the host lets the hook read the
@@ -340,38 +305,35 @@ pub(crate) fn incident_lines(incidents: &[Incident]) -> String {
     })
 }
 
-/// `check.sh (modified)`.
+/// `check.sh (modified)`, with what to do where the kind alone does not say it.
 pub(crate) fn change_in_words(change: &OracleChange) -> String {
-    let kind = match change.kind {
-        ChangeKind::Modified => "modified",
-        ChangeKind::Deleted => "deleted",
-        ChangeKind::Added => "added",
-        ChangeKind::Unchecked => "too many files to look through for added ones: delete the ones you created",
-        ChangeKind::ChangedDuringVerify => "changed while verify ran",
-        ChangeKind::Ticked => {
-            "ticked, but not verified: for-loop ticks a story's box itself when its check passes; clear it"
-        }
+    let remedy = match change.kind {
+        ChangeKind::Unchecked => ": delete the ones you created",
+        ChangeKind::Ticked => ": for-loop ticks a story's box itself when its check passes; clear it",
+        _ => "",
     };
-    format!("{} ({kind})", change.path)
+    format!("{} ({}{remedy})", change.path, change.kind)
 }
 
+/// How many changed files of the check the re-injection names one by one.
+const CHANGES_NAMED: usize = 20;
+
 /// What the re-injection says about changed oracle files.
-fn oracle_notice(changes: &[OracleChange], state_path: &Path) -> String {
+fn oracle_notice(changes: &[OracleChange], files: &LoopFiles) -> String {
     let mut out = String::from(
         "\nThe verify command's own files changed since the loop started, so a passing verify does not count:\n",
     );
-    for change in changes.iter().take(20) {
+    for change in changes.iter().take(CHANGES_NAMED) {
         out.push_str(&format!("  - {}\n", change_in_words(change)));
     }
-    if changes.len() > 20 {
-        out.push_str(&format!("  - and {} more\n", changes.len() - 20));
+    if changes.len() > CHANGES_NAMED {
+        out.push_str(&format!("  - and {} more\n", changes.len() - CHANGES_NAMED));
     }
-    let originals = state_path.with_file_name("oracle");
     if changes.iter().any(|c| c.kind != ChangeKind::ChangedDuringVerify) {
         out.push_str(&format!(
             "Restore them exactly as they were (`git checkout -- <path>`, or copy the originals saved in {}; \
              delete the added ones). Fix the code under test instead of the check.\n",
-            originals.display()
+            files.originals
         ));
     } else {
         out.push_str(

@@ -1,14 +1,13 @@
 //! The words of a metric loop: the re-injected prompt after a keep or a discard, the status
 //! line, and the headline when the loop ends or parks.
 
-use std::path::Path;
-
 use crate::checks::oracle_change::OracleChange;
 use crate::checks::verify::VerifyOutcome;
 use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
-use crate::verdict::message::REASON_BUDGET;
+use crate::verdict::facts::LoopFiles;
+use crate::verdict::reinjection::Reinjection;
 
 /// What a metric stop decided, for the words.
 pub(crate) struct Step<'a> {
@@ -23,44 +22,45 @@ pub(crate) struct Step<'a> {
 pub(crate) fn reinjection(
     state: &LoopState,
     step: &Step<'_>,
-    state_path: &Path,
+    files: &LoopFiles,
     oracle: &[OracleChange],
 ) -> String {
     let (Some(settings), Some(after)) = (&state.meta.settings.metric, &state.meta.metric) else {
         return state.task.clone();
     };
-    let mut status = progress(state, settings, after, step);
+    let mut notices = vec![progress(after, step)];
     if !oracle.is_empty() {
-        status.push_str(&oracle_notice(oracle));
+        notices.push(rolled_back_notice(oracle));
     }
     let history = keep::history(after);
     if !history.is_empty() {
-        status.push_str(&format!("\nLast attempts:\n{history}"));
+        notices.push(format!("\nLast attempts:\n{history}"));
     }
     if let Some(note) = keep::rung_note(step.rung, after.ladder, settings) {
-        status.push_str(&format!("\n{note}\n"));
+        notices.push(format!("\n{note}\n"));
     }
-    let advice = "\nMake one focused change, run the metric yourself to see its number, then end your turn: \
-                  the loop measures it again and keeps or rolls it back. Do not change the metric command or the \
-                  files it runs.";
-    let mut reason = task_or_reference(state, state_path, status.chars().count() + advice.len());
-    reason.push_str(&status);
-    if let Some((command, outcome)) = failed_check(state, settings, step) {
-        let room = REASON_BUDGET.saturating_sub(reason.chars().count() + advice.len() + 80);
-        reason.push_str(&format!(
-            "\n`{command}` failed ({}); correctness comes first. Its output:\n```text\n{}\n```\n",
-            outcome.describe(),
-            outcome.output.excerpt(room).replace("```", "'''").trim_end()
-        ));
+    let failed = failed_check(state, settings, step);
+    Reinjection {
+        task: &state.task,
+        files,
+        headline: headline_of(state, settings),
+        notices,
+        failed: failed.as_ref().map_or_else(String::new, |(command, outcome)| {
+            format!("\n`{command}` failed ({}); correctness comes first. Its output:\n", outcome.describe())
+        }),
+        output: failed.map(|(_, outcome)| outcome),
+        rules: "\nMake one focused change, run the metric yourself to see its number, then end your turn: \
+                the loop measures it again and keeps or rolls it back. Do not change the metric command or the \
+                files it runs."
+            .into(),
     }
-    reason.push_str(advice);
-    reason
+    .to_string()
 }
 
-/// How metric mode works, then this attempt's outcome and the progress so far.
-fn progress(state: &LoopState, settings: &MetricSettings, after: &MetricProgress, step: &Step<'_>) -> String {
+/// How metric mode works: the re-injection's headline.
+fn headline_of(state: &LoopState, settings: &MetricSettings) -> String {
     let meta = &state.meta;
-    let mut status = format!(
+    format!(
         "\n\n---\nfor-loop (metric mode): this is iteration {} of {}. The loop keeps each change that makes {} \
          better and rolls back each one that does not; it ends when {}.\n\n",
         meta.iteration,
@@ -70,8 +70,12 @@ fn progress(state: &LoopState, settings: &MetricSettings, after: &MetricProgress
             Some(target) => format!("a kept state measures {target}"),
             None => "the iterations are used up".into(),
         },
-    );
-    status.push_str(&keep::outcome_line(step.before, &step.facts.measured, step.judgement));
+    )
+}
+
+/// This attempt's outcome and the progress so far.
+fn progress(after: &MetricProgress, step: &Step<'_>) -> String {
+    let mut status = keep::outcome_line(step.before, &step.facts.measured, step.judgement);
     status.push_str(&format!(
         ".\nBaseline → best: {} (noise floor {}, {} kept, {} discarded).\n",
         after.baseline_to_best(),
@@ -82,10 +86,9 @@ fn progress(state: &LoopState, settings: &MetricSettings, after: &MetricProgress
     status
 }
 
-/// What the re-injection says about the metric's changed files.
-fn oracle_notice(oracle: &[OracleChange]) -> String {
-    let names: Vec<String> =
-        oracle.iter().map(|c| format!("{} ({})", c.path, format!("{:?}", c.kind).to_lowercase())).collect();
+/// What the re-injection says about the metric's changed files, which were rolled back.
+fn rolled_back_notice(oracle: &[OracleChange]) -> String {
+    let names: Vec<String> = oracle.iter().map(ToString::to_string).collect();
     format!(
         "\nThe files the metric, guard or verify command runs were changed ({}); a metric that changes its own \
          definition does not count. They were rolled back with your change.\n",
@@ -114,21 +117,6 @@ fn failed_check<'a>(
         })
 }
 
-/// The task, or where to read it when it would crowd out the failed check's output beside the
-/// `rest` of the prompt.
-fn task_or_reference(state: &LoopState, state_path: &Path, rest: usize) -> String {
-    let task = state.task.trim_end().to_string();
-    if task.chars().count() + rest + 1_500 > REASON_BUDGET {
-        format!(
-            "Your task is {} characters long, too long to repeat here. Read it in full, below the settings, in {}.",
-            state.task.chars().count(),
-            state_path.display()
-        )
-    } else {
-        task
-    }
-}
-
 /// One line for the user at a blocked stop.
 pub(crate) fn status_line(state: &LoopState, step: &Step<'_>) -> String {
     let line = keep::outcome_line(step.before, &step.facts.measured, step.judgement);
@@ -153,5 +141,102 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode) -> Option<String> {
             progress.baseline_to_best()
         )),
         _ => None,
+    }
+}
+
+/// A metric loop's re-injection, through [`crate::verdict::decision::decide`].
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::checks::capture::Captured;
+    use crate::checks::oracle_change::{ChangeKind, OracleChange};
+    use crate::checks::verify::VerifyOutcome;
+    use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
+    use crate::store::state::LoopState;
+    use crate::store::state::tests::sample;
+    use crate::verdict::decision::{Verdict, decide};
+    use crate::verdict::facts::StopFacts;
+    use crate::verdict::review_message::tests::facts;
+
+    fn metric_loop(guard: Option<&str>) -> LoopState {
+        let mut state = sample();
+        state.meta.settings.verify = None;
+        let mut settings = crate::metric::keep::tests::settings();
+        settings.guard = guard.map(str::to_string);
+        state.meta.settings.metric = Some(settings);
+        state.meta.metric = Some(MetricProgress::at_baseline(&[131.0], Some("ms".into())));
+        state
+    }
+
+    fn run(exit: i32, output: &str) -> VerifyOutcome {
+        let mut captured = Captured::default();
+        captured.push(output.as_bytes());
+        VerifyOutcome {
+            exit_code: Some(exit),
+            signal: None,
+            timed_out: false,
+            untrusted: None,
+            duration: Duration::from_secs(1),
+            output: captured,
+        }
+    }
+
+    fn reason(state: &LoopState, facts: StopFacts<'_>) -> String {
+        match decide(state, facts).verdict {
+            Verdict::Block { reason } => reason,
+            Verdict::Allow => panic!("expected a block"),
+        }
+    }
+
+    #[test]
+    fn a_changed_check_is_named_in_words_not_by_its_rust_name() {
+        let state = metric_loop(None);
+        let attempt = MetricFacts {
+            measured: Measured::Value { value: 100.0, name: Some("ms".into()) },
+            guard: None,
+            summary: "bench.sh: 1 line".into(),
+        };
+        let changes = [
+            OracleChange { path: "bench.sh".into(), kind: ChangeKind::ChangedDuringVerify },
+            OracleChange { path: "data.txt".into(), kind: ChangeKind::Modified },
+        ];
+        let unused = run(0, "");
+        let shown = reason(
+            &state,
+            StopFacts {
+                verify: None,
+                metric: Some(&attempt),
+                oracle_changes: &changes,
+                ..facts(&unused, None)
+            },
+        );
+        assert!(
+            shown.contains("were changed (bench.sh (changed while verify ran), data.txt (modified));"),
+            "{shown}"
+        );
+        assert!(!shown.contains("changedduringverify"), "{shown}");
+    }
+
+    #[test]
+    fn a_failed_guard_shows_its_output_in_a_fence_it_cannot_close() {
+        let state = metric_loop(Some("sh guard.sh"));
+        let guard = run(1, "guard says no\n```\n");
+        let attempt = MetricFacts {
+            measured: Measured::Value { value: 100.0, name: Some("ms".into()) },
+            guard: Some(guard),
+            summary: "bench.sh: 1 line".into(),
+        };
+        let unused = run(0, "");
+        let shown =
+            reason(&state, StopFacts { verify: None, metric: Some(&attempt), ..facts(&unused, None) });
+        assert!(
+            shown.contains(
+                "`sh guard.sh` failed (exit 1); correctness comes first. Its output:\n\n````text\nguard says no\n```\n````\n"
+            ),
+            "{shown}"
+        );
+        assert!(shown.starts_with("fix the login"), "the task comes first: {shown}");
+        assert!(shown.ends_with("Do not change the metric command or the files it runs."), "{shown}");
     }
 }

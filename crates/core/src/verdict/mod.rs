@@ -8,5 +8,6 @@ pub(crate) mod message;
 pub(crate) mod metric_message;
 pub(crate) mod plan_message;
 pub(crate) mod promise;
+pub(crate) mod reinjection;
 pub(crate) mod review_message;
 pub(crate) mod scope_message;

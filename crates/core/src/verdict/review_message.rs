@@ -8,6 +8,7 @@
 use crate::checks::review::{ReviewOutcome, ReviewSettings};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
+use crate::verdict::reinjection::Finding;
 
 /// A receipt names this many characters of the last findings.
 const RECEIPT_FINDINGS_CHARS: usize = 300;
@@ -34,7 +35,7 @@ pub(crate) fn start_line(review: &ReviewSettings, timeout_secs: u64) -> String {
 
 /// What the re-injection says at a veto, and what to do about it. `state` is the loop after
 /// this stop; `review` is `None` when the reviewer did not run although the check passed.
-pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> (String, String) {
+pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> Finding {
     let settings = &state.meta.settings;
     let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
     let (command, max) = settings.review.as_ref().map_or(("", 0), |r| (r.command.as_str(), r.max_vetoes));
@@ -65,7 +66,7 @@ pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> (String
          your turn. The reviewer can only block: it never passes a failing check, and after {max} vetoes \
          without an approval the loop is parked for the user."
     );
-    (said, advice)
+    Finding::new(said, advice)
 }
 
 /// The user's status line at a veto, after `for-loop 3/30 · `.
@@ -125,7 +126,7 @@ fn one_line(findings: &str) -> String {
 /// The reviewer's part in the verdict, through [`crate::verdict::decision::decide`].
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::path::Path;
+    use std::sync::LazyLock;
     use std::time::Duration;
 
     use super::*;
@@ -136,7 +137,7 @@ pub(crate) mod tests {
     use crate::store::state::Status;
     use crate::store::state::tests::sample;
     use crate::verdict::decision::{Decision, Verdict, awaits_review, decide};
-    use crate::verdict::facts::StopFacts;
+    use crate::verdict::facts::{LoopFiles, StopFacts};
 
     fn reviewed(max_vetoes: u32) -> LoopState {
         let mut state = sample();
@@ -169,6 +170,12 @@ pub(crate) mod tests {
         }
     }
 
+    static FILES: LazyLock<LoopFiles> = LazyLock::new(|| LoopFiles {
+        state: "/state/state.md".into(),
+        ledger: "/state/ledger.jsonl".into(),
+        originals: "/state/oracle".into(),
+    });
+
     /// A stop whose check ran as `verify`, with the reviewer's `review`.
     pub(crate) fn facts<'a>(verify: &'a VerifyOutcome, review: Option<&'a ReviewOutcome>) -> StopFacts<'a> {
         StopFacts {
@@ -176,8 +183,7 @@ pub(crate) mod tests {
             verify: Some(verify),
             verify_not_run: None,
             now: "2026-11-22T03:12:03Z".parse().unwrap(),
-            state_path: Path::new("/state/state.md"),
-            ledger_path: Path::new("/state/ledger.jsonl"),
+            files: &FILES,
             oracle_changes: &[],
             tree: None,
             files_changed: Some(&[]),

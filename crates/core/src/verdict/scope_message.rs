@@ -3,6 +3,7 @@
 
 use crate::checks::scope::{Scope, ScopeCheck};
 use crate::store::state::LoopState;
+use crate::verdict::reinjection::Finding;
 
 /// The current story's scope globs; empty outside a plan or for a story without one.
 pub(crate) fn story_globs(state: &LoopState) -> &[String] {
@@ -48,7 +49,7 @@ fn globs_in_words(state: &LoopState) -> String {
 
 /// The re-injection's verdict and advice at a pass that changed files outside the scope.
 /// `state` is the loop before this stop (its story is the one judged).
-pub(crate) fn outside(state: &LoopState, check: Option<&ScopeCheck>) -> (String, String) {
+pub(crate) fn outside(state: &LoopState, check: Option<&ScopeCheck>) -> Finding {
     let what = breach(state, check).unwrap_or_default();
     let verdict = format!(
         "\nThe check passed, but that does not count: the task may change only the files of its \
@@ -62,7 +63,7 @@ pub(crate) fn outside(state: &LoopState, check: Option<&ScopeCheck>) -> (String,
          a file you added), keeping your change inside the scope. If the task cannot be done without \
          them, say so and ask the user to widen --scope; do not work around it."
     };
-    (verdict, advice.to_string())
+    Finding::new(verdict, advice)
 }
 
 /// The scope's line in the start message and status: the globs and what a change outside does.
@@ -278,7 +279,7 @@ mod tests {
         assert!(breach(&state, Some(&unknown)).unwrap().contains("(git failed)"));
         assert!(breach(&state, None).is_some(), "a scope that was not looked at does not hold");
         assert_eq!(breach(&state, Some(&ScopeCheck::default())), None);
-        let (verdict, advice) = outside(&state, Some(&found));
+        let Finding { said: verdict, advice } = outside(&state, Some(&found));
         assert!(verdict.contains("scope, src/**, and this change changed outside"), "{verdict}");
         assert!(advice.contains("widen --scope"), "{advice}");
     }

@@ -19,11 +19,10 @@ use crate::host::transcript::{self, Turn};
 use crate::host::usage::UsageCursor;
 use crate::metric::keep::{Measured, MetricFacts};
 use crate::metric::measure;
-use crate::store::LoopPaths;
 use crate::store::incident::Incident;
 use crate::store::state::LoopState;
 use crate::verdict::decision::{self, Ask};
-use crate::verdict::facts::StopFacts;
+use crate::verdict::facts::{LoopFiles, StopFacts};
 use crate::worktree::{self, WorkTree};
 
 use super::context::StopContext;
@@ -68,6 +67,8 @@ pub(super) struct Gathered {
     checkpoint_commit: Option<String>,
     /// The change since the start against the loop's scope, where the verdict needs it.
     scope: Option<ScopeCheck>,
+    /// The loop's files, in the words the verdict shows them.
+    files: LoopFiles,
 }
 
 impl Gathered {
@@ -127,6 +128,7 @@ impl Gathered {
             review: None,
             checkpoint_commit,
             scope: None,
+            files: LoopFiles::default(),
         }
     }
 
@@ -148,6 +150,11 @@ impl Gathered {
             state.meta.oracle.files.keys(),
         );
         let mut gathered = Gathered::run_verify(state, stop.event, &sandbox, seen, env.now);
+        gathered.files = LoopFiles {
+            state: paths.state.display().to_string(),
+            ledger: paths.ledger.display().to_string(),
+            originals: paths.dir.join("oracle").display().to_string(),
+        };
         gathered.incidents = incidents;
         gathered.incidents.extend(gathered.untrusted_status(env.now));
         gathered.forged_stops = state.meta.forged_stops.unwrap_or_else(|| {
@@ -155,7 +162,7 @@ impl Gathered {
             crate::store::ledger::LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id)
         });
         for ask in Ask::ORDER {
-            if decision::asks(state, &gathered.facts(paths)).contains(&ask) {
+            if decision::asks(state, &gathered.facts()).contains(&ask) {
                 gathered.answer(ask, stop, state, &sandbox);
             }
         }
@@ -224,14 +231,13 @@ impl Gathered {
     }
 
     /// The facts `decide` reads, and every question before it.
-    pub(super) fn facts<'a>(&'a self, paths: &'a LoopPaths) -> StopFacts<'a> {
+    pub(super) fn facts(&self) -> StopFacts<'_> {
         StopFacts {
             last_message: self.last_message.as_deref(),
             verify: self.verify.as_ref(),
             verify_not_run: self.verify_not_run.as_deref(),
             now: self.now,
-            state_path: &paths.state,
-            ledger_path: &paths.ledger,
+            files: &self.files,
             oracle_changes: &self.oracle_changes,
             tree: self.tree.as_deref(),
             files_changed: self.files_changed.as_deref(),
@@ -266,11 +272,11 @@ fn run_metric(
     let cwd = &state.meta.cwd;
     let timeout = Duration::from_secs(settings.verify_timeout_secs);
     // A command that cannot run at all measures nothing: never a keep.
-    let (guard, guard_not_run) = match measure::guard(metric, cwd, timeout, sandbox) {
+    let (guard, guard_not_run) = match measure::run_guard(metric, cwd, timeout, sandbox) {
         Ok(guard) => (guard, None),
         Err(e) => (None, Some(format!("the guard could not run: {e}"))),
     };
-    let mut measured = match measure::measure(metric, None, cwd, timeout, sandbox) {
+    let mut measured = match measure::run_metric(metric, None, cwd, timeout, sandbox) {
         Ok(measurement) => measurement.measured,
         Err(e) => Measured::Failed(format!("it could not run: {e}")),
     };

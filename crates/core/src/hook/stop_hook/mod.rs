@@ -113,7 +113,7 @@ impl StopContext<'_> {
                 crate::provenance::confirmation::tell(self.told(&seen, response), unconfirmed)
             }
         };
-        if self.host == Host::CopilotCli
+        if self.host.caps_blocks_in_a_row()
             && let Some(reason) = &response.block
         {
             crate::hook::copilot_block::remember_block(self.env, &self.event.session_id, reason);
@@ -209,7 +209,7 @@ impl StopContext<'_> {
             Ok(transaction) => transaction,
             Err(response) => return Round::NotJudged(response),
         };
-        let decision = decision::decide(&opened.state, gathered.facts(&self.paths));
+        let decision = decision::decide(&opened.state, gathered.facts());
         if let Err(response) = self.commit(&transaction, &opened.state, &decision, &gathered.incidents) {
             return Round::Judged(response);
         }

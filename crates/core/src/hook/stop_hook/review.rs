@@ -39,7 +39,7 @@ pub(super) fn run_reviewer(
     };
     Some(match settings.agent() {
         Some(agent) => by_agent(env, state, agent, &input, sandbox),
-        None => review::review(&super::plan::check_spec(state, &settings.command, sandbox), &input),
+        None => review::run_reviewer(&super::plan::check_spec(state, &settings.command, sandbox), &input),
     })
 }
 
@@ -64,7 +64,13 @@ fn by_agent(
         .filter_map(|name| env.var(name).map(|value| (*name, value.to_string())))
         .collect();
     let program = agent.find(env);
-    crate::checks::agent_review::review(agent, program.as_deref().map_err(String::as_str), &spec, input, vars)
+    crate::checks::agent_review::ask_reviewer_agent(
+        agent,
+        program.as_deref().map_err(String::as_str),
+        &spec,
+        input,
+        vars,
+    )
 }
 
 /// The loop's usage with the tokens the reviewer reported added: they count toward
