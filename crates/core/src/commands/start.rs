@@ -116,14 +116,15 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
     };
-    if let Err(e) = transaction.commit(&state, &[started]) {
+    let mut lines = vec![started];
+    lines.extend(crate::commands::metric_start::baseline_line(&state, env.now));
+    if let Err(e) = transaction.commit(&state, &lines) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
             let _ = std::fs::remove_dir_all(&paths.dir);
         }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
-    crate::commands::metric_start::record_baseline(&state, &paths.ledger, env.now);
     let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
     if let Some(words) = crate::commands::plan_start::banner(&state) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
