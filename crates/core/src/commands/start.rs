@@ -94,7 +94,7 @@ pub(crate) fn run(env: &Environment, options: &StartOptions, raw: &str) -> Outco
         Ok(transaction) => transaction,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
-    if let Err(refusal) = clear_the_way(env, &paths, session_id) {
+    if let Err(refusal) = clear_the_way(env, &transaction, session_id) {
         return refusal;
     }
     let mut state = new_state(env, options, &request, session_id, &cwd, &tier, plan.as_ref());
@@ -233,7 +233,8 @@ fn place<'a>(
 }
 
 /// Makes room for the new loop: a loop still running refuses it, an ended one is archived.
-fn clear_the_way(env: &Environment, paths: &LoopPaths, session_id: &str) -> Result<(), Outcome> {
+fn clear_the_way(env: &Environment, transaction: &Transaction<'_>, session_id: &str) -> Result<(), Outcome> {
+    let paths = transaction.paths();
     match paths.load() {
         Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => Err(Outcome::refused(format!(
             "for-loop: not started: this session already has a loop at iteration {} of {}. \
@@ -247,14 +248,9 @@ fn clear_the_way(env: &Environment, paths: &LoopPaths, session_id: &str) -> Resu
         }),
         Ok(None) => Ok(()),
         // An unreadable old state is kept for inspection, out of the new loop's way.
-        Err(_) => {
-            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
-            std::fs::rename(&paths.state, &aside).map_err(|e| {
-                Outcome::refused(format!(
-                    "for-loop: not started: could not move the unreadable state aside: {e}"
-                ))
-            })
-        }
+        Err(_) => transaction.set_unreadable_state_aside(env.now).map(|_| ()).map_err(|e| {
+            Outcome::refused(format!("for-loop: not started: could not move the unreadable state aside: {e}"))
+        }),
     }
 }
 

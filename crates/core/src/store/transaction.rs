@@ -121,7 +121,8 @@ impl<'p> Transaction<'p> {
     }
 
     /// Moves aside a state that cannot be read and has no last good copy to restore it from,
-    /// so that the loop is over (`cancel` of a broken loop); returns where it went.
+    /// with any copy left of it, so that the loop is over (a cancel of a broken loop, a start
+    /// in its place); returns where it went.
     pub(crate) fn set_unreadable_state_aside(&self, now: Timestamp) -> io::Result<std::path::PathBuf> {
         let aside = self.paths.state.with_extension(format!("md.corrupt-{}", now.as_second()));
         if let Some(armed) = &self.paths.armed {
