@@ -601,3 +601,35 @@ fn a_rollback_acts_on_the_loop_as_last_committed_and_records_what_it_found() {
     assert_eq!(fs::read_to_string(env.project.join("code.txt")).unwrap(), "v1\n");
     assert_eq!(env.ledger_reasons(SESSION), ["verify_failed", "state_tampered", "rolled_back"]);
 }
+
+/// A stop let through while something else holds the loop's lock is not appended beside the
+/// holder's commit, which may yet be undone: it is kept in an incident file, and the next
+/// judged stop tells and records it.
+#[test]
+fn a_note_that_finds_the_lock_busy_is_kept_and_told_at_the_next_judged_stop() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let lock =
+        fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
+    lock.lock().unwrap();
+    let before = fs::read(env.ledger_path()).unwrap();
+    let event = crate::util::stop_event(SESSION, &env.project, "done", false).to_string();
+    assert!(!env.run(&["stop-hook", "--host", "a-newer-host"], &event).blocked());
+    assert_eq!(fs::read(env.ledger_path()).unwrap(), before, "appended while another held the lock");
+    drop(lock);
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    let message = run.system_message();
+    assert!(
+        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
+        "{message}"
+    );
+    assert!(message.contains("kept beside the ledger: its lock was busy"), "{message}");
+    assert_eq!(env.ledger_reasons(SESSION), ["internal_error", "verify_failed"]);
+    let left: Vec<_> = fs::read_dir(env.session_dir(SESSION))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("incident."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -252,11 +252,12 @@ impl OwnLines {
 /// the ledger is written again without them, through a temporary file, so that a kill midway
 /// leaves the old ledger whole.
 fn cut(ledger: &Path, offset: u64, len: u64) -> io::Result<()> {
-    let mut file = fs::File::open(ledger)?;
-    let meta = file.metadata()?;
+    // Never through a link: custody sets aside a ledger that is not a file.
+    let meta = fs::symlink_metadata(ledger)?;
     if !meta.is_file() {
         return Ok(());
     }
+    let mut file = fs::File::open(ledger)?;
     if offset + len >= meta.len() {
         return OpenOptions::new().write(true).open(ledger)?.set_len(offset);
     }
@@ -479,6 +480,18 @@ mod tests {
         assert!(journal.lines.len() > 10);
         assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
         assert_eq!(fs::read_to_string(&paths.ledger).unwrap(), format!("{other}{other}"));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_rollback_never_cuts_through_a_link_at_the_ledgers_place() {
+        let (dir, paths, state) = world();
+        let journal = journal_written(&paths, &state, &advanced(&state));
+        let elsewhere = dir.path().join("elsewhere.jsonl");
+        fs::write(&elsewhere, &journal.lines).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &paths.ledger).unwrap();
+        assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
+        assert_eq!(fs::read_to_string(&elsewhere).unwrap(), journal.lines);
     }
 
     #[test]
