@@ -1,4 +1,6 @@
-//! The loop's ledger: one JSON line per judged stop, appended, never rewritten.
+//! The loop's ledger: one JSON line per judged stop, appended under the loop's lock. Lines are
+//! never rewritten; only a commit that is undone takes its own lines out again
+//! ([`crate::store::journal`]).
 //!
 //! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
 //! afterwards why a loop went on or ended. Each line a commit writes carries the digest of the
