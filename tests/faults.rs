@@ -579,3 +579,57 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert_eq!(unconfirmed["origin"], "agent");
     assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("verify_failed"));
 }
+
+/// `rollback` reads its loop under the lock, through custody: a state edited behind the loop's
+/// back is restored before the rollback acts on it, and the ledger records both, in that order.
+#[test]
+fn a_rollback_acts_on_the_loop_as_last_committed_and_records_what_it_found() {
+    let env = TestEnv::new();
+    crate::util::git(&env.project, &["init", "-q"]);
+    env.write("code.txt", "v1\n");
+    env.start("t --verify false --checkpoint");
+    assert!(env.stop("1").blocked());
+    env.write("code.txt", "v2\n");
+    let committed = fs::read_to_string(env.state_path()).unwrap();
+    assert!(committed.contains("checkpoint: true"), "{committed}");
+    fs::write(env.state_path(), committed.replace("checkpoint: true", "checkpoint: false")).unwrap();
+    let done = env.run(&["rollback", "--session", SESSION], "1 --yes");
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    assert!(done.stdout.contains("restored it from its last good copy"), "{}", done.stdout);
+    assert!(done.stdout.contains("rolled back to checkpoint 1"), "{}", done.stdout);
+    assert_eq!(fs::read_to_string(env.state_path()).unwrap(), committed);
+    assert_eq!(fs::read_to_string(env.project.join("code.txt")).unwrap(), "v1\n");
+    assert_eq!(env.ledger_reasons(SESSION), ["verify_failed", "state_tampered", "rolled_back"]);
+}
+
+/// A stop let through while something else holds the loop's lock is not appended beside the
+/// holder's commit, which may yet be undone: it is kept in an incident file, and the next
+/// judged stop tells and records it.
+#[test]
+fn a_note_that_finds_the_lock_busy_is_kept_and_told_at_the_next_judged_stop() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let lock =
+        fs::OpenOptions::new().write(true).open(env.session_dir(SESSION).join("state.md.lock")).unwrap();
+    lock.lock().unwrap();
+    let before = fs::read(env.ledger_path()).unwrap();
+    let event = crate::util::stop_event(SESSION, &env.project, "done", false).to_string();
+    assert!(!env.run(&["stop-hook", "--host", "a-newer-host"], &event).blocked());
+    assert_eq!(fs::read(env.ledger_path()).unwrap(), before, "appended while another held the lock");
+    drop(lock);
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    let message = run.system_message();
+    assert!(
+        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
+        "{message}"
+    );
+    assert!(message.contains("kept beside the ledger: its lock was busy"), "{message}");
+    assert_eq!(env.ledger_reasons(SESSION), ["internal_error", "verify_failed"]);
+    let left: Vec<_> = fs::read_dir(env.session_dir(SESSION))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("incident."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -620,3 +620,126 @@ fn the_reader_catches_each_form_of_host_comparison_and_lets_a_built_value_be() {
     );
     assert!(found[3].starts_with("hook/d.rs:3:"), "{found:#?}");
 }
+
+/// A loop's files as `LoopPaths` names them (`paths.ledger`), and as their names on disk: only
+/// `store` writes them, so that every write goes through its lock and its journal.
+const LOOP_FILES: &[&str] = &[
+    ".state",
+    ".ledger",
+    ".journal",
+    ".armed",
+    ".lock",
+    "\"state.md\"",
+    "\"ledger.jsonl\"",
+    "\"journal.json\"",
+];
+
+/// Calls that write, move or delete a file.
+const FILE_WRITES: &[&str] = &[
+    "fs::write",
+    "fs::rename",
+    "fs::remove_file",
+    "fs::copy",
+    "fs::hard_link",
+    "File::create",
+    "OpenOptions",
+    "write_atomic",
+    "remove_if_present",
+    "move_aside",
+    "set_len",
+    "append_to",
+    "append_lines",
+    "symlink(",
+];
+
+/// Statements outside `store` that write one of a loop's files: a file-writing call and a loop
+/// file in one statement (text up to a `;`, `{` or `}`, across lines). Test modules are left
+/// out: they set up and break stores on purpose.
+fn loop_file_writes(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| layer(&s.module) != "store") {
+        let lines: Vec<&str> = source.text.lines().collect();
+        let mut statement = String::new();
+        let mut starts = 0;
+        for (index, raw) in lines.iter().enumerate() {
+            let next = lines[index + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim());
+            if raw.trim() == "#[cfg(test)]" && next.is_some_and(|l| l.starts_with("mod ")) {
+                break;
+            }
+            for c in code_of(raw).chars() {
+                if matches!(c, ';' | '{' | '}') {
+                    out.extend(loop_file_write(&statement).map(|(call, file)| {
+                        format!(
+                            "{}:{}: `{call}` on `{file}` outside store; a loop's files are written only through \
+                             store (a Transaction, or store::note_best_effort)\n    {}",
+                            source.file,
+                            starts + 1,
+                            statement.split_whitespace().collect::<Vec<_>>().join(" ")
+                        )
+                    }));
+                    statement.clear();
+                } else {
+                    if statement.trim().is_empty() {
+                        starts = index;
+                    }
+                    statement.push(c);
+                }
+            }
+            statement.push(' ');
+        }
+    }
+    out
+}
+
+/// The write call and the loop file a statement names together, if it does.
+fn loop_file_write(statement: &str) -> Option<(&'static str, &'static str)> {
+    let call = FILE_WRITES.iter().find(|call| statement.contains(*call))?;
+    let file = LOOP_FILES.iter().find(|file| {
+        statement.match_indices(*file).any(|(at, _)| {
+            // `paths.state`, never `paths.state_digest` or `file.lock()`.
+            let after = statement[at + file.len()..].chars().next();
+            file.starts_with('"') || !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '(')
+        })
+    })?;
+    Some((call, file))
+}
+
+#[test]
+fn no_loop_state_or_ledger_is_written_outside_store() {
+    let problems = loop_file_writes(&sources(&core_src()));
+    assert!(
+        problems.is_empty(),
+        "{} writes of a loop's files outside store:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    // The rule sees what it must: a write over several lines, a file named on disk, and not a
+    // test module, a comment or store itself.
+    let planted = vec![
+        source(
+            "commands::rollback",
+            "fn f(paths: &LoopPaths) {\n    let _ = std::fs::write(\n        &paths.state,\n        \"x\",\n    );\n}\n",
+        ),
+        source(
+            "run::driver",
+            "fn g(dir: &Path) { let _ = OpenOptions::new().append(true).open(dir.join(\"ledger.jsonl\")); }\n",
+        ),
+        source(
+            "hook::prompt_hook",
+            "fn h(p: &LoopPaths) { let _ = fs::read(&p.ledger); } // fs::write(&p.ledger)\n",
+        ),
+        source(
+            "provenance::claim",
+            "#[cfg(test)]\nmod tests {\n    fn t(p: &LoopPaths) { std::fs::write(&p.state, \"\").unwrap(); }\n}\n",
+        ),
+        source("store::journal", "fn j(p: &LoopPaths) { let _ = fs::remove_file(&p.journal); }\n"),
+        source(
+            "commands::status",
+            "fn s(p: &LoopPaths) { file.lock(); let _ = fs::write(p.dir.join(\"x\"), p.state_digest); }\n",
+        ),
+    ];
+    let found = loop_file_writes(&planted);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].starts_with("commands/rollback.rs:2: `fs::write` on `.state`"), "{found:#?}");
+    assert!(found[1].starts_with("run/driver.rs:1: `OpenOptions` on `\"ledger.jsonl\"`"), "{found:#?}");
+}

@@ -18,6 +18,7 @@ use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::receipt::Receipt;
 use crate::store::state::{LoopState, Status};
+use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store, StoreError};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -56,7 +57,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
             return cancel(env, target, origin, false);
         }
         Ok(Custody::None) => return Outcome::ok("for-loop: no loop in this session; nothing to cancel."),
-        Err(e) => return end_unreadable(env, &paths, &e),
+        Err(e) => return end_unreadable(env, &transaction, &e),
     };
     if state.meta.status != Status::Active {
         return Outcome::ok("for-loop: the loop in this session has already ended; nothing to cancel.");
@@ -91,13 +92,9 @@ fn refused_by_origin(env: &Environment, paths: &LoopPaths, origin: Origin) -> Op
 
 /// Ends a loop whose state cannot be read. Such a state cannot block either; moving it aside
 /// makes that plain.
-fn end_unreadable(env: &Environment, paths: &LoopPaths, e: &StoreError) -> Outcome {
-    let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
-    if let Some(armed) = &paths.armed {
-        let _ = crate::store::remove_if_present(armed);
-    }
-    match std::fs::rename(&paths.state, &aside) {
-        Ok(()) => Outcome::ok(format!(
+fn end_unreadable(env: &Environment, transaction: &Transaction<'_>, e: &StoreError) -> Outcome {
+    match transaction.set_unreadable_state_aside(env.now) {
+        Ok(aside) => Outcome::ok(format!(
             "for-loop: the loop's state was unreadable ({e}); it is moved to {} and the loop is over.",
             aside.display()
         )),

@@ -2,7 +2,6 @@
 //! floor), checkpoint 0 holding the baseline's tree, the baseline's ledger line, and the
 //! project's last lessons in the banner.
 
-use std::path::Path;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -51,13 +50,14 @@ pub(crate) fn baseline(
     Ok(Lesson::read_last(&lessons::path(store.root(), &cwd), lessons::SHOWN))
 }
 
-/// The baseline's ledger line, so a plotted series starts at it. Best effort, like every ledger
-/// line written outside a stop.
-pub(crate) fn record_baseline(state: &LoopState, ledger: &Path, now: Timestamp) {
-    let (Some(settings), Some(progress)) = (&state.meta.settings.metric, &state.meta.metric) else { return };
+/// The baseline's ledger line, so a plotted series starts at it: committed with the start.
+pub(crate) fn baseline_line(state: &LoopState, now: Timestamp) -> Option<LedgerEntry> {
+    let (Some(settings), Some(progress)) = (&state.meta.settings.metric, &state.meta.metric) else {
+        return None;
+    };
     let mut record = MetricRecord::of(settings, progress, progress.baseline.0, true);
     record.baseline = true;
-    let entry = LedgerEntry {
+    Some(LedgerEntry {
         iteration: 0,
         detail: Some(format!(
             "baseline of {} run(s), noise floor {}",
@@ -66,8 +66,7 @@ pub(crate) fn record_baseline(state: &LoopState, ledger: &Path, now: Timestamp) 
         )),
         metric: Some(record),
         ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::MetricKept)
-    };
-    let _ = entry.append_to(ledger);
+    })
 }
 
 /// The banner's metric lines, for a metric loop.

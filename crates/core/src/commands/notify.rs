@@ -5,7 +5,7 @@
 //! the receipt as JSON on stdin and a one-line summary in `$FOR_LOOP_SUMMARY`, runs in its own
 //! process group under a short deadline after which the whole group is killed, and its output is
 //! kept in bounded memory, never passed to the host. A failure is written to the ledger as a
-//! note, and otherwise ignored.
+//! note (kept for the next judged stop when the ledger is busy), and otherwise ignored.
 //!
 //! The command is one of the loop's settings, given by the user at start and kept in the state
 //! file with the verify command, so it is exactly as protected as verify is.
@@ -62,7 +62,7 @@ pub(crate) fn after_end(paths: &LoopPaths, state: &LoopState, receipt: &Receipt,
             ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::NotifyFailed)
         };
         // Best effort: a full disk must not turn a failed notification into a fault.
-        let _ = entry.append_to(&paths.ledger);
+        let _ = crate::store::note_best_effort(paths, &entry);
     }
 }
 

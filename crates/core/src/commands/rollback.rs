@@ -1,13 +1,15 @@
 //! `loop-hook rollback`: list a `--checkpoint` loop's snapshots, show what restoring one would
 //! change, and restore it when confirmed with `--yes`.
 
-use crate::commands::session::Target;
+use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
 use crate::store::LoopPaths;
+use crate::store::custody::Custody;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
+use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 use crate::worktree::WorkTree;
@@ -16,34 +18,72 @@ use crate::worktree::WorkTree;
 const SHOWN: usize = 20;
 
 /// `text` is what was typed after `/for-loop:rollback`: nothing (list), `N` (show the plan) or
-/// `N --yes` (restore).
+/// `N --yes` (restore). The loop is read under its lock, held until the rollback is recorded, so
+/// the rollback acts on the loop as last committed and its ledger line lands in that hold.
 pub(crate) fn run(env: &Environment, target: &Target, text: &str, origin: Origin) -> Outcome {
     let Words { n, yes } = match Words::parse(text) {
         Ok(words) => words,
         Err(refusal) => return refusal,
     };
-    let (paths, state) = match target.loop_paths(env).map(|paths| paths.map(|p| (p.load(), p))) {
-        Ok(Some((Ok(Some(state)), paths))) => (paths, state),
-        Ok(None | Some((Ok(None), _))) => return Outcome::refused("for-loop: no loop in this session."),
-        Ok(Some((Err(e), _))) => return Outcome::refused(format!("for-loop: {e}")),
+    let paths = match target.loop_paths(env) {
+        Ok(Some(paths)) => paths,
+        Ok(None) => return Outcome::refused("for-loop: no loop in this session."),
         Err(refusal) => return refusal,
     };
-    if yes && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Rollback, origin) {
+    // Refused before the lock: inside a sandbox the agent's shell cannot even open the lock file,
+    // and the refusal is the message it should get.
+    if yes && let Some(refusal) = refused_by_origin(env, &paths, origin) {
         return refusal;
     }
+    let transaction = match session::locked(&paths, "roll back") {
+        Ok(transaction) => transaction,
+        Err(refusal) => return refusal,
+    };
+    let (state, noticed) = match transaction.read(env.now) {
+        Ok(Custody::Loop { state, incidents }) => (state, incidents),
+        Ok(Custody::Untrusted { why, .. }) => {
+            return Outcome::refused(format!(
+                "for-loop: not rolled back: {why}, so the loop's checkpoints cannot be told apart from \
+                 forged ones. Its next stop ends it; git still holds the checkpoints (refs/for-loop/)."
+            ));
+        }
+        Ok(Custody::None) => return Outcome::refused("for-loop: no loop in this session."),
+        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+    };
+    // What custody restored is recorded now: no stop may come to tell it.
+    for incident in &noticed {
+        let _ = transaction.note_or_keep(&incident.note(&state, env.now));
+    }
+    let told = crate::verdict::message::incident_lines(&noticed);
     let tree = WorkTree::open(&state.meta.cwd);
     let loop_id = &state.meta.loop_id;
     let Some(n) = n else {
-        return list_checkpoints(&tree, &state);
+        return with_incidents(&told, list_checkpoints(&tree, &state));
     };
     let plan = match if yes { tree.rollback(loop_id, n) } else { tree.rollback_plan(loop_id, n) } {
         Ok(plan) => plan,
-        Err(e) => return Outcome::refused(format!("for-loop: {e}")),
+        Err(e) => return with_incidents(&told, Outcome::refused(format!("for-loop: {e}"))),
     };
     if yes {
-        record_rollback(env, &paths, &state, n, &plan.commit, origin);
+        record_rollback(env, &transaction, &state, n, &plan.commit, origin);
     }
-    Outcome::ok(describe_plan(&state, n, yes, &plan.commit, &plan.restore, &plan.delete))
+    with_incidents(
+        &told,
+        Outcome::ok(describe_plan(&state, n, yes, &plan.commit, &plan.restore, &plan.delete)),
+    )
+}
+
+/// Whether `origin` may not roll back this loop's tree, judged on the loop as last committed
+/// without taking its lock (read only).
+fn refused_by_origin(env: &Environment, paths: &LoopPaths, origin: Origin) -> Option<Outcome> {
+    let state = crate::store::custody::trusted_state(paths).ok().flatten()?;
+    origin::gate(env, paths, &state, Mutation::Rollback, origin)
+}
+
+/// `outcome` with the incidents custody found before it, for the user.
+fn with_incidents(told: &str, mut outcome: Outcome) -> Outcome {
+    outcome.stdout = format!("{told}{}", outcome.stdout);
+    outcome
 }
 
 /// What was typed after `/for-loop:rollback`.
@@ -99,11 +139,11 @@ fn list_checkpoints(tree: &WorkTree, state: &LoopState) -> Outcome {
     }
 }
 
-/// Writes the rollback done to checkpoint `n` (`commit`) to the ledger, and tells whoever
-/// watches mutations by `origin`.
+/// Writes the rollback done to checkpoint `n` (`commit`) to the ledger, in the transaction that
+/// read the loop, and tells whoever watches mutations by `origin`.
 fn record_rollback(
     env: &Environment,
-    paths: &LoopPaths,
+    transaction: &Transaction<'_>,
     state: &LoopState,
     n: u32,
     commit: &str,
@@ -114,8 +154,8 @@ fn record_rollback(
         origin: Some(origin),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Rollback, ReasonCode::RolledBack)
     };
-    let _ = entry.append_to(&paths.ledger);
-    origin::after(paths, state, Mutation::Rollback, origin);
+    let _ = transaction.note_or_keep(&entry);
+    origin::after(transaction.paths(), state, Mutation::Rollback, origin);
 }
 
 /// What rolling back to checkpoint `n` changed (`done`) or would change: the files restored and

@@ -104,7 +104,7 @@ pub(crate) fn run_request(
         Ok(transaction) => transaction,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
-    if let Err(refusal) = clear_the_way(env, &paths, session_id) {
+    if let Err(refusal) = clear_the_way(env, &transaction, session_id) {
         return refusal;
     }
     let mut state = new_state(env, options, &request, session_id, &cwd, &tier, plan.as_ref());
@@ -126,14 +126,15 @@ pub(crate) fn run_request(
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
     };
-    if let Err(e) = transaction.commit(&state, &[started]) {
+    let mut lines = vec![started];
+    lines.extend(crate::commands::metric_start::baseline_line(&state, env.now));
+    if let Err(e) = transaction.commit(&state, &lines) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
             let _ = std::fs::remove_dir_all(&paths.dir);
         }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
-    crate::commands::metric_start::record_baseline(&state, &paths.ledger, env.now);
     let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
     if let Some(words) = crate::commands::plan_start::banner(&state) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
@@ -242,7 +243,8 @@ fn place<'a>(
 }
 
 /// Makes room for the new loop: a loop still running refuses it, an ended one is archived.
-fn clear_the_way(env: &Environment, paths: &LoopPaths, session_id: &str) -> Result<(), Outcome> {
+fn clear_the_way(env: &Environment, transaction: &Transaction<'_>, session_id: &str) -> Result<(), Outcome> {
+    let paths = transaction.paths();
     match paths.load() {
         Ok(Some(existing)) if gate(&existing, session_id) == Gate::Judge => Err(Outcome::refused(format!(
             "for-loop: not started: this session already has a loop at iteration {} of {}. \
@@ -256,14 +258,9 @@ fn clear_the_way(env: &Environment, paths: &LoopPaths, session_id: &str) -> Resu
         }),
         Ok(None) => Ok(()),
         // An unreadable old state is kept for inspection, out of the new loop's way.
-        Err(_) => {
-            let aside = paths.state.with_extension(format!("md.corrupt-{}", env.now.as_second()));
-            std::fs::rename(&paths.state, &aside).map_err(|e| {
-                Outcome::refused(format!(
-                    "for-loop: not started: could not move the unreadable state aside: {e}"
-                ))
-            })
-        }
+        Err(_) => transaction.set_unreadable_state_aside(env.now).map(|_| ()).map_err(|e| {
+            Outcome::refused(format!("for-loop: not started: could not move the unreadable state aside: {e}"))
+        }),
     }
 }
 

@@ -356,13 +356,7 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
         detail: Some(detail),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::StopNotJudged)
     };
-    // Under the loop's lock, so that a commit undoing its own lines cannot take this one along.
-    let held = crate::store::transaction::Transaction::lock_within(paths, std::time::Duration::from_secs(1));
-    let _ = match &held {
-        Ok(transaction) => transaction.note(&entry),
-        Err(_) => entry.append_to(&paths.ledger),
-    };
-    drop(held);
+    let _ = crate::store::note_best_effort(paths, &entry);
     Some(format!(
         "for-loop: your loop's last turn ended without being judged: for-loop's Stop hook did not run, \
          so nothing held the agent to the check. Check that hooks are on (no `disableAllHooks` in any \
@@ -645,13 +639,13 @@ mod tests {
             &event("s", "/for-loop t --verify false", dir2.path(), Some(&transcript)),
         );
         let paths2 = Store::locate(&env2).unwrap().paths("s");
-        LedgerEntry {
+        let judged_line = LedgerEntry {
             loop_id: crate::store::custody::trusted_state(&paths2).unwrap().unwrap().meta.loop_id,
             time: "2026-11-22T03:00:40Z".parse().unwrap(),
             ..line
-        }
-        .append_to(&paths2.ledger)
-        .unwrap();
+        };
+        let noted = crate::store::transaction::Transaction::lock(&paths2).unwrap().note_or_keep(&judged_line);
+        assert_eq!(noted, crate::store::transaction::Noted::Ledger);
         let mut later2 = env2.clone();
         later2.now = "2026-11-22T03:01:00Z".parse().unwrap();
         let quiet = respond(&later2, Host::ClaudeCode, &event("s", "hello", dir2.path(), Some(&transcript)));

@@ -105,7 +105,7 @@ fn claim(
 ) -> io::Result<bool> {
     let target = store.paths(session_id);
     fs::create_dir_all(&target.dir)?;
-    let _waiting = Transaction::lock(pending).map_err(io::Error::other)?;
+    let waiting = Transaction::lock(pending).map_err(io::Error::other)?;
     let claiming = Transaction::lock(&target).map_err(io::Error::other)?;
     // Read under the locks: a cancel or another stop may have got here first.
     let Some(mut state) = pending.load().map_err(io::Error::other)? else {
@@ -139,9 +139,7 @@ fn claim(
         }
         fs::rename(&originals, &into)?;
     }
-    if pending.ledger.exists() {
-        fs::rename(&pending.ledger, &target.ledger)?;
-    }
+    claiming.adopt_ledger(&waiting)?;
     state.meta.session_id = session_id.to_string();
     state.meta.updated_at = now;
     let claimed = LedgerEntry {

@@ -94,7 +94,7 @@ pub(crate) fn gate(
         detail: Some(format!("`loop-hook {}` from the agent's shell", mutation.verb())),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Refused, ReasonCode::AgentCommandRefused)
     };
-    let _ = entry.append_to(&paths.ledger);
+    let _ = crate::store::note_best_effort(paths, &entry);
     if state.is_active() {
         Notice::post(&paths.dir, &notice_text(mutation, origin, state.meta.iteration, true));
     }

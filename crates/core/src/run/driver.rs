@@ -399,7 +399,7 @@ impl Driver {
             detail: detail.map(str::to_string),
             ..LedgerEntry::new(state, Timestamp::now(), decision, reason)
         };
-        let _ = entry.append_to(&self.paths.ledger);
+        let _ = crate::store::note_best_effort(&self.paths, &entry);
     }
 
     fn park_interrupted(&self, state: &LoopState) -> Outcome {

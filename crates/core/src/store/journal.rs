@@ -8,6 +8,11 @@
 //! journal behind: the next run, holding the loop's lock, finishes the commit when the state was
 //! already replaced and undoes it otherwise ([`Journal::recover`]).
 //!
+//! Undoing or finishing touches only the commit's own bytes: the lines found at the offset the
+//! journal names, byte for byte, or the start of them at the ledger's end. A note appended after
+//! a killed commit, before the next run recovered it, stays; bytes that cannot be shown to be
+//! the commit's own are left as they are.
+//!
 //! Every ledger line a commit writes carries the digest of the state it leaves, which is how the
 //! ledger and the state cross-check each other ([`crate::store::custody`]).
 
@@ -110,7 +115,7 @@ impl Journal {
         store::write_atomic(&paths.journal, &bytes, true).map_err(journal_error)?;
 
         let undo = |error: CommitError| {
-            truncate(&paths.ledger, journal.ledger_len);
+            journal.remove_own_lines(&paths.ledger);
             let _ = fs::remove_file(&paths.journal);
             Err(error)
         };
@@ -143,21 +148,50 @@ impl Journal {
         };
         let on_disk = paths.load_text().ok().flatten().map(|text| state_digest(&text));
         if on_disk.as_deref() == Some(journal.after.as_str()) {
-            let complete = ledger_holds(&paths.ledger, journal.ledger_len, journal.lines.as_bytes());
-            if !complete {
-                truncate(&paths.ledger, journal.ledger_len);
-                if ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).is_err() {
-                    return Recovery::RolledForward;
-                }
+            if journal.complete_own_lines(&paths.ledger).is_err() {
+                return Recovery::RolledForward;
             }
             if journal.keep_copy(paths).is_ok() {
                 let _ = fs::remove_file(&paths.journal);
             }
             Recovery::RolledForward
         } else {
-            truncate(&paths.ledger, journal.ledger_len);
+            journal.remove_own_lines(&paths.ledger);
             let _ = fs::remove_file(&paths.journal);
             Recovery::RolledBack
+        }
+    }
+
+    /// Removes this commit's lines from the ledger, keeping whatever was appended after them.
+    /// Bytes it cannot show to be its own are left.
+    fn remove_own_lines(&self, ledger: &Path) {
+        let lines = self.lines.as_bytes();
+        if lines.is_empty() {
+            return;
+        }
+        match OwnLines::find(ledger, self.ledger_len, lines) {
+            OwnLines::All => {
+                let _ = cut(ledger, self.ledger_len, lines.len() as u64);
+            }
+            OwnLines::Start(written) if written > 0 => {
+                let _ = cut(ledger, self.ledger_len, written);
+            }
+            OwnLines::Start(_) | OwnLines::NotThere => {}
+        }
+    }
+
+    /// Writes what is missing of this commit's lines: the rest of them after a start at the
+    /// ledger's end, or all of them at the end when they are not where the journal says (the
+    /// state already names them, so the ledger must too).
+    fn complete_own_lines(&self, ledger: &Path) -> io::Result<()> {
+        let lines = self.lines.as_bytes();
+        match OwnLines::find(ledger, self.ledger_len, lines) {
+            OwnLines::All => Ok(()),
+            OwnLines::Start(written) => {
+                let rest = &lines[usize::try_from(written).unwrap_or(lines.len())..];
+                if rest.is_empty() { Ok(()) } else { ledger::append_lines(ledger, rest) }
+            }
+            OwnLines::NotThere => ledger::append_lines(ledger, lines),
         }
     }
 
@@ -181,25 +215,61 @@ impl Journal {
     }
 }
 
-/// Cuts the ledger back to `len` bytes, when it is longer.
-fn truncate(ledger: &Path, len: u64) {
-    if fs::symlink_metadata(ledger).is_ok_and(|m| m.is_file() && m.len() > len)
-        && let Ok(file) = OpenOptions::new().write(true).open(ledger)
-    {
-        let _ = file.set_len(len);
+/// Where a commit's lines stand in the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnLines {
+    /// All of them, at the journal's offset (whatever follows them).
+    All,
+    /// Their first bytes, this many, at the journal's offset and up to the ledger's end: a write
+    /// cut short. Zero when the ledger ends at the offset.
+    Start(u64),
+    /// Something else stands at the offset, or the ledger is shorter than it.
+    NotThere,
+}
+
+impl OwnLines {
+    fn find(ledger: &Path, offset: u64, lines: &[u8]) -> OwnLines {
+        let Ok(mut file) = fs::File::open(ledger) else { return OwnLines::Start(0) };
+        let Ok(len) = file.metadata().map(|m| m.len()) else { return OwnLines::NotThere };
+        if len < offset || file.seek(SeekFrom::Start(offset)).is_err() {
+            return OwnLines::NotThere;
+        }
+        let mut found = Vec::with_capacity(lines.len());
+        if file.take(lines.len() as u64).read_to_end(&mut found).is_err() {
+            return OwnLines::NotThere;
+        }
+        if found == lines {
+            OwnLines::All
+        } else if offset + found.len() as u64 == len && lines.starts_with(&found) {
+            OwnLines::Start(found.len() as u64)
+        } else {
+            OwnLines::NotThere
+        }
     }
 }
 
-/// Whether the ledger holds exactly `lines` from `offset` to its end.
-fn ledger_holds(ledger: &Path, offset: u64, lines: &[u8]) -> bool {
-    let Ok(mut file) = fs::File::open(ledger) else { return lines.is_empty() };
-    if file.metadata().map(|m| m.len()).ok() != Some(offset + lines.len() as u64) {
-        return false;
+/// Removes `len` bytes at `offset` from the ledger. At its end that is a truncation; otherwise
+/// the ledger is written again without them, through a temporary file, so that a kill midway
+/// leaves the old ledger whole.
+fn cut(ledger: &Path, offset: u64, len: u64) -> io::Result<()> {
+    // Never through a link: custody sets aside a ledger that is not a file.
+    let meta = fs::symlink_metadata(ledger)?;
+    if !meta.is_file() {
+        return Ok(());
     }
-    let mut tail = Vec::with_capacity(lines.len());
-    file.seek(SeekFrom::Start(offset)).is_ok()
-        && file.take(lines.len() as u64).read_to_end(&mut tail).is_ok()
-        && tail == lines
+    let mut file = fs::File::open(ledger)?;
+    if offset + len >= meta.len() {
+        return OpenOptions::new().write(true).open(ledger)?.set_len(offset);
+    }
+    let dir = ledger.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new().prefix(&store::temp_prefix(ledger)).tempfile_in(dir)?;
+    io::copy(&mut (&mut file).take(offset), &mut temp)?;
+    file.seek(SeekFrom::Start(offset + len))?;
+    io::copy(&mut file, &mut temp)?;
+    temp.as_file().set_permissions(meta.permissions())?;
+    temp.as_file().sync_data()?;
+    temp.persist(ledger).map_err(|e| e.error)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -210,6 +280,7 @@ mod tests {
     use crate::store::reason_code::ReasonCode;
     use crate::store::state::Status;
     use crate::store::state::tests::sample;
+    use crate::store::transaction::{Noted, note_best_effort};
 
     fn world() -> (tempfile::TempDir, LoopPaths, LoopState) {
         let dir = tempfile::tempdir().unwrap();
@@ -223,6 +294,13 @@ mod tests {
         LedgerEntry::new(state, state.meta.updated_at, LedgerDecision::Block, ReasonCode::VerifyFailed)
     }
 
+    fn note(state: &LoopState) -> LedgerEntry {
+        LedgerEntry {
+            detail: Some("notify `x` failed".into()),
+            ..LedgerEntry::new(state, state.meta.updated_at, LedgerDecision::Note, ReasonCode::NotifyFailed)
+        }
+    }
+
     fn advanced(state: &LoopState) -> LoopState {
         let mut next = state.clone();
         next.meta.iteration += 1;
@@ -233,7 +311,8 @@ mod tests {
         fs::read_to_string(&paths.ledger)
             .unwrap_or_default()
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            // A commit's broken start may stay; readers skip it.
+            .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
 
@@ -312,6 +391,107 @@ mod tests {
         assert!(!paths.journal.exists());
         assert_eq!(Journal::recover(&paths), Recovery::Clean);
         assert_eq!(ledger_lines(&paths).len(), 1, "recovery twice adds nothing");
+    }
+
+    /// A note (a stop let through, a failed notification) written between a killed commit and
+    /// the recovery of it: the recovery takes out the commit's lines and nothing else.
+    #[test]
+    fn an_interrupted_commit_racing_a_note_is_rolled_back_and_the_note_kept() {
+        let (_dir, paths, state) = world();
+        let before = paths.load_text().unwrap().unwrap();
+        let journal = journal_written(&paths, &state, &advanced(&state));
+        ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).unwrap();
+        assert_eq!(note_best_effort(&paths, &note(&state)), Noted::Ledger);
+        assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
+        assert_eq!(paths.load_text().unwrap().unwrap(), before);
+        let reasons: Vec<ReasonCode> = ledger_lines(&paths).iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, [ReasonCode::NotifyFailed], "the commit's line is gone, the note stays");
+        assert_eq!(Journal::recover(&paths), Recovery::Clean);
+    }
+
+    /// The same race with the commit cut short mid-line: the note is a line of its own, and the
+    /// commit's broken start is left rather than cut out of the middle of the ledger.
+    #[test]
+    fn a_commit_cut_short_mid_line_racing_a_note_loses_the_note_neither_way() {
+        for state_replaced in [false, true] {
+            let (_dir, paths, state) = world();
+            let next = advanced(&state);
+            let journal = journal_written(&paths, &state, &next);
+            ledger::append_lines(&paths.ledger, &journal.lines.as_bytes()[..10]).unwrap();
+            assert_eq!(note_best_effort(&paths, &note(&state)), Noted::Ledger);
+            if state_replaced {
+                paths.save(&next).unwrap();
+            }
+            let recovered = Journal::recover(&paths);
+            let reasons: Vec<ReasonCode> = ledger_lines(&paths).iter().map(|e| e.reason).collect();
+            if state_replaced {
+                assert_eq!(recovered, Recovery::RolledForward);
+                assert_eq!(reasons, [ReasonCode::NotifyFailed, ReasonCode::VerifyFailed]);
+            } else {
+                assert_eq!(recovered, Recovery::RolledBack);
+                assert_eq!(reasons, [ReasonCode::NotifyFailed]);
+            }
+        }
+    }
+
+    #[test]
+    fn an_interrupted_commit_racing_a_note_is_rolled_forward_and_the_note_kept() {
+        let (_dir, paths, state) = world();
+        let next = advanced(&state);
+        let journal = journal_written(&paths, &state, &next);
+        ledger::append_lines(&paths.ledger, journal.lines.as_bytes()).unwrap();
+        paths.save(&next).unwrap();
+        assert_eq!(note_best_effort(&paths, &note(&state)), Noted::Ledger);
+        assert_eq!(Journal::recover(&paths), Recovery::RolledForward);
+        let reasons: Vec<ReasonCode> = ledger_lines(&paths).iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, [ReasonCode::VerifyFailed, ReasonCode::NotifyFailed], "neither lost nor doubled");
+        assert!(!paths.journal.exists());
+    }
+
+    /// Whatever a failed commit's append left, the undo takes out only the commit's bytes.
+    #[test]
+    fn a_failed_commit_takes_out_its_own_lines_and_keeps_the_line_after_them() {
+        fn then_a_note_then_full(path: &Path, bytes: &[u8]) -> io::Result<()> {
+            ledger::append_lines(path, bytes)?;
+            ledger::append_lines(path, br#"{"note":"not the commit's"}"#)?;
+            ledger::append_lines(path, b"\n")?;
+            Err(io::Error::from_raw_os_error(28))
+        }
+        let (_dir, paths, state) = world();
+        Journal::commit(&paths, &advanced(&state), &[entry(&state)]).unwrap();
+        let before = fs::read_to_string(&paths.ledger).unwrap();
+        let next = advanced(&advanced(&state));
+        Journal::commit_with(&paths, &next, &[entry(&state)], then_a_note_then_full).unwrap_err();
+        assert_eq!(
+            fs::read_to_string(&paths.ledger).unwrap(),
+            format!("{before}{{\"note\":\"not the commit's\"}}\n")
+        );
+        assert_eq!(paths.load().unwrap().unwrap(), advanced(&state));
+    }
+
+    /// A ledger that no longer holds the commit's lines where the journal says (replaced, cut
+    /// by hand) loses nothing to a rollback.
+    #[test]
+    fn a_rollback_removes_nothing_it_cannot_show_is_its_own() {
+        let (_dir, paths, state) = world();
+        let journal = journal_written(&paths, &state, &advanced(&state));
+        let other = String::from_utf8(ledger::lines_of(&[note(&state)]).unwrap()).unwrap();
+        fs::write(&paths.ledger, format!("{other}{other}")).unwrap();
+        assert!(journal.lines.len() > 10);
+        assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
+        assert_eq!(fs::read_to_string(&paths.ledger).unwrap(), format!("{other}{other}"));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_rollback_never_cuts_through_a_link_at_the_ledgers_place() {
+        let (dir, paths, state) = world();
+        let journal = journal_written(&paths, &state, &advanced(&state));
+        let elsewhere = dir.path().join("elsewhere.jsonl");
+        fs::write(&elsewhere, &journal.lines).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &paths.ledger).unwrap();
+        assert_eq!(Journal::recover(&paths), Recovery::RolledBack);
+        assert_eq!(fs::read_to_string(&elsewhere).unwrap(), journal.lines);
     }
 
     #[test]

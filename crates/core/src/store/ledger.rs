@@ -1,4 +1,6 @@
-//! The loop's ledger: one JSON line per judged stop, appended, never rewritten.
+//! The loop's ledger: one JSON line per judged stop, appended under the loop's lock. Lines are
+//! never rewritten; only a commit that is undone takes its own lines out again
+//! ([`crate::store::journal`]).
 //!
 //! It is the loop's history for `status`, for the end-of-loop summary and for anyone asking
 //! afterwards why a loop went on or ended. Each line a commit writes carries the digest of the
@@ -8,7 +10,7 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use jiff::Timestamp;
@@ -180,10 +182,16 @@ impl LedgerEntry {
         }
     }
 
-    /// Appends this entry as one line, written with a single call so that concurrent appends
-    /// never interleave within a line.
-    pub(crate) fn append_to(&self, path: &Path) -> io::Result<()> {
-        append_lines(path, &lines_of(std::slice::from_ref(self))?)
+    /// Appends this entry as one line, written with a single call. Only under the loop's lock
+    /// ([`crate::store::transaction`]): a commit undone removes its own bytes, and must find
+    /// nobody else's inside them. A last line left unfinished (a commit killed mid-write) is
+    /// ended first, so that this line stays one of its own.
+    pub(in crate::store) fn append_to(&self, path: &Path) -> io::Result<()> {
+        let mut bytes = lines_of(std::slice::from_ref(self))?;
+        if ends_mid_line(path) {
+            bytes.insert(0, b'\n');
+        }
+        append_lines(path, &bytes)
     }
 
     /// The digest of the state the last committed line of `loop_id` left, if a line says.
@@ -250,9 +258,16 @@ pub(crate) fn lines_of(entries: &[LedgerEntry]) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether the ledger's last byte is not the end of a line.
+fn ends_mid_line(path: &Path) -> bool {
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
+}
+
 /// Appends `bytes` (whole lines) with one write, so concurrent appends never interleave within
 /// a line. A ledger path that is not a regular file is refused rather than followed.
-pub(crate) fn append_lines(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(in crate::store) fn append_lines(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if let Ok(meta) = std::fs::symlink_metadata(path)
         && !meta.is_file()
     {
@@ -324,6 +339,18 @@ mod tests {
         assert_eq!(text.lines().count(), 5);
         let last = LedgerEntry::read_last(&path, 2).unwrap();
         assert_eq!(last.iter().map(|e| e.iteration).collect::<Vec<_>>(), [4, 5]);
+    }
+
+    #[test]
+    fn a_line_appended_after_an_unfinished_one_stays_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        entry(1).append_to(&path).unwrap();
+        append_lines(&path, br#"{"time":"2026-11-22T03:0"#).unwrap();
+        entry(2).append_to(&path).unwrap();
+        let read: Vec<u32> = LedgerEntry::read_last(&path, 10).unwrap().iter().map(|e| e.iteration).collect();
+        assert_eq!(read, [1, 2]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
     }
 
     /// A line written when the output digest was a bare FNV-1a still reads, and its digest

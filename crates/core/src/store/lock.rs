@@ -10,9 +10,11 @@
 //! who held it. Every acquirer checks, once it holds a lock, that its file is still the one at the
 //! path, so two of them never both believe they hold it.
 
+use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
-use std::path::Path;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -35,11 +37,21 @@ pub(crate) enum LockError {
     Io { path: String, source: io::Error },
 }
 
-/// Held until dropped.
+thread_local! {
+    /// The lock files this thread holds. A note written by code that runs while its caller
+    /// holds the loop's lock appends under that hold instead of waiting on itself
+    /// ([`crate::store::transaction::note_best_effort`]).
+    static HELD: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Held until dropped, by the thread that took it.
 #[derive(Debug)]
 pub(crate) struct StateLock {
     _file: File,
     taken_over: Option<String>,
+    path: PathBuf,
+    /// Not `Send`: [`HELD`] is per thread, so the lock must be released where it was taken.
+    _here: PhantomData<*const ()>,
 }
 
 impl StateLock {
@@ -83,7 +95,7 @@ impl StateLock {
                 }
             };
             if locked && platform::is_at(&file, path) {
-                return Ok(StateLock { _file: file, taken_over });
+                return Ok(StateLock::held(file, path, taken_over));
             }
             if !locked {
                 let holder = platform::holder(&file).unwrap_or_else(|| "a process".into());
@@ -102,9 +114,51 @@ impl StateLock {
         Err(LockError::Contended { path: path.display().to_string() })
     }
 
+    /// Waits up to `wait` for the lock and never takes it over: for a note that is worth less
+    /// than the commit of whoever holds it. `None` when it stayed busy, or cannot be taken here
+    /// (no loop directory, something other than a file at the lock's path).
+    pub(in crate::store) fn try_acquire(path: &Path, wait: Duration) -> Option<StateLock> {
+        if fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_file()) {
+            return None;
+        }
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).ok()?;
+        let deadline = Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return None,
+            }
+        }
+        platform::is_at(&file, path).then(|| StateLock::held(file, path, None))
+    }
+
+    fn held(file: File, path: &Path, taken_over: Option<String>) -> StateLock {
+        HELD.with(|held| held.borrow_mut().push(path.to_path_buf()));
+        StateLock { _file: file, taken_over, path: path.to_path_buf(), _here: PhantomData }
+    }
+
+    /// Whether this thread holds the lock at `path`.
+    pub(in crate::store) fn held_here(path: &Path) -> bool {
+        HELD.with(|held| held.borrow().iter().any(|p| p == path))
+    }
+
     /// Who held the lock when it had to be taken over, in words; `None` when it was free in time.
     pub(crate) fn taken_over(&self) -> Option<&str> {
         self.taken_over.as_deref()
+    }
+}
+
+impl Drop for StateLock {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            if let Some(at) = held.iter().rposition(|p| *p == self.path) {
+                held.remove(at);
+            }
+        });
     }
 }
 
@@ -184,6 +238,38 @@ mod tests {
         assert!(said.starts_with("this process"), "{said}");
         // The next acquirer waits for the new holder, not for the squatter.
         assert!(StateLock::acquire(&path, Duration::from_millis(50)).unwrap().taken_over().is_some());
+    }
+
+    #[test]
+    fn a_brief_try_waits_for_a_holder_and_never_takes_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.md.lock");
+        let squatter = OpenOptions::new().create(true).truncate(false).write(true).open(&path).unwrap();
+        squatter.lock().unwrap();
+        let started = Instant::now();
+        assert!(StateLock::try_acquire(&path, Duration::from_millis(50)).is_none());
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert!(path.is_file(), "the held lock file was left where it was");
+        drop(squatter);
+        let lock = StateLock::try_acquire(&path, Duration::from_millis(50)).expect("a free lock is taken");
+        assert!(StateLock::held_here(&path));
+        drop(lock);
+        assert!(!StateLock::held_here(&path));
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        assert!(StateLock::try_acquire(&path, Duration::ZERO).is_none(), "a directory is not moved aside");
+    }
+
+    #[test]
+    fn only_the_thread_that_holds_a_lock_counts_as_holding_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.md.lock");
+        let held = StateLock::acquire(&path, Duration::ZERO).unwrap();
+        assert!(StateLock::held_here(&path));
+        let elsewhere = path.clone();
+        assert!(!thread::spawn(move || StateLock::held_here(&elsewhere)).join().unwrap());
+        drop(held);
+        assert!(!StateLock::held_here(&path));
     }
 
     #[test]

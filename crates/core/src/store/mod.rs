@@ -28,6 +28,7 @@ pub(crate) mod transaction;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+pub(crate) use transaction::note_best_effort;
 
 use jiff::Timestamp;
 use thiserror::Error;
@@ -203,7 +204,7 @@ impl LoopPaths {
         self.save_text(&text)
     }
 
-    pub(crate) fn save_text(&self, text: &str) -> Result<(), StoreError> {
+    pub(in crate::store) fn save_text(&self, text: &str) -> Result<(), StoreError> {
         let write_error = |source| StoreError::Write { path: self.state.clone(), source };
         fs::create_dir_all(&self.dir).map_err(write_error)?;
         write_atomic(&self.state, text.as_bytes(), true).map_err(write_error)
@@ -216,7 +217,12 @@ impl LoopPaths {
         let marker = self.dir.join("judging.json");
         let mut places = vec![(
             self.dir.clone(),
-            vec![temp_prefix(&self.state), temp_prefix(&self.journal), temp_prefix(&marker)],
+            vec![
+                temp_prefix(&self.state),
+                temp_prefix(&self.journal),
+                temp_prefix(&self.ledger),
+                temp_prefix(&marker),
+            ],
         )];
         if let Some(armed) = &self.armed
             && let Some(parent) = armed.parent()

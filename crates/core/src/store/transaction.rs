@@ -10,6 +10,11 @@
 //! Every writer (the Stop hook, the prompt hook's commands, claims, confirmations, cancel,
 //! resume, rollback, the run driver) goes through here, so a cancel landing mid-judgment is seen
 //! by the judgment's second read instead of being overwritten, and the protocol is written once.
+//!
+//! A ledger line that is not part of a change (a failed notification, a stop let through, a
+//! refused command) goes through [`note_best_effort`]: under the lock, or, when the lock stays
+//! busy, into an incident file the next judged stop tells. Never into the ledger unlocked: a
+//! commit being undone removes its own bytes and nobody else's only if nobody else wrote.
 
 use std::io;
 use std::time::Duration;
@@ -26,6 +31,22 @@ use crate::store::ledger::LedgerEntry;
 use crate::store::lock::{LOCK_WAIT, LockError, StateLock};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
+
+/// How long a note outside a transaction waits for the loop's lock. A commit holds it for
+/// milliseconds; a holder past this is slow, stuck or hostile, and the note is kept for the next
+/// judged stop instead, which is worth more than a hook that waits.
+pub(crate) const NOTE_WAIT: Duration = Duration::from_millis(250);
+
+/// Where a note went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Noted {
+    /// Appended to the ledger, under the loop's lock.
+    Ledger,
+    /// Kept in an incident file beside the ledger; the next judged stop tells and records it.
+    Kept,
+    /// Neither could be written (no loop directory, or no room even for a file name).
+    Lost,
+}
 
 /// Why a transaction could not be opened.
 #[derive(Debug, Error)]
@@ -87,15 +108,64 @@ impl<'p> Transaction<'p> {
         Journal::commit(self.paths, next, lines)
     }
 
-    /// Appends `entry` to the ledger alone: a note that changes nothing in the state (a forged
-    /// stop, a stop let through unjudged).
-    pub(crate) fn note(&self, entry: &LedgerEntry) -> io::Result<()> {
-        entry.append_to(&self.paths.ledger)
+    /// Appends `entry` to the ledger alone (a note that changes nothing in the state: a stop let
+    /// through unjudged), or, when the ledger cannot be written, keeps it for the next judged
+    /// stop.
+    pub(crate) fn note_or_keep(&self, entry: &LedgerEntry) -> Noted {
+        append_or_keep(self.paths, entry)
+    }
+
+    /// Moves aside a state that cannot be read and has no last good copy to restore it from,
+    /// with any copy left of it, so that the loop is over (a cancel of a broken loop, a start
+    /// in its place); returns where it went.
+    pub(crate) fn set_unreadable_state_aside(&self, now: Timestamp) -> io::Result<std::path::PathBuf> {
+        let aside = self.paths.state.with_extension(format!("md.corrupt-{}", now.as_second()));
+        if let Some(armed) = &self.paths.armed {
+            let _ = crate::store::remove_if_present(armed);
+        }
+        std::fs::rename(&self.paths.state, &aside)?;
+        Ok(aside)
+    }
+
+    /// Moves the ledger of a loop waiting to be claimed (held by `waiting`) to this
+    /// transaction's loop, which claims it.
+    pub(crate) fn adopt_ledger(&self, waiting: &Transaction<'_>) -> io::Result<()> {
+        if waiting.paths.ledger.exists() {
+            std::fs::rename(&waiting.paths.ledger, &self.paths.ledger)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn paths(&self) -> &'p LoopPaths {
         self.paths
     }
+}
+
+/// Appends `entry`, a note that is part of no change, to the loop's ledger under its lock: the
+/// lock this thread holds already (the note is written by code its caller runs inside a
+/// transaction), else the lock taken within [`NOTE_WAIT`], never taken over. When the lock stays
+/// busy or the ledger cannot be written, the note is kept in an incident file instead, so the
+/// next judged stop tells it; it is never appended without the lock.
+pub(crate) fn note_best_effort(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
+    if StateLock::held_here(&paths.lock) {
+        return append_or_keep(paths, entry);
+    }
+    match StateLock::try_acquire(&paths.lock, NOTE_WAIT) {
+        Some(_held) => append_or_keep(paths, entry),
+        None => keep(paths, entry),
+    }
+}
+
+/// Appends `entry` (the lock held), or keeps it when the ledger cannot be written.
+fn append_or_keep(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
+    match entry.append_to(&paths.ledger) {
+        Ok(()) => Noted::Ledger,
+        Err(_) => keep(paths, entry),
+    }
+}
+
+fn keep(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
+    if Incident::keep_fallback(&paths.dir, entry) { Noted::Kept } else { Noted::Lost }
 }
 
 #[cfg(test)]
@@ -142,6 +212,80 @@ mod tests {
         let incident = second.taken_over(now()).expect("the held lock was taken over");
         assert_eq!(incident.code, ReasonCode::LockHeld);
         drop(first);
+    }
+
+    fn notify_failed(state: &LoopState) -> LedgerEntry {
+        LedgerEntry {
+            detail: Some("notify `x` failed: exit 3".into()),
+            ..LedgerEntry::new(state, now(), LedgerDecision::Note, ReasonCode::NotifyFailed)
+        }
+    }
+
+    #[test]
+    fn a_best_effort_note_is_appended_under_a_free_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Store::at(dir.path().to_path_buf()).paths("s1");
+        let state = sample();
+        Transaction::lock(&paths).unwrap().commit(&state, &[]).unwrap();
+        assert_eq!(note_best_effort(&paths, &notify_failed(&state)), Noted::Ledger);
+        let lines = LedgerEntry::read_last(&paths.ledger, 10).unwrap();
+        assert_eq!(lines.iter().map(|e| e.reason).collect::<Vec<_>>(), [ReasonCode::NotifyFailed]);
+        assert!(Incident::fallbacks(&paths.dir).is_empty());
+    }
+
+    /// Code that runs inside a transaction (a refusal recorded while a resume holds the loop)
+    /// appends under that hold instead of waiting on itself.
+    #[test]
+    fn a_best_effort_note_inside_this_threads_transaction_is_appended_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Store::at(dir.path().to_path_buf()).paths("s1");
+        let state = sample();
+        let held = Transaction::lock(&paths).unwrap();
+        held.commit(&state, &[]).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(note_best_effort(&paths, &notify_failed(&state)), Noted::Ledger);
+        assert!(started.elapsed() < NOTE_WAIT, "{:?}", started.elapsed());
+        drop(held);
+        assert_eq!(LedgerEntry::read_last(&paths.ledger, 10).unwrap().len(), 1);
+    }
+
+    /// A lock held elsewhere (another hook committing, or a process squatting on it) is waited
+    /// for briefly and never taken over; the note is kept for the next judged stop, not
+    /// appended beside a commit that may yet be undone.
+    #[test]
+    fn a_best_effort_note_under_a_busy_lock_is_kept_for_the_next_stop_not_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Store::at(dir.path().to_path_buf()).paths("s1");
+        let state = sample();
+        Transaction::lock(&paths).unwrap().commit(&state, &[]).unwrap();
+        let ledger_before = std::fs::read(&paths.ledger).unwrap_or_default();
+        let squatter = std::fs::OpenOptions::new().write(true).open(&paths.lock).unwrap();
+        squatter.lock().unwrap();
+        let noted = std::thread::scope(|scope| {
+            scope.spawn(|| note_best_effort(&paths, &notify_failed(&state))).join().unwrap()
+        });
+        assert_eq!(noted, Noted::Kept);
+        assert_eq!(std::fs::read(&paths.ledger).unwrap_or_default(), ledger_before, "appended unlocked");
+        let kept = Incident::fallbacks(&paths.dir);
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(kept[0].code, ReasonCode::NotifyFailed);
+        assert!(kept[0].what.starts_with("notify `x` failed: exit 3"), "{}", kept[0].what);
+        drop(squatter);
+        // The squatter's lock was not taken over: the next transaction finds its file in place.
+        assert_eq!(Transaction::lock(&paths).unwrap().taken_over(now()), None);
+    }
+
+    #[test]
+    fn a_note_the_ledger_cannot_take_is_kept_for_the_next_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Store::at(dir.path().to_path_buf()).paths("s1");
+        let state = sample();
+        let held = Transaction::lock(&paths).unwrap();
+        held.commit(&state, &[]).unwrap();
+        std::fs::create_dir(&paths.ledger).unwrap();
+        assert_eq!(held.note_or_keep(&notify_failed(&state)), Noted::Kept);
+        assert_eq!(note_best_effort(&paths, &notify_failed(&state)), Noted::Kept);
+        assert_eq!(Incident::fallbacks(&paths.dir).len(), 2);
     }
 
     #[test]

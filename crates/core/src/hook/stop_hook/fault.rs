@@ -6,10 +6,10 @@ use std::io::Read;
 use crate::host::Host;
 use crate::host::event::{self, EventError, StopEvent};
 use crate::host::hook_response::HookResponse;
-use crate::store::incident::Incident;
 use crate::store::ledger::{LedgerDecision, LedgerEntry};
 use crate::store::reason_code::ReasonCode;
 use crate::store::state::LoopState;
+use crate::store::transaction::Noted;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
@@ -76,8 +76,7 @@ pub(super) fn fault(
     HookResponse::allow_with(format!("for-loop: {what}"))
 }
 
-/// Records a stop let through unjudged, so that the next judged stop tells it again: in the
-/// ledger, or, when that cannot be written either, as an empty file named after it.
+/// Records a stop let through unjudged, so that the next judged stop tells it again.
 pub(super) fn record_fault(
     paths: &LoopPaths,
     state: &LoopState,
@@ -86,12 +85,12 @@ pub(super) fn record_fault(
     code: ReasonCode,
     what: &str,
 ) {
-    if !record(paths, state, event, env, code, Some(what)) {
-        Incident::record_fallback(&paths.dir, code, env.now);
-    }
+    record(paths, state, event, env, code, Some(what));
 }
 
-/// Records a stop that was allowed without a verdict on the loop; whether it could be.
+/// Records a stop that was allowed without a verdict on the loop: in the ledger under the loop's
+/// lock (the one this hook holds, or taken briefly), else in an incident file beside it; whether
+/// either could be written.
 pub(super) fn record(
     paths: &LoopPaths,
     state: &LoopState,
@@ -105,5 +104,5 @@ pub(super) fn record(
         detail: detail.map(str::to_string),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, reason)
     };
-    entry.append_to(&paths.ledger).is_ok()
+    crate::store::note_best_effort(paths, &entry) != Noted::Lost
 }
