@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::checks::plan;
-use crate::checks::test_summary::{Scanner, Tally};
+use crate::checks::test_count::{Scanner, Tally};
 use crate::commands::request::LoopRequest;
 use crate::hook::shell_command;
 use crate::host::Host;
@@ -181,7 +181,7 @@ impl TestSummary {
 }
 
 /// The most suites a summary keeps.
-pub const MAX_SUITES: usize = crate::checks::test_summary::MAX_SUITES;
+pub const MAX_SUITES: usize = crate::checks::test_count::MAX_SUITES;
 
 /// Scans verify's output as it streams past, in the pieces `cuts` marks (offsets into
 /// `output`, in any order; those past its end are ignored), as the verify runner does.

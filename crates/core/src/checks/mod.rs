@@ -4,21 +4,12 @@
 //! may veto a pass (a command or a built-in agent), the scope a pass's change must stay inside, and
 //! a plan with the boxes of its file. Nothing here reads or writes a loop's store.
 
-pub(crate) mod agent_review;
-pub(crate) mod capture;
 pub(crate) mod oracle;
-pub(crate) mod oracle_change;
-pub(crate) mod oracle_watch;
 pub(crate) mod plan;
-pub(crate) mod plan_file;
 pub(crate) mod protect;
 pub(crate) mod review;
+pub(crate) mod sandbox;
 pub(crate) mod scope;
-pub(crate) mod skip_marker;
 pub(crate) mod stall;
-pub(crate) mod strict;
-pub(crate) mod supervisor;
-pub(crate) mod test_ratchet;
-pub(crate) mod test_suite;
-pub(crate) mod test_summary;
+pub(crate) mod test_count;
 pub(crate) mod verify;

@@ -313,8 +313,8 @@ mod tests {
 
     #[test]
     fn paths_looked_up_and_brace_sets_spelled_out_match_what_the_globs_match() {
-        let mut patterns: Vec<&str> = crate::checks::test_suite::RUNNER_FILES.to_vec();
-        patterns.extend(crate::checks::test_suite::TEST_FILES);
+        let mut patterns: Vec<&str> = crate::checks::oracle::RUNNER_FILES.to_vec();
+        patterns.extend(crate::checks::oracle::TEST_FILES);
         patterns.extend([
             "tests/{unit,e2e}/**",
             "src/{a,b}.rs",

@@ -2,7 +2,7 @@
 //!
 //! A pass counts only when every file that differs from the start (the loop's, or the current
 //! story's in a plan), new files included, lies inside the scope. Globs are `--protect`'s
-//! ([`crate::checks::protect`]): relative to the loop's directory, `**` spans directories, and a
+//! ([`crate::checks::oracle`]): relative to the loop's directory, `**` spans directories, and a
 //! path without glob characters is the file or everything below the directory. A story's scope
 //! narrows the loop's: a file must lie inside both. The check's own files are left to the
 //! oracle's rules, which already refuse a pass that changed them.

@@ -158,7 +158,7 @@ fn normalize_token(token: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::capture::Captured;
+    use crate::checks::verify::Captured;
     use std::time::Duration;
 
     fn failed(code: i32, output: &str) -> VerifyOutcome {

@@ -24,7 +24,7 @@ pub(crate) fn baseline(
     settings: &MetricSettings,
 ) -> Result<Vec<Lesson>, String> {
     let cwd = state.meta.cwd.clone();
-    let sandbox = crate::checks::strict::sandbox_for_verify(
+    let sandbox = crate::checks::sandbox::sandbox_for_verify(
         env,
         store.root(),
         state.meta.host,

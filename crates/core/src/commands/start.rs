@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::checks::oracle;
 use crate::checks::oracle::Oracle;
+use crate::checks::sandbox::Tier;
 use crate::checks::stall::Streaks;
-use crate::checks::strict::Tier;
-use crate::checks::test_ratchet::TestRatchet;
-use crate::checks::test_suite;
+use crate::checks::test_count::TestRatchet;
 use crate::commands::request::{LoopRequest, RequestError};
 use crate::commands::session;
 use crate::host::Host;
@@ -86,7 +86,7 @@ pub(crate) fn run_request(
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
     };
     let tier =
-        options.tier.clone().unwrap_or_else(|| crate::checks::strict::tier(env, host, &cwd, store.root()));
+        options.tier.clone().unwrap_or_else(|| crate::checks::sandbox::tier(env, host, &cwd, store.root()));
     if let Some(refusal) = strict_required(env, &request, &tier) {
         return refusal;
     }
@@ -509,9 +509,8 @@ fn where_kept(paths: &LoopPaths, unclaimed: bool) -> String {
 /// What the start says about the test suite it protects: how many test and runner files, the
 /// runner sections, and what the model may still do.
 fn suite_line(oracle: &Oracle) -> String {
-    let runner = oracle.files.keys().filter(|f| test_suite::is_runner_file(f)).count();
-    let tests =
-        oracle.files.keys().filter(|f| test_suite::is_test_file(f) && !test_suite::is_runner_file(f)).count();
+    let runner = oracle.files.keys().filter(|f| oracle::is_runner_file(f)).count();
+    let tests = oracle.files.keys().filter(|f| oracle::is_test_file(f) && !oracle::is_runner_file(f)).count();
     let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts =
         vec![plural(tests, "test file", "test files"), plural(runner, "runner file", "runner files")];
@@ -526,7 +525,7 @@ fn suite_line(oracle: &Oracle) -> String {
         out.push_str(&format!(
             "             ({} more test files were found past the {} fingerprinted; they are not checked)\n",
             oracle.tests.unchecked_files,
-            test_suite::MAX_TEST_FILES
+            oracle::MAX_TEST_FILES
         ));
     }
     out

@@ -79,7 +79,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
     if let Ok(store) = Store::locate(env) {
         let tier =
-            crate::checks::strict::shown(env, meta.host, &meta.cwd, store.root(), meta.tier.as_deref());
+            crate::checks::sandbox::shown(env, meta.host, &meta.cwd, store.root(), meta.tier.as_deref());
         out.push_str(&format!("  tier:       {tier}\n"));
     }
     out.push_str(&format!(

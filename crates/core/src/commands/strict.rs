@@ -58,12 +58,12 @@ pub(crate) fn run(env: &Environment, args: &str) -> Outcome {
 pub(crate) fn could_run(
     env: &Environment,
     host: crate::host::Host,
-    tier: &crate::checks::strict::Tier,
+    tier: &crate::checks::sandbox::Tier,
 ) -> Option<String> {
     let possible = host.offers_strict_tier()
         && !tier.strict
         && missing_tools(env).is_empty()
-        && crate::checks::strict::sandbox_unavailable().is_none();
+        && crate::checks::sandbox::sandbox_unavailable().is_none();
     possible.then(|| {
         "             the strict tier could run on this machine and is not on: /for-loop:strict shows \
          its settings and writes them\n"
@@ -75,7 +75,7 @@ pub(crate) fn could_run(
 fn shown(env: &Environment, file: &Path, needs: &[&str]) -> String {
     let user = settings_file(env, Scope::User)
         .map_or_else(|| "your user settings".into(), |f| f.display().to_string());
-    let verify = crate::checks::strict::sandbox_unavailable().map_or_else(
+    let verify = crate::checks::sandbox::sandbox_unavailable().map_or_else(
         || "bubblewrap works here, so verify is sandboxed too.".to_string(),
         |why| format!("verify cannot be sandboxed here: {why}."),
     );

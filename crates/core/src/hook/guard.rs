@@ -197,7 +197,7 @@ fn objection(
     let protected = Protected::of(env, store.root(), &cwd);
     let guard = Guard { state, cwd: &cwd, env, protected: &protected };
     if state.meta.host.offers_strict_tier()
-        && crate::checks::strict::sandbox_settings(env, &state.meta.cwd, store.root()).is_ok()
+        && crate::checks::sandbox::sandbox_settings(env, &state.meta.cwd, store.root()).is_ok()
         && let Some(reason) = strict_objection(state, &cwd, &tool, input)
     {
         return Some(reason);

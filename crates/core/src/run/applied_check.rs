@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::checks::strict::verify_sandbox;
+use crate::checks::sandbox::verify_sandbox;
 use crate::checks::verify::VerifySpec;
 use crate::store::state::LoopState;
 

@@ -457,8 +457,8 @@ fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Res
     let tree = trees_dir(store).join(format!("{}-{n}", group.id));
     let check = AppliedCheck::of(&state, &tree, &group.repo);
     // The attempt's code runs here as verify runs it: in a sandbox where one can be had.
-    let read_only = crate::checks::strict::read_only_paths(env, store.root());
-    Ok(check.sandboxed(crate::checks::strict::sandbox_unavailable().is_none(), read_only))
+    let read_only = crate::checks::sandbox::read_only_paths(env, store.root());
+    Ok(check.sandboxed(crate::checks::sandbox::sandbox_unavailable().is_none(), read_only))
 }
 
 /// Applies `diff`, then runs the winner's verify in the user's working tree; when it fails

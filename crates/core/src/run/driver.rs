@@ -268,7 +268,7 @@ impl Driver {
         };
         let mut env = self.env.with_now(Timestamp::now());
         if self.tier.is_sandboxed() {
-            env = env.with_var(crate::checks::strict::RUN_SANDBOX_VAR, "1");
+            env = env.with_var(crate::checks::sandbox::RUN_SANDBOX_VAR, "1");
         }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
@@ -354,7 +354,7 @@ impl Driver {
             (Some(_), Some(git)) => git.common.parent().map(Path::to_path_buf),
             _ => None,
         };
-        let read_only = crate::checks::strict::read_only_paths(&self.env, &self.store_root);
+        let read_only = crate::checks::sandbox::read_only_paths(&self.env, &self.store_root);
         let sandbox = AgentBox {
             cwd: self.env.cwd.clone(),
             work,

@@ -181,8 +181,8 @@ impl<'a> Judge<'a> {
             timeout: std::time::Duration::from_secs(request.verify_timeout_secs),
             sandbox: vec![],
         };
-        let sandbox = crate::checks::strict::sandbox_unavailable().is_none().then(|| {
-            let mut read_only = crate::checks::strict::read_only_paths(env, store.root());
+        let sandbox = crate::checks::sandbox::sandbox_unavailable().is_none().then(|| {
+            let mut read_only = crate::checks::sandbox::read_only_paths(env, store.root());
             read_only.push(user.root().to_path_buf());
             read_only.extend(GitDirs::of(user.root()).into_iter().flat_map(|git| [git.own, git.common]));
             read_only
@@ -196,7 +196,7 @@ impl<'a> Judge<'a> {
     fn verify_in(&self, cwd: std::path::PathBuf) -> VerifySpec {
         let sandbox = self.sandbox.as_ref().map(|read_only| {
             let oracle = self.oracle.files.keys().map(|file| cwd.join(file));
-            crate::checks::strict::verify_sandbox(
+            crate::checks::sandbox::verify_sandbox(
                 &cwd,
                 &read_only.iter().cloned().chain(oracle).collect::<Vec<_>>(),
             )

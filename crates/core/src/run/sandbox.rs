@@ -13,7 +13,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::checks::strict::{self, Bwrap, Tier};
+use crate::checks::sandbox::{self, Bwrap, Tier};
 use crate::worktree::WorkTree;
 
 /// What the command line asked of the agent's sandbox.
@@ -44,7 +44,7 @@ impl RunTier {
         if asked == SandboxAsked::Off {
             return Ok(RunTier::Off);
         }
-        match strict::sandbox_unavailable() {
+        match sandbox::sandbox_unavailable() {
             None => Ok(RunTier::Sandboxed),
             Some(why) if asked == SandboxAsked::Required => Err(format!(
                 "--require-strict: the agent cannot be sandboxed here ({why}); nothing was started"

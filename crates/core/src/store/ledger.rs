@@ -16,7 +16,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::checks::test_summary::Counts;
+use crate::checks::test_count::Counts;
 use crate::checks::verify::VerifyOutcome;
 use crate::host::origin::Origin;
 use crate::host::usage::Usage;
@@ -362,7 +362,7 @@ mod tests {
         let entry: LedgerEntry = serde_json::from_str(old).unwrap();
         let old_digest = entry.verify.unwrap().output_digest;
         assert_eq!(old_digest, format!("{:016x}", crate::support::digest::Fnv1a::of(b"bad\n")));
-        let mut output = crate::checks::capture::Captured::default();
+        let mut output = crate::checks::verify::Captured::default();
         output.push(b"bad\n");
         let outcome = VerifyOutcome {
             exit_code: Some(1),

@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::checks::oracle::Oracle;
 use crate::checks::stall::Streaks;
-use crate::checks::test_ratchet::TestRatchet;
+use crate::checks::test_count::TestRatchet;
 use crate::host::Host;
 use crate::host::usage::UsageCursor;
 use crate::store::reason_code::ReasonCode;

@@ -6,10 +6,10 @@
 //! commits that verdict as it is. Nothing is rendered or changed after `decide`, so what its tests
 //! check is exactly what users see, and every branch is tested here without processes or files.
 
+use crate::checks::oracle::SkipMarker;
 use crate::checks::review::ReviewOutcome;
-use crate::checks::skip_marker::SkipMarker;
 use crate::checks::stall::Streaks;
-use crate::checks::test_ratchet::{News, TestJudgement};
+use crate::checks::test_count::{News, TestJudgement};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::hook_response::HookResponse;
 use crate::host::usage::Usage;
@@ -565,7 +565,7 @@ fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
         progress.current_stops = 0;
         // The next story's scope judges the change from here.
         progress.story_tree = facts.scope.and_then(|check| check.now.clone());
-        next.meta.tests = crate::checks::test_ratchet::TestRatchet::new(next.meta.settings.allow_test_edits);
+        next.meta.tests = crate::checks::test_count::TestRatchet::new(next.meta.settings.allow_test_edits);
     }
 }
 
@@ -766,10 +766,10 @@ mod tests {
     use jiff::Timestamp;
 
     use super::*;
-    use crate::checks::capture::Captured;
-    use crate::checks::oracle_change::OracleChange;
-    use crate::checks::test_ratchet::{RatchetStatus, TestRatchet};
-    use crate::checks::test_summary::tally;
+    use crate::checks::oracle::OracleChange;
+    use crate::checks::test_count::tally;
+    use crate::checks::test_count::{RatchetStatus, TestRatchet};
+    use crate::checks::verify::Captured;
     use crate::host::usage::UsageCursor;
     use crate::store::incident::Incident;
     use crate::store::state::tests::sample;
@@ -990,10 +990,8 @@ mod tests {
     fn snapshot_cap_with_a_modified_check() {
         let state = with(Some("sh check.sh"), None, 30, 30);
         let passed = outcome(Some(0), false, "");
-        let changes = [OracleChange {
-            path: "check.sh".into(),
-            kind: crate::checks::oracle_change::ChangeKind::Modified,
-        }];
+        let changes =
+            [OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified }];
         let facts = StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) };
         let decision = decide(&state, facts);
         assert_eq!(decision.receipt.as_ref().unwrap().oracle_changed, ["check.sh (modified)"]);
@@ -1138,14 +1136,8 @@ mod tests {
         let state = with(Some("sh check.sh"), None, 3, 30);
         let passed = outcome(Some(0), false, "");
         let changes = [
-            OracleChange {
-                path: "check.sh".into(),
-                kind: crate::checks::oracle_change::ChangeKind::Modified,
-            },
-            OracleChange {
-                path: "tests/login.rs".into(),
-                kind: crate::checks::oracle_change::ChangeKind::Deleted,
-            },
+            OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified },
+            OracleChange { path: "tests/login.rs".into(), kind: crate::checks::oracle::ChangeKind::Deleted },
         ];
         let facts = StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) };
         insta::assert_snapshot!(shown(&decide(&state, facts)), @r"
@@ -1249,7 +1241,7 @@ mod tests {
         );
         assert_eq!(
             decision.ledger[0].tests,
-            Some(crate::checks::test_summary::Counts { passed: 13, failed: 0, skipped: 0 })
+            Some(crate::checks::test_count::Counts { passed: 13, failed: 0, skipped: 0 })
         );
     }
 
@@ -1622,10 +1614,8 @@ mod tests {
     fn a_pass_does_not_count_while_the_oracle_is_changed() {
         let state = with(Some("sh check.sh"), None, 1, 30);
         let passed = outcome(Some(0), false, "");
-        let changes = [OracleChange {
-            path: "check.sh".into(),
-            kind: crate::checks::oracle_change::ChangeKind::Modified,
-        }];
+        let changes =
+            [OracleChange { path: "check.sh".into(), kind: crate::checks::oracle::ChangeKind::Modified }];
         let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&passed), None) });
         assert_eq!(decision.code, ReasonCode::OracleChanged);
         let reason = reason(&decision);
@@ -1644,10 +1634,8 @@ mod tests {
     fn a_changed_oracle_with_a_failing_verify_shows_both() {
         let state = with(Some("sh check.sh"), None, 1, 30);
         let failed = outcome(Some(1), false, "boom");
-        let changes = [OracleChange {
-            path: "tests/a.rs".into(),
-            kind: crate::checks::oracle_change::ChangeKind::Deleted,
-        }];
+        let changes =
+            [OracleChange { path: "tests/a.rs".into(), kind: crate::checks::oracle::ChangeKind::Deleted }];
         let decision = decide(&state, StopFacts { oracle_changes: &changes, ..facts(Some(&failed), None) });
         assert_eq!(decision.code, ReasonCode::OracleChanged);
         assert!(reason(&decision).contains("boom"));

@@ -3,8 +3,8 @@
 
 use jiff::Timestamp;
 
-use crate::checks::oracle_change::OracleChange;
-use crate::checks::skip_marker::SkipMarker;
+use crate::checks::oracle::OracleChange;
+use crate::checks::oracle::SkipMarker;
 use crate::checks::verify::VerifyOutcome;
 use crate::host::usage::UsageCursor;
 use crate::metric::keep::MetricFacts;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::checks::oracle_change::{ChangeKind, OracleChange};
+use crate::checks::oracle::{ChangeKind, OracleChange};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::usage::human_tokens;
 use crate::store::custody::REINJECTION_MARK;

@@ -1,7 +1,7 @@
 //! The words of a metric loop: the re-injected prompt after a keep or a discard, the status
 //! line, and the headline when the loop ends or parks.
 
-use crate::checks::oracle_change::OracleChange;
+use crate::checks::oracle::OracleChange;
 use crate::checks::verify::VerifyOutcome;
 use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung};
 use crate::store::reason_code::ReasonCode;
@@ -149,8 +149,8 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode) -> Option<String> {
 mod tests {
     use std::time::Duration;
 
-    use crate::checks::capture::Captured;
-    use crate::checks::oracle_change::{ChangeKind, OracleChange};
+    use crate::checks::oracle::{ChangeKind, OracleChange};
+    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
     use crate::store::state::LoopState;

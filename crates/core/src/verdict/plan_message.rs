@@ -144,9 +144,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::capture::Captured;
     use crate::checks::plan::{PlanProgress, PlanSettings};
-    use crate::checks::test_ratchet::RatchetStatus;
+    use crate::checks::test_count::RatchetStatus;
+    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::store::reason_code::ReasonCode;
     use crate::store::state::tests::sample;

@@ -112,7 +112,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::capture::Captured;
+    use crate::checks::verify::Captured;
 
     fn failed(output: &str) -> VerifyOutcome {
         let mut captured = Captured::default();

@@ -130,8 +130,8 @@ pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::capture::Captured;
-    use crate::checks::test_ratchet::RatchetStatus;
+    use crate::checks::test_count::RatchetStatus;
+    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::store::ledger::LedgerDecision;
     use crate::store::state::Status;

@@ -93,9 +93,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::capture::Captured;
     use crate::checks::plan::{PlanProgress, PlanSettings, Story};
-    use crate::checks::test_ratchet::RatchetStatus;
+    use crate::checks::test_count::RatchetStatus;
+    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
     use crate::store::reason_code::ReasonCode;

@@ -51,7 +51,7 @@ pub(crate) struct LoopRequest {
     pub max_time_secs: Option<u64>,
     pub escalation: Vec<u32>,
     pub checkpoint: bool,
-    /// Refuse to start unless the loop runs in the strict tier ([`crate::checks::strict`]).
+    /// Refuse to start unless the loop runs in the strict tier ([`crate::checks::sandbox`]).
     pub require_strict: bool,
     /// Token budget (input + output + cache writes) for the session since the loop started.
     pub max_tokens: Option<u64>,

@@ -7,12 +7,12 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use crate::checks::oracle_change::{ChangeKind, OracleChange};
-use crate::checks::oracle_watch::{OracleWatch, Touched};
+use crate::checks::oracle::{self, SkipMarker};
+use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::oracle::{OracleWatch, Touched};
 use crate::checks::plan::PlanSweep;
 use crate::checks::review::ReviewOutcome;
 use crate::checks::scope::ScopeCheck;
-use crate::checks::skip_marker::{self, SkipMarker};
 use crate::checks::verify::VerifyOutcome;
 use crate::host::event::StopEvent;
 use crate::host::transcript::{self, Turn};
@@ -142,7 +142,7 @@ impl Gathered {
         incidents: Vec<Incident>,
     ) -> Gathered {
         let (env, paths) = (stop.env, &stop.paths);
-        let sandbox = crate::checks::strict::sandbox_for_verify(
+        let sandbox = crate::checks::sandbox::sandbox_for_verify(
             env,
             stop.store.root(),
             state.meta.host,
@@ -198,7 +198,7 @@ impl Gathered {
             }
             Ask::SkipMarkers => {
                 let trees = self.trees_since_start(state);
-                self.skip_markers = skip_marker::since_start(
+                self.skip_markers = oracle::skip_markers_since_start(
                     &self.worktree,
                     trees.as_ref().map(|(baseline, now)| (baseline.as_str(), now.as_str())),
                     &state.meta.cwd,

@@ -9,9 +9,9 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::checks::oracle_change::{ChangeKind, OracleChange};
+use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::plan;
 use crate::checks::plan::PlanSweep;
-use crate::checks::plan_file;
 use crate::checks::verify::{VerifyOutcome, VerifySpec};
 use crate::store::state::LoopState;
 
@@ -53,7 +53,7 @@ pub(super) fn run_sweep(state: &LoopState, sandbox: &[OsString]) -> Option<PlanS
             Ok(outcome) if outcome.passed() => {}
             Ok(outcome) => return Some(PlanSweep { broken: Some((index, outcome)) }),
             Err(e) => {
-                let mut output = crate::checks::capture::Captured::default();
+                let mut output = crate::checks::verify::Captured::default();
                 output.push(format!("it could not run: {e}\n").as_bytes());
                 let outcome = VerifyOutcome {
                     exit_code: None,
@@ -76,7 +76,7 @@ pub(super) fn unverified_ticks(state: &LoopState) -> Vec<OracleChange> {
     let (Some(plan), Some(progress)) = (&state.meta.settings.plan, &state.meta.plan) else {
         return Vec::new();
     };
-    let ticked = plan_file::unverified_ticks(&state.meta.cwd.join(&plan.file), progress);
+    let ticked = plan::unverified_ticks(&state.meta.cwd.join(&plan.file), progress);
     ticked
         .into_iter()
         .filter_map(|i| plan.stories.get(i))
@@ -107,7 +107,7 @@ pub(super) fn tick_boxes(before: &LoopState, after: &LoopState, store_root: &Pat
             if was.stories.get(i)?.done == done {
                 return None;
             }
-            let e = plan_file::tick(&path, story, i, done).err()?;
+            let e = plan::tick(&path, story, i, done).err()?;
             cleared |= !done;
             let what = if done { "tick" } else { "clear" };
             Some(format!("could not {what} the box of story {} in {} ({e})", story.label(), plan.file))

@@ -1,6 +1,6 @@
 //! The reviewer's run at a stop whose check passed ([`crate::checks::review`]): what it is shown
 //! (the task, the check, the change since the loop started) and the run itself, in verify's tier:
-//! a command as verify runs, or the built-in agent ([`crate::checks::agent_review`]), which in
+//! a command as verify runs, or the built-in agent ([`crate::checks::review`]), which in
 //! the strict tier runs in a sandbox of its own where the project is read-only.
 
 use std::ffi::OsString;
@@ -55,7 +55,7 @@ fn by_agent(
     let sandbox = if verify_sandbox.is_empty() {
         Vec::new()
     } else {
-        crate::checks::strict::review_sandbox(&state.meta.cwd, &agent.config_paths(env))
+        crate::checks::sandbox::review_sandbox(&state.meta.cwd, &agent.config_paths(env))
     };
     let spec = super::plan::check_spec(state, agent.program(), &sandbox);
     let vars = agent
@@ -64,7 +64,7 @@ fn by_agent(
         .filter_map(|name| env.var(name).map(|value| (*name, value.to_string())))
         .collect();
     let program = agent.find(env);
-    crate::checks::agent_review::ask_reviewer_agent(
+    crate::checks::review::ask_reviewer_agent(
         agent,
         program.as_deref().map_err(String::as_str),
         &spec,

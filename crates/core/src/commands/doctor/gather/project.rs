@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::super::facts::{LoopFact, LoopKind, StoreFacts, TierFacts};
-use crate::checks::strict;
+use crate::checks::sandbox;
 use crate::store::Store;
 use crate::store::state::Status;
 use crate::support::environment::Environment;
@@ -32,8 +32,8 @@ pub(super) fn store(store: Option<&Store>) -> StoreFacts {
 pub(super) fn tier(env: &Environment, project: &Path, store: Option<&Store>) -> TierFacts {
     let store_root = store.map_or_else(|| project.to_path_buf(), |s| s.root().to_path_buf());
     TierFacts {
-        sandbox_settings: strict::sandbox_settings(env, project, &store_root),
-        bubblewrap: strict::sandbox_unavailable(),
+        sandbox_settings: sandbox::sandbox_settings(env, project, &store_root),
+        bubblewrap: sandbox::sandbox_unavailable(),
         socat: super::binary::on_path(env, "socat").is_some(),
         linux: cfg!(target_os = "linux"),
     }

@@ -15,10 +15,10 @@ pub(crate) enum ChangeKind {
     /// not at start: the path is the directory that was walked.
     Unchecked,
     /// Changed while verify ran and put back (or restored by verify itself): the same before and
-    /// after, but not during the run that passed ([`crate::checks::oracle_watch`]).
+    /// after, but not during the run that passed ([`crate::checks::oracle`]).
     ChangedDuringVerify,
     /// A story's box in the plan file ticked although the loop has not verified the story: only
-    /// for-loop ticks one, when the story's check passes ([`crate::checks::plan_file`]).
+    /// for-loop ticks one, when the story's check passes ([`crate::checks::plan`]).
     Ticked,
 }
 

@@ -27,7 +27,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checks::oracle_change::{ChangeKind, OracleChange};
+use crate::checks::oracle::{ChangeKind, OracleChange};
 use crate::checks::protect::Protect;
 use crate::support::bounded_read;
 use crate::support::digest::sha256_hex;

@@ -3,6 +3,12 @@
 //! process group is killed (a shell's grandchildren would otherwise hold the output pipe open and
 //! keep the hook waiting past the host's own timeout).
 
+mod capture;
+mod supervisor;
+
+pub(crate) use capture::Captured;
+pub(crate) use supervisor::{Supervised, Untrusted, command};
+
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -12,9 +18,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-
-use crate::checks::capture::Captured;
-use crate::checks::supervisor::Untrusted;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -179,7 +182,7 @@ impl VerifySpec {
     }
 
     /// Starts the command, its stdout and stderr into `output`: detached from the hook under a
-    /// supervisor on Unix ([`crate::checks::supervisor`]), a child of ours in a sandbox (which
+    /// supervisor on Unix ([`crate::checks::verify`]), a child of ours in a sandbox (which
     /// gives it a PID namespace of its own) and on Windows.
     fn start(&self, line: &str, input: &CommandInput, output: io::PipeWriter) -> io::Result<Running> {
         let mut command = match self.sandbox.split_first() {
@@ -190,7 +193,7 @@ impl VerifySpec {
                 wrapped
             }
             #[cfg(unix)]
-            None => crate::checks::supervisor::command(line, !input.stdin.is_empty()),
+            None => crate::checks::verify::command(line, !input.stdin.is_empty()),
             #[cfg(not(unix))]
             None => shell_command(line),
         };
@@ -201,7 +204,7 @@ impl VerifySpec {
         command.envs(input.env.iter().map(|(name, value)| (name, value)));
         #[cfg(unix)]
         if self.sandbox.is_empty() {
-            let supervised = crate::checks::supervisor::Supervised::spawn(command, &input.stdin)?;
+            let supervised = crate::checks::verify::Supervised::spawn(command, &input.stdin)?;
             return Ok(Running::Supervised(supervised));
         }
         command.stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() });
@@ -230,7 +233,7 @@ enum Running {
     Child { pid: u32, status: mpsc::Receiver<Option<ExitStatus>> },
     /// Under a detached supervisor, which reports the status.
     #[cfg(unix)]
-    Supervised(crate::checks::supervisor::Supervised),
+    Supervised(crate::checks::verify::Supervised),
 }
 
 /// How a command ended, as far as it is known.

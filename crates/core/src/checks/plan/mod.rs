@@ -10,6 +10,10 @@
 //! string or an array of globs) per story, taken in priority order. The file is the user's, and may be anything: it is read bounded, a FIFO or a
 //! device is refused without blocking, and every refusal names what to fix.
 
+mod file;
+
+pub(crate) use file::{DIGEST_PREFIX, fingerprint, tick, unverified_ticks};
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -75,7 +79,7 @@ pub(crate) struct PlanSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub story_iterations: Option<u32>,
     /// The user's boxes are left as they are (`--no-tick`): for-loop does not tick a story's box
-    /// when it passes ([`crate::checks::plan_file`]).
+    /// when it passes ([`crate::checks::plan`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_tick: bool,
 }

@@ -7,6 +7,18 @@
 //! passes count again. This detects and refuses the common ways an oracle gets gamed; it is not a
 //! sandbox against a process running as the same user that sets out to forge it.
 
+mod change;
+mod skip_marker;
+mod test_suite;
+mod watch;
+
+pub(crate) use change::{ChangeKind, OracleChange};
+pub(crate) use skip_marker::{SkipMarker, since_start as skip_markers_since_start};
+pub(crate) use test_suite::{MAX_TEST_FILES, SuiteGuard, is_runner_file, is_test_file};
+#[cfg(test)]
+pub(crate) use test_suite::{RUNNER_FILES, TEST_FILES};
+pub(crate) use watch::{OracleWatch, Touched};
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
@@ -15,10 +27,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::checks::oracle_change::{ChangeKind, OracleChange};
-use crate::checks::plan_file;
+use crate::checks::plan;
 use crate::checks::protect::Protect;
-use crate::checks::test_suite::{self, SuiteGuard};
 use crate::support::bounded_read;
 use crate::support::digest::hex;
 use crate::support::relative_path::relative_to;
@@ -51,7 +61,7 @@ pub(crate) struct Oracle {
     /// expected, not a sign of files created to hide others.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approximate: bool,
-    /// The test suite behind the check, protected by default ([`crate::checks::test_suite`]): its
+    /// The test suite behind the check, protected by default ([`crate::checks::oracle`]): its
     /// files are among `files`; this keeps its runner hooks and sections.
     #[serde(default, skip_serializing_if = "SuiteGuard::is_off")]
     pub tests: SuiteGuard,
@@ -59,7 +69,7 @@ pub(crate) struct Oracle {
 
 impl Oracle {
     /// Fingerprints the files `verify` runs and the `protect` paths, under `cwd`, and with
-    /// `tests`, the test suite behind the check ([`crate::checks::test_suite`]).
+    /// `tests`, the test suite behind the check ([`crate::checks::oracle`]).
     #[cfg(test)]
     pub(crate) fn capture(cwd: &Path, verify: Option<&str>, protect: &[String], tests: bool) -> Oracle {
         Oracle::capture_within(cwd, verify.as_slice(), protect, tests, walk::MAX_ENTRIES)
@@ -183,12 +193,12 @@ impl Oracle {
     }
 
     /// Records the plan file `file` (as the user named it) by its fingerprint without the
-    /// stories' boxes ([`plan_file::fingerprint`]): for-loop's own ticks are no change of it.
+    /// stories' boxes ([`plan::fingerprint`]): for-loop's own ticks are no change of it.
     pub(crate) fn fingerprint_plan(&mut self, cwd: &Path, file: &str) {
         if let Some(relative) = relative_to(cwd, Path::new(file)) {
             let was = self.files.get(&relative).cloned().unwrap_or_default();
             let path = cwd.join(&relative);
-            let fingerprint = plan_file::fingerprint(&path).unwrap_or_else(|e| unread(&e));
+            let fingerprint = plan::fingerprint(&path).unwrap_or_else(|e| unread(&e));
             // A plan that is not a file now is recorded as it is, and any change shows.
             self.files.insert(relative, if was.starts_with("sha256:") { fingerprint } else { digest(&path) });
         }
@@ -266,7 +276,7 @@ struct Found {
     pub(crate) scopes: Vec<String>,
 }
 
-/// The files under `cwd` matching any of `patterns` (see [`crate::checks::protect`]): what the shared
+/// The files under `cwd` matching any of `patterns` (see [`crate::checks::oracle`]): what the shared
 /// walk finds below the patterns' directories in at most `limit` entries, plus, in a git work
 /// tree, every file git tracks or sees there, which no number of created files can push past
 /// the walk's bound. With `look`, a look at the git work tree taken now, git's index and status
@@ -309,8 +319,8 @@ fn digest(path: &Path) -> String {
 /// What the file at `path` is now, taken the way `was` was taken: a plan file without its boxes,
 /// any other whole.
 fn digest_as(was: &str, path: &Path) -> String {
-    if was.starts_with(plan_file::DIGEST_PREFIX) {
-        plan_file::fingerprint(path).unwrap_or_else(|e| unread(&e))
+    if was.starts_with(plan::DIGEST_PREFIX) {
+        plan::fingerprint(path).unwrap_or_else(|e| unread(&e))
     } else {
         digest(path)
     }

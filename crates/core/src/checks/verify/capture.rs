@@ -3,7 +3,7 @@
 //! Verify output can be gigabytes (a test suite stuck printing in a loop); the hook must neither
 //! run out of memory nor put more than a few kilobytes of it into the re-injected prompt.
 
-use crate::checks::test_summary::{Scanner, Tally};
+use crate::checks::test_count::{Scanner, Tally};
 use crate::support::digest::Xxh64;
 
 const HEAD_BYTES: usize = 16 * 1024;

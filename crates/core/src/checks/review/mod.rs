@@ -7,6 +7,10 @@
 //! printed is cleaned and cut before anyone sees it: it is shown to the model as the reviewer's
 //! findings, never as the user's instructions.
 
+mod agent;
+
+pub(crate) use agent::ask_reviewer_agent;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +36,7 @@ const VERIFY_TAIL_CHARS: usize = 4_000;
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReviewSettings {
     /// Shell command: exit 0 approves a pass, anything else vetoes it. Exactly `claude`, `codex`
-    /// or `gemini` names the built-in reviewer instead ([`crate::checks::agent_review`]).
+    /// or `gemini` names the built-in reviewer instead ([`crate::checks::review`]).
     pub command: String,
     /// Vetoes without an approval after which the loop is parked.
     pub max_vetoes: u32,
@@ -211,7 +215,7 @@ pub(crate) fn clean(text: &str, max_chars: usize) -> String {
 #[cfg(all(test, unix))]
 pub(crate) mod tests {
     use super::*;
-    use crate::checks::capture::Captured;
+    use crate::checks::verify::Captured;
 
     fn spec(command: &str, timeout_ms: u64) -> (tempfile::TempDir, VerifySpec) {
         let dir = tempfile::tempdir().unwrap();

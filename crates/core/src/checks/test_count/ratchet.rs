@@ -2,7 +2,7 @@
 //! ever has, and skips no more than it did.
 //!
 //! Deleting a failing test, or marking it skipped, makes a check pass without fixing anything.
-//! The summaries verify prints say how many tests ran ([`crate::checks::test_summary`]); the ratchet
+//! The summaries verify prints say how many tests ran ([`crate::checks::test_count`]); the ratchet
 //! keeps, for each suite, the most that ever ran and the fewest skipped in a run where none of
 //! that suite's tests failed, and a pass that falls short of either does not count.
 //!
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::test_summary::{Counts, MAX_SUITES, Tally};
+use crate::checks::test_count::{Counts, MAX_SUITES, Tally};
 
 /// Suites named in a re-injection before the rest are only counted.
 const NAMED_SUITES: usize = 8;
@@ -282,7 +282,7 @@ impl TestRatchet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::test_summary::tally;
+    use crate::checks::test_count::tally;
 
     fn pytest(passed: u64, failed: u64, skipped: u64) -> String {
         format!(
