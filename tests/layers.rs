@@ -20,16 +20,17 @@ const LAYERS: &[(&str, u8)] = &[
     ("worktree", 2),
     ("checks", 3),
     ("metric", 4),
-    ("store", 5),
+    ("state", 5),
     ("verdict", 6),
-    ("provenance", 7),
-    ("commands", 8),
-    ("hook", 9),
-    ("run", 10),
-    ("report", 10),
-    ("cli", 11),
-    ("fuzzing", 11),
-    ("lib", 12),
+    ("store", 7),
+    ("provenance", 8),
+    ("commands", 9),
+    ("hook", 10),
+    ("run", 11),
+    ("report", 11),
+    ("cli", 12),
+    ("fuzzing", 12),
+    ("lib", 13),
 ];
 
 /// What `verdict` may not name: it decides on facts gathered by others.
@@ -402,6 +403,24 @@ fn no_production_modules_import_each_other_in_a_circle() {
 fn the_verdict_does_no_io() {
     let problems = io_in_verdict(&sources(&core_src()));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The verdict decides on the loop's data (`state`) and can reach none of the files it is kept
+/// in: `store` sits above it, so any import of it from `verdict` runs upward.
+#[test]
+fn the_verdict_cannot_reach_the_store() {
+    assert!(rank("state") < rank("verdict") && rank("verdict") < rank("store"), "{LAYERS:?}");
+    let (refs, _) = references(&sources(&core_src()));
+    let reaching: Vec<String> = refs
+        .iter()
+        .filter(|r| layer(&r.from) == "verdict" && layer(&r.to) == "store")
+        .map(|r| format!("{}:{}: {}", r.file, r.line, r.text))
+        .collect();
+    assert!(reaching.is_empty(), "the verdict reaches the store:\n{}", reaching.join("\n"));
+    assert!(
+        refs.iter().any(|r| layer(&r.from) == "verdict" && layer(&r.to) == "state"),
+        "the reader sees nothing"
+    );
 }
 
 #[test]

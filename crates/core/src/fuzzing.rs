@@ -26,8 +26,8 @@ use crate::host::usage::UsageCursor;
 use crate::host::user_command::UserCommand;
 use crate::metric::lessons::Lesson;
 use crate::metric::{self, Direction, MinGain, Target};
-use crate::store::ledger::{self, LedgerEntry};
-use crate::store::state::LoopState;
+use crate::state::{LedgerEntry, LoopState};
+use crate::store::ledger;
 use crate::support::frontmatter::Frontmatter;
 use crate::support::reverse_lines::ReverseLines;
 

@@ -23,6 +23,7 @@ mod metric;
 mod provenance;
 mod report;
 mod run;
+mod state;
 mod store;
 mod support;
 mod verdict;

@@ -8,10 +8,10 @@ use jiff::Timestamp;
 
 use crate::metric::keep::{Measured, MetricProgress, MetricRecord, MetricSettings};
 use crate::metric::lessons::{self, Lesson};
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::Store;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 use crate::support::environment::Environment;
 use crate::worktree::{WorkTree, checkpoint_ref};
 

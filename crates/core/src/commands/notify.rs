@@ -18,11 +18,11 @@ use serde::Serialize;
 
 use crate::checks::verify::{CommandInput, VerifyOutcome, VerifySpec};
 use crate::host::Host;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::Receipt;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
-use crate::store::state::LoopState;
 use crate::support::duration::{human, human_ms};
 
 /// How long the command may run before its process group is killed. A desktop notification
@@ -151,9 +151,9 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::state::Status;
+    use crate::state::sample;
     use crate::store::Store;
-    use crate::store::state::Status;
-    use crate::store::state::tests::sample;
 
     struct World {
         dir: tempfile::TempDir,

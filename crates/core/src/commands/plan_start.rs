@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::checks::oracle::Oracle;
 use crate::checks::plan::{self, PlanSettings};
 use crate::commands::request::LoopRequest;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 
 /// The plan `request` names, read from the loop's directory; `Err` is why the loop does not
 /// start. `Ok(None)` without `--plan`.

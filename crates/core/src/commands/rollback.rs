@@ -4,11 +4,11 @@
 use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;

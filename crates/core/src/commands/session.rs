@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::host::Host;
-use crate::store::state::{LoopState, Status};
+use crate::state::{LoopState, Status};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -107,7 +107,7 @@ pub(crate) fn locked<'p>(paths: &'p LoopPaths, verb: &str) -> Result<Transaction
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
 
     fn env_in(cwd: &Path) -> Environment {
         Environment::new(std::iter::empty(), cwd.to_path_buf(), "2026-11-22T03:00:00Z".parse().unwrap())

@@ -11,9 +11,9 @@ use crate::commands::request::{LoopRequest, RequestError};
 use crate::commands::session;
 use crate::host::Host;
 use crate::provenance::claim;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
+use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::digest::Fnv1a;
@@ -45,7 +45,7 @@ pub(crate) struct StartOptions {
     /// The host's transcript, from the prompt hook's event (the user's own prompt).
     pub(crate) transcript: Option<PathBuf>,
     /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
-    pub(crate) awaiting: Option<crate::store::awaiting::Awaiting>,
+    pub(crate) awaiting: Option<crate::state::Awaiting>,
     /// Set by `loop-hook run`: the tier of the run's own sandbox, in place of the host's (its
     /// agent never runs under the host's sandbox settings). Recorded in the state, and what
     /// `--require-strict` and `FOR_LOOP_REQUIRE_STRICT` are held to.

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use crate::commands::session::Target;
 use crate::host::usage::human_tokens;
-use crate::store::ledger::LedgerEntry;
-use crate::store::state::{LastVerify, LoopState, Status};
+use crate::state::LedgerEntry;
+use crate::state::{LastVerify, LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
 use crate::support::duration::human_ms;
 use crate::support::environment::Environment;

@@ -4,10 +4,10 @@
 //! and told to the user once.
 
 use crate::host::copilot_cli::BLOCK_CAP;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
 use crate::store::transaction::Transaction;
 use crate::support::digest::sha256_hex;
 use crate::support::environment::Environment;

@@ -30,8 +30,8 @@ use crate::hook::shell_command::{self, SimpleCommand};
 use crate::host::Host;
 use crate::host::event::{self, Fields};
 use crate::host::user_command::UserCommand;
+use crate::state::LoopState;
 use crate::store::Store;
-use crate::store::state::LoopState;
 use crate::support::environment::Environment;
 
 /// Commands that write, move or delete every file they name.
@@ -669,7 +669,7 @@ fn scheduled_command_reason() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
     use std::fs;
 
     struct World {

@@ -8,11 +8,11 @@
 use crate::host::Host;
 use crate::host::config_watch;
 use crate::host::origin::Origin;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
 

@@ -32,9 +32,9 @@ use crate::host::event::{self, Fields};
 use crate::host::origin::Origin;
 use crate::host::user_command::{CommandKind, UserCommand};
 use crate::provenance::origin::Notice;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::Store;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 use crate::support::reverse_lines::ReverseLines;
@@ -113,12 +113,12 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         return not_a_command(env, host, &paths, notice);
     };
     let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
-    let kind = crate::store::awaiting::Kind::of(command.kind);
+    let kind = crate::state::AwaitingKind::of(command.kind);
     // Without the loop's transcript nothing tells the user's prompt from a program's.
     if let (Some(kind), Some(state), true) =
         (kind, &trusted, anchorless && host.confirms_commands_from_transcript())
         // A start over a running loop is refused anyway, and says why.
-        && !(kind == crate::store::awaiting::Kind::Start && state.is_active())
+        && !(kind == crate::state::AwaitingKind::Start && state.is_active())
     {
         return not_run(unreadable_transcript(&command, state, kind, &session_id), notice);
     }
@@ -132,9 +132,9 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // carried out, so a hook killed in between leaves the mark, never a change without one.
     let awaiting = kind
         .filter(|_| host.confirms_commands_from_transcript() && transcript.is_some())
-        .map(|kind| crate::store::awaiting::Awaiting { command: command.name.clone(), kind, at: env.now });
+        .map(|kind| crate::state::Awaiting { command: command.name.clone(), kind, at: env.now });
     if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
-        && awaiting.kind != crate::store::awaiting::Kind::Start
+        && awaiting.kind != crate::state::AwaitingKind::Start
         && let Err(why) = crate::provenance::confirmation::mark(&paths, awaiting, env.now)
     {
         return not_run(format!("for-loop: `{}` was not run: {why}.", command.name), notice);
@@ -231,8 +231,8 @@ fn not_run(why: String, notice: Option<String>) -> PromptResponse {
 
 fn unreadable_transcript(
     command: &UserCommand,
-    state: &crate::store::state::LoopState,
-    kind: crate::store::awaiting::Kind,
+    state: &crate::state::LoopState,
+    kind: crate::state::AwaitingKind,
     session_id: &str,
 ) -> String {
     format!(
@@ -372,7 +372,7 @@ fn carry_out(
     session_id: &str,
     cwd: &Path,
     transcript: Option<&Path>,
-    awaiting: Option<&crate::store::awaiting::Awaiting>,
+    awaiting: Option<&crate::state::Awaiting>,
     command: &UserCommand,
 ) -> Outcome {
     let target = Target { session_id: Some(session_id.to_string()), host: Some(host) };

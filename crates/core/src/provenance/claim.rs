@@ -20,9 +20,9 @@ use jiff::{SignedDuration, Timestamp};
 
 use crate::host::Host;
 use crate::host::event::{StopEvent, Transcript};
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::Status;
+use crate::state::ReasonCode;
+use crate::state::Status;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::bounded_read;
@@ -195,7 +195,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
 
     const NOW: &str = "2026-11-22T03:00:00Z";
 

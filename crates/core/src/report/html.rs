@@ -13,8 +13,8 @@ use crate::report::chart;
 use crate::report::cost::{Cost, human_dollars};
 use crate::report::escape::{self, truncate};
 use crate::report::model::{LoopReport, how_it_failed, ranges};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::Status;
+use crate::state::ReasonCode;
+use crate::state::Status;
 use crate::support::duration::human_ms;
 
 const CSS: &str = include_str!("report.css");
@@ -497,8 +497,8 @@ fn review_note(review: &crate::checks::review::ReviewRecord) -> String {
 mod tests {
     use super::*;
     use crate::report::model::{FileChanges, LedgerLines};
-    use crate::store::ledger::VerifyRecord;
-    use crate::store::state::tests::sample;
+    use crate::state::VerifyRecord;
+    use crate::state::sample;
     use serde_json::json;
 
     fn report_with(task: &str, verify_tail: &str) -> LoopReport {

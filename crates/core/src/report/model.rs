@@ -19,9 +19,9 @@ use sha2::{Digest, Sha256};
 use crate::checks::stall::normalize;
 use crate::host::usage::Usage;
 use crate::metric::Direction;
-use crate::store::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::{LoopState, Status};
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry, VerifyRecord};
+use crate::state::{LoopState, Status};
 use crate::verdict::message::criterion;
 
 /// One ledger line as the report reads it.
@@ -354,7 +354,7 @@ impl MetricSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
     use serde_json::json;
 
     fn line(iteration: u32, reason: &str, verify: Option<(i32, &str)>, extra: serde_json::Value) -> Vec<u8> {

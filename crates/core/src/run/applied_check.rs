@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::checks::sandbox::verify_sandbox;
 use crate::checks::verify::VerifySpec;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 
 /// The winner's check, as it will run in the user's working tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +164,7 @@ mod tests {
             done: false,
             scope: Vec::new(),
         };
-        let mut state = crate::store::state::tests::sample();
+        let mut state = crate::state::sample();
         state.meta.settings.verify = Some("cargo test".into());
         state.meta.settings.plan = Some(PlanSettings {
             file: "PLAN.md".into(),

@@ -21,15 +21,13 @@ use std::fs;
 
 /// Every re-injected prompt has this right after the task: how a later run recognises the loop's
 /// own feedback in a transcript ([`crate::store::custody::tell_deleted_store`]).
-pub(crate) const REINJECTION_MARK: &str = "for-loop: this is iteration";
-
 use jiff::Timestamp;
 
-use crate::store::incident::Incident;
+use crate::state::LedgerEntry;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::{Incident, REINJECTION_MARK};
 use crate::store::journal::{self, Journal};
-use crate::store::ledger::LedgerEntry;
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 use crate::store::{self, LoopPaths, StoreError};
 
 /// What the state of a session's loop turned out to be.
@@ -383,10 +381,10 @@ pub(crate) fn tell_deleted_store(transcript: &std::path::Path) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::LedgerDecision;
+    use crate::state::Status;
+    use crate::state::sample;
     use crate::store::Store;
-    use crate::store::ledger::LedgerDecision;
-    use crate::store::state::Status;
-    use crate::store::state::tests::sample;
 
     fn now() -> Timestamp {
         "2026-11-22T03:05:00Z".parse().unwrap()

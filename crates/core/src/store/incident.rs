@@ -10,13 +10,11 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jiff::Timestamp;
 
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
+use crate::state::{Incident, LedgerEntry, ReasonCode};
 
 /// Files named `incident.<seconds>.<code>` (then `.<n>` when that name is taken) in a loop's
 /// directory: incidents that could not be written anywhere else. The file holds the ledger line
@@ -30,41 +28,7 @@ const MAX_FALLBACK_BYTES: u64 = 256 << 10;
 /// How many fallback files one second and one code may have.
 const MAX_FALLBACKS_PER_NAME: u32 = 100;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Incident {
-    pub(crate) code: ReasonCode,
-    pub(crate) at: Timestamp,
-    /// What happened and what was done about it, in a sentence.
-    pub(crate) what: String,
-    /// Already in the ledger, and told again now; otherwise the stop that tells it records it.
-    pub(crate) recorded: bool,
-    /// The fallback file it was read from, removed once the incident is recorded.
-    pub(crate) file: Option<PathBuf>,
-}
-
 impl Incident {
-    pub(crate) fn new(code: ReasonCode, at: Timestamp, what: impl Into<String>) -> Incident {
-        Incident { code, at, what: what.into(), recorded: false, file: None }
-    }
-
-    /// The ledger line that records this incident against `state`'s loop.
-    pub(crate) fn note(&self, state: &LoopState, now: Timestamp) -> LedgerEntry {
-        LedgerEntry {
-            detail: Some(self.what.clone()),
-            ..LedgerEntry::new(state, now, LedgerDecision::Note, self.code)
-        }
-    }
-
-    /// A stop recorded in the ledger without a verdict, to be told again.
-    pub(crate) fn from_ledger(entry: &LedgerEntry) -> Incident {
-        let what = match &entry.detail {
-            Some(detail) if entry.reason == ReasonCode::ForgedStop => detail.clone(),
-            Some(detail) => format!("a stop was let through unjudged: {detail}"),
-            None => format!("a stop was let through unjudged ({})", entry.reason),
-        };
-        Incident { code: entry.reason, at: entry.time, what, recorded: true, file: None }
-    }
-
     /// Records that a stop was let through when nothing else could be written: an empty file
     /// named after the time and the code, in the loop's directory.
     pub(crate) fn record_fallback(dir: &Path, code: ReasonCode, at: Timestamp) {
@@ -149,8 +113,8 @@ fn kept_line(entry: &LedgerEntry) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::ledger::LedgerDecision;
-    use crate::store::state::tests::sample;
+    use crate::state::LedgerDecision;
+    use crate::state::sample;
 
     #[test]
     fn a_kept_ledger_line_is_told_with_its_own_words_and_never_overwrites_another() {

@@ -23,8 +23,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::store::ledger::{self, LedgerEntry};
-use crate::store::state::LoopState;
+use crate::state::LedgerEntry;
+use crate::state::LoopState;
+use crate::store::ledger;
 use crate::store::{self, LoopPaths};
 
 /// The largest journal read back: a state at its largest plus its ledger lines.
@@ -55,7 +56,7 @@ pub(crate) enum CommitError {
     #[error("could not write the state {path}: {source}")]
     State { path: String, source: io::Error },
     #[error("could not write the state {path}: {source}")]
-    Render { path: String, source: crate::store::state::StateError },
+    Render { path: String, source: crate::state::StateError },
 }
 
 /// What the recovery of an interrupted commit did.
@@ -275,11 +276,11 @@ fn cut(ledger: &Path, offset: u64, len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::LedgerDecision;
+    use crate::state::ReasonCode;
+    use crate::state::Status;
+    use crate::state::sample;
     use crate::store::Store;
-    use crate::store::ledger::LedgerDecision;
-    use crate::store::reason_code::ReasonCode;
-    use crate::store::state::Status;
-    use crate::store::state::tests::sample;
     use crate::store::transaction::{Noted, note_best_effort};
 
     fn world() -> (tempfile::TempDir, LoopPaths, LoopState) {

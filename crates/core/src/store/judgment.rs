@@ -15,9 +15,9 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::store::incident::Incident;
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
+use crate::state::Incident;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
 use crate::store::{self, LoopPaths};
 
 /// Beyond verify's own timeout: its kill grace, draining its output, the tree fingerprint.
@@ -158,8 +158,8 @@ mod platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::sample;
     use crate::store::Store;
-    use crate::store::state::tests::sample;
 
     fn now() -> Timestamp {
         "2026-11-22T03:10:00Z".parse().unwrap()

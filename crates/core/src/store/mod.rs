@@ -13,17 +13,12 @@
 //! the same directory. A writer killed midway leaves that temporary behind; the next writer of
 //! the loop, holding its lock, sweeps them ([`LoopPaths::sweep_temporaries`]).
 
-pub(crate) mod awaiting;
 pub(crate) mod custody;
 pub(crate) mod incident;
 pub(crate) mod journal;
 pub(crate) mod judgment;
 pub(crate) mod ledger;
 pub(crate) mod lock;
-pub(crate) mod reason_code;
-pub(crate) mod receipt;
-pub(crate) mod state;
-pub(crate) mod status;
 pub(crate) mod transaction;
 use std::fs;
 use std::io::{self, Write};
@@ -33,7 +28,7 @@ pub(crate) use transaction::note_best_effort;
 use jiff::Timestamp;
 use thiserror::Error;
 
-use crate::store::state::{LoopState, StateError};
+use crate::state::{LoopState, StateError};
 use crate::support::bounded_read;
 use crate::support::digest::Fnv1a;
 use crate::support::environment::Environment;
@@ -349,7 +344,7 @@ fn session_key(session_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
 
     fn env(vars: &[(&str, &str)]) -> Environment {
         Environment::new(

@@ -22,15 +22,15 @@ use std::time::Duration;
 use jiff::Timestamp;
 use thiserror::Error;
 
+use crate::state::Incident;
+use crate::state::LedgerEntry;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
 use crate::store::LoopPaths;
 use crate::store::StoreError;
 use crate::store::custody::Custody;
-use crate::store::incident::Incident;
 use crate::store::journal::{CommitError, Journal};
-use crate::store::ledger::LedgerEntry;
 use crate::store::lock::{LOCK_WAIT, LockError, StateLock};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 
 /// How long a note outside a transaction waits for the loop's lock. A commit holds it for
 /// milliseconds; a holder past this is slow, stuck or hostile, and the note is kept for the next
@@ -171,9 +171,9 @@ fn keep(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::LedgerDecision;
+    use crate::state::sample;
     use crate::store::Store;
-    use crate::store::ledger::LedgerDecision;
-    use crate::store::state::tests::sample;
 
     fn now() -> Timestamp {
         "2026-11-22T03:00:00Z".parse().unwrap()

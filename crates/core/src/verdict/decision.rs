@@ -16,10 +16,10 @@ use crate::host::usage::Usage;
 use crate::metric::Number;
 use crate::metric::keep::{self, Judgement, Measured, MetricProgress, MetricRecord, Rung};
 use crate::metric::lessons::Lesson;
-use crate::store::ledger::{LedgerDecision, LedgerEntry, VerifyRecord};
-use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
-use crate::store::state::{LastVerify, LoopState, Status};
+use crate::state::ReasonCode;
+use crate::state::Receipt;
+use crate::state::{LastVerify, LoopState, Status};
+use crate::state::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::verdict::abort;
 use crate::verdict::facts::{FinalReply, StopFacts};
 use crate::verdict::message;
@@ -771,8 +771,8 @@ mod tests {
     use crate::checks::test_count::{RatchetStatus, TestRatchet};
     use crate::checks::verify::Captured;
     use crate::host::usage::UsageCursor;
-    use crate::store::incident::Incident;
-    use crate::store::state::tests::sample;
+    use crate::state::Incident;
+    use crate::state::sample;
     use crate::verdict::facts::LoopFiles;
     use std::time::Duration;
 

@@ -8,7 +8,7 @@ use crate::checks::oracle::SkipMarker;
 use crate::checks::verify::VerifyOutcome;
 use crate::host::usage::UsageCursor;
 use crate::metric::keep::MetricFacts;
-use crate::store::incident::Incident;
+use crate::state::Incident;
 
 /// Everything the stop brought, gathered before deciding.
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,8 @@
 use crate::checks::oracle::OracleChange;
 use crate::checks::verify::VerifyOutcome;
 use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
 use crate::verdict::facts::LoopFiles;
 use crate::verdict::reinjection::Reinjection;
 
@@ -153,8 +153,8 @@ mod tests {
     use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
-    use crate::store::state::LoopState;
-    use crate::store::state::tests::sample;
+    use crate::state::LoopState;
+    use crate::state::sample;
     use crate::verdict::decision::{Verdict, decide};
     use crate::verdict::facts::StopFacts;
     use crate::verdict::review_message::tests::facts;

@@ -2,7 +2,7 @@
 //! that broke, and the plan's line in the receipt.
 
 use crate::checks::plan::{PlanSweep, Story};
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 use crate::support::text::fence_for;
 
 /// A broken story's output is shown up to this many characters.
@@ -148,8 +148,8 @@ mod tests {
     use crate::checks::test_count::RatchetStatus;
     use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
-    use crate::store::reason_code::ReasonCode;
-    use crate::store::state::tests::sample;
+    use crate::state::ReasonCode;
+    use crate::state::sample;
     use crate::verdict::decision::{Verdict, awaits_sweep, decide};
     use crate::verdict::facts::StopFacts;
 
@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(first.code, ReasonCode::VerifyFailed);
         let second = decide(&first.next, facts(&failed, None));
         assert_eq!(second.code, ReasonCode::StoryStalled);
-        assert_eq!(second.next.meta.status, crate::store::state::Status::Parked);
+        assert_eq!(second.next.meta.status, crate::state::Status::Parked);
         assert!(
             second
                 .system_message

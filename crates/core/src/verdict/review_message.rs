@@ -6,8 +6,8 @@
 //! findings about the change, so a reviewer (or a file it quotes) cannot speak as the user.
 
 use crate::checks::review::{ReviewOutcome, ReviewSettings};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
 use crate::verdict::reinjection::Finding;
 
 /// A receipt names this many characters of the last findings.
@@ -133,9 +133,9 @@ pub(crate) mod tests {
     use crate::checks::test_count::RatchetStatus;
     use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
-    use crate::store::ledger::LedgerDecision;
-    use crate::store::state::Status;
-    use crate::store::state::tests::sample;
+    use crate::state::LedgerDecision;
+    use crate::state::Status;
+    use crate::state::sample;
     use crate::verdict::decision::{Decision, Verdict, awaits_review, decide};
     use crate::verdict::facts::{LoopFiles, StopFacts};
 

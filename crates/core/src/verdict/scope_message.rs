@@ -2,7 +2,7 @@
 //! re-injection when a pass changed files outside it, and the line at a blocked stop.
 
 use crate::checks::scope::{Scope, ScopeCheck};
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 use crate::verdict::reinjection::Finding;
 
 /// The current story's scope globs; empty outside a plan or for a story without one.
@@ -98,8 +98,8 @@ mod tests {
     use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
-    use crate::store::reason_code::ReasonCode;
-    use crate::store::state::tests::sample;
+    use crate::state::ReasonCode;
+    use crate::state::sample;
     use crate::verdict::decision::{Verdict, awaits_review, awaits_scope, decide};
     use crate::verdict::facts::StopFacts;
     use crate::verdict::review_message::tests::facts;

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use crate::host::hook_response::HookResponse;
 use crate::host::transcript;
+use crate::state::Incident;
+use crate::state::LoopState;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::custody::Custody;
-use crate::store::incident::Incident;
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::LoopState;
 use crate::store::transaction::Transaction;
 use crate::verdict::decision::{self, Gate};
 use crate::verdict::facts::FinalReply;

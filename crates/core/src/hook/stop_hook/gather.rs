@@ -19,8 +19,8 @@ use crate::host::transcript::{self, Turn};
 use crate::host::usage::UsageCursor;
 use crate::metric::keep::{Measured, MetricFacts};
 use crate::metric::measure;
-use crate::store::incident::Incident;
-use crate::store::state::LoopState;
+use crate::state::Incident;
+use crate::state::LoopState;
 use crate::verdict::decision::{self, Ask};
 use crate::verdict::facts::{LoopFiles, StopFacts};
 use crate::worktree::{self, WorkTree};
@@ -159,7 +159,7 @@ impl Gathered {
         gathered.incidents.extend(gathered.untrusted_status(env.now));
         gathered.forged_stops = state.meta.forged_stops.unwrap_or_else(|| {
             // A loop started before the count was kept in its state: its ledger has them.
-            crate::store::ledger::LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id)
+            crate::state::LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id)
         });
         for ask in Ask::ORDER {
             if decision::asks(state, &gathered.facts()).contains(&ask) {
@@ -307,7 +307,7 @@ impl Gathered {
     pub(super) fn untrusted_status(&self, now: jiff::Timestamp) -> Option<Incident> {
         let why = self.verify.as_ref()?.untrusted.as_ref()?;
         Some(Incident::new(
-            crate::store::reason_code::ReasonCode::VerifyStatusUntrusted,
+            crate::state::ReasonCode::VerifyStatusUntrusted,
             now,
             format!(
                 "verify's exit status could not be trusted, so this stop's check did not pass: {}",

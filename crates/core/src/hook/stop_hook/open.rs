@@ -5,12 +5,12 @@
 use crate::host::event::StopEvent;
 use crate::host::hook_response::HookResponse;
 use crate::provenance::claim;
+use crate::state::Incident;
+use crate::state::ReasonCode;
+use crate::state::{LedgerDecision, LedgerEntry};
+use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
-use crate::store::incident::Incident;
 use crate::store::judgment::{Found, Judgment, Marked};
-use crate::store::ledger::{LedgerDecision, LedgerEntry};
-use crate::store::reason_code::ReasonCode;
-use crate::store::state::{LoopState, Status};
 use crate::store::transaction::{OpenError, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};

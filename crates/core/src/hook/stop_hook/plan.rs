@@ -13,7 +13,7 @@ use crate::checks::oracle::{ChangeKind, OracleChange};
 use crate::checks::plan;
 use crate::checks::plan::PlanSweep;
 use crate::checks::verify::{VerifyOutcome, VerifySpec};
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 
 /// The check that runs at this stop (the current story's in a plan loop, else `--verify`), run
 /// as verify runs: its outcome, or why it could not run. `(None, None)` without a check.

@@ -9,7 +9,7 @@ use crate::checks::review::{self, Change, ReviewInput, ReviewOutcome, VerifySeen
 use crate::checks::verify::VerifyOutcome;
 use crate::host::agent::Agent;
 use crate::host::usage::UsageCursor;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 use crate::support::environment::Environment;
 use crate::worktree::WorkTree;
 
@@ -118,7 +118,7 @@ fn change_since_start(state: &LoopState, worktree: &WorkTree, now: Option<&str>)
 mod tests {
     use super::*;
     use crate::host::usage::{TokenCounts, Usage};
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
 
     fn spent(input: u64) -> ReviewOutcome {
         let mut usage = Usage::default();

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::checks::scope::ScopeCheck;
-use crate::store::state::LoopState;
+use crate::state::LoopState;
 use crate::verdict::scope_message;
 use crate::worktree::WorkTree;
 

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::super::facts::{LoopFact, LoopKind, StoreFacts, TierFacts};
 use crate::checks::sandbox;
+use crate::state::Status;
 use crate::store::Store;
-use crate::store::state::Status;
 use crate::support::environment::Environment;
 
 /// An active loop with no stop judged for this long has most likely lost its session.

@@ -9,8 +9,8 @@ use crate::checks::test_count::Counts;
 use crate::host::Host;
 use crate::host::usage::human_tokens;
 use crate::metric::Number;
-use crate::store::reason_code::ReasonCode;
-use crate::store::status::Status;
+use crate::state::ReasonCode;
+use crate::state::Status;
 use crate::support::duration::human_ms;
 
 /// How many changed files a receipt names before it only counts them.
@@ -210,7 +210,7 @@ fn first_few(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::state::tests::sample;
+    use crate::state::sample;
 
     #[test]
     fn renders_costs_streaks_files_and_how_to_go_on() {

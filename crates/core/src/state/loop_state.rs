@@ -14,9 +14,9 @@ use crate::checks::stall::Streaks;
 use crate::checks::test_count::TestRatchet;
 use crate::host::Host;
 use crate::host::usage::UsageCursor;
-use crate::store::reason_code::ReasonCode;
-use crate::store::receipt::Receipt;
-pub(crate) use crate::store::status::Status;
+use crate::state::ReasonCode;
+use crate::state::Receipt;
+use crate::state::Status;
 use crate::support::frontmatter::{Frontmatter, FrontmatterError};
 use crate::support::memo::{self, Memo};
 
@@ -168,7 +168,7 @@ pub(crate) struct Meta {
     /// have asked for ([`crate::provenance::confirmation`]). Kept in the state so that removing it is a
     /// change of the state, which custody finds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub awaiting: Option<crate::store::awaiting::Awaiting>,
+    pub awaiting: Option<crate::state::Awaiting>,
     /// A digest of the agent's final reply at the last judged stop, as the loop's transcript
     /// showed it: a stop that finds no newer reply there is not the end of a new turn, so it
     /// cannot pass.
@@ -227,7 +227,7 @@ impl LoopState {
             oracle_changed: Vec::new(),
             at: now,
             tokens: meta.usage.as_ref().map(|u| u.used.total().counted()),
-            metric: meta.metric.as_ref().map(|m| crate::store::receipt::MetricSummary {
+            metric: meta.metric.as_ref().map(|m| crate::state::MetricSummary {
                 baseline: m.baseline,
                 best: m.best,
                 name: m.name.clone(),
