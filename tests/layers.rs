@@ -434,6 +434,33 @@ fn at_most_sixteen_files_at_the_top_of_the_engine() {
     assert!(top.len() <= 16, "{} files at the top of crates/core/src: {top:?}", top.len());
 }
 
+/// A layer folder holds at most ten files of its own; a concept that needs more gets a folder of
+/// its own inside the layer, so `ls` of a layer reads as its table of contents.
+#[test]
+fn at_most_ten_files_at_the_top_of_each_layer() {
+    let mut crowded = Vec::new();
+    for entry in fs::read_dir(core_src()).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let files: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "rs"))
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        if files.len() > 10 {
+            crowded.push(format!(
+                "{}/: {} files {files:?}",
+                dir.file_name().unwrap().to_string_lossy(),
+                files.len()
+            ));
+        }
+    }
+    assert!(crowded.is_empty(), "layers with more than ten files of their own:\n{}", crowded.join("\n"));
+}
+
 #[test]
 fn every_folder_of_the_engine_is_a_layer() {
     for entry in fs::read_dir(core_src()).unwrap() {

@@ -282,7 +282,7 @@ fn refusal(command: &str, arg: lexopt::Arg<'_>) -> lexopt::Error {
         Short(letter) => format!("-{letter}"),
         Value(_) => return arg.unexpected(),
     };
-    match crate::support::nearest::nearest(&typed, options_of(command).iter().copied()) {
+    match crate::support::text::nearest::nearest(&typed, options_of(command).iter().copied()) {
         Some(known) => lexopt::Error::Custom(
             format!("`{typed}` is not an option of `loop-hook {command}`: did you mean {known}?").into(),
         ),

@@ -28,8 +28,8 @@ use crate::metric::lessons::Lesson;
 use crate::metric::{self, Direction, MinGain, Target};
 use crate::state::{LedgerEntry, LoopState};
 use crate::store::ledger;
-use crate::support::frontmatter::Frontmatter;
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::frontmatter::Frontmatter;
+use crate::support::read::reverse_lines::ReverseLines;
 
 /// The hosts' names as `--host` takes them, in the engine's order.
 pub fn hosts() -> Vec<&'static str> {

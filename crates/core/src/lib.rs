@@ -34,7 +34,7 @@ use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 
 pub use support::environment::Environment;
-pub use support::version::VERSION;
+pub use support::text::version::VERSION;
 
 use cli::Cli;
 use host::hook_response::HookResponse;
@@ -91,7 +91,7 @@ pub fn run(
             // version gap, not a typo: say so, and never fail the host's command for it.
             None => {
                 if let Some(line) =
-                    support::version::mismatch(env, support::version::current_exe().as_deref())
+                    support::text::version::mismatch(env, support::text::version::current_exe().as_deref())
                 {
                     let _ = writeln!(stdout, "{line}\n(loop-hook: {e})");
                     return 0;
@@ -108,7 +108,7 @@ pub fn run(
         matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
-        Cli::Version => Outcome::ok(support::version::version_text(env)),
+        Cli::Version => Outcome::ok(support::text::version::version_text(env)),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
         Cli::Start(options)
             if !provenance::origin::command_line_allowed(options.host.unwrap_or_default(), origin) =>
@@ -146,7 +146,7 @@ pub fn run(
             if !options.json {
                 outcome.stdout.push_str(&format!(
                     "\n{}",
-                    support::version::describe(env, support::version::current_exe().as_deref())
+                    support::text::version::describe(env, support::text::version::current_exe().as_deref())
                 ));
             }
             outcome
@@ -165,7 +165,8 @@ pub fn run(
             }
         }
     };
-    let outcome = if user_command { support::version::with_version_notice(env, outcome) } else { outcome };
+    let outcome =
+        if user_command { support::text::version::with_version_notice(env, outcome) } else { outcome };
     let _ = write_line(stdout, &outcome.stdout);
     if exit_zero { 0 } else { outcome.code as i32 }
 }

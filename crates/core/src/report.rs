@@ -21,7 +21,7 @@ use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::reverse_lines::ReverseLines;
 use crate::worktree::WorkTree;
 use model::{FileChanges, LedgerLines, LoopReport};
 

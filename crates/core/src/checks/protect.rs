@@ -219,7 +219,7 @@ fn outermost(mut scopes: Vec<String>) -> Vec<String> {
                 scope.strip_prefix(&format!("{outer}/"))
             };
             rest.is_some_and(|rest| {
-                !rest.split('/').any(|part| crate::support::walk::is_skipped_name(part.as_bytes()))
+                !rest.split('/').any(|part| crate::support::read::walk::is_skipped_name(part.as_bytes()))
             })
         };
         let inside = kept.iter().any(reached);

@@ -299,7 +299,7 @@ impl ClaudeSettings {
         let layers = files
             .into_iter()
             .flatten()
-            .filter_map(|path| crate::support::bounded_read::read(&path, 1 << 20).ok())
+            .filter_map(|path| crate::support::read::bounded_read::read(&path, 1 << 20).ok())
             .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
             .collect();
         ClaudeSettings { layers }

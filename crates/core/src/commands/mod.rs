@@ -3,9 +3,7 @@
 
 pub(crate) mod cancel;
 pub(crate) mod doctor;
-pub(crate) mod metric_start;
 pub(crate) mod notify;
-pub(crate) mod plan_start;
 pub(crate) mod request;
 pub(crate) mod resume;
 pub(crate) mod rollback;

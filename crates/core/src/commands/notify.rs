@@ -23,7 +23,7 @@ use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
-use crate::support::duration::{human, human_ms};
+use crate::support::text::duration::{human, human_ms};
 
 /// How long the command may run before its process group is killed. A desktop notification
 /// or one HTTP request takes well under this; the stop waits at most this plus the kill grace.

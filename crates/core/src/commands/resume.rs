@@ -9,9 +9,9 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{Meta, Status};
 use crate::store::custody::Custody;
-use crate::support::duration::parse_seconds;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
+use crate::support::text::duration::parse_seconds;
 use jiff::Timestamp;
 
 /// Iterations added when a loop at its cap is resumed without `--more`.
@@ -132,7 +132,7 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         meta.settings.max_iterations,
         meta.settings.max_time_secs.map_or(String::new(), |s| format!(
             ", time budget {}",
-            crate::support::duration::human_ms(s * 1_000)
+            crate::support::text::duration::human_ms(s * 1_000)
         )),
         state.task.trim_end()
     ))

@@ -7,9 +7,9 @@ use crate::host::usage::human_tokens;
 use crate::state::LedgerEntry;
 use crate::state::{LastVerify, LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
-use crate::support::duration::human_ms;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
+use crate::support::text::duration::human_ms;
 use crate::verdict::message::{criterion, elapsed};
 
 const RECENT: usize = 5;
@@ -71,7 +71,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     out.push_str(&format!("  task:       {}\n", task_line(&state.task)));
     out.push_str(&format!(
         "  verify:     {}\n",
-        crate::verdict::plan_message::current_check(state).unwrap_or("none")
+        crate::verdict::message::plan::current_check(state).unwrap_or("none")
     ));
     out.push_str(&format!("  last run:   {}\n", last_run(meta.last_verify.as_ref())));
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
@@ -148,7 +148,7 @@ fn spending(state: &LoopState, env: &Environment) -> String {
             m.baseline, m.best, m.keeps, m.discards
         ));
     }
-    if let Some(stories) = crate::verdict::plan_message::receipt_line(state) {
+    if let Some(stories) = crate::verdict::message::plan::receipt_line(state) {
         out.push_str(&format!("  stories:    {stories}\n"));
     }
     if meta.settings.review.is_some() {
@@ -213,7 +213,7 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
 fn scope_lines(state: &LoopState, paths: &LoopPaths) -> String {
     let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
     let last = recent.iter().rev().find(|entry| entry.reason.is_verdict());
-    crate::verdict::scope_message::status_lines(state, last.map_or(&[], |entry| &entry.out_of_scope))
+    crate::verdict::message::scope::status_lines(state, last.map_or(&[], |entry| &entry.out_of_scope))
 }
 
 /// The last few stops from the ledger, one line each.

@@ -3,7 +3,7 @@
 //! CLI's re-injection of it from the user's own prompt, and an override of the cap is recorded
 //! and told to the user once.
 
-use crate::host::copilot_cli::BLOCK_CAP;
+use crate::host::COPILOT_BLOCK_CAP;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
@@ -14,7 +14,7 @@ use crate::support::environment::Environment;
 
 /// The words for the user when their prompt arrives while this session's loop last blocked a
 /// stop, or `None` when it did not. A blocked stop keeps the agent working, so a prompt can come
-/// only after the CLI ended the turn in spite of the block: its cap of [`BLOCK_CAP`] blocks in a
+/// only after the CLI ended the turn in spite of the block: its cap of [`COPILOT_BLOCK_CAP`] blocks in a
 /// row, or the user interrupting it. The CLI tells nobody (one line in its log file), so this
 /// hook does, once: the override is recorded as the stop hook records one, and the loop stays on.
 pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<String> {
@@ -30,7 +30,7 @@ pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<S
     next.meta.updated_at = env.now;
     let entry = LedgerEntry {
         detail: Some(format!(
-            "Copilot CLI ended the turn although the last stop was blocked (its cap of {BLOCK_CAP} \
+            "Copilot CLI ended the turn although the last stop was blocked (its cap of {COPILOT_BLOCK_CAP} \
              blocks in a row, or the user interrupted the agent); the user was told at their next prompt"
         )),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::HarnessOverride)
@@ -38,7 +38,7 @@ pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<S
     transaction.commit(&next, &[entry]).ok()?;
     Some(format!(
         "for-loop: Copilot CLI ended the agent's last turn although for-loop had blocked it: it \
-         honours at most {BLOCK_CAP} blocks in a row (or you interrupted the agent). Your loop is still \
+         honours at most {COPILOT_BLOCK_CAP} blocks in a row (or you interrupted the agent). Your loop is still \
          on, at iteration {} of {}, and verify has not passed. This prompt was not sent to the \
          agent: send it again to go on with the loop, or /cancel-loop to end it (/loop-status shows it).",
         state.meta.iteration, state.meta.settings.max_iterations
@@ -64,6 +64,6 @@ pub(crate) fn remember_block(env: &Environment, session_id: &str, reason: &str) 
 /// is the loop going on, not the user. Matched by content, so a user who pastes it is only not
 /// told of an override.
 pub(crate) fn is_reinjection(paths: &LoopPaths, prompt: &str) -> bool {
-    let remembered = crate::support::bounded_read::read(&paths.dir.join(LAST_BLOCK), 64).ok();
+    let remembered = crate::support::read::bounded_read::read(&paths.dir.join(LAST_BLOCK), 64).ok();
     remembered.as_deref() == Some(sha256_hex(prompt.as_bytes()).as_bytes())
 }

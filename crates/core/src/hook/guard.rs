@@ -523,7 +523,7 @@ impl Guard<'_> {
         // One file's digest each, not a walk of every protected path at every tool call.
         let intact = |relative: &str| !oracle.is_changed(loop_dir, relative);
         if oracle.covers(loop_dir, path) {
-            let relative = crate::support::relative_path::relative_to(loop_dir, path)?;
+            let relative = crate::support::text::relative_path::relative_to(loop_dir, path)?;
             return intact(&relative).then_some(relative);
         }
         if !deep {
@@ -533,7 +533,7 @@ impl Guard<'_> {
             .files
             .keys()
             .find(|file| {
-                crate::support::relative_path::relative_to(path, &loop_dir.join(file)).is_some()
+                crate::support::text::relative_path::relative_to(path, &loop_dir.join(file)).is_some()
                     && intact(file)
             })
             .cloned()

@@ -37,7 +37,7 @@ use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::Store;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::reverse_lines::ReverseLines;
 
 /// How far back the transcript is searched for the model's own copy of a command.
 const TRANSCRIPT_BYTES: u64 = 16 << 20;
@@ -393,8 +393,10 @@ fn carry_out(
         CommandKind::Cancel => cancel::run(&here, &target, Origin::User),
         CommandKind::Status => {
             let mut outcome = status::run(&here, &StatusOptions { target, ..StatusOptions::default() });
-            let binary =
-                crate::support::version::describe(env, crate::support::version::current_exe().as_deref());
+            let binary = crate::support::text::version::describe(
+                env,
+                crate::support::text::version::current_exe().as_deref(),
+            );
             outcome.stdout.push_str(&format!("\n{binary}"));
             outcome
         }
@@ -405,7 +407,7 @@ fn carry_out(
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
         CommandKind::Strict => crate::commands::strict::run(&here, &command.args),
     };
-    crate::support::version::with_version_notice(env, outcome)
+    crate::support::text::version::with_version_notice(env, outcome)
 }
 
 /// The agent's tool that holds `prompt` in its input, if one does: the model wrote this text.
@@ -482,7 +484,7 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
     let record = Store::locate(env)
         .ok()
         .map(|store| store.paths(session_id).dir.join("prompt.json"))
-        .and_then(|path: PathBuf| crate::support::bounded_read::read(&path, 1 << 20).ok())
+        .and_then(|path: PathBuf| crate::support::read::bounded_read::read(&path, 1 << 20).ok())
         .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
     match record {
         Some(r)

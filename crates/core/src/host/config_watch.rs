@@ -92,7 +92,7 @@ fn settings_files(env: &Environment, project: &Path) -> Vec<PathBuf> {
 /// The watched keys of one settings file, as a digest: other changes of the file (permissions,
 /// a model) are none of for-loop's business, and a missing file sets none of them.
 fn settings_state(path: &Path) -> String {
-    let Ok(bytes) = crate::support::bounded_read::read(path, 4 << 20) else {
+    let Ok(bytes) = crate::support::read::bounded_read::read(path, 4 << 20) else {
         return if path.exists() { "unreadable".into() } else { watched_digest(&Map::new()) };
     };
     let Ok(Value::Object(settings)) = serde_json::from_slice::<Value>(&bytes) else {
@@ -120,7 +120,7 @@ fn watched_digest(watched: &Map<String, Value>) -> String {
 
 /// A file's content, as a digest.
 fn file_state(path: &Path) -> String {
-    match crate::support::bounded_read::read(path, 4 << 20) {
+    match crate::support::read::bounded_read::read(path, 4 << 20) {
         Ok(bytes) => sha256_hex(&bytes),
         Err(_) if !path.exists() => "absent".into(),
         Err(_) => "unreadable".into(),

@@ -11,16 +11,10 @@
 //! hooks; VS Code reads Copilot's), another event, or a turn that ended abnormally. The hook then
 //! judges nothing and prints only the host's plain "let it stop" answer.
 
+mod adapter;
 pub(crate) mod agent;
-mod antigravity;
-mod claude_code;
-mod codex;
-pub(crate) mod codex_trust;
 pub(crate) mod config_watch;
-pub(crate) mod copilot_cli;
-mod cursor;
 pub(crate) mod event;
-mod gemini_cli;
 pub(crate) mod hook_response;
 pub(crate) mod origin;
 pub(crate) mod transcript;
@@ -31,7 +25,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::host::event::{EventError, Fields, StopEvent};
+
 use crate::host::hook_response::HookResponse;
+use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli};
+pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
 /// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

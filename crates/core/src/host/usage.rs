@@ -155,7 +155,7 @@ impl UsageCursor {
         started_at: Timestamp,
     ) -> io::Result<UsageCursor> {
         // The model can replace the transcript with a FIFO or a device: never block on it.
-        let mut file = crate::support::bounded_read::open(transcript)?;
+        let mut file = crate::support::read::bounded_read::open(transcript)?;
         let len = file.metadata()?.len();
         let mut cursor = previous.cloned().unwrap_or_default();
         let same_file = previous.is_some_and(|p| p.transcript == transcript)

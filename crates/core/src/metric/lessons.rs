@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metric::Number;
 use crate::support::digest::Fnv1a;
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::reverse_lines::ReverseLines;
 
 /// How many lessons a new loop is shown.
 pub(crate) const SHOWN: usize = 8;

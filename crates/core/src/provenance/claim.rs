@@ -25,8 +25,8 @@ use crate::state::Status;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
-use crate::support::bounded_read;
 use crate::support::digest::{hex, sha256_hex};
+use crate::support::read::bounded_read;
 
 /// Every token starts with this, so it cannot be mistaken for anything else in a transcript.
 pub(crate) const TOKEN_PREFIX: &str = "for-loop-claim-";

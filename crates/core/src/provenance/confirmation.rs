@@ -42,7 +42,7 @@ use crate::store::custody::Custody;
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::reverse_lines::ReverseLines;
 
 /// How long the transcript is given to show the user's prompt: Claude Code writes it
 /// asynchronously (the flush race, anthropics/claude-code#74340), as it does a turn's replies.

@@ -164,7 +164,7 @@ impl Notice {
 
     fn pending(dir: &Path) -> Vec<String> {
         // Through bounded_read: a FIFO or a device put in its place must not hang the stop.
-        crate::support::bounded_read::read(&Notice::path(dir), 1 << 20)
+        crate::support::read::bounded_read::read(&Notice::path(dir), 1 << 20)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default()

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::store::Store;
-use crate::support::bounded_read;
+use crate::support::read::bounded_read;
 use crate::worktree::WorkTree;
 
 /// The part of a best-of-K run's record the report reads.

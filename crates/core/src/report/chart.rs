@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::host::usage::human_tokens;
 use crate::report::escape;
 use crate::report::model::{LoopReport, MetricSeries, how_it_failed};
-use crate::support::duration::human_ms;
+use crate::support::text::duration::human_ms;
 
 const WIDTH: f64 = 960.0;
 const LEFT: f64 = 56.0;

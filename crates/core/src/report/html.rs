@@ -15,7 +15,7 @@ use crate::report::escape::{self, truncate};
 use crate::report::model::{LoopReport, how_it_failed, ranges};
 use crate::state::ReasonCode;
 use crate::state::Status;
-use crate::support::duration::human_ms;
+use crate::support::text::duration::human_ms;
 
 const CSS: &str = include_str!("report.css");
 /// No scripts, no fetches: styles and images inline only.

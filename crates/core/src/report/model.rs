@@ -218,7 +218,7 @@ impl LoopReport {
             files,
             unreadable_lines: ledger.unreadable,
             ledger_cut: ledger.cut,
-            version: crate::support::version::VERSION,
+            version: crate::support::text::version::VERSION,
         }
     }
 

@@ -30,7 +30,7 @@ use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
-use crate::verdict::plan_message;
+use crate::verdict::message::plan;
 
 /// Agent runs that fail in a row before the loop is parked.
 const MAX_AGENT_FAILURES: u32 = 3;
@@ -298,14 +298,14 @@ impl Driver {
             .filter(|_| state.meta.iteration > 1)
             .unwrap_or_else(|| {
                 // A plan loop's first session is given the story to work on, not the whole plan.
-                let story = state.meta.plan.as_ref().map(|p| plan_message::story_brief(state, p.current));
+                let story = state.meta.plan.as_ref().map(|p| plan::story_brief(state, p.current));
                 format!(
                     "{}\n{}\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.",
                     state.task.trim_end(),
                     story.unwrap_or_default(),
                     state.meta.iteration,
                     state.meta.settings.max_iterations,
-                    plan_message::current_check(state).unwrap_or("the check")
+                    plan::current_check(state).unwrap_or("the check")
                 )
             });
         format!(

@@ -7,17 +7,12 @@
 //! has: the sessions the driver starts are new sessions, so their Stop hooks find no loop and
 //! never judge the driver's stops, and no model can reach an in-session loop through the driver.
 
-mod applied_check;
 mod attempts;
 mod driver;
-mod fleet;
 mod limits;
 mod options;
-mod pick;
 mod sandbox;
 mod status;
-mod users_repo;
-mod winner;
 
 use crate::commands::resume::ResumeOptions;
 use crate::support::environment::Environment;
@@ -94,11 +89,11 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
         return Outcome::ok(usage());
     }
-    if let Some(wrong) = fleet::misuse(options) {
+    if let Some(wrong) = attempts::misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
     }
     if options.pick.is_some() {
-        return pick::run(env, options);
+        return attempts::pick(env, options);
     }
     if let Some(wrong) = misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
@@ -110,7 +105,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
         return Outcome::refused(format!("for-loop: run: {why}"));
     }
     if let (Some(k), Some(n)) = (options.attempts, options.attempt) {
-        return fleet::attempt(env, options, k, n);
+        return attempts::attempt(env, options, k, n);
     }
     if let Some(k) = options.attempts {
         return attempts::run(env, options, k);

@@ -17,7 +17,7 @@ use crate::commands::request::flag_spec::FLAGS;
 use crate::commands::request::{LoopFlags, LoopRequest, RequestError};
 use crate::commands::resume::ResumeOptions;
 use crate::host::agent::Agent;
-use crate::support::nearest::nearest;
+use crate::support::text::nearest::nearest;
 
 /// What `loop-hook run` was asked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -223,7 +223,7 @@ impl RunOptions {
             "--help" | "-h" => self.help = true,
             "--backoff" => {
                 let text = value(parser, name, takes)?;
-                let secs = crate::support::duration::parse_seconds(&text)
+                let secs = crate::support::text::duration::parse_seconds(&text)
                     .map_err(|e| format!("--backoff {text}: {e}"))?;
                 self.backoff = Some(Duration::from_secs(secs));
             }

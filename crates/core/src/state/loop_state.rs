@@ -17,8 +17,8 @@ use crate::host::usage::UsageCursor;
 use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::Status;
-use crate::support::frontmatter::{Frontmatter, FrontmatterError};
 use crate::support::memo::{self, Memo};
+use crate::support::read::frontmatter::{Frontmatter, FrontmatterError};
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
 pub(crate) const SCHEMA_VERSION: u32 = 1;

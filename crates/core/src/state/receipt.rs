@@ -11,7 +11,7 @@ use crate::host::usage::human_tokens;
 use crate::metric::Number;
 use crate::state::ReasonCode;
 use crate::state::Status;
-use crate::support::duration::human_ms;
+use crate::support::text::duration::human_ms;
 
 /// How many changed files a receipt names before it only counts them.
 const NAMED_FILES: usize = 8;

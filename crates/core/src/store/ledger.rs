@@ -13,7 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::state::{LedgerDecision, LedgerEntry, ReasonCode};
-use crate::support::reverse_lines::ReverseLines;
+use crate::support::read::reverse_lines::ReverseLines;
 
 impl LedgerEntry {
     /// Appends this entry as one line, written with a single call. Only under the loop's lock

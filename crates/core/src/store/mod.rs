@@ -29,9 +29,9 @@ use jiff::Timestamp;
 use thiserror::Error;
 
 use crate::state::{LoopState, StateError};
-use crate::support::bounded_read;
 use crate::support::digest::Fnv1a;
 use crate::support::environment::Environment;
+use crate::support::read::bounded_read;
 
 /// The largest state file read: the task is at most 1 MiB, the settings far less.
 pub(crate) const MAX_STATE_BYTES: u64 = 4 << 20;

@@ -23,10 +23,10 @@ use crate::state::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::verdict::abort;
 use crate::verdict::facts::{FinalReply, StopFacts};
 use crate::verdict::message;
-use crate::verdict::metric_message::{self, Step};
+use crate::verdict::message::metric::{self, Step};
+use crate::verdict::message::review;
+use crate::verdict::message::scope;
 use crate::verdict::promise;
-use crate::verdict::review_message;
-use crate::verdict::scope_message;
 
 /// Whether a loop judges a stop at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ fn metric_step(state: &LoopState, facts: &StopFacts<'_>) -> Option<MetricStep> {
         progress.noise.0,
         &attempt.measured,
         correct,
-        (facts.oracle_changes.is_empty(), scope_message::breach(state, facts.scope)),
+        (facts.oracle_changes.is_empty(), scope::breach(state, facts.scope)),
     );
     let (after, rung) =
         progress.after(settings, state.meta.iteration, &attempt.measured, &judgement, &attempt.summary);
@@ -153,7 +153,7 @@ fn classify_metric(
     let oracle_intact = facts.oracle_changes.is_empty();
     let measured = facts.metric.is_some_and(|m| matches!(m.measured, Measured::Value { .. }));
     let target_met = settings.metric.as_ref().is_some_and(|s| step.after.target_met(s));
-    let in_scope = scope_message::breach(state, facts.scope).is_none();
+    let in_scope = scope::breach(state, facts.scope).is_none();
     if target_met && step.correct && oracle_intact && in_scope && measured {
         ReasonCode::TargetMet
     } else if state.meta.iteration >= settings.max_iterations {
@@ -209,14 +209,14 @@ pub(crate) fn awaits_review(state: &LoopState, facts: &StopFacts<'_>) -> bool {
         && doubt(state, facts).is_none()
         && facts.last_message.and_then(abort::reason).is_none()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
-        && scope_message::breach(state, facts.scope).is_none()
+        && scope::breach(state, facts.scope).is_none()
 }
 
 /// Whether this stop's change must be read against the loop's scope before it is judged: in a
 /// loop with a scope (its own or a story's), at every metric attempt and wherever the check
 /// passed. Facts without the scope's reading are asked.
 pub(crate) fn awaits_scope(state: &LoopState, facts: &StopFacts<'_>) -> bool {
-    scope_message::is_scoped(state)
+    scope::is_scoped(state)
         && (state.meta.settings.metric.is_some()
             || check_passes(state, facts, judge_tests(state, facts).as_ref()).0)
 }
@@ -229,7 +229,7 @@ fn check_passes(
     tests: Option<&TestJudgement>,
 ) -> (bool, Option<bool>) {
     let settings = &state.meta.settings;
-    let check = crate::verdict::plan_message::current_check(state);
+    let check = crate::verdict::message::plan::current_check(state);
     let verify_passed = match (check, facts.verify) {
         (None, _) => None,
         (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
@@ -260,7 +260,7 @@ pub(crate) fn awaits_sweep(state: &LoopState, facts: &StopFacts<'_>) -> bool {
         && facts.verify.is_some()
         && doubt(state, facts).is_none()
         && check_passes(state, facts, judge_tests(state, facts).as_ref()).0
-        && scope_message::breach(state, facts.scope).is_none()
+        && scope::breach(state, facts.scope).is_none()
 }
 
 /// Something a stop must find out before it can be judged, because the verdict depends on it
@@ -341,7 +341,7 @@ fn classify(
     let last_message = facts.last_message.filter(|_| !doubtful);
     let (checked, promise_kept) = check_passes(state, facts, tests);
     // A change outside the scope takes the pass away, before any reviewer is asked.
-    let outside = checked && scope_message::breach(state, facts.scope).is_some();
+    let outside = checked && scope::breach(state, facts.scope).is_some();
     let passes = checked && !outside;
     // A reviewer can only take a pass away: it is asked only when the check passed.
     let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
@@ -388,7 +388,7 @@ fn classify(
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
         ReasonCode::NoProgress
-    } else if crate::verdict::plan_message::current_check(state).is_some() && facts.verify.is_none() {
+    } else if crate::verdict::message::plan::current_check(state).is_some() && facts.verify.is_none() {
         ReasonCode::VerifyNotRun
     } else if !oracle_intact {
         ReasonCode::OracleChanged
@@ -468,8 +468,8 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
         next.meta.last_blocked = true;
         let (reason, line) = match words(state, step.as_ref(), &facts) {
             Some(words) => (
-                metric_message::reinjection(&next, &words, facts.files, facts.oracle_changes),
-                metric_message::status_line(&next, &words),
+                metric::reinjection(&next, &words, facts.files, facts.oracle_changes),
+                metric::status_line(&next, &words),
             ),
             None => block_words(state, &next, code, &facts, tests.as_ref()),
         };
@@ -596,9 +596,9 @@ fn block_words(
 ) -> (String, String) {
     let mut sections = Vec::new();
     match code {
-        ReasonCode::StoryVerified => sections.push(crate::verdict::plan_message::story_done(state, next)),
+        ReasonCode::StoryVerified => sections.push(crate::verdict::message::plan::story_done(state, next)),
         ReasonCode::StoryBroken => {
-            sections.push(crate::verdict::plan_message::story_broken(next, facts.plan));
+            sections.push(crate::verdict::message::plan::story_broken(next, facts.plan));
         }
         _ => {}
     }
@@ -623,8 +623,8 @@ fn block_words(
 /// The receipt of a loop that ends or parks at this stop. `next` is the loop after it.
 fn closing_receipt(state: &LoopState, next: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Receipt {
     let mut receipt = next.receipt(code, facts.now, facts.files_changed.map(<[String]>::to_vec));
-    receipt.review = review_message::receipt_line(state, next, code, facts.review);
-    receipt.plan = crate::verdict::plan_message::receipt_line(next);
+    receipt.review = review::receipt_line(state, next, code, facts.review);
+    receipt.plan = crate::verdict::message::plan::receipt_line(next);
     receipt.forged_stops = facts.forged_stops;
     receipt.skip_markers = facts.skip_markers.iter().map(ToString::to_string).collect();
     if code == ReasonCode::Aborted {
@@ -644,7 +644,7 @@ fn closing_words(
     facts: &StopFacts<'_>,
     receipt: &Receipt,
 ) -> String {
-    let headline = metric_message::headline(next, code)
+    let headline = metric::headline(next, code)
         .unwrap_or_else(|| message::headline(next, code, facts.verify, !receipt.oracle_changed.is_empty()));
     format!("{}\n  ledger: {}", receipt.render(&headline, state.meta.host), facts.files.ledger)
 }

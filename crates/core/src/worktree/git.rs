@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, SystemTime};
 
 use super::{WorkTreeError, io_error};
-use crate::support::bounded_read;
+use crate::support::read::bounded_read;
 
 /// Variables a host, a hook or a parent git may have set that would point git at another
 /// repository, index or object store (`git rev-parse --local-env-vars`).

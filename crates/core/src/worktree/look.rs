@@ -7,7 +7,7 @@
 //! ignored ones too) and `git ls-files --cached`, which only reads the index. Git's
 //! index and its stat cache do the work a walk of our own would repeat: what git tracks or sees
 //! comes from them, and only directories git reports as ignored as a whole are walked, by the
-//! shared walk and its rules ([`crate::support::walk`]), because an ignore line the model wrote
+//! shared walk and its rules ([`crate::support::read::walk`]), because an ignore line the model wrote
 //! must not hide an added protected file.
 
 use std::collections::BTreeSet;
@@ -17,7 +17,7 @@ use std::thread;
 
 use super::git::{filter_overrides, path_from_git, run_git_filtered, split_z};
 use super::{WorkTree, WorkTreeError, git_failure};
-use crate::support::walk;
+use crate::support::read::walk;
 
 /// `git status` as the fingerprint reads it. `--no-optional-locks`: status would otherwise
 /// refresh and rewrite the user's index.

@@ -13,7 +13,7 @@
 //! start and end of a loop and for checkpoints.
 //!
 //! Outside git there are no ignore rules to go by, so the fingerprint hashes each file's path,
-//! length, modification time (and mode, on Unix) as the shared walk ([`crate::support::walk`]) finds them.
+//! length, modification time (and mode, on Unix) as the shared walk ([`crate::support::read::walk`]) finds them.
 //! A walk cut at its bound says so in the fingerprint ([`is_approximate`]): two equal
 //! approximate fingerprints do not show that nothing changed.
 
@@ -37,9 +37,9 @@ use thiserror::Error;
 
 use git::{Repo, TempIndex, object_id, path_from_git, run_git, split_z, trim_newline};
 
-use crate::support::bounded_read;
 use crate::support::digest::hex;
-use crate::support::walk;
+use crate::support::read::bounded_read;
+use crate::support::read::walk;
 
 /// The prefixes of a fingerprint: from git's status, from a complete walk, from a cut one.
 const STATUS: &str = "status:";

@@ -29,10 +29,10 @@ use sha2::{Digest, Sha256};
 
 use crate::checks::plan;
 use crate::checks::protect::Protect;
-use crate::support::bounded_read;
 use crate::support::digest::hex;
-use crate::support::relative_path::relative_to;
-use crate::support::walk;
+use crate::support::read::bounded_read;
+use crate::support::read::walk;
+use crate::support::text::relative_path::relative_to;
 use crate::worktree::{TreeLook, WorkTree};
 
 /// Originals kept for restoring, in all.
@@ -541,10 +541,11 @@ mod tests {
         let cwd = dir.path().to_path_buf();
         let oracle = Oracle::capture(&cwd, Some("sh check.sh"), &["tests/**".to_string()], false);
         fs::remove_file(cwd.join("check.sh")).unwrap();
-        crate::support::bounded_read::tests::mkfifo(&cwd.join("check.sh"));
+        crate::support::read::bounded_read::tests::mkfifo(&cwd.join("check.sh"));
         fs::remove_file(cwd.join("tests/a.rs")).unwrap();
         fs::create_dir(cwd.join("tests/a.rs")).unwrap();
-        let changes = crate::support::bounded_read::tests::within_two_seconds(move || oracle.changes(&cwd));
+        let changes =
+            crate::support::read::bounded_read::tests::within_two_seconds(move || oracle.changes(&cwd));
         let kinds: Vec<(&str, ChangeKind)> = changes.iter().map(|c| (c.path.as_str(), c.kind)).collect();
         assert_eq!(kinds, [("check.sh", ChangeKind::Modified), ("tests/a.rs", ChangeKind::Modified)]);
     }

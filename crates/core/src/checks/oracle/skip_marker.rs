@@ -13,8 +13,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::support::bounded_read;
-use crate::support::relative_path::relative_to;
+use crate::support::read::bounded_read;
+use crate::support::text::relative_path::relative_to;
 use crate::worktree::WorkTree;
 
 /// Files larger than this are not searched for markers.

@@ -29,8 +29,8 @@ use serde_json::Value;
 
 use crate::checks::oracle::{ChangeKind, OracleChange};
 use crate::checks::protect::Protect;
-use crate::support::bounded_read;
 use crate::support::digest::sha256_hex;
+use crate::support::read::bounded_read;
 
 /// Test files fingerprinted at most; runner files are always.
 pub(crate) const MAX_TEST_FILES: usize = 2_000;
@@ -320,7 +320,8 @@ pub(crate) fn named_by_scripts(cwd: &Path, scripts: &[String]) -> Vec<String> {
                 if found.len() >= MAX_FOLLOWED {
                     return found;
                 }
-                let Some(relative) = crate::support::relative_path::relative_to(cwd, Path::new(word)) else {
+                let Some(relative) = crate::support::text::relative_path::relative_to(cwd, Path::new(word))
+                else {
                     continue;
                 };
                 if scripts.contains(&relative)

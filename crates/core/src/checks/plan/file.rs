@@ -20,8 +20,8 @@ use std::path::Path;
 use thiserror::Error;
 
 use crate::checks::plan::{self, MAX_PLAN_BYTES, PlanProgress, Story};
-use crate::support::bounded_read;
 use crate::support::digest::sha256_hex;
+use crate::support::read::bounded_read;
 
 /// How the oracle's record of a plan file starts: its digest with the boxes left out.
 pub(crate) const DIGEST_PREFIX: &str = "plan-sha256:";

@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::support::bounded_read;
+use crate::support::read::bounded_read;
 
 /// A plan file larger than this is refused: a plan is a list of stories, not a document.
 pub(crate) const MAX_PLAN_BYTES: u64 = 256 * 1024;

@@ -4,7 +4,7 @@
 use super::RequestError;
 use super::flag_spec::{Flag, Value, short_duration};
 use crate::checks::protect::Protect;
-use crate::support::duration::parse_seconds;
+use crate::support::text::duration::parse_seconds;
 
 pub(super) fn bad_value(flag: Flag, value: &str, why: String) -> RequestError {
     RequestError::BadValue { flag, value: value.into(), why }

@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::{Flag, LoopFlags, MAX_TASK_BYTES, RequestError};
-use crate::support::nearest::levenshtein;
+use crate::support::text::nearest::levenshtein;
 
 /// Finds our flags in `raw` and reads their values; refuses a near miss, a flag given twice, a
 /// missing value and a switch given one. Returns the flags and where they are in the text.

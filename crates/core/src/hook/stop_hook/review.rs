@@ -27,7 +27,7 @@ pub(super) fn run_reviewer(
 ) -> Option<ReviewOutcome> {
     let settings = state.meta.settings.review.as_ref()?;
     // What passed: the current story's check in a plan loop, otherwise `--verify`.
-    let verify_command = crate::verdict::plan_message::current_check(state)?;
+    let verify_command = crate::verdict::message::plan::current_check(state)?;
     let change = change_since_start(state, worktree, now);
     let story = current_story(state);
     let input = ReviewInput {
@@ -92,7 +92,7 @@ pub(super) fn counted(
 /// A plan loop's current story, as the model was given it; `None` without a plan.
 fn current_story(state: &LoopState) -> Option<String> {
     let progress = state.meta.plan.as_ref()?;
-    Some(crate::verdict::plan_message::story_brief(state, progress.current).trim().to_string())
+    Some(crate::verdict::message::plan::story_brief(state, progress.current).trim().to_string())
 }
 
 /// The files changed and the diff since the loop's start (up to `now`, when the tree now was

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::checks::scope::ScopeCheck;
 use crate::state::LoopState;
-use crate::verdict::scope_message;
+use crate::verdict::message::scope;
 use crate::worktree::WorkTree;
 
 /// Reads this stop's change against the scope (the verdict needs it:
@@ -20,7 +20,7 @@ pub(super) fn read_scope(
     checkpoint: Option<&str>,
     store: &[&Path],
 ) -> Option<ScopeCheck> {
-    let scope = scope_message::scope_of(state);
+    let scope = scope::scope_of(state);
     let now = match checkpoint {
         Some(commit) => commit.to_string(),
         None => match worktree.tree_id() {

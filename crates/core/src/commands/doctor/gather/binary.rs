@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use super::super::facts::{Binary, BinaryFacts, Launch};
 use crate::support::environment::Environment;
-use crate::support::version::VERSION;
+use crate::support::text::version::VERSION;
 
 /// How long another binary gets to answer `--version`.
 const VERSION_WAIT: Duration = Duration::from_secs(5);
 
 pub(super) fn facts(env: &Environment) -> BinaryFacts {
-    let this_path = crate::support::version::current_exe();
+    let this_path = crate::support::text::version::current_exe();
     let version = |path: PathBuf| {
         let version = version_of(&path, this_path.as_deref());
         Binary { path, version }
@@ -98,7 +98,7 @@ pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
     let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
     let plugin_version =
         launcher.lines().find_map(|line| line.strip_prefix("plugin_version=")).map(|v| v.trim().to_string());
-    let this = crate::support::version::current_exe();
+    let this = crate::support::text::version::current_exe();
     let found = |path: PathBuf, source: &'static str| {
         let version = version_of(&path, this.as_deref());
         Ok((Binary { path, version }, source))

@@ -16,7 +16,8 @@ pub(super) fn home(env: &Environment) -> Option<PathBuf> {
 }
 
 pub(super) fn facts(env: &Environment, home: PathBuf) -> CodexFacts {
-    let config = crate::support::bounded_read::read(&home.join("config.toml"), 4 << 20).unwrap_or_default();
+    let config =
+        crate::support::read::bounded_read::read(&home.join("config.toml"), 4 << 20).unwrap_or_default();
     let config = String::from_utf8_lossy(&config);
     let plugin_root = plugin_root(&home);
     let (plugin_disabled, hooks_feature_off) = switches(&config);

@@ -23,7 +23,7 @@ const JSON_BYTES: u64 = 4 << 20;
 
 /// A JSON file's value, or `None` when it is missing or not JSON (a host ignores it then too).
 pub(super) fn read_json(path: &Path) -> Option<Value> {
-    let bytes = crate::support::bounded_read::read(path, JSON_BYTES).ok()?;
+    let bytes = crate::support::read::bounded_read::read(path, JSON_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

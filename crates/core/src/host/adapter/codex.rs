@@ -8,14 +8,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Host, foreign_marker, object_line};
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
 
 /// Codex refuses an empty block reason; ours always has the task, but never send an empty one.
 const FALLBACK_REASON: &str = "Continue working on the task.";
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     if let Some(what) = foreign_marker(Host::Codex, &Fields(object)) {
         return Err(EventError::Foreign(what));
     }
@@ -25,7 +25,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     Ok(StopEvent { transcript: None, stop_hook_active: None, ..StopEvent::from_claude(object)? })
 }
 
-pub(super) fn render(response: &HookResponse) -> String {
+pub(in crate::host) fn render(response: &HookResponse) -> String {
     match (&response.block, &response.system_message) {
         (Some(reason), _) => {
             let reason = if reason.trim().is_empty() { FALLBACK_REASON } else { reason.as_str() };

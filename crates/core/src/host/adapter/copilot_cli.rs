@@ -20,11 +20,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Host, foreign_marker, object_line};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
     if fields.has_any(&["hookEventName", "hook_event_name"]) {
         return Err(EventError::Foreign("a VS Code or Claude-style event, not Copilot CLI's agentStop"));
@@ -51,7 +51,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
 /// newer; measured on 1.0.102: the 9th block is ignored).
 pub(crate) const BLOCK_CAP: u32 = 8;
 
-pub(super) fn render(response: &HookResponse) -> String {
+pub(in crate::host) fn render(response: &HookResponse) -> String {
     match &response.block {
         Some(reason) => object_line([("decision", json!("block")), ("reason", json!(reason))]),
         None => "{}".to_string(),

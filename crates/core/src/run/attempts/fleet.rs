@@ -2,7 +2,7 @@
 //! `loop-hook run TASK --verify CMD --attempts K --attempt N --run-id ID`, as best-of-K runs it
 //! on one machine (its own work tree, its end state kept as `refs/for-loop/attempts/ID/N`), then
 //! pushes that end state to the same ref on a remote. `loop-hook run --pick ID`
-//! ([`super::pick`]) re-checks every pushed attempt and picks the winner.
+//! ([`crate::run::attempts::pick`]) re-checks every pushed attempt and picks the winner.
 //!
 //! The commit pushed is the attempt's files on top of the commit the machine started from, never
 //! a branch. Its message carries the attempt's claim (verified or not, iterations, time): only a
@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::RunOptions;
-use super::attempts::{self, REFS};
 use crate::commands::resume::ResumeOptions;
+use crate::run::RunOptions;
+use crate::run::attempts::{self, REFS};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::store::Store;
@@ -100,7 +100,7 @@ impl Claim {
 }
 
 /// The options of a run spread over machines that make no sense, or make no sense together.
-pub(super) fn misuse(options: &RunOptions) -> Option<String> {
+pub(in crate::run) fn misuse(options: &RunOptions) -> Option<String> {
     let elsewhere = options.resume.is_some() || options.apply.is_some() || options.parallel;
     if let Some(id) = &options.pick {
         let extra = !options.task.trim().is_empty() || options.attempt.is_some() || options.run_id.is_some();

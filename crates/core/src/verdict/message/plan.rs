@@ -187,7 +187,7 @@ mod tests {
     }
 
     fn facts<'a>(verify: &'a VerifyOutcome, sweep: Option<&'a PlanSweep>) -> StopFacts<'a> {
-        StopFacts { plan: sweep, ..crate::verdict::review_message::tests::facts(verify, None) }
+        StopFacts { plan: sweep, ..crate::verdict::message::review::tests::facts(verify, None) }
     }
 
     fn reason(verdict: &Verdict) -> &str {

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use crate::support::bounded_read;
+use crate::support::read::bounded_read;
 
 const CHUNK: usize = 64 * 1024;
 /// The first read: most readers want the last line or a few (the ledger's last entry), which a
@@ -226,8 +226,8 @@ mod tests {
     fn a_fifo_is_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("transcript.jsonl");
-        crate::support::bounded_read::tests::mkfifo(&fifo);
-        let err = crate::support::bounded_read::tests::within_two_seconds(move || {
+        crate::support::read::bounded_read::tests::mkfifo(&fifo);
+        let err = crate::support::read::bounded_read::tests::within_two_seconds(move || {
             ReverseLines::open(&fifo, 1 << 20).err().unwrap()
         });
         assert_eq!(err.to_string(), "it is a FIFO, not a regular file");

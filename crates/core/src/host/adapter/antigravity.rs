@@ -20,19 +20,19 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::{Host, foreign_marker, object_line};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
 
 /// Fields only Antigravity sends.
-pub(super) const MARKERS: &[&str] =
+pub(in crate::host) const MARKERS: &[&str] =
     &["conversationId", "workspacePaths", "executionNum", "terminationReason", "fullyIdle", "stop_hook_args"];
 
 /// Termination reasons of a turn the model ended itself: the docs' `model_stop`, and the
 /// `NO_TOOL_CALL` live runs report.
 const NORMAL_ENDS: &[&str] = &["model_stop", "no_tool_call"];
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let top = Fields(object);
     if top.has_any(&["hook_event_name"]) {
         return Err(EventError::Foreign("an event with a hook_event_name, which Antigravity never sends"));
@@ -100,7 +100,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     })
 }
 
-pub(super) fn render(response: &HookResponse) -> String {
+pub(in crate::host) fn render(response: &HookResponse) -> String {
     match &response.block {
         Some(reason) => object_line([("decision", json!("continue")), ("reason", json!(reason))]),
         None => object_line([("decision", json!("stop"))]),

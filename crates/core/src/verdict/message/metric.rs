@@ -7,7 +7,7 @@ use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress,
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::verdict::facts::LoopFiles;
-use crate::verdict::reinjection::Reinjection;
+use crate::verdict::message::reinjection::Reinjection;
 
 /// What a metric stop decided, for the words.
 pub(crate) struct Step<'a> {
@@ -157,7 +157,7 @@ mod tests {
     use crate::state::sample;
     use crate::verdict::decision::{Verdict, decide};
     use crate::verdict::facts::StopFacts;
-    use crate::verdict::review_message::tests::facts;
+    use crate::verdict::message::review::tests::facts;
 
     fn metric_loop(guard: Option<&str>) -> LoopState {
         let mut state = sample();

@@ -53,7 +53,7 @@ pub(crate) fn banner(state: &LoopState) -> Option<String> {
         let check = plan.check(i, verify).unwrap_or_default();
         out.push_str(&format!("  [{mark}] {}  (check: {check})\n", story.label()));
     }
-    out.push_str(&crate::verdict::plan_message::story_brief(state, progress.current));
+    out.push_str(&crate::verdict::message::plan::story_brief(state, progress.current));
     if plan.stories.len() as u64 > u64::from(state.meta.settings.max_iterations) {
         out.push_str(&format!(
             "Note: {} iterations are fewer than the {} stories need; give --max-iterations N\n",

@@ -6,10 +6,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Host, foreign_marker};
 use crate::host::event::{EventError, Fields, StopEvent};
+use crate::host::{Host, foreign_marker};
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     if let Some(what) = foreign_marker(Host::ClaudeCode, &Fields(object)) {
         return Err(EventError::Foreign(what));
     }

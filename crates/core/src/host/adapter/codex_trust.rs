@@ -18,7 +18,7 @@ const CONFIG_BYTES: u64 = 4 << 20;
 /// The line the user sees when a loop starts on Codex and its Stop hook is not trusted.
 pub(crate) fn untrusted_warning(env: &Environment) -> Option<String> {
     let config = codex_home(env)?.join("config.toml");
-    let text = crate::support::bounded_read::read(&config, CONFIG_BYTES).unwrap_or_default();
+    let text = crate::support::read::bounded_read::read(&config, CONFIG_BYTES).unwrap_or_default();
     if stop_hook_trusted(&String::from_utf8_lossy(&text)) {
         return None;
     }

@@ -17,17 +17,26 @@ use std::thread;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+mod applied_check;
+mod fleet;
+mod pick;
+mod users_repo;
+mod winner;
+
+pub(super) use fleet::{attempt, misuse};
+pub(super) use pick::run as pick;
+
 use super::RunOptions;
-use super::applied_check::AppliedCheck;
 use super::driver::{Attempt, Driver, park_loop};
-use super::users_repo::RepoLook;
-use super::winner::FirstVerified;
 use crate::state::ReasonCode;
 use crate::state::Status;
 use crate::store::Store;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 use crate::worktree::WorkTree;
+use applied_check::AppliedCheck;
+use users_repo::RepoLook;
+use winner::FirstVerified;
 
 /// More attempts than this is a typo, not a plan.
 pub(crate) const MAX_ATTEMPTS: u32 = 16;

@@ -1,11 +1,11 @@
 //! `loop-hook run --pick ID --verify CMD`: picks the winner of a best-of-K run whose attempts ran
-//! on other machines and pushed their end states ([`super::fleet`]).
+//! on other machines and pushed their end states ([`crate::run::attempts::fleet`]).
 //!
 //! Nothing an attempt says is trusted. Each pushed attempt is checked out fresh, in a work tree
 //! of its own, and judged here: it must be a commit on top of the commit this checkout is at
 //! (the one the run started from), leave the check's files as they are there (the oracle, as a
 //! loop captures it at start), and pass verify, run here. The winner is then picked by the rule
-//! best-of-K uses on one machine ([`super::winner`]). An attempt that was never pushed (its job
+//! best-of-K uses on one machine ([`crate::run::attempts::winner`]). An attempt that was never pushed (its job
 //! was killed) is reported, not fatal.
 
 use std::collections::BTreeSet;
@@ -13,18 +13,18 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::json;
 
-use super::RunOptions;
-use super::attempts::{OwnedTree, REFS, prefix_in};
-use super::fleet::{Claim, DEFAULT_REMOTE};
-use super::sandbox::GitDirs;
-use super::winner::FirstVerified;
 use crate::checks::oracle::Oracle;
 use crate::checks::verify::VerifySpec;
 use crate::commands::request::LoopRequest;
+use crate::run::RunOptions;
+use crate::run::attempts::fleet::{Claim, DEFAULT_REMOTE};
+use crate::run::attempts::winner::FirstVerified;
+use crate::run::attempts::{OwnedTree, REFS, prefix_in};
+use crate::run::sandbox::GitDirs;
 use crate::store::Store;
 use crate::support::environment::Environment;
-use crate::support::nearest::nearest;
 use crate::support::outcome::{Code, Outcome};
+use crate::support::text::nearest::nearest;
 use crate::worktree::WorkTree;
 
 /// A commit message longer than this holds no claim worth reading.
@@ -207,7 +207,7 @@ impl<'a> Judge<'a> {
     /// K as the attempts claim it, for a pick not told: only which attempts to report missing.
     /// Only refs named 1 to the most a run may have are read, however many the remote has.
     fn claimed_count(&self, pushed: &BTreeSet<String>) -> Option<u32> {
-        let most = super::attempts::MAX_ATTEMPTS;
+        let most = crate::run::attempts::MAX_ATTEMPTS;
         let numbered: Vec<u32> = pushed
             .iter()
             .filter_map(|name| name.parse::<u32>().ok())

@@ -1,5 +1,8 @@
 //! `loop-hook start`: arm a loop for a session from the raw `/for-loop` text.
 
+pub(crate) mod metric;
+pub(crate) mod plan;
+
 use std::path::{Path, PathBuf};
 
 use crate::checks::oracle;
@@ -74,7 +77,7 @@ pub(crate) fn run_request(
     if let Some(refusal) = unsupported(&request, &cwd, host) {
         return refusal;
     }
-    let plan = match crate::commands::plan_start::read(&request, &cwd) {
+    let plan = match crate::commands::start::plan::read(&request, &cwd) {
         Ok(plan) => plan,
         Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
     };
@@ -110,7 +113,7 @@ pub(crate) fn run_request(
     let mut state = new_state(env, options, &request, session_id, &cwd, &tier, plan.as_ref());
     let mut lessons = Vec::new();
     if let Some(metric) = &request.metric {
-        match crate::commands::metric_start::baseline(env, &store, &mut state, metric) {
+        match crate::commands::start::metric::baseline(env, &store, &mut state, metric) {
             Ok(found) => lessons = found,
             Err(why) => {
                 if claim_token.is_some() {
@@ -127,7 +130,7 @@ pub(crate) fn run_request(
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
     };
     let mut lines = vec![started];
-    lines.extend(crate::commands::metric_start::baseline_line(&state, env.now));
+    lines.extend(crate::commands::start::metric::baseline_line(&state, env.now));
     if let Err(e) = transaction.commit(&state, &lines) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
@@ -136,10 +139,10 @@ pub(crate) fn run_request(
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
     let mut shown = banner(&state, &paths, claim_token.as_deref(), env, &tier);
-    if let Some(words) = crate::commands::plan_start::banner(&state) {
+    if let Some(words) = crate::commands::start::plan::banner(&state) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
     }
-    if let Some(words) = crate::commands::metric_start::banner(&state, &lessons) {
+    if let Some(words) = crate::commands::start::metric::banner(&state, &lessons) {
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
     }
     Outcome::ok(shown)
@@ -274,7 +277,7 @@ fn new_state(
     tier: &Tier,
     plan: Option<&crate::checks::plan::PlanSettings>,
 ) -> LoopState {
-    let (plan_checks, plan_files) = crate::commands::plan_start::oracle_parts(plan);
+    let (plan_checks, plan_files) = crate::commands::start::plan::oracle_parts(plan);
     let judged: Vec<&str> = judges(request).into_iter().chain(plan_checks).collect();
     let protect: Vec<String> = request.protect.iter().cloned().chain(plan_files).collect();
     LoopState {
@@ -309,7 +312,7 @@ fn new_state(
             verify_total_ms: 0,
             last_verify: None,
             tests: TestRatchet::new(request.allow_test_edits),
-            oracle: crate::commands::plan_start::with_plan(
+            oracle: crate::commands::start::plan::with_plan(
                 Oracle::capture_commands(cwd, &judged, &protect, !request.allow_test_edits),
                 cwd,
                 plan,
@@ -449,7 +452,7 @@ fn oracle_lines(oracle: &Oracle) -> String {
         out.push_str(&format!(
             "             (over {} files where protected ones could be added: an added file may go unseen \
              outside what git tracks and sees)\n",
-            crate::support::walk::MAX_ENTRIES
+            crate::support::read::walk::MAX_ENTRIES
         ));
     }
     for pattern in &oracle.protect {
@@ -468,7 +471,7 @@ fn oracle_lines(oracle: &Oracle) -> String {
 fn limit_lines(settings: &Settings) -> String {
     let mut out = String::new();
     if let Some(budget) = settings.max_time_secs {
-        out.push_str(&format!("Time budget: {}\n", crate::support::duration::human_ms(budget * 1_000)));
+        out.push_str(&format!("Time budget: {}\n", crate::support::text::duration::human_ms(budget * 1_000)));
     }
     if let Some(budget) = settings.max_tokens {
         out.push_str(&format!(
@@ -486,10 +489,10 @@ fn limit_lines(settings: &Settings) -> String {
         out.push_str("Checkpoints: after each iteration, to refs/for-loop/<loop id>/<n>\n");
     }
     if let Some(review) = &settings.review {
-        out.push_str(&crate::verdict::review_message::start_line(review, settings.verify_timeout_secs));
+        out.push_str(&crate::verdict::message::review::start_line(review, settings.verify_timeout_secs));
     }
     if !settings.scope.is_empty() {
-        out.push_str(&crate::verdict::scope_message::start_line(&settings.scope));
+        out.push_str(&crate::verdict::message::scope::start_line(&settings.scope));
     }
     out
 }

@@ -1,6 +1,11 @@
 //! Text shown to people and models that came from somewhere else (an agent's message, a
 //! reviewer's output): what must not reach a terminal or a prompt as it is.
 
+pub(crate) mod duration;
+pub(crate) mod nearest;
+pub(crate) mod relative_path;
+pub(crate) mod version;
+
 /// Characters that change how the rest of a line looks, or are not seen at all: control
 /// characters (escape sequences start with one), bidirectional overrides and isolates,
 /// zero-width characters.

@@ -3,7 +3,7 @@
 
 use crate::checks::scope::{Scope, ScopeCheck};
 use crate::state::LoopState;
-use crate::verdict::reinjection::Finding;
+use crate::verdict::message::reinjection::Finding;
 
 /// The current story's scope globs; empty outside a plan or for a story without one.
 pub(crate) fn story_globs(state: &LoopState) -> &[String] {
@@ -102,7 +102,7 @@ mod tests {
     use crate::state::sample;
     use crate::verdict::decision::{Verdict, awaits_review, awaits_scope, decide};
     use crate::verdict::facts::StopFacts;
-    use crate::verdict::review_message::tests::facts;
+    use crate::verdict::message::review::tests::facts;
 
     fn passed() -> VerifyOutcome {
         VerifyOutcome {

@@ -12,11 +12,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Host, foreign_marker, object_line};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
     if let Some(name) = fields.string("hook_event_name")?
         && name != "stop"
@@ -45,7 +45,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     })
 }
 
-pub(super) fn render(response: &HookResponse) -> String {
+pub(in crate::host) fn render(response: &HookResponse) -> String {
     match &response.block {
         Some(reason) => object_line([("followup_message", json!(reason))]),
         None => "{}".to_string(),

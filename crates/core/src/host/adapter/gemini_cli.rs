@@ -9,11 +9,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Host, foreign_marker, object_line};
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
 
-pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
     if fields.string("hook_event_name")?.as_deref() != Some("AfterAgent") {
         return Err(EventError::Foreign("not an AfterAgent event"));
@@ -34,7 +34,7 @@ pub(super) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError
     })
 }
 
-pub(super) fn render(response: &HookResponse) -> String {
+pub(in crate::host) fn render(response: &HookResponse) -> String {
     let mut pairs = Vec::new();
     match &response.block {
         Some(reason) => {

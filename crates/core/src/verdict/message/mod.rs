@@ -2,6 +2,12 @@
 //! the shape of [`Reinjection`]), the one-line status the user sees at each stop, and the
 //! summary when a loop ends.
 
+pub(crate) mod metric;
+pub(crate) mod plan;
+pub(crate) mod reinjection;
+pub(crate) mod review;
+pub(crate) mod scope;
+
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -15,9 +21,9 @@ use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::REINJECTION_MARK;
 use crate::state::ReasonCode;
-use crate::support::duration::human;
+use crate::support::text::duration::human;
 use crate::verdict::facts::{LoopFiles, StopFacts};
-use crate::verdict::reinjection::{Finding, Reinjection};
+use crate::verdict::message::reinjection::{Finding, Reinjection};
 
 /// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
 /// are paragraphs about the tests behind the check, shown before verify's output.
@@ -84,7 +90,7 @@ fn loop_notices(facts: &StopFacts<'_>) -> Vec<String> {
 /// notice says it all).
 fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Finding {
     let settings = &state.meta.settings;
-    let verify = crate::verdict::plan_message::current_check(state).unwrap_or_default();
+    let verify = crate::verdict::message::plan::current_check(state).unwrap_or_default();
     match (code, facts.verify) {
         (ReasonCode::VerifyTimedOut, Some(_)) => timed_out(verify, settings.verify_timeout_secs),
         (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
@@ -94,11 +100,11 @@ fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Findin
             not_run(verify, facts.verify_not_run.unwrap_or("it could not be started"), &state.meta.cwd)
         }
         (ReasonCode::PromiseMissing, _) => Finding::said(promise_missing(state)),
-        (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::veto(state, facts.review),
-        (ReasonCode::OutOfScope, _) => crate::verdict::scope_message::outside(state, facts.scope),
+        (ReasonCode::ReviewBlocked, _) => crate::verdict::message::review::veto(state, facts.review),
+        (ReasonCode::OutOfScope, _) => crate::verdict::message::scope::outside(state, facts.scope),
         // The story's paragraph is one of the sections.
         (ReasonCode::StoryVerified | ReasonCode::StoryBroken, _) => {
-            Finding::new("", crate::verdict::plan_message::advice())
+            Finding::new("", crate::verdict::message::plan::advice())
         }
         // The shortfall is one of the sections.
         (ReasonCode::TestsDropped, _) => Finding::default(),
@@ -215,7 +221,7 @@ pub(crate) fn status_line(
         }
         (ReasonCode::PromiseMissing, Some(_)) => "verify passed, promise not given".to_string(),
         (ReasonCode::PromiseMissing, None) => "promise not given".to_string(),
-        (ReasonCode::ReviewBlocked, _) => crate::verdict::review_message::status(state),
+        (ReasonCode::ReviewBlocked, _) => crate::verdict::message::review::status(state),
         (ReasonCode::OutOfScope, _) => {
             "the check passed, but files outside the scope changed; passes do not count".into()
         }
@@ -260,7 +266,7 @@ pub(crate) fn headline(
     };
     match code {
         ReasonCode::Verified => match verify {
-            Some(_) if meta.settings.plan.is_some() => crate::verdict::plan_message::verified(state, &at),
+            Some(_) if meta.settings.plan.is_some() => crate::verdict::message::plan::verified(state, &at),
             Some(o) => format!(
                 "for-loop: done, verified at iteration {at}: `{verify_cmd}` passed ({}).",
                 human(o.duration)
@@ -291,8 +297,8 @@ pub(crate) fn headline(
             "for-loop: parked at iteration {at}: the agent says the task cannot be done as asked{still_fails}. \
              The loop is kept; read its reason below."
         ),
-        ReasonCode::ReviewVetoed => crate::verdict::review_message::headline(state, &at),
-        ReasonCode::StoryStalled => crate::verdict::plan_message::stalled(state, &at),
+        ReasonCode::ReviewVetoed => crate::verdict::message::review::headline(state, &at),
+        ReasonCode::StoryStalled => crate::verdict::message::plan::stalled(state, &at),
         other => format!("for-loop: ended ({other}) at iteration {at}."),
     }
 }
@@ -350,7 +356,7 @@ pub(crate) fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
     let reviewed = settings.review.as_ref().map(|r| format!(" and the reviewer `{}` approves", r.command));
     let checked =
-        match (crate::verdict::plan_message::current_check(state), settings.completion_promise.as_deref()) {
+        match (crate::verdict::message::plan::current_check(state), settings.completion_promise.as_deref()) {
             (Some(v), None) => format!("`{v}` exits 0"),
             (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
             (Some(v), Some(p)) => {
