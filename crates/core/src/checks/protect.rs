@@ -8,11 +8,8 @@
 //! ignored: a protection that silently protects nothing is worse than none.
 
 use std::collections::HashSet;
-use std::convert::Infallible;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-
-use crate::support::memo::{self, Memo};
 
 /// Characters that make a pattern component a glob rather than a name.
 const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
@@ -64,18 +61,6 @@ impl Protect {
     /// Compiles patterns stored by an earlier loop-hook, which checked less: a pattern that does
     /// not compile now stands for the path it spells.
     pub(crate) fn stored(patterns: &[String]) -> Protect {
-        thread_local! {
-            static COMPILED: Memo<Vec<String>, Protect> = const { Memo::new() };
-        }
-        let compiled =
-            memo::get_or_try(&COMPILED, patterns, |p| Ok::<_, Infallible>(Protect::stored_anew(p)));
-        match compiled {
-            Ok(protect) => protect,
-            Err(never) => match never {},
-        }
-    }
-
-    fn stored_anew(patterns: &[String]) -> Protect {
         Protect::new(patterns).unwrap_or_else(|_| {
             let literal: Vec<String> = patterns
                 .iter()

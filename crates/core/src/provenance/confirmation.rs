@@ -38,7 +38,7 @@ use crate::state::ReasonCode;
 use crate::state::{Awaiting, AwaitingKind as Kind};
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
-use crate::store::custody::Custody;
+use crate::store::custody::{Custody, Known};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -220,19 +220,21 @@ pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Re
 /// recorded as sent by a program and undone where it can be. Returns what the user and the
 /// agent are to be told. Cheap when no loop waits: one `stat`.
 pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
-    settle_at(&Store::locate(env).ok()?.paths(session_id), env.now)
+    settle_at(&Store::locate(env).ok()?.paths(session_id), env.now, &Known::default())
 }
 
-/// [`settle`] for the loop whose files are `paths`, at `now`.
-pub(crate) fn settle_at(paths: &LoopPaths, now: Timestamp) -> Option<String> {
+/// [`settle`] for the loop whose files are `paths`, at `now`, parsing only state texts `known`
+/// has not read.
+pub(crate) fn settle_at(paths: &LoopPaths, now: Timestamp, known: &Known) -> Option<String> {
     if !paths.state.exists() {
         return None;
     }
-    let state = crate::store::custody::trusted_state(paths).ok()??;
+    let state = crate::store::custody::trusted_state_known(paths, known).ok()??;
     let awaiting = state.meta.awaiting.clone()?;
     let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
     let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
-    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(paths, now) else {
+    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open_known(paths, now, known)
+    else {
         return None;
     };
     // Settled meanwhile by another hook run.

@@ -17,7 +17,6 @@ use crate::host::usage::UsageCursor;
 use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::Status;
-use crate::support::memo::{self, Memo};
 use crate::support::read::frontmatter::{Frontmatter, FrontmatterError};
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
@@ -247,13 +246,6 @@ impl LoopState {
 
     /// Parses a state file.
     pub(crate) fn parse(text: &str) -> Result<Self, StateError> {
-        thread_local! {
-            static PARSED: Memo<String, LoopState> = const { Memo::new() };
-        }
-        memo::get_or_try(&PARSED, text, LoopState::parse_anew)
-    }
-
-    fn parse_anew(text: &str) -> Result<Self, StateError> {
         let parts = Frontmatter::split(text)?;
         let newer = |found| (found > SCHEMA_VERSION).then_some(StateError::NewerSchema { found });
         match serde_saphyr::from_str::<Meta>(parts.yaml) {

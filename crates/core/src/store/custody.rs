@@ -17,6 +17,7 @@
 //! `sed`, python, `rm -rf` of the store or the session), silently. [`tell_deleted_store`] covers
 //! the one case no file is left for, where the host's transcript still says a loop ran.
 
+use std::cell::RefCell;
 use std::fs;
 
 /// Every re-injected prompt has this right after the task: how a later run recognises the loop's
@@ -24,9 +25,9 @@ use std::fs;
 use jiff::Timestamp;
 
 use crate::state::LedgerEntry;
-use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{Incident, REINJECTION_MARK};
+use crate::state::{LoopState, StateError};
 use crate::store::journal::{self, Journal};
 use crate::store::{self, LoopPaths, StoreError};
 
@@ -41,6 +42,34 @@ pub(crate) enum Custody {
     Untrusted { state: LoopState, why: String },
 }
 
+/// The states one caller has read, each with the text it was parsed from. A stop reads its loop
+/// through several witnesses (the state file, its last good copy, the reading again after
+/// verify), nearly always the same text: each reading is handed what the caller read before and
+/// parses only a text it has not seen. Owned by the caller, so nothing is kept past it.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    read: RefCell<Vec<(String, LoopState)>>,
+}
+
+impl Known {
+    /// How many texts a caller keeps: a stop sees at most a few.
+    const KEPT: usize = 4;
+
+    /// `text` as a state: the one read before when the text is the same, else parsed now.
+    fn parse(&self, text: &str) -> Result<LoopState, StateError> {
+        if let Some((_, state)) = self.read.borrow().iter().find(|(seen, _)| seen == text) {
+            return Ok(state.clone());
+        }
+        let state = LoopState::parse(text)?;
+        let mut read = self.read.borrow_mut();
+        if read.len() == Known::KEPT {
+            read.remove(0);
+        }
+        read.push((text.to_string(), state.clone()));
+        Ok(state)
+    }
+}
+
 /// One witness read from its file.
 enum Read {
     Missing,
@@ -49,13 +78,13 @@ enum Read {
 }
 
 impl Read {
-    fn of(path: &std::path::Path) -> Read {
+    fn of(path: &std::path::Path, known: &Known) -> Read {
         match store::read_regular(path, store::MAX_STATE_BYTES) {
             Ok(None) => Read::Missing,
             Err(e) => Read::Bad(e.to_string()),
             Ok(Some(bytes)) => match String::from_utf8(bytes) {
                 Err(_) => Read::Bad("it is not UTF-8 text".into()),
-                Ok(text) => match LoopState::parse(&text) {
+                Ok(text) => match known.parse(&text) {
                     Ok(state) => Read::Good { text, state: Box::new(state) },
                     Err(e) => Read::Bad(e.to_string()),
                 },
@@ -82,7 +111,11 @@ impl Custody {
     /// Checks the session's loop and restores what can be restored. Finishes an interrupted
     /// commit and sweeps temporaries first. Call it holding the loop's lock. `Err` is a state that
     /// cannot be read with no copy to restore it from (a loop older than the copies).
-    pub(in crate::store) fn check(paths: &LoopPaths, now: Timestamp) -> Result<Custody, StoreError> {
+    pub(in crate::store) fn check(
+        paths: &LoopPaths,
+        now: Timestamp,
+        known: &Known,
+    ) -> Result<Custody, StoreError> {
         let recovery = Journal::recover(paths);
         if recovery != journal::Recovery::Clean {
             eprintln!("for-loop: an interrupted commit was found: {recovery:?}");
@@ -90,8 +123,8 @@ impl Custody {
         paths.sweep_temporaries();
         let mut incidents = Vec::new();
         incidents.extend(replace_ledger_if_not_a_file(paths, now)?);
-        let stated = Read::of(&paths.state);
-        let copy = paths.armed.as_deref().map_or(Read::Missing, Read::of);
+        let stated = Read::of(&paths.state, known);
+        let copy = paths.armed.as_deref().map_or(Read::Missing, |armed| Read::of(armed, known));
         let loop_id = stated.state().or(copy.state()).map(|s| s.meta.loop_id.clone());
         let witnessed = loop_id.and_then(|id| LedgerEntry::last_state_digest(&paths.ledger, &id));
         let trusted = |read: &Read| read.digest().is_some_and(|d| witnessed.as_ref().is_none_or(|w| *w == d));
@@ -288,13 +321,22 @@ fn begin_deleted_ledger(
 /// The state to trust without changing anything, for readers that must not write (the guard):
 /// the state file when it matches its last good copy, else that copy, else the file as it is.
 pub(crate) fn trusted_state(paths: &LoopPaths) -> Result<Option<LoopState>, StoreError> {
-    let copy = paths.armed.as_deref().map_or(Read::Missing, Read::of);
-    match (Read::of(&paths.state), copy) {
+    trusted_state_known(paths, &Known::default())
+}
+
+/// [`trusted_state`], parsing only texts `known` has not read.
+pub(crate) fn trusted_state_known(paths: &LoopPaths, known: &Known) -> Result<Option<LoopState>, StoreError> {
+    let copy = paths.armed.as_deref().map_or(Read::Missing, |armed| Read::of(armed, known));
+    let stated = Read::of(&paths.state, known);
+    match (stated, copy) {
         (stated @ Read::Good { .. }, copy @ Read::Good { .. }) if stated.digest() != copy.digest() => {
             Ok(copy.state().cloned())
         }
         (Read::Missing | Read::Bad(_), Read::Good { state, .. }) if state.is_active() => Ok(Some(*state)),
-        _ => paths.load(),
+        (Read::Good { state, .. }, _) => Ok(Some(*state)),
+        (Read::Missing, _) => Ok(None),
+        // The file as it is cannot be read: the error as a plain load reports it.
+        (Read::Bad(_), _) => paths.load(),
     }
 }
 
@@ -381,6 +423,30 @@ pub(crate) fn tell_deleted_store(transcript: &std::path::Path) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stop hands each reading what it read before: the same text is not parsed again, and a
+    /// text that changed (a commit in between, an edit behind the loop's back) is never answered
+    /// with the state read before it.
+    #[test]
+    fn a_known_text_is_parsed_once_and_a_changed_one_anew() {
+        let known = Known::default();
+        let state = crate::state::sample();
+        let text = state.render().unwrap();
+        assert_eq!(known.parse(&text).unwrap(), state);
+        assert_eq!(known.read.borrow().len(), 1);
+        assert_eq!(known.parse(&text).unwrap(), state);
+        assert_eq!(known.read.borrow().len(), 1, "the same text was parsed again");
+        let mut next = state.clone();
+        next.meta.iteration += 1;
+        assert_eq!(known.parse(&next.render().unwrap()).unwrap(), next);
+        for n in 0..10 {
+            let mut other = state.clone();
+            other.meta.iteration = 100 + n;
+            assert_eq!(known.parse(&other.render().unwrap()).unwrap().meta.iteration, 100 + n);
+        }
+        assert_eq!(known.read.borrow().len(), Known::KEPT, "what a caller keeps is bounded");
+        assert!(known.parse("---\nnot: a state\n---\n").is_err());
+    }
     use crate::state::LedgerDecision;
     use crate::state::Status;
     use crate::state::sample;
@@ -404,7 +470,7 @@ mod tests {
     }
 
     fn checked(paths: &LoopPaths) -> (LoopState, Vec<Incident>) {
-        match Custody::check(paths, now()).unwrap() {
+        match Custody::check(paths, now(), &Known::default()).unwrap() {
             Custody::Loop { state, incidents } => (state, incidents),
             other => panic!("{other:?}"),
         }
@@ -497,14 +563,17 @@ mod tests {
         fs::write(&paths.state, text.replace("verify: cargo test", "verify: 'true'")).unwrap();
         fs::remove_file(paths.armed.as_ref().unwrap()).unwrap();
         assert!(
-            matches!(Custody::check(&paths, now()).unwrap(), Custody::Untrusted { why, .. } if why.contains("is gone"))
+            matches!(Custody::check(&paths, now(), &Known::default()).unwrap(), Custody::Untrusted { why, .. } if why.contains("is gone"))
         );
         // The state and its copy edited alike.
         let (_dir, paths, _) = world();
         let forged = paths.load_text().unwrap().unwrap().replace("verify: cargo test", "verify: 'true'");
         fs::write(&paths.state, &forged).unwrap();
         fs::write(paths.armed.as_ref().unwrap(), &forged).unwrap();
-        assert!(matches!(Custody::check(&paths, now()).unwrap(), Custody::Untrusted { .. }));
+        assert!(matches!(
+            Custody::check(&paths, now(), &Known::default()).unwrap(),
+            Custody::Untrusted { .. }
+        ));
     }
 
     #[test]
@@ -513,7 +582,10 @@ mod tests {
         let forged = paths.load_text().unwrap().unwrap().replace("verify: cargo test", "verify: 'true'");
         fs::write(paths.armed.as_ref().unwrap(), &forged).unwrap();
         fs::remove_file(&paths.state).unwrap();
-        assert!(matches!(Custody::check(&paths, now()).unwrap(), Custody::Untrusted { .. }));
+        assert!(matches!(
+            Custody::check(&paths, now(), &Known::default()).unwrap(),
+            Custody::Untrusted { .. }
+        ));
         assert!(!paths.state.exists());
     }
 
@@ -534,7 +606,7 @@ mod tests {
         ended.meta.status = Status::Ended;
         Journal::commit(&paths, &ended, &[]).unwrap();
         fs::remove_file(&paths.state).unwrap();
-        assert!(matches!(Custody::check(&paths, now()).unwrap(), Custody::None));
+        assert!(matches!(Custody::check(&paths, now(), &Known::default()).unwrap(), Custody::None));
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::store::LoopPaths;
 use crate::store::StoreError;
-use crate::store::custody::Custody;
+use crate::store::custody::{Custody, Known};
 use crate::store::journal::{CommitError, Journal};
 use crate::store::lock::{LOCK_WAIT, LockError, StateLock};
 
@@ -84,8 +84,17 @@ impl<'p> Transaction<'p> {
         paths: &'p LoopPaths,
         now: Timestamp,
     ) -> Result<(Transaction<'p>, Custody), OpenError> {
+        Transaction::open_known(paths, now, &Known::default())
+    }
+
+    /// [`Transaction::open`], parsing only state texts `known` has not read.
+    pub(crate) fn open_known(
+        paths: &'p LoopPaths,
+        now: Timestamp,
+        known: &Known,
+    ) -> Result<(Transaction<'p>, Custody), OpenError> {
         let transaction = Transaction::lock(paths)?;
-        let mut custody = transaction.read(now)?;
+        let mut custody = transaction.read_known(now, known)?;
         if let (Custody::Loop { incidents, .. }, Some(taken)) = (&mut custody, transaction.taken_over(now)) {
             incidents.insert(0, taken);
         }
@@ -95,7 +104,12 @@ impl<'p> Transaction<'p> {
     /// The loop as last committed, read again under the held lock (restored first when
     /// something changed it).
     pub(crate) fn read(&self, now: Timestamp) -> Result<Custody, StoreError> {
-        Custody::check(self.paths, now)
+        self.read_known(now, &Known::default())
+    }
+
+    /// [`Transaction::read`], parsing only state texts `known` has not read.
+    pub(crate) fn read_known(&self, now: Timestamp, known: &Known) -> Result<Custody, StoreError> {
+        Custody::check(self.paths, now, known)
     }
 
     /// The incident of a lock that had to be taken over to open this transaction.

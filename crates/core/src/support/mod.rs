@@ -1,9 +1,8 @@
-//! Building blocks with no knowledge of loops: bounded reads, digests, durations, frontmatter, memos,
+//! Building blocks with no knowledge of loops: bounded reads, digests, durations, frontmatter,
 //! the environment, the shared walk of a project's files, and which binary this is.
 
 pub(crate) mod digest;
 pub(crate) mod environment;
-pub(crate) mod memo;
 pub(crate) mod outcome;
 pub(crate) mod read;
 pub(crate) mod text;

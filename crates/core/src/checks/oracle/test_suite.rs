@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -164,12 +165,20 @@ pub(crate) fn patterns() -> Vec<String> {
 
 /// Whether `path` is a test file by the runners' conventions.
 pub(crate) fn is_test_file(path: &str) -> bool {
-    Protect::stored(&TEST_FILES.iter().map(|p| (*p).to_string()).collect::<Vec<_>>()).matches(path)
+    static COMPILED: LazyLock<Protect> = LazyLock::new(|| Protect::stored(&owned(TEST_FILES)));
+    COMPILED.matches(path)
 }
 
 /// Whether a file found by the suite's globs is a runner's own file (configuration or hook).
 pub(crate) fn is_runner_file(path: &str) -> bool {
-    Protect::stored(&RUNNER_FILES.iter().map(|p| (*p).to_string()).collect::<Vec<_>>()).matches(path)
+    static COMPILED: LazyLock<Protect> = LazyLock::new(|| Protect::stored(&owned(RUNNER_FILES)));
+    COMPILED.matches(path)
+}
+
+/// A list of patterns as [`Protect`] takes them. The fixed lists are compiled once per process,
+/// as every file a stop looks at is asked about.
+fn owned(patterns: &[&str]) -> Vec<String> {
+    patterns.iter().map(|p| (*p).to_string()).collect()
 }
 
 /// Whether a file found by the suite's globs is something the tests leave behind rather than a

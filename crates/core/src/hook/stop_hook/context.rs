@@ -5,6 +5,7 @@ use std::fs;
 
 use crate::host::Host;
 use crate::host::event::StopEvent;
+use crate::store::custody::Known;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 
@@ -16,6 +17,8 @@ pub(super) struct StopContext<'e> {
     pub(super) store: Store,
     /// The files of the event's session's loop.
     pub(super) paths: LoopPaths,
+    /// The loop's state as this stop has read it: every later reading parses only what changed.
+    pub(super) known: Known,
 }
 
 impl<'e> StopContext<'e> {
@@ -23,7 +26,7 @@ impl<'e> StopContext<'e> {
     pub(super) fn locate(env: &'e Environment, host: Host, event: &'e StopEvent) -> Option<StopContext<'e>> {
         let store = Store::locate(env).ok()?;
         let paths = store.paths(&event.session_id);
-        Some(StopContext { env, host, event, store, paths })
+        Some(StopContext { env, host, event, store, paths, known: Known::default() })
     }
 
     /// Whether the session has a loop's files: its state, or its last good copy (a loop whose

@@ -108,7 +108,7 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     if LedgerEntry::forged_streak(&paths.ledger, &trusted.meta.loop_id) >= FORGED_STREAK {
         return Forgery::Judge(doubted);
     }
-    let Ok(Custody::Loop { state, incidents }) = transaction.read(env.now) else {
+    let Ok(Custody::Loop { state, incidents }) = transaction.read_known(env.now, &stop.known) else {
         return Forgery::Judge(doubted);
     };
     for incident in &incidents {
@@ -164,7 +164,7 @@ fn loop_and_transcript(stop: &StopContext<'_>) -> Option<(LoopState, std::path::
     }
     // Any trouble with the loop's files is the usual judgment's to report: until the stop is
     // known to be forged, nothing is read in a way that repairs (and so hides) it.
-    let trusted = crate::store::custody::trusted_state(&stop.paths).ok()??;
+    let trusted = crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??;
     if !trusted.meta.host.keeps_claude_transcript() {
         return None;
     }

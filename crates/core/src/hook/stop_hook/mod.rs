@@ -100,7 +100,7 @@ impl StopContext<'_> {
         }
         // A loop command the user never sent (the agent ran the prompt hook itself) is undone
         // first, so this stop is judged against the loop as the user left it.
-        let unconfirmed = crate::provenance::confirmation::settle_at(&self.paths, self.now());
+        let unconfirmed = crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known);
         let response = match forged_stop(self) {
             // A forged stop is answered without the user's notices: its reader is the agent.
             Forgery::Answered(response) => crate::provenance::confirmation::tell(response, unconfirmed),
@@ -135,7 +135,7 @@ impl StopContext<'_> {
                 Round::NotJudged(response) => response,
             };
             let settled = if settle && response.block.is_none() {
-                crate::provenance::confirmation::settle_at(&self.paths, self.now())
+                crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known)
             } else {
                 None
             };

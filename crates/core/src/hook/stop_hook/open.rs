@@ -39,7 +39,7 @@ pub(super) enum Opening<'p> {
 /// no loop, another session's, an ended one, or a fault of ours.
 pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookResponse> {
     let (env, host, event, paths) = (stop.env, stop.host, stop.event, &stop.paths);
-    let (transaction, custody) = match Transaction::open(paths, env.now) {
+    let (transaction, custody) = match Transaction::open_known(paths, env.now, &stop.known) {
         Ok(opened) => opened,
         Err(OpenError::Lock(e)) => {
             return Err(fault(paths, None, event, env, &format!("{e}. This stop is allowed.")));
@@ -129,7 +129,7 @@ pub(super) fn reopen<'p>(
     let transaction = Transaction::lock(paths)
         .map_err(|e| fault(paths, Some(state), event, env, &format!("{e}. This stop is allowed.")))?;
     incidents.extend(transaction.taken_over(env.now));
-    match transaction.read(env.now) {
+    match transaction.read_known(env.now, &stop.known) {
         Ok(Custody::Loop { state: now, incidents: found })
             if now.meta.loop_id == state.meta.loop_id
                 && now.meta.iteration == state.meta.iteration
