@@ -45,7 +45,7 @@ impl World {
         World {
             claude,
             config,
-            plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugin/claude-code"),
             loop_hook: Some(PathBuf::from(env!("CARGO_BIN_EXE_loop-hook"))),
             vars: Vec::new(),
             env,
@@ -446,10 +446,10 @@ fn the_quickstart_marketplace_install_works_without_plugin_dir() {
     assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verified"], "{}", run.dump());
 }
 
-/// The plugin's files as a marketplace copy has them: no target/, no build.
+/// The marketplace and the plugin's files as a clone has them: no target/, no build.
 fn copy_plugin(to: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in [".claude-plugin", "hooks", "skills", "scripts"] {
+    for dir in [".claude-plugin", "plugin/claude-code"] {
         copy_dir(&root.join(dir), &to.join(dir));
     }
     for file in ["README.md", "LICENSE"] {

@@ -92,8 +92,9 @@ fn version_of(path: &Path, this: Option<&Path>) -> Option<String> {
     text.lines().next()?.strip_prefix("loop-hook ").map(|v| v.trim().to_string())
 }
 
-/// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, a
-/// checkout's build, `cargo install`'s, a release's verified binary, then `PATH` (checkouts).
+/// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, the
+/// build of the checkout the package sits in (`plugin/<host>/` under a `Cargo.toml`; never an
+/// installed copy), `cargo install`'s, a release's verified binary, then `PATH` (no release).
 pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
     let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
     let plugin_version =
@@ -111,9 +112,10 @@ pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
         }
         let sums = root.join("bin/SHA256SUMS");
         let release = sums.is_file();
-        if !release {
+        let checkout = root.join("../..");
+        if !release && checkout.join("Cargo.toml").is_file() {
             for profile in ["release", "debug"] {
-                let path = root.join("target").join(profile).join("loop-hook");
+                let path = checkout.join("target").join(profile).join("loop-hook");
                 if is_executable(&path) {
                     break 'runs found(path, "checkout");
                 }
