@@ -220,6 +220,11 @@ fn not_installed(host: Host, detail: String, fix: String, asked: bool) -> Check 
     if asked { check } else { check.minor() }
 }
 
+/// The Claude Code install a user can type as it stands: from a clone, whose root is the
+/// marketplace. A release's repository is not known here, and a placeholder is no fix.
+const CLAUDE_INSTALL: &str =
+    "claude plugin marketplace add <a for-loop checkout> && claude plugin install for-loop@for-loop";
+
 fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
     let name = |what: &str| format!("claude-code: {what}");
     let mut out = Vec::new();
@@ -227,8 +232,7 @@ fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<
         return vec![not_installed(
             Host::ClaudeCode,
             format!("the for-loop plugin is not installed in {}", claude.config_dir.display()),
-            "claude plugin marketplace add OWNER/REPO@marketplace && claude plugin install for-loop@for-loop"
-                .into(),
+            CLAUDE_INSTALL.into(),
             asked,
         )];
     };
@@ -659,6 +663,20 @@ mod tests {
         let checks = lines(&Facts { claude: Some(claude()), ..facts() });
         assert!(all_pass(&checks), "{checks:#?}");
         assert!(checks.iter().any(|c| c.name == "claude-code: enabled" && c.ok));
+    }
+
+    #[test]
+    fn a_missing_claude_code_plugin_is_fixed_from_a_clone_not_a_placeholder() {
+        let none = ClaudeFacts { installed: Vec::new(), enabled: None, ..claude() };
+        let checks = lines(&Facts { claude: Some(none), asked: Some(Host::ClaudeCode), ..facts() });
+        let check = failing(&checks, "claude-code: installed");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some(
+                "claude plugin marketplace add <a for-loop checkout> && claude plugin install for-loop@for-loop"
+            )
+        );
+        assert!(checks.iter().filter_map(|c| c.fix.as_deref()).all(|fix| !fix.contains("OWNER/REPO")));
     }
 
     #[test]
