@@ -391,7 +391,7 @@ fn is_running(pid: &str) -> bool {
 #[test]
 fn without_a_binary_a_plain_session_is_unaffected_and_for_loop_says_how_to_install() {
     let mut world = World::new();
-    world.plugin = copy_plugin(&world.env.home.join("plugin-copy"));
+    world.plugin = copy_plugin(&world.env.home.join("plugin-copy")).join("plugin/claude-code");
     world.loop_hook = None;
     let model = MockModel::start(Script::new().text("plain answer").text("relayed")).unwrap();
     let run = world.run(&model, SESSION_A, "hello", &[]);
