@@ -63,7 +63,7 @@ impl Options {
             claude: std::env::var_os("FOR_LOOP_CLAUDE")
                 .map_or_else(|| repo.join("tests/clients/node_modules/.bin/claude"), PathBuf::from),
             loop_hook: repo.join("target/release/loop-hook"),
-            plugin_dir: repo,
+            plugin_dir: repo.join("plugin/claude-code"),
         };
         let mut args = std::env::args_os().skip(1);
         while let Some(arg) = args.next() {

@@ -49,7 +49,7 @@ fn claude_home(env: &TestEnv, enabled: bool, extra: &Value) -> PathBuf {
     let root = config.join("plugins/cache/for-loop/for-loop/0.1.0");
     write(
         &root.join("scripts/loop-hook"),
-        &std::fs::read_to_string(repo().join("scripts/loop-hook")).unwrap(),
+        &std::fs::read_to_string(repo().join("plugin/claude-code/scripts/loop-hook")).unwrap(),
     );
     let installed =
         json!({"version": 2, "plugins": {"for-loop@for-loop": [{"scope": "user", "installPath": root}]}});

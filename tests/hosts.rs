@@ -331,8 +331,8 @@ fn each_host_is_told_commands_its_packaging_has() {
         let name = command.trim_start_matches(['/', '$']);
         match host {
             "claude-code" => match name {
-                "for-loop:resume" => repo().join("commands/resume.md").is_file(),
-                other => repo().join("skills").join(other).join("SKILL.md").is_file(),
+                "for-loop:resume" => repo().join("plugin/claude-code/commands/resume.md").is_file(),
+                other => repo().join("plugin/claude-code/skills").join(other).join("SKILL.md").is_file(),
             },
             "gemini-cli" => repo().join("plugin/gemini-cli/commands").join(format!("{name}.toml")).is_file(),
             host => repo().join("plugin").join(host).join("skills").join(name).join("SKILL.md").is_file(),

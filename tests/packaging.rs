@@ -1,6 +1,7 @@
 //! Every host's hook configuration is generated here, from one description of how a hook finds
-//! `loop-hook`: the launcher `scripts/loop-hook` (one file, copied byte for byte into each host
-//! package that has a directory of its own), called the same way from every config.
+//! `loop-hook`: the launcher `scripts/loop-hook` of the Claude Code plugin (one file, copied byte
+//! for byte into each other host package that has a directory of its own), called the same way
+//! from every config.
 //!
 //! `packaging_is_generated_from_one_source` fails when a file differs from what this module
 //! renders. After changing a hook, regenerate the files with
@@ -20,6 +21,14 @@ use crate::util::{TestEnv, copy_dir, path_without_loop_hook, repo, run_command};
 
 /// The launcher, relative to a package root.
 const LAUNCHER: &str = "scripts/loop-hook";
+
+/// The Claude Code plugin, in the repository: the only directory its marketplace entry installs.
+pub(crate) const CLAUDE_PLUGIN: &str = "plugin/claude-code";
+
+/// The launcher every package copies: the Claude Code plugin's.
+fn launcher_source() -> PathBuf {
+    repo().join(CLAUDE_PLUGIN).join(LAUNCHER)
+}
 
 /// Host packages that carry their own copy of the launcher (their hooks know their root).
 const LAUNCHER_COPIES: [&str; 4] = ["codex", "gemini-cli", "antigravity", "cursor"];
@@ -231,7 +240,7 @@ fn generated() -> Vec<(&'static str, String)> {
         format!("description = {}\nprompt = \"\"\"\n!{{{shell}}}\n\n{text}\"\"\"\n", json!(description))
     };
     let mut files = vec![
-        ("hooks/hooks.json", pretty(&claude_hooks)),
+        ("plugin/claude-code/hooks/hooks.json", pretty(&claude_hooks)),
         ("plugin/codex/hooks/hooks.json", pretty(&codex_hooks)),
         ("plugin/gemini-cli/hooks/hooks.json", pretty(&gemini_hooks)),
         ("plugin/cursor/hooks/hooks.json", pretty(&cursor_hooks)),
@@ -296,7 +305,7 @@ Otherwise the loop is running again: work on its task, shown above, as before.
             ),
         ),
     ];
-    let launcher = std::fs::read_to_string(repo().join(LAUNCHER)).unwrap();
+    let launcher = std::fs::read_to_string(launcher_source()).unwrap();
     for host in LAUNCHER_COPIES {
         let path: &'static str = Box::leak(format!("plugin/{host}/{LAUNCHER}").into_boxed_str());
         files.push((path, launcher.clone()));
@@ -338,6 +347,7 @@ pub(crate) fn platform() -> String {
 /// A plugin tree in a temporary directory: the launcher, and optionally a release's `bin/`.
 struct Tree {
     env: TestEnv,
+    /// The package's root: the directory holding `scripts/loop-hook`.
     root: PathBuf,
     data: PathBuf,
     /// Directories put on PATH for the launcher, before the system's.
@@ -346,21 +356,35 @@ struct Tree {
 }
 
 impl Tree {
-    /// A checkout: the launcher, no `bin/SHA256SUMS`. `root_name` may hold odd characters.
-    fn checkout(root_name: &str) -> Tree {
+    /// A package alone, as a host's install copies it: the launcher in `root_name` (which may
+    /// hold odd characters), no `bin/SHA256SUMS`, no source tree around it.
+    fn installed(root_name: &str) -> Tree {
         let env = TestEnv::new();
         let root = env.home.join(root_name);
         std::fs::create_dir_all(root.join("scripts")).unwrap();
-        std::fs::copy(repo().join(LAUNCHER), root.join(LAUNCHER)).unwrap();
+        std::fs::copy(launcher_source(), root.join(LAUNCHER)).unwrap();
         let data = env.home.join("plugin-data");
         std::fs::create_dir_all(&data).unwrap();
         Tree { env, root, data, path_dirs: Vec::new(), vars: Vec::new() }
     }
 
+    /// A checkout named `name`: a source tree (its `Cargo.toml`) with the package at
+    /// `plugin/claude-code/`.
+    fn checkout(name: &str) -> Tree {
+        let tree = Tree::installed(&format!("{name}/{CLAUDE_PLUGIN}"));
+        std::fs::write(tree.source().join("Cargo.toml"), "[workspace]\n").unwrap();
+        tree
+    }
+
+    /// The source tree two levels above the package (a checkout's root, when it is one).
+    fn source(&self) -> PathBuf {
+        self.root.parent().and_then(Path::parent).unwrap().to_path_buf()
+    }
+
     /// A release: the launcher, a stand-in binary (a script printing `SHIPPED`) under
     /// `bin/<platform>/`, and its checksum.
     fn release() -> Tree {
-        let tree = Tree::checkout("for-loop");
+        let tree = Tree::installed("for-loop");
         Tree::plant(&tree.shipped(), "SHIPPED");
         tree.write_sums();
         tree
@@ -533,10 +557,28 @@ fn cargo_install_and_a_checkout_build_win_and_get_the_plugin_version() {
     assert_eq!(tree.run(&["status"], "").stdout, format!("OVERRIDE FOR_LOOP_BIN {version} status\n"));
 
     let checkout = Tree::checkout("for-loop");
-    Tree::plant(&checkout.root.join("target/debug/loop-hook"), "DEBUG");
+    Tree::plant(&checkout.source().join("target/debug/loop-hook"), "DEBUG");
     assert_eq!(checkout.run(&["x"], "").stdout, format!("DEBUG checkout {version} x\n"));
-    Tree::plant(&checkout.root.join("target/release/loop-hook"), "RELEASE");
+    Tree::plant(&checkout.source().join("target/release/loop-hook"), "RELEASE");
     assert_eq!(checkout.run(&["x"], "").stdout, format!("RELEASE checkout {version} x\n"));
+}
+
+/// A plugin installed from a checkout is a copy of its package alone: it runs what `cargo
+/// install` put in `~/.cargo/bin`, never a `target/` inside it or beside the copy, and without
+/// that binary it says how to install one rather than run a build it happens to sit near.
+#[test]
+fn an_installed_plugin_runs_cargo_installs_binary_not_a_build_near_it() {
+    let version = env!("CARGO_PKG_VERSION");
+    let tree = Tree::installed("plugins/cache/for-loop/for-loop/0.1.0");
+    Tree::plant(&tree.root.join("target/release/loop-hook"), "COPIED");
+    Tree::plant(&tree.source().join("target/release/loop-hook"), "BESIDE");
+    let run = tree.run(&["status"], "");
+    assert!(run.stdout.starts_with("for-loop: the loop-hook binary is not installed."), "{}", run.stdout);
+    Tree::plant(&tree.env.home.join(".cargo/bin/loop-hook"), "CARGO");
+    assert_eq!(tree.run(&["status"], "").stdout, format!("CARGO cargo {version} status\n"));
+    // The same copy inside a source tree would be a checkout: the marker is what decides.
+    std::fs::write(tree.source().join("Cargo.toml"), "[workspace]\n").unwrap();
+    assert_eq!(tree.run(&["status"], "").stdout, format!("BESIDE checkout {version} status\n"));
 }
 
 #[test]
@@ -681,7 +723,7 @@ fn every_hosts_hook_command_runs_the_hook_for_its_host() {
     for host in hosts {
         let env = TestEnv::new();
         let package = env.home.join("installed copy");
-        let source = if host == "claude-code" { repo() } else { repo().join("plugin").join(host) };
+        let source = repo().join("plugin").join(host);
         std::fs::create_dir_all(&package).unwrap();
         for dir in ["hooks", "scripts", "commands"] {
             if source.join(dir).is_dir() {
@@ -810,12 +852,12 @@ fn every_manifest_carries_the_crate_version() {
     let json = |path: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(repo().join(path)).unwrap()).unwrap()
     };
-    assert_eq!(json(".claude-plugin/plugin.json")["version"], version);
+    assert_eq!(json("plugin/claude-code/.claude-plugin/plugin.json")["version"], version);
     assert_eq!(json(".claude-plugin/marketplace.json")["plugins"][0]["version"], version);
     assert_eq!(json("plugin/codex/.codex-plugin/plugin.json")["version"], version);
     assert_eq!(json("plugin/cursor/.cursor-plugin/plugin.json")["version"], version);
     assert_eq!(json("plugin/gemini-cli/gemini-extension.json")["version"], version);
-    let launcher = std::fs::read_to_string(repo().join(LAUNCHER)).unwrap();
+    let launcher = std::fs::read_to_string(launcher_source()).unwrap();
     assert!(
         launcher.contains(&format!("\nplugin_version={version}\n")),
         "scripts/loop-hook's plugin_version"

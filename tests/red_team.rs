@@ -327,7 +327,7 @@ fn run_as_the_agent(env: &TestEnv, command: &str) -> std::process::Output {
 /// The stop the model makes after its attack, with the variables Claude Code gives its hooks.
 fn stop_as_the_host(env: &TestEnv) -> Run {
     let mut cmd = env.command(&["stop-hook"]);
-    cmd.env("CLAUDE_PLUGIN_ROOT", crate::util::repo())
+    cmd.env("CLAUDE_PLUGIN_ROOT", crate::util::repo().join("plugin/claude-code"))
         .env("CLAUDE_PROJECT_DIR", &env.project)
         .env("CLAUDECODE", "1");
     run_command(

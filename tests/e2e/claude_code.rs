@@ -45,7 +45,7 @@ impl World {
         World {
             claude,
             config,
-            plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            plugin: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugin/claude-code"),
             loop_hook: Some(PathBuf::from(env!("CARGO_BIN_EXE_loop-hook"))),
             vars: Vec::new(),
             env,
@@ -391,7 +391,7 @@ fn is_running(pid: &str) -> bool {
 #[test]
 fn without_a_binary_a_plain_session_is_unaffected_and_for_loop_says_how_to_install() {
     let mut world = World::new();
-    world.plugin = copy_plugin(&world.env.home.join("plugin-copy"));
+    world.plugin = copy_plugin(&world.env.home.join("plugin-copy")).join("plugin/claude-code");
     world.loop_hook = None;
     let model = MockModel::start(Script::new().text("plain answer").text("relayed")).unwrap();
     let run = world.run(&model, SESSION_A, "hello", &[]);
@@ -446,10 +446,10 @@ fn the_quickstart_marketplace_install_works_without_plugin_dir() {
     assert_eq!(world.env.ledger_reasons(SESSION_A), ["verify_failed", "verified"], "{}", run.dump());
 }
 
-/// The plugin's files as a marketplace copy has them: no target/, no build.
+/// The marketplace and the plugin's files as a clone has them: no target/, no build.
 fn copy_plugin(to: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in [".claude-plugin", "hooks", "skills", "scripts"] {
+    for dir in [".claude-plugin", "plugin/claude-code"] {
         copy_dir(&root.join(dir), &to.join(dir));
     }
     for file in ["README.md", "LICENSE"] {

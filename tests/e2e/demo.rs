@@ -14,7 +14,7 @@ fn config(claude: PathBuf, output: Output) -> Config {
     Config {
         claude,
         loop_hook: PathBuf::from(env!("CARGO_BIN_EXE_loop-hook")),
-        plugin_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        plugin_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugin/claude-code"),
         keep: false,
         output,
         scenario: Scenario::Guard,

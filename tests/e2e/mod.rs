@@ -6,6 +6,7 @@
 //! - `gemini_cli`, `codex`, `copilot_cli`: the packaging under `plugin/`, installed the way
 //!   users install it.
 //! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
+//! - `install`: the install from a built clone copies only the plugin and runs cargo's binary.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
@@ -21,6 +22,7 @@ mod codex;
 mod copilot_cli;
 mod demo;
 mod gemini_cli;
+mod install;
 mod release;
 mod reviewer;
 mod run;

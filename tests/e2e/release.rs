@@ -144,7 +144,9 @@ fn a_release_installs_from_its_marketplace_and_holds_a_loop_without_rust() {
 #[test]
 fn a_release_with_a_corrupted_binary_is_refused_in_one_line_and_traps_no_one() {
     let machine = Machine::new();
-    let binary = machine.marketplace.join(format!("bin/{}/loop-hook", crate::packaging::platform()));
+    let binary = machine
+        .marketplace
+        .join(format!("plugin/claude-code/bin/{}/loop-hook", crate::packaging::platform()));
     let mut bytes = std::fs::read(&binary).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;

@@ -46,6 +46,9 @@ pub(crate) struct BinaryFacts {
     pub first_on_path: Option<Binary>,
     /// `${CARGO_HOME:-~/.cargo}/bin/loop-hook`, when it is there.
     pub cargo: Option<Binary>,
+    /// The checkout `cargo install --path` built for-loop from, when it still holds the Claude
+    /// Code marketplace: the place a user can install the plugin from.
+    pub cargo_checkout: Option<PathBuf>,
 }
 
 /// What a package's launcher (`scripts/loop-hook`) would run, found as the launcher finds it.

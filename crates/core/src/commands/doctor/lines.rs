@@ -220,6 +220,26 @@ fn not_installed(host: Host, detail: String, fix: String, asked: bool) -> Check 
     if asked { check } else { check.minor() }
 }
 
+/// The Claude Code install from a clone, whose root is the marketplace: the one `cargo install`
+/// built this machine's loop-hook from when it is known, else any. A release's repository is
+/// not known here, and a placeholder is no fix.
+fn claude_install(binary: &BinaryFacts) -> String {
+    let clone = binary
+        .cargo_checkout
+        .as_deref()
+        .map_or_else(|| "<a for-loop checkout>".to_string(), |dir| shell_word(&dir.display().to_string()));
+    format!("claude plugin marketplace add {clone} && claude plugin install for-loop@for-loop")
+}
+
+/// `text` as one shell word: as it is when it needs no quoting, else single-quoted.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
     let name = |what: &str| format!("claude-code: {what}");
     let mut out = Vec::new();
@@ -227,8 +247,7 @@ fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<
         return vec![not_installed(
             Host::ClaudeCode,
             format!("the for-loop plugin is not installed in {}", claude.config_dir.display()),
-            "claude plugin marketplace add OWNER/REPO@marketplace && claude plugin install for-loop@for-loop"
-                .into(),
+            claude_install(binary),
             asked,
         )];
     };
@@ -659,6 +678,40 @@ mod tests {
         let checks = lines(&Facts { claude: Some(claude()), ..facts() });
         assert!(all_pass(&checks), "{checks:#?}");
         assert!(checks.iter().any(|c| c.name == "claude-code: enabled" && c.ok));
+    }
+
+    #[test]
+    fn a_missing_claude_code_plugin_is_fixed_from_a_clone_not_a_placeholder() {
+        let none = ClaudeFacts { installed: Vec::new(), enabled: None, ..claude() };
+        let checks = lines(&Facts { claude: Some(none), asked: Some(Host::ClaudeCode), ..facts() });
+        let check = failing(&checks, "claude-code: installed");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some(
+                "claude plugin marketplace add <a for-loop checkout> && claude plugin install for-loop@for-loop"
+            )
+        );
+        assert!(checks.iter().filter_map(|c| c.fix.as_deref()).all(|fix| !fix.contains("OWNER/REPO")));
+    }
+
+    #[test]
+    fn a_missing_claude_code_plugin_is_fixed_from_the_clone_cargo_installed_from() {
+        let none = ClaudeFacts { installed: Vec::new(), enabled: None, ..claude() };
+        for (dir, shown) in [("/src/for-loop", "/src/for-loop"), ("/src/it's here", "'/src/it'\\''s here'")] {
+            let binary = BinaryFacts { cargo_checkout: Some(PathBuf::from(dir)), ..binary() };
+            let checks = lines(&Facts {
+                claude: Some(none.clone()),
+                asked: Some(Host::ClaudeCode),
+                binary,
+                ..facts()
+            });
+            assert_eq!(
+                failing(&checks, "claude-code: installed").fix,
+                Some(format!(
+                    "claude plugin marketplace add {shown} && claude plugin install for-loop@for-loop"
+                ))
+            );
+        }
     }
 
     #[test]

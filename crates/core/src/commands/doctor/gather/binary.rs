@@ -24,17 +24,51 @@ pub(super) fn facts(env: &Environment) -> BinaryFacts {
         for_loop_bin: env.var("FOR_LOOP_BIN").map(|value| (value.to_string(), Path::new(value).is_file())),
         first_on_path: on_path(env, "loop-hook").map(version),
         cargo: cargo_bin(env).filter(|path| is_executable(path)).map(version),
+        cargo_checkout: cargo_home(env).and_then(|home| cargo_checkout(&home)),
         this_path,
     }
 }
 
-/// `${CARGO_HOME:-~/.cargo}/bin/loop-hook`.
-fn cargo_bin(env: &Environment) -> Option<PathBuf> {
+/// `${CARGO_HOME:-~/.cargo}`, when it is an absolute path.
+fn cargo_home(env: &Environment) -> Option<PathBuf> {
     let home = env
         .var("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".cargo")))?;
-    home.is_absolute().then(|| home.join("bin/loop-hook"))
+    home.is_absolute().then_some(home)
+}
+
+/// `${CARGO_HOME:-~/.cargo}/bin/loop-hook`.
+fn cargo_bin(env: &Environment) -> Option<PathBuf> {
+    cargo_home(env).map(|home| home.join("bin/loop-hook"))
+}
+
+/// The directory `cargo install --path DIR` installed for-loop from, as cargo records it in
+/// `.crates2.json` (`"for-loop 0.1.0 (path+file:///DIR)"`), when DIR still holds the marketplace.
+fn cargo_checkout(cargo_home: &Path) -> Option<PathBuf> {
+    let record = super::read_json(&cargo_home.join(".crates2.json"))?;
+    let installs = record.get("installs")?.as_object()?;
+    let url = installs.keys().find_map(|key| key.strip_prefix("for-loop ")?.split_once(" (path+file://"))?.1;
+    let dir = PathBuf::from(percent_decoded(url.strip_suffix(')')?)?);
+    (dir.is_absolute() && dir.join(".claude-plugin/marketplace.json").is_file()).then_some(dir)
+}
+
+/// A file URL's path with its `%XX` escapes undone; `None` when one is malformed or the result
+/// is not UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// The first executable `name` in an absolute `PATH` entry outside the current directory, as
@@ -92,8 +126,9 @@ fn version_of(path: &Path, this: Option<&Path>) -> Option<String> {
     text.lines().next()?.strip_prefix("loop-hook ").map(|v| v.trim().to_string())
 }
 
-/// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, a
-/// checkout's build, `cargo install`'s, a release's verified binary, then `PATH` (checkouts).
+/// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, the
+/// build of the checkout the package sits in (`plugin/<host>/` under a `Cargo.toml`; never an
+/// installed copy), `cargo install`'s, a release's verified binary, then `PATH` (no release).
 pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
     let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
     let plugin_version =
@@ -111,9 +146,10 @@ pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
         }
         let sums = root.join("bin/SHA256SUMS");
         let release = sums.is_file();
-        if !release {
+        let checkout = root.join("../..");
+        if !release && checkout.join("Cargo.toml").is_file() {
             for profile in ["release", "debug"] {
-                let path = root.join("target").join(profile).join("loop-hook");
+                let path = checkout.join("target").join(profile).join("loop-hook");
                 if is_executable(&path) {
                     break 'runs found(path, "checkout");
                 }
@@ -158,4 +194,73 @@ fn shipped(root: &Path, sums: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cargo home whose install record names `key`, and a checkout at `home/src dir` that
+    /// holds the marketplace when `marketplace`.
+    fn cargo_home_naming(key: &str, marketplace: bool) -> (tempfile::TempDir, PathBuf) {
+        let temp = tempfile::tempdir().unwrap();
+        let checkout = temp.path().join("src dir");
+        if marketplace {
+            std::fs::create_dir_all(checkout.join(".claude-plugin")).unwrap();
+            std::fs::write(checkout.join(".claude-plugin/marketplace.json"), "{}").unwrap();
+        }
+        let key = key.replace("CHECKOUT", &checkout.display().to_string().replace(' ', "%20"));
+        let record = serde_json::json!({"installs": {"other 1.0.0 (registry+https://x)": {}, key: {}}});
+        std::fs::write(temp.path().join(".crates2.json"), record.to_string()).unwrap();
+        (temp, checkout)
+    }
+
+    /// A package at `src/plugin/claude-code` with a build at `src/target/release`: a checkout's
+    /// build is what the launcher runs only while `src` holds `Cargo.toml`, as the launcher has it.
+    #[cfg(unix)]
+    #[test]
+    fn a_checkouts_build_runs_only_for_a_package_inside_a_source_tree() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("src/plugin/claude-code");
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        let build = temp.path().join("src/target/release/loop-hook");
+        std::fs::create_dir_all(build.parent().unwrap()).unwrap();
+        std::fs::write(&build, "#!/bin/sh\necho loop-hook 0.0.1\n").unwrap();
+        std::fs::set_permissions(&build, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let home = temp.path().join("home").display().to_string();
+        let vars = [("HOME".to_string(), home), ("PATH".to_string(), "/nonexistent".to_string())];
+        let env = Environment::new(vars, temp.path().to_path_buf(), jiff::Timestamp::UNIX_EPOCH);
+        let runs = launch(&env, &root).runs;
+        assert!(runs.is_err(), "a package outside a source tree ran {runs:?}");
+        std::fs::write(temp.path().join("src/Cargo.toml"), "[workspace]\n").unwrap();
+        let (binary, source) = launch(&env, &root).runs.unwrap();
+        assert_eq!((binary.path, source), (root.join("../../target/release/loop-hook"), "checkout"));
+    }
+
+    #[test]
+    fn the_checkout_cargo_installed_from_is_found_while_it_holds_the_marketplace() {
+        let (home, checkout) = cargo_home_naming("for-loop 0.1.0 (path+file://CHECKOUT)", true);
+        assert_eq!(cargo_checkout(home.path()), Some(checkout));
+        let (gone, _) = cargo_home_naming("for-loop 0.1.0 (path+file://CHECKOUT)", false);
+        assert_eq!(cargo_checkout(gone.path()), None);
+    }
+
+    #[test]
+    fn an_install_from_elsewhere_or_an_unreadable_record_names_no_checkout() {
+        for key in [
+            "for-loop 0.1.0 (git+https://example.invalid/for-loop#0123)",
+            "for-loop-other 0.1.0 (path+file://CHECKOUT)",
+            "for-loop 0.1.0 (path+file://CHECKOUT",
+            "for-loop 0.1.0 (path+file://relative/dir)",
+            "for-loop 0.1.0 (path+file://CHECKOUT%2)",
+            "for-loop 0.1.0 (path+file://CHECKOUT%ff)",
+        ] {
+            let (home, _) = cargo_home_naming(key, true);
+            assert_eq!(cargo_checkout(home.path()), None, "{key}");
+        }
+        let (home, _) = cargo_home_naming("for-loop 0.1.0 (path+file://CHECKOUT)", true);
+        std::fs::write(home.path().join(".crates2.json"), "not json").unwrap();
+        assert_eq!(cargo_checkout(home.path()), None);
+    }
 }
