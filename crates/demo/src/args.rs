@@ -70,23 +70,27 @@ impl Options {
     /// repository. `color` is whether the human output may use colour.
     pub fn resolve(self, color: bool) -> Result<Config, Error> {
         let exe = std::env::current_exe().ok();
-        let plugin_dir = match self.plugin_dir {
-            Some(dir) => dir,
-            None => repository(exe.as_deref()).ok_or_else(|| {
-                Error("cannot find the for-loop checkout to load as the plugin: pass --plugin-dir DIR".into())
-            })?,
+        let checkout = repository(exe.as_deref());
+        let plugin_dir = match (self.plugin_dir, &checkout) {
+            (Some(dir), _) => dir,
+            (None, Some(checkout)) => checkout.join(PLUGIN),
+            (None, None) => {
+                return Err(Error(
+                    "cannot find the for-loop checkout to load as the plugin: pass --plugin-dir DIR".into(),
+                ));
+            }
         };
+        // The pinned CLI and the release build live in the checkout, above the plugin's folder.
+        let root = checkout.unwrap_or_else(|| plugin_dir.clone());
         let claude = self
             .claude
             .or_else(|| env_path("FOR_LOOP_CLAUDE"))
-            .unwrap_or_else(|| plugin_dir.join("tests/clients/node_modules/.bin/claude"));
+            .unwrap_or_else(|| root.join("tests/clients/node_modules/.bin/claude"));
         let loop_hook = self.loop_hook.or_else(|| env_path("FOR_LOOP_BIN")).unwrap_or_else(|| {
             // The loop-hook built with this binary (same target directory and profile) first:
             // scripts/demo builds both in one cargo invocation.
             let sibling = exe.as_deref().and_then(Path::parent).map(|dir| dir.join("loop-hook"));
-            sibling
-                .filter(|path| path.is_file())
-                .unwrap_or_else(|| plugin_dir.join("target/release/loop-hook"))
+            sibling.filter(|path| path.is_file()).unwrap_or_else(|| root.join("target/release/loop-hook"))
         });
         let output = if self.json { Output::Json } else { Output::Human { color } };
         // Absolute, because the CLI and its hooks run in the sample project, not here.
@@ -114,8 +118,14 @@ fn repository(exe: Option<&Path>) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Where the Claude Code plugin sits in a checkout.
+const PLUGIN: &str = "plugin/claude-code";
+
 fn is_checkout(dir: &Path) -> bool {
-    dir.join("hooks/hooks.json").is_file() && dir.join(".claude-plugin").is_dir()
+    let plugin = dir.join(PLUGIN);
+    dir.join("Cargo.toml").is_file()
+        && plugin.join("hooks/hooks.json").is_file()
+        && plugin.join(".claude-plugin").is_dir()
 }
 
 #[cfg(test)]
@@ -143,5 +153,18 @@ mod tests {
         assert_eq!(parsed(&["--help"]).unwrap(), None);
         assert!(parsed(&["--jsno"]).unwrap_err().0.contains("--jsno"));
         assert!(parsed(&["--claude"]).unwrap_err().0.contains("--claude needs a value"));
+    }
+
+    /// Without `--plugin-dir` the demo loads the checkout's Claude Code plugin, and takes the
+    /// pinned CLI from the checkout, not from inside the plugin.
+    #[test]
+    fn the_plugin_is_the_checkouts_claude_code_package() {
+        let config = Options { loop_hook: Some("/l".into()), ..Options::default() }.resolve(false).unwrap();
+        assert!(config.plugin_dir.ends_with(PLUGIN), "{}", config.plugin_dir.display());
+        assert!(config.plugin_dir.join("hooks/hooks.json").is_file());
+        if std::env::var_os("FOR_LOOP_CLAUDE").is_none() {
+            let root = config.plugin_dir.parent().and_then(Path::parent).unwrap();
+            assert_eq!(config.claude, root.join("tests/clients/node_modules/.bin/claude"));
+        }
     }
 }
