@@ -1,7 +1,8 @@
 //! Every host's hook configuration is generated here, from one description of how a hook finds
-//! `loop-hook`: the launcher `scripts/loop-hook` of the Claude Code plugin (one file, copied byte
-//! for byte into each other host package that has a directory of its own), called the same way
-//! from every config.
+//! `loop-hook`: the launcher `scripts/loop-hook` of the Claude Code plugin, which is the
+//! repository's root (one file, copied byte for byte into each host package that has a directory
+//! of its own), called the same way from every config. The Claude Code package in
+//! `plugin/claude-code`, which the marketplace installs, is the root plugin's files copied.
 //!
 //! `packaging_is_generated_from_one_source` fails when a file differs from what this module
 //! renders. After changing a hook, regenerate the files with
@@ -22,16 +23,21 @@ use crate::util::{TestEnv, copy_dir, path_without_loop_hook, repo, run_command};
 /// The launcher, relative to a package root.
 const LAUNCHER: &str = "scripts/loop-hook";
 
-/// The Claude Code plugin, in the repository: the only directory its marketplace entry installs.
+/// The Claude Code package, in the repository: the only directory its marketplace entry installs
+/// (a copy of the root plugin's files, so that an install copies no build tree or test client).
 pub(crate) const CLAUDE_PLUGIN: &str = "plugin/claude-code";
 
-/// The launcher every package copies: the Claude Code plugin's.
+/// The Claude Code plugin's files, which its package copies byte for byte.
+const CLAUDE_PLUGIN_FILES: [&str; 5] =
+    [".claude-plugin/plugin.json", ".claude-plugin/icon.png", "commands", "hooks", "skills"];
+
+/// The launcher every package copies: the Claude Code plugin's, at the repository's root.
 fn launcher_source() -> PathBuf {
-    repo().join(CLAUDE_PLUGIN).join(LAUNCHER)
+    repo().join(LAUNCHER)
 }
 
 /// Host packages that carry their own copy of the launcher (their hooks know their root).
-const LAUNCHER_COPIES: [&str; 4] = ["codex", "gemini-cli", "antigravity", "cursor"];
+const LAUNCHER_COPIES: [&str; 5] = ["claude-code", "codex", "gemini-cli", "antigravity", "cursor"];
 
 /// The Claude Code Stop hook's timeout: past the longest verify (1 h) plus the hook's own work.
 const STOP_TIMEOUT_SECS: u64 = 3660;
@@ -240,7 +246,7 @@ fn generated() -> Vec<(&'static str, String)> {
         format!("description = {}\nprompt = \"\"\"\n!{{{shell}}}\n\n{text}\"\"\"\n", json!(description))
     };
     let mut files = vec![
-        ("plugin/claude-code/hooks/hooks.json", pretty(&claude_hooks)),
+        ("hooks/hooks.json", pretty(&claude_hooks)),
         ("plugin/codex/hooks/hooks.json", pretty(&codex_hooks)),
         ("plugin/gemini-cli/hooks/hooks.json", pretty(&gemini_hooks)),
         ("plugin/cursor/hooks/hooks.json", pretty(&cursor_hooks)),
@@ -333,6 +339,59 @@ fn packaging_is_generated_from_one_source() {
         stale.is_empty(),
         "these files differ from what tests/packaging.rs renders: {stale:?}. \
          Regenerate them with FOR_LOOP_WRITE_PACKAGING=1 and review the diff."
+    );
+}
+
+/// Every file of the Claude Code plugin under `path` (a file or a folder), relative to the root.
+fn plugin_files(path: &str) -> Vec<String> {
+    let full = repo().join(path);
+    if full.is_file() {
+        return vec![path.to_string()];
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&full).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        files.extend(plugin_files(&format!("{path}/{name}")));
+    }
+    files.sort();
+    files
+}
+
+/// The marketplace installs `plugin/claude-code`, never the checkout around it: the package holds
+/// the root plugin's files as they are, and nothing else of them.
+#[test]
+fn the_claude_code_package_is_the_root_plugin_copied() {
+    let write = std::env::var_os("FOR_LOOP_WRITE_PACKAGING").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    let wanted: Vec<String> = CLAUDE_PLUGIN_FILES.iter().flat_map(|path| plugin_files(path)).collect();
+    assert!(wanted.len() >= 10, "found only {wanted:?}");
+    for file in &wanted {
+        let (from, to) = (repo().join(file), repo().join(CLAUDE_PLUGIN).join(file));
+        if std::fs::read(&to).ok() == Some(std::fs::read(&from).unwrap()) {
+            continue;
+        }
+        if write {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to).unwrap();
+        } else {
+            stale.push(file.clone());
+        }
+    }
+    for path in CLAUDE_PLUGIN_FILES {
+        let package = repo().join(CLAUDE_PLUGIN).join(path);
+        if !package.exists() {
+            continue;
+        }
+        let extra: Vec<String> = plugin_files(&format!("{CLAUDE_PLUGIN}/{path}"))
+            .into_iter()
+            .filter(|f| !wanted.contains(&f.trim_start_matches(&format!("{CLAUDE_PLUGIN}/")).to_string()))
+            .collect();
+        stale.extend(extra);
+    }
+    assert!(
+        stale.is_empty(),
+        "{CLAUDE_PLUGIN} differs from the root plugin: {stale:?}. Copy them with \
+         FOR_LOOP_WRITE_PACKAGING=1 (and remove what the root no longer has)."
     );
 }
 

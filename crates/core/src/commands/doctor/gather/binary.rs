@@ -127,8 +127,9 @@ fn version_of(path: &Path, this: Option<&Path>) -> Option<String> {
 }
 
 /// What the launcher in `root/scripts/loop-hook` would run, in its order: `$FOR_LOOP_BIN`, the
-/// build of the checkout the package sits in (`plugin/<host>/` under a `Cargo.toml`; never an
-/// installed copy), `cargo install`'s, a release's verified binary, then `PATH` (no release).
+/// build of the checkout the plugin is (its root holds `Cargo.toml`) or sits in (`plugin/<host>/`
+/// under one; never an installed copy), `cargo install`'s, a release's verified binary, then
+/// `PATH` (no release).
 pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
     let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
     let plugin_version =
@@ -146,8 +147,10 @@ pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
         }
         let sums = root.join("bin/SHA256SUMS");
         let release = sums.is_file();
-        let checkout = root.join("../..");
-        if !release && checkout.join("Cargo.toml").is_file() {
+        for checkout in [root.to_path_buf(), root.join("../..")] {
+            if release || !checkout.join("Cargo.toml").is_file() {
+                continue;
+            }
             for profile in ["release", "debug"] {
                 let path = checkout.join("target").join(profile).join("loop-hook");
                 if is_executable(&path) {
@@ -236,6 +239,11 @@ mod tests {
         std::fs::write(temp.path().join("src/Cargo.toml"), "[workspace]\n").unwrap();
         let (binary, source) = launch(&env, &root).runs.unwrap();
         assert_eq!((binary.path, source), (root.join("../../target/release/loop-hook"), "checkout"));
+        // The checkout's root is the plugin too (`claude --plugin-dir .`).
+        let src = temp.path().join("src");
+        std::fs::create_dir_all(src.join("scripts")).unwrap();
+        let (binary, source) = launch(&env, &src).runs.unwrap();
+        assert_eq!((binary.path, source), (src.join("target/release/loop-hook"), "checkout"));
     }
 
     #[test]
