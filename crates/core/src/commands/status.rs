@@ -69,10 +69,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     let meta = &state.meta;
     let mut out = format!("for-loop: loop {} is {}\n", meta.loop_id, headline(state));
     out.push_str(&format!("  task:       {}\n", task_line(&state.task)));
-    out.push_str(&format!(
-        "  verify:     {}\n",
-        crate::verdict::message::plan::current_check(state).unwrap_or("none")
-    ));
+    out.push_str(&format!("  verify:     {}\n", state.current_check().unwrap_or("none")));
     out.push_str(&format!("  last run:   {}\n", last_run(meta.last_verify.as_ref())));
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
     out.push_str(&spending(state, env));

@@ -305,7 +305,7 @@ impl Driver {
                     story.unwrap_or_default(),
                     state.meta.iteration,
                     state.meta.settings.max_iterations,
-                    plan::current_check(state).unwrap_or("the check")
+                    state.current_check().unwrap_or("the check")
                 )
             });
         format!(

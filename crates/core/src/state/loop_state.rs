@@ -244,6 +244,17 @@ impl LoopState {
         }
     }
 
+    /// The command that judges this loop's stops now: the current story's check in a plan loop
+    /// (its own, else `--verify`), otherwise `--verify`; `None` for a loop judged by its promise
+    /// alone.
+    pub(crate) fn current_check(&self) -> Option<&str> {
+        let verify = self.meta.settings.verify.as_deref();
+        match (&self.meta.settings.plan, &self.meta.plan) {
+            (Some(plan), Some(progress)) => plan.check(progress.current, verify),
+            _ => verify,
+        }
+    }
+
     /// Parses a state file.
     pub(crate) fn parse(text: &str) -> Result<Self, StateError> {
         let parts = Frontmatter::split(text)?;

@@ -229,7 +229,7 @@ fn check_passes(
     tests: Option<&TestJudgement>,
 ) -> (bool, Option<bool>) {
     let settings = &state.meta.settings;
-    let check = crate::verdict::message::plan::current_check(state);
+    let check = state.current_check();
     let verify_passed = match (check, facts.verify) {
         (None, _) => None,
         (Some(_), outcome) => Some(outcome.is_some_and(VerifyOutcome::passed)),
@@ -388,7 +388,7 @@ fn classify(
         ReasonCode::SameFailures
     } else if streaks.no_change >= settings.max_same_failures {
         ReasonCode::NoProgress
-    } else if crate::verdict::message::plan::current_check(state).is_some() && facts.verify.is_none() {
+    } else if state.current_check().is_some() && facts.verify.is_none() {
         ReasonCode::VerifyNotRun
     } else if !oracle_intact {
         ReasonCode::OracleChanged

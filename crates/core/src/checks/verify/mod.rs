@@ -59,6 +59,23 @@ pub(crate) struct VerifyOutcome {
     pub output: Captured,
 }
 
+#[cfg(test)]
+impl VerifyOutcome {
+    /// A run of a command that exited with `exit` after a second, having printed `output`.
+    pub(crate) fn exited(exit: i32, output: &str) -> VerifyOutcome {
+        let mut captured = Captured::default();
+        captured.push(output.as_bytes());
+        VerifyOutcome {
+            exit_code: Some(exit),
+            signal: None,
+            timed_out: false,
+            untrusted: None,
+            duration: Duration::from_secs(1),
+            output: captured,
+        }
+    }
+}
+
 impl VerifyOutcome {
     pub(crate) fn passed(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out && self.untrusted.is_none()

@@ -21,7 +21,7 @@ pub(super) fn run_current_check(
     state: &LoopState,
     sandbox: &[OsString],
 ) -> (Option<VerifyOutcome>, Option<String>) {
-    let Some(command) = crate::verdict::message::plan::current_check(state) else { return (None, None) };
+    let Some(command) = state.current_check() else { return (None, None) };
     match check_spec(state, command, sandbox).run() {
         Ok(outcome) => (Some(outcome), None),
         Err(e) => (None, Some(e.to_string())),

@@ -27,7 +27,7 @@ pub(super) fn run_reviewer(
 ) -> Option<ReviewOutcome> {
     let settings = state.meta.settings.review.as_ref()?;
     // What passed: the current story's check in a plan loop, otherwise `--verify`.
-    let verify_command = crate::verdict::message::plan::current_check(state)?;
+    let verify_command = state.current_check()?;
     let change = change_since_start(state, worktree, now);
     let story = current_story(state);
     let input = ReviewInput {

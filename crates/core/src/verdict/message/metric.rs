@@ -147,10 +147,8 @@ pub(crate) fn headline(state: &LoopState, code: ReasonCode) -> Option<String> {
 /// A metric loop's re-injection, through [`crate::verdict::decision::decide`].
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use crate::checks::oracle::{ChangeKind, OracleChange};
-    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::metric::keep::{Measured, MetricFacts, MetricProgress};
     use crate::state::LoopState;
@@ -170,16 +168,7 @@ mod tests {
     }
 
     fn run(exit: i32, output: &str) -> VerifyOutcome {
-        let mut captured = Captured::default();
-        captured.push(output.as_bytes());
-        VerifyOutcome {
-            exit_code: Some(exit),
-            signal: None,
-            timed_out: false,
-            untrusted: None,
-            duration: Duration::from_secs(1),
-            output: captured,
-        }
+        VerifyOutcome::exited(exit, output)
     }
 
     fn reason(state: &LoopState, facts: StopFacts<'_>) -> String {

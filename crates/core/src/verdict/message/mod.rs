@@ -90,7 +90,7 @@ fn loop_notices(facts: &StopFacts<'_>) -> Vec<String> {
 /// notice says it all).
 fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Finding {
     let settings = &state.meta.settings;
-    let verify = crate::verdict::message::plan::current_check(state).unwrap_or_default();
+    let verify = state.current_check().unwrap_or_default();
     match (code, facts.verify) {
         (ReasonCode::VerifyTimedOut, Some(_)) => timed_out(verify, settings.verify_timeout_secs),
         (ReasonCode::VerifyFailed | ReasonCode::OracleChanged, Some(outcome)) if !outcome.passed() => {
@@ -355,17 +355,14 @@ fn oracle_notice(changes: &[OracleChange], files: &LoopFiles) -> String {
 pub(crate) fn criterion(state: &LoopState) -> String {
     let settings = &state.meta.settings;
     let reviewed = settings.review.as_ref().map(|r| format!(" and the reviewer `{}` approves", r.command));
-    let checked =
-        match (crate::verdict::message::plan::current_check(state), settings.completion_promise.as_deref()) {
-            (Some(v), None) => format!("`{v}` exits 0"),
-            (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
-            (Some(v), Some(p)) => {
-                format!(
-                    "`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop"
-                )
-            }
-            (None, None) => format!("all {} iterations are used", settings.max_iterations),
-        };
+    let checked = match (state.current_check(), settings.completion_promise.as_deref()) {
+        (Some(v), None) => format!("`{v}` exits 0"),
+        (None, Some(p)) => format!("your final message contains <promise>{p}</promise>"),
+        (Some(v), Some(p)) => {
+            format!("`{v}` exits 0 and your final message contains <promise>{p}</promise>, at the same stop")
+        }
+        (None, None) => format!("all {} iterations are used", settings.max_iterations),
+    };
     let planned = settings.plan.as_ref().map(|p| {
         format!(
             " for the current story, story by story through {}, until every story's check passes at one stop",

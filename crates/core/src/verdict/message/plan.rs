@@ -8,16 +8,6 @@ use crate::support::text::fence_for;
 /// A broken story's output is shown up to this many characters.
 const BROKEN_OUTPUT_CHARS: usize = 3_000;
 
-/// The check that runs at this loop's stops now: the current story's in a plan loop, otherwise
-/// the loop's `--verify`.
-pub(crate) fn current_check(state: &LoopState) -> Option<&str> {
-    let verify = state.meta.settings.verify.as_deref();
-    match (&state.meta.settings.plan, &state.meta.plan) {
-        (Some(plan), Some(progress)) => plan.check(progress.current, verify),
-        _ => verify,
-    }
-}
-
 /// Story `index`: its title, details and check, for the start message and the re-injection.
 pub(crate) fn story_brief(state: &LoopState, index: usize) -> String {
     let Some(plan) = &state.meta.settings.plan else { return String::new() };
@@ -53,7 +43,7 @@ pub(crate) fn done_line(state: &LoopState) -> String {
 pub(crate) fn story_done(before: &LoopState, next: &LoopState) -> String {
     let index = before.meta.plan.as_ref().map_or(0, |p| p.current);
     let label = before.meta.settings.plan.as_ref().and_then(|p| p.stories.get(index)).map(Story::label);
-    let check = current_check(before).unwrap_or_default();
+    let check = before.current_check().unwrap_or_default();
     let current = next.meta.plan.as_ref().map_or(0, |p| p.current);
     format!(
         "\nStory {} is done: its check `{check}` passed.\n{}{}",
@@ -115,7 +105,7 @@ pub(crate) fn stalled(state: &LoopState, at: &str) -> String {
         "for-loop: parked at iteration {at}: story {} used {} stops without its check `{}` passing. The loop is kept.",
         label.unwrap_or_default(),
         progress.map_or(0, |p| p.current_stops),
-        current_check(state).unwrap_or_default()
+        state.current_check().unwrap_or_default()
     )
 }
 
@@ -200,7 +190,7 @@ mod tests {
     #[test]
     fn a_passing_story_is_done_and_the_next_one_is_given() {
         let state = planned(3);
-        assert_eq!(current_check(&state), Some("test -f 1"));
+        assert_eq!(state.current_check(), Some("test -f 1"));
         let passed = run(0, "");
         assert!(!awaits_sweep(&state, &facts(&passed, None)), "two stories are still pending");
         let decision = decide(&state, facts(&passed, None));
@@ -214,7 +204,7 @@ mod tests {
         assert!(reason.contains("Story 1. story 1 is done: its check `test -f 1` passed."), "{reason}");
         assert!(reason.contains("Now: story 2 of 3: 2. story 2\nIts check: `test -f 2`"), "{reason}");
         assert!(reason.contains("until `test -f 2` exits 0 for the current story"), "{reason}");
-        assert_eq!(current_check(&decision.next), Some("test -f 2"));
+        assert_eq!(decision.next.current_check(), Some("test -f 2"));
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub(crate) fn start_line(review: &ReviewSettings, timeout_secs: u64) -> String {
 /// this stop; `review` is `None` when the reviewer did not run although the check passed.
 pub(crate) fn veto(state: &LoopState, review: Option<&ReviewOutcome>) -> Finding {
     let settings = &state.meta.settings;
-    let verify = crate::verdict::message::plan::current_check(state).unwrap_or_default();
+    let verify = state.current_check().unwrap_or_default();
     let (command, max) = settings.review.as_ref().map_or(("", 0), |r| (r.command.as_str(), r.max_vetoes));
     let how = match review {
         Some(outcome) if outcome.timed_out => format!(
@@ -78,7 +78,7 @@ pub(crate) fn status(state: &LoopState) -> String {
 /// The headline when the reviewer's vetoes park the loop. `at` is `iteration/max`.
 pub(crate) fn headline(state: &LoopState, at: &str) -> String {
     let settings = &state.meta.settings;
-    let verify = crate::verdict::message::plan::current_check(state).unwrap_or_default();
+    let verify = state.current_check().unwrap_or_default();
     let command = settings.review.as_ref().map_or("", |r| r.command.as_str());
     format!(
         "for-loop: parked at iteration {at}: `{verify}` passes, but the reviewer `{command}` vetoed it {} times \
