@@ -131,12 +131,10 @@ pub(crate) fn receipt_line(state: &LoopState) -> Option<String> {
 /// A plan loop's verdicts, through [`crate::verdict::decision::decide`].
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
     use crate::checks::plan::{PlanProgress, PlanSettings};
     use crate::checks::test_count::RatchetStatus;
-    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::state::ReasonCode;
     use crate::state::sample;
@@ -164,16 +162,7 @@ mod tests {
     }
 
     fn run(exit: i32, output: &str) -> VerifyOutcome {
-        let mut captured = Captured::default();
-        captured.push(output.as_bytes());
-        VerifyOutcome {
-            exit_code: Some(exit),
-            signal: None,
-            timed_out: false,
-            untrusted: None,
-            duration: Duration::ZERO,
-            output: captured,
-        }
+        VerifyOutcome::exited(exit, output)
     }
 
     fn facts<'a>(verify: &'a VerifyOutcome, sweep: Option<&'a PlanSweep>) -> StopFacts<'a> {

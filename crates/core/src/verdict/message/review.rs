@@ -131,7 +131,6 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::checks::test_count::RatchetStatus;
-    use crate::checks::verify::Captured;
     use crate::checks::verify::VerifyOutcome;
     use crate::state::LedgerDecision;
     use crate::state::Status;
@@ -147,14 +146,7 @@ pub(crate) mod tests {
     }
 
     fn verify(exit: i32) -> VerifyOutcome {
-        VerifyOutcome {
-            exit_code: Some(exit),
-            signal: None,
-            timed_out: false,
-            untrusted: None,
-            duration: Duration::from_secs(1),
-            output: Captured::default(),
-        }
+        VerifyOutcome::exited(exit, "")
     }
 
     fn review(approved: bool, findings: &str) -> ReviewOutcome {
