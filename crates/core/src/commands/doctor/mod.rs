@@ -56,7 +56,12 @@ fn text_report(checks: &[Check], pass: bool, project: &str) -> String {
     }
     let failing = checks.iter().filter(|c| !c.ok && c.matters).count();
     let minor = checks.iter().any(|c| !c.ok && !c.matters);
-    out.push_str(&if pass && minor {
+    let nothing = checks.iter().any(|c| c.name == lines::NOTHING_INSTALLED && !c.ok);
+    out.push_str(&if nothing {
+        "for-loop is not installed for any agent host here, so no loop can hold: install what the first fix \
+         says, then run `loop-hook doctor` again."
+            .to_string()
+    } else if pass && minor {
         "Everything a loop needs here is in place; the ✗ lines above are about hosts or loops it does not need."
             .to_string()
     } else if pass {
