@@ -57,7 +57,8 @@ Commands:
              --host's): the binary each hook runs and its version, the hooks registered, enabled
              and trusted, settings that switch hooks off, the store, the tier, and this project's
              stale or parked loops. One line per check, with the command that fixes it; exits 1
-             when something that keeps a loop from holding fails. --json prints one object.
+             when something that keeps a loop from holding fails. With for-loop installed for no
+             host, the first line says so and what to install first. --json prints one object.
   strict     Shows Claude Code's sandbox settings for the strict tier, what they need installed
              (bubblewrap, socat) and how to undo them; --project writes them into this project's
              .claude/settings.json, --user into the user's settings. /for-loop:strict runs it.

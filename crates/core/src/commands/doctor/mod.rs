@@ -1,6 +1,7 @@
 //! `loop-hook doctor`: whether a loop would hold here, checked for every host installed on this
 //! machine (or the one `--host` names) and the project it runs in, one line per check with the
-//! command that fixes it.
+//! command that fixes it. With for-loop installed for no host at all, its first line says so and
+//! what to install first, rather than judging nothing and finding nothing wrong.
 //!
 //! Every failure it looks for is a silent one: a hook that is not registered, not trusted or
 //! switched off, a binary of another version found first, a store the hooks cannot write. Each
