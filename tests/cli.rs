@@ -311,6 +311,42 @@ fn help_version_and_usage_errors() {
 }
 
 #[test]
+fn each_command_prints_its_own_help() {
+    let env = TestEnv::new();
+    for command in
+        ["start", "stop-hook", "prompt-hook", "guard", "shown", "cancel", "resume", "rollback", "status"]
+            .into_iter()
+            .chain(["report", "doctor", "strict", "help"])
+    {
+        let run = env.run(&[command, "--help"], "");
+        assert_eq!(run.code, 0, "{command}: {}", run.stdout);
+        assert!(
+            run.stdout.starts_with(&format!("Usage:\n  loop-hook {command}")),
+            "{command}: {}",
+            run.stdout
+        );
+        assert!(!run.stdout.contains("Exit codes:"), "{command}: the global help: {}", run.stdout);
+    }
+    let report = env.run(&["report", "--session", SESSION, "--help"], "").stdout;
+    assert!(report.contains("--out FILE") && !report.contains("loop-hook status"), "{report}");
+    assert_eq!(env.run(&["help", "report"], "").stdout, env.run(&["report", "-h"], "").stdout);
+}
+
+#[test]
+fn a_misspelt_command_or_host_gets_the_nearest_name() {
+    let env = TestEnv::new();
+    for (args, expected) in [
+        (&["reprot", "--session", SESSION][..], "unknown command `reprot`: did you mean report?"),
+        (&["doctor", "--host", "claud"], "unknown host `claud`: did you mean claude-code?"),
+        (&["status", "--host", "copilot-cl"], "unknown host `copilot-cl`: did you mean copilot-cli?"),
+    ] {
+        let run = env.run(args, "");
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stdout);
+        assert!(run.stdout.contains(expected), "{args:?}: {}", run.stdout);
+    }
+}
+
+#[test]
 fn resume_continues_a_parked_loop_with_fresh_streaks() {
     let env = TestEnv::new();
     env.start("t --verify false --max-same-failures 2");

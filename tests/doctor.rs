@@ -194,3 +194,41 @@ fn the_text_report_marks_each_line_and_prints_the_fix_under_a_failure() {
     let exit_zero = env.command(&["doctor", "--host", "claude-code", "--exit-zero"]);
     assert_eq!(run_command(exit_zero, b"").code, 0);
 }
+
+#[test]
+fn with_no_host_and_no_plugin_doctor_says_so_and_lists_what_it_sees() {
+    let env = TestEnv::new();
+    let bin = env.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let doctor = || {
+        let mut cmd = env.command(&["doctor"]);
+        cmd.env("PATH", &bin);
+        run_command(cmd, b"")
+    };
+    let run = doctor();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(!run.stdout.contains("Everything a loop needs here is in place"), "{}", run.stdout);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[1].starts_with("✗ installed: no agent host is installed here"), "{}", run.stdout);
+    assert!(lines[2].starts_with("    fix: install an agent host first"), "{}", run.stdout);
+    assert!(
+        lines.last().unwrap().starts_with("for-loop is not installed for any agent host here"),
+        "{}",
+        run.stdout
+    );
+    // A project's settings that would switch the plugin's hooks off are listed before it is installed.
+    let settings = env.project.join(".claude/settings.json");
+    write(&settings, r#"{"disableAllHooks": true}"#);
+    let run = doctor();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("✗ claude-code: hooks on: {} sets disableAllHooks", settings.display())),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("✗ claude-code: installed: the for-loop plugin is not installed"),
+        "{}",
+        run.stdout
+    );
+}

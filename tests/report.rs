@@ -439,3 +439,31 @@ fn a_loop_in_a_linked_work_tree_reports_its_changes_as_in_git() {
     assert!(html.contains("<strong>1</strong> file changed since the loop started"), "{html}");
     assert!(html.contains("<li>a.txt</li>"), "{html}");
 }
+
+#[test]
+fn report_and_status_take_either_id_status_all_prints() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    assert!(env.stop("1").blocked());
+    let all = env.run(&["status", "--all"], "");
+    let row = all.stdout.lines().find(|l| l.contains(&format!("session {SESSION}"))).unwrap();
+    let loop_id = row.split_whitespace().next().unwrap().to_string();
+    assert_ne!(loop_id, SESSION, "{}", all.stdout);
+    for id in [SESSION, loop_id.as_str()] {
+        let run = env.run(&["report", "--session", id, "--out", "r.html"], "");
+        assert_eq!(run.code, 0, "{id}: {}", run.stdout);
+        assert!(env.project.join("r.html").is_file(), "{id}");
+        std::fs::remove_file(env.project.join("r.html")).unwrap();
+        let status = env.run(&["status", "--session", id, "--json"], "");
+        let status: Value = serde_json::from_str(&status.stdout).unwrap();
+        assert_eq!(status["session_id"], SESSION, "{id}: {status}");
+        assert_eq!(status["loop"]["meta"]["loop_id"], loop_id.as_str(), "{id}: {status}");
+        let human = env.run(&["status", "--session", id], "");
+        assert!(human.stdout.contains(&format!("loop {loop_id} is active")), "{id}: {}", human.stdout);
+    }
+    let neither = env.run(&["report", "--session", "neither-id"], "");
+    assert_eq!(neither.code, 1, "{}", neither.stdout);
+    assert!(neither.stdout.contains("nor one whose loop id it is"), "{}", neither.stdout);
+    let status = env.run(&["status", "--session", "neither-id"], "");
+    assert!(status.stdout.contains("no loop in this session"), "{}", status.stdout);
+}

@@ -53,27 +53,32 @@ impl TestEnv {
         TestEnv::new_in(&std::env::temp_dir())
     }
 
-    /// A world under `parent` instead of the system's temporary directory.
     /// A test environment outside the system's temporary directory, for the Codex CLI: its
-    /// sandbox will not set itself up under /tmp, and it lets commands write there. The build's
-    /// own temporary directory, unless the checkout itself is under /tmp; then a directory under
-    /// the user's cache (each environment is removed when dropped, as anywhere else).
+    /// sandbox will not set itself up under /tmp, and it lets commands write there. The first of
+    /// the build's own temporary directory, the user's cache and /var/tmp that is not under
+    /// /tmp and can be written, wherever the checkout and `$HOME` live (each environment is
+    /// removed when dropped, as anywhere else).
     pub(crate) fn outside_tmp() -> TestEnv {
-        let build = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let under_tmp = |path: &Path| {
-            let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-            [Path::new("/tmp").to_path_buf(), std::env::temp_dir()]
-                .iter()
-                .any(|tmp| path.starts_with(tmp.canonicalize().unwrap_or_else(|_| tmp.clone())))
-        };
-        if !under_tmp(build) {
-            return TestEnv::new_in(build);
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME is set");
-        let cache = home.join(".cache/for-loop-tests");
-        std::fs::create_dir_all(&cache).unwrap();
-        assert!(!under_tmp(&cache), "no directory outside /tmp for the Codex tests: {}", cache.display());
-        TestEnv::new_in(&cache)
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_absolute())
+            .or_else(|| home.map(|home| home.join(".cache")));
+        let candidates: Vec<PathBuf> = [
+            Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+            cache.map(|dir| dir.join("for-loop-tests")),
+            Some(PathBuf::from("/var/tmp/for-loop-tests")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let parent = first_outside_tmp(&candidates).unwrap_or_else(|| {
+            panic!(
+                "the Codex tests need a writable directory outside /tmp, and none of {candidates:?} is one: \
+                 set XDG_CACHE_HOME to one"
+            )
+        });
+        TestEnv::new_in(&parent)
     }
 
     pub(crate) fn new_in(parent: &Path) -> TestEnv {
@@ -251,6 +256,24 @@ pub(crate) fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
 }
 
 /// Copies a directory tree, as a plugin install copies a package.
+/// The first of `candidates` that is not under /tmp (or the system's temporary directory) and
+/// can be made and written.
+fn first_outside_tmp(candidates: &[PathBuf]) -> Option<PathBuf> {
+    let tmp: Vec<PathBuf> = [PathBuf::from("/tmp"), std::env::temp_dir()]
+        .iter()
+        .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.clone()))
+        .collect();
+    candidates
+        .iter()
+        .find(|dir| {
+            let usable = std::fs::create_dir_all(dir).is_ok()
+                && tempfile::Builder::new().prefix("probe-").tempfile_in(dir).is_ok();
+            let real = dir.canonicalize().unwrap_or_else(|_| (*dir).clone());
+            usable && !tmp.iter().any(|tmp| real.starts_with(tmp))
+        })
+        .cloned()
+}
+
 pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -343,6 +366,20 @@ pub(crate) fn run_within(mut cmd: Command, what: &str, stdin: &[u8], limit: Dura
         std::thread::sleep(Duration::from_millis(50));
     }
     waiter.join().unwrap().unwrap()
+}
+
+/// The Codex tests' directory is never under /tmp, even when the checkout and `$HOME` are.
+#[test]
+fn the_codex_tests_get_a_directory_outside_tmp() {
+    let under_tmp = std::env::temp_dir().join("for-loop-tests-under-tmp");
+    assert_eq!(first_outside_tmp(std::slice::from_ref(&under_tmp)), None);
+    let env = TestEnv::outside_tmp();
+    let real = env.project.canonicalize().unwrap();
+    for tmp in [PathBuf::from("/tmp"), std::env::temp_dir()] {
+        assert!(!real.starts_with(tmp.canonicalize().unwrap_or(tmp)), "{}", real.display());
+    }
+    assert_eq!(first_outside_tmp(&[under_tmp.clone(), env.project.clone()]), Some(env.project.clone()));
+    std::fs::remove_dir(under_tmp).unwrap();
 }
 
 /// A pinned CLI that is not installed fails the test that needs it, whatever the environment

@@ -31,7 +31,7 @@ Usage:
   loop-hook run --resume [LOOP]
   loop-hook doctor [--host NAME] [--json] [--exit-zero]
   loop-hook strict [--project | --user] [--exit-zero]
-  loop-hook help | --help | --version
+  loop-hook help [COMMAND] | COMMAND --help | --help | --version
 
 Commands:
   start      Arms a loop for a session. stdin is the raw text typed after /for-loop: TASK [flags]
@@ -57,7 +57,8 @@ Commands:
              --host's): the binary each hook runs and its version, the hooks registered, enabled
              and trusted, settings that switch hooks off, the store, the tier, and this project's
              stale or parked loops. One line per check, with the command that fixes it; exits 1
-             when something that keeps a loop from holding fails. --json prints one object.
+             when something that keeps a loop from holding fails. With for-loop installed for no
+             host, the first line says so and what to install first. --json prints one object.
   strict     Shows Claude Code's sandbox settings for the strict tier, what they need installed
              (bubblewrap, socat) and how to undo them; --project writes them into this project's
              .claude/settings.json, --user into the user's settings. /for-loop:strict runs it.
@@ -66,7 +67,8 @@ Commands:
              parks it (`run --resume` continues). `loop-hook run --help` explains it.
 
 Options:
-  --session ID  the host's session id (default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
+  --session ID  the host's session id (status and report also take the loop id `status --all`
+                prints; default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
                 $GEMINI_SESSION_ID, $CODEX_THREAD_ID or $COPILOT_AGENT_SESSION_ID). Without one,
                 start on antigravity or cursor leaves the loop to be claimed by the conversation
                 whose transcript holds its token, and the other commands act on the loop started
@@ -154,6 +156,8 @@ pub(crate) enum Cli {
     /// The scope option as typed (`--project`, `--user`), or empty to show.
     Strict(String),
     Help,
+    /// `loop-hook COMMAND --help` (or `loop-hook help COMMAND`): that command's own usage.
+    CommandHelp(String),
     Version,
 }
 
@@ -175,6 +179,11 @@ impl Invocation {
             Some(Value(word)) => word.string()?,
             Some(other) => return Err(other.unexpected()),
         };
+        // Checked before its options, so that a misspelt command is named as such rather than
+        // as a command that has no such option.
+        if !COMMANDS.contains(&command.as_str()) && command != "stop" {
+            return Err(unknown(&command, "command", COMMANDS, &COMMANDS.join(", ")));
+        }
         if command == "run" {
             let rest = parser.raw_args()?.collect();
             let options = crate::run::RunOptions::parse(rest).map_err(|e| lexopt::Error::Custom(e.into()))?;
@@ -191,7 +200,8 @@ impl Invocation {
         let mut scope = String::new();
         while let Some(arg) = parser.next()? {
             match (command.as_str(), arg) {
-                (_, Long("help") | Short('h')) => return plain(Cli::Help),
+                ("help", Value(word)) => return plain(Cli::CommandHelp(command_help(&word.string()?)?)),
+                (_, Long("help") | Short('h')) => return plain(Cli::CommandHelp(command_help(&command)?)),
                 (
                     "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor"
                     | "strict",
@@ -212,11 +222,11 @@ impl Invocation {
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
-                    host = Some(Host::from_name(&name).ok_or_else(|| {
-                        lexopt::Error::Custom(
-                            format!("unknown host `{name}`: use one of {}", Host::names()).into(),
-                        )
-                    })?);
+                    let names: Vec<&str> = Host::ALL.iter().map(|host| host.name()).collect();
+                    host = Some(
+                        Host::from_name(&name)
+                            .ok_or_else(|| unknown(&name, "host", &names, &Host::names()))?,
+                    );
                 }
                 ("status", Long("json")) => status.json = true,
                 ("doctor", Long("json")) => doctor.json = true,
@@ -250,14 +260,87 @@ impl Invocation {
             "doctor" => Cli::Doctor(DoctorOptions { host, ..doctor }),
             "strict" => Cli::Strict(scope),
             "help" => Cli::Help,
-            other => {
-                return Err(lexopt::Error::Custom(
-                    format!("unknown command `{other}`: use start, stop-hook, prompt-hook, guard, cancel, status, report, run, resume, rollback, shown, doctor or strict").into(),
-                ));
-            }
+            other => return Err(unknown(other, "command", COMMANDS, &COMMANDS.join(", "))),
         };
         Ok(Invocation { cli, exit_zero })
     }
+}
+
+/// Every command `loop-hook` dispatches (`stop` is also taken for `stop-hook`).
+const COMMANDS: &[&str] = &[
+    "start",
+    "stop-hook",
+    "prompt-hook",
+    "guard",
+    "shown",
+    "cancel",
+    "resume",
+    "rollback",
+    "status",
+    "report",
+    "run",
+    "doctor",
+    "strict",
+    "help",
+];
+
+/// Why the `what` (command, host) named `typed` is refused: the nearest of the `known` names
+/// when one is close, else the whole `listing`.
+fn unknown(typed: &str, what: &str, known: &[&str], listing: &str) -> lexopt::Error {
+    let message = match crate::support::text::nearest::nearest(typed, known.iter().copied()) {
+        Some(near) => format!("unknown {what} `{typed}`: did you mean {near}?"),
+        None => format!("unknown {what} `{typed}`: use one of {listing}"),
+    };
+    lexopt::Error::Custom(message.into())
+}
+
+/// `loop-hook COMMAND --help`: the command's usage lines, what it does and the options it
+/// takes, cut from [`HELP`] so that the two never disagree.
+pub(crate) fn command_help(command: &str) -> Result<String, lexopt::Error> {
+    let command = if command == "stop" { "stop-hook" } else { command };
+    if !COMMANDS.contains(&command) {
+        return Err(unknown(command, "command", COMMANDS, &COMMANDS.join(", ")));
+    }
+    let section = |title: &str| {
+        let rest = HELP.split(&format!("\n{title}:\n")).nth(1).unwrap_or_default();
+        rest.split("\n\n").next().unwrap_or_default()
+    };
+    let names = |line: &str, name: &str| line.split_whitespace().next() == Some(name);
+    let usage: Vec<&str> = section("Usage")
+        .lines()
+        .filter(|line| line.trim_start().strip_prefix("loop-hook ").is_some_and(|rest| names(rest, command)))
+        .collect();
+    let mut out = format!("Usage:\n{}\n", usage.join("\n"));
+    let what = entry(section("Commands"), |line| names(line, command));
+    if !what.is_empty() {
+        out.push_str(&format!("\n{what}\n"));
+    }
+    let options: Vec<String> = options_of(command)
+        .iter()
+        .map(|option| entry(section("Options"), |line| names(line, option)))
+        .filter(|found| !found.is_empty())
+        .collect();
+    if !options.is_empty() {
+        out.push_str(&format!("\nOptions:\n{}\n", options.join("\n")));
+    }
+    out.push_str("\n`loop-hook --help` lists every command, where loops live and the exit codes.");
+    Ok(out)
+}
+
+/// The entry of a help section whose first line `starts` says is the one: that line and the
+/// more deeply indented lines that continue it.
+fn entry(section: &str, starts: impl Fn(&str) -> bool) -> String {
+    let mut lines = Vec::new();
+    for line in section.lines() {
+        let first = !line.starts_with("   ");
+        if first && !lines.is_empty() {
+            break;
+        }
+        if !lines.is_empty() || first && starts(line) {
+            lines.push(line);
+        }
+    }
+    lines.join("\n")
 }
 
 /// The options each command reads, for the nearest one to a mistyped option.
@@ -406,6 +489,50 @@ mod tests {
         }
         let far = parse(&["status", "--frobnicate"]).unwrap_err().to_string();
         assert!(!far.contains("did you mean"), "{far}");
+    }
+
+    #[test]
+    fn every_command_prints_its_own_help() {
+        for command in COMMANDS.iter().filter(|c| **c != "run") {
+            for args in [vec![*command, "--help"], vec![*command, "-h"], vec!["help", *command]] {
+                let Ok(Cli::CommandHelp(text)) = parse(&args) else { panic!("{args:?}") };
+                assert!(text.starts_with("Usage:\n  loop-hook "), "{args:?}: {text}");
+                let usage = text.lines().skip(1).take_while(|l| !l.is_empty()).collect::<Vec<_>>();
+                assert!(
+                    usage.iter().all(|line| line.trim_start().starts_with(&format!("loop-hook {command}"))),
+                    "{args:?}: only its own usage: {text}"
+                );
+            }
+        }
+        let Ok(Cli::CommandHelp(report)) = parse(&["report", "--help"]) else { panic!() };
+        assert!(report.contains("Writes one self-contained HTML page"), "{report}");
+        assert!(report.contains("\n  --session ID") && report.contains("\n  --host NAME"), "{report}");
+        assert!(!report.contains("loop-hook status") && !report.contains("Exit codes"), "{report}");
+        let Ok(Cli::CommandHelp(stop)) = parse(&["stop", "--help"]) else { panic!() };
+        assert!(stop.contains("loop-hook stop-hook [--host NAME]"), "{stop}");
+        let Ok(Cli::CommandHelp(doctor)) = parse(&["doctor", "--json", "--help"]) else { panic!() };
+        assert!(doctor.contains("--json") && !doctor.contains("--session"), "{doctor}");
+        assert!(parse(&["help", "frobnicate"]).is_err());
+    }
+
+    #[test]
+    fn a_misspelt_command_or_host_names_the_nearest_one() {
+        for (args, expected) in [
+            (&["stats", "--json"][..], "unknown command `stats`: did you mean status?"),
+            (&["reprot"], "unknown command `reprot`: did you mean report?"),
+            (&["doctr", "--host", "codex"], "did you mean doctor?"),
+            (&["help", "cancle"], "did you mean cancel?"),
+            (&["doctor", "--host", "claud"], "unknown host `claud`: did you mean claude-code?"),
+            (&["status", "--host=codx"], "unknown host `codx`: did you mean codex?"),
+            (&["start", "--host", "gemini-cl"], "did you mean gemini-cli?"),
+        ] {
+            let error = parse(args).unwrap_err().to_string();
+            assert!(error.contains(expected), "{args:?}: {error}");
+        }
+        let far = parse(&["frobnicate"]).unwrap_err().to_string();
+        assert!(far.contains("use one of start, stop-hook") && !far.contains("did you mean"), "{far}");
+        let far = parse(&["doctor", "--host", "vim"]).unwrap_err().to_string();
+        assert!(far.contains("use one of claude-code, ") && !far.contains("did you mean"), "{far}");
     }
 
     #[test]

@@ -108,6 +108,7 @@ pub fn run(
         matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
+        Cli::CommandHelp(text) => Outcome::ok(text),
         Cli::Version => Outcome::ok(support::text::version::version_text(env)),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
         Cli::Start(options)

@@ -69,12 +69,19 @@ pub(crate) fn run(env: &Environment, options: &ReportOptions) -> Outcome {
     };
     let (paths, state) = match options.target.session_id(env) {
         Some(id) => {
-            let paths = store.paths(id);
-            match paths.load() {
+            let (paths, loaded) =
+                if let Some((paths, state)) = crate::commands::status::by_loop_id(&store, id) {
+                    (paths, Ok(Some(state)))
+                } else {
+                    let paths = store.paths(id);
+                    let loaded = paths.load();
+                    (paths, loaded)
+                };
+            match loaded {
                 Ok(Some(state)) => (paths, state),
                 Ok(None) => {
                     return Outcome::refused(format!(
-                        "for-loop: no loop in session {id}, so there is nothing to report. \
+                        "for-loop: no loop in session {id}, nor one whose loop id it is, so there is nothing to report. \
                          `loop-hook status --all` lists the loops."
                     ));
                 }

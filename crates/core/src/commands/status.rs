@@ -30,7 +30,10 @@ pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
         return all(&store, options.json);
     }
     let (paths, session_id) = match options.target.session_id(env) {
-        Some(id) => (store.paths(id), id.to_string()),
+        Some(id) => match by_loop_id(&store, id) {
+            Some((paths, state)) => (paths, state.meta.session_id),
+            None => (store.paths(id), id.to_string()),
+        },
         None => match options.target.here(&store, env) {
             Ok((paths, state)) => (paths, state.meta.session_id),
             Err(refusal) => return refusal,
@@ -63,6 +66,19 @@ pub(crate) fn run(env: &Environment, options: &StatusOptions) -> Outcome {
         )),
         Err(e) => Outcome::refused(format!("for-loop: {e}")),
     }
+}
+
+/// The loop whose loop id is `id`, when `id` names no session: `status --all` prints both ids,
+/// and either names the loop. A claimed loop comes before the waiting copy a claim cut short
+/// may leave.
+pub(crate) fn by_loop_id(store: &Store, id: &str) -> Option<(LoopPaths, LoopState)> {
+    if id.is_empty() || store.paths(id).state.exists() {
+        return None;
+    }
+    store.all().into_iter().chain(store.pending_all()).flatten().find_map(|paths| match paths.load() {
+        Ok(Some(state)) if state.meta.loop_id == id => Some((paths, state)),
+        _ => None,
+    })
 }
 
 fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {

@@ -12,6 +12,8 @@ pub(crate) struct Facts {
     pub project: PathBuf,
     /// The host `--host` named: its checks count even when it looks not installed.
     pub asked: Option<Host>,
+    /// The hosts on this machine: their program on `PATH` or their configuration directory.
+    pub hosts_found: Vec<Host>,
     pub binary: BinaryFacts,
     pub store: StoreFacts,
     pub claude: Option<ClaudeFacts>,

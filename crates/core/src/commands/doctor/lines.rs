@@ -40,7 +40,8 @@ impl Check {
 
 /// Every check, in the order they are shown.
 pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
-    let mut out = binary_lines(&facts.binary);
+    let mut out: Vec<Check> = nothing_installed(facts).into_iter().collect();
+    out.extend(binary_lines(&facts.binary));
     out.push(store_line(&facts.store));
     let wanted = |host: Host| facts.asked.is_none_or(|asked| asked == host);
     let asked = |host: Host| facts.asked == Some(host);
@@ -65,6 +66,57 @@ pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
     }
     out.extend(loop_lines(facts));
     out
+}
+
+/// The name of the check that fails when for-loop is installed for no host at all.
+pub(crate) const NOTHING_INSTALLED: &str = "installed";
+
+/// With no `--host`, and for-loop installed for none of the hosts here, no loop can hold: the
+/// first line says so, and what to install first.
+fn nothing_installed(facts: &Facts) -> Option<Check> {
+    if facts.asked.is_some() || installed_hosts(facts) > 0 {
+        return None;
+    }
+    let claude = format!("Claude Code's plugin: {}", claude_install(&facts.binary));
+    Some(if facts.hosts_found.is_empty() {
+        Check::fail(
+            NOTHING_INSTALLED,
+            "no agent host is installed here (none of claude, gemini, codex, copilot, cursor-agent or agy \
+             is on PATH, nor their settings directories), so nothing runs for-loop's hooks",
+            format!(
+                "install an agent host first, e.g. Claude Code (npm install -g @anthropic-ai/claude-code), then {claude}"
+            ),
+        )
+    } else {
+        let names: Vec<&str> = facts.hosts_found.iter().map(|host| host.name()).collect();
+        Check::fail(
+            NOTHING_INSTALLED,
+            format!(
+                "for-loop is installed for none of the hosts here ({}), so nothing runs its hooks",
+                names.join(", ")
+            ),
+            if facts.hosts_found.contains(&Host::ClaudeCode) {
+                format!("install {claude} (or another host's package: the `installed` lines below)")
+            } else {
+                "install for-loop for one of them: the fix under its `installed` line below".to_string()
+            },
+        )
+    })
+}
+
+/// How many hosts here run for-loop's hooks, installed well or not.
+fn installed_hosts(facts: &Facts) -> usize {
+    [
+        facts.claude.as_ref().is_some_and(|c| !c.installed.is_empty()),
+        facts.gemini.as_ref().is_some_and(|g| g.extension.is_some()),
+        facts.codex.as_ref().is_some_and(|c| c.plugin_root.is_some()),
+        facts.copilot.as_ref().is_some_and(|c| c.user_hook.is_some() || c.repo_hook.is_some()),
+        facts.cursor.as_ref().is_some_and(|c| c.user_hook.is_some() || c.project_hook.is_some()),
+        facts.antigravity.as_ref().is_some_and(|a| a.plugin_dir.is_some()),
+    ]
+    .into_iter()
+    .filter(|installed| *installed)
+    .count()
 }
 
 /// Whether everything that matters passed.
@@ -244,12 +296,25 @@ fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<
     let name = |what: &str| format!("claude-code: {what}");
     let mut out = Vec::new();
     let Some(id) = claude.installed.first() else {
-        return vec![not_installed(
+        // What would switch the plugin's hooks off once it is installed is worth knowing now.
+        let off = claude.hooks_disabled_by.iter().map(|file| {
+            let check = Check::fail(
+                name("hooks on"),
+                format!(
+                    "{} sets disableAllHooks, so no hook will run there and no loop hold",
+                    file.display()
+                ),
+                format!("remove \"disableAllHooks\": true from {}", file.display()),
+            );
+            if asked { check } else { check.minor() }
+        });
+        let missing = not_installed(
             Host::ClaudeCode,
             format!("the for-loop plugin is not installed in {}", claude.config_dir.display()),
             claude_install(binary),
             asked,
-        )];
+        );
+        return std::iter::once(missing).chain(off).collect();
     };
     out.push(Check::pass(name("installed"), format!("{id} is installed")));
     out.push(match &claude.enabled {
@@ -872,13 +937,46 @@ mod tests {
     #[test]
     fn a_host_without_for_loop_counts_only_when_asked_for() {
         let bare = CodexFacts { home: PathBuf::from("/h/.codex"), ..CodexFacts::default() };
-        let checks = lines(&Facts { codex: Some(bare.clone()), ..facts() });
+        let checks = lines(&Facts { codex: Some(bare.clone()), claude: Some(claude()), ..facts() });
         assert!(all_pass(&checks), "{checks:#?}");
         assert!(checks.iter().any(|c| c.name == "codex: installed" && !c.ok && !c.matters));
         failing(
             &lines(&Facts { codex: Some(bare), asked: Some(Host::Codex), ..facts() }),
             "codex: installed",
         );
+    }
+
+    #[test]
+    fn with_no_host_and_no_plugin_the_first_line_says_so_and_what_to_install_first() {
+        let checks = lines(&facts());
+        let first = &checks[0];
+        assert_eq!(first, failing(&checks, NOTHING_INSTALLED));
+        assert!(first.detail.starts_with("no agent host is installed here"), "{first:?}");
+        let fix = first.fix.as_deref().unwrap();
+        assert!(fix.starts_with("install an agent host first"), "{fix}");
+        assert!(fix.contains("claude plugin marketplace add <a for-loop checkout>"), "{fix}");
+        let bare = CodexFacts { home: PathBuf::from("/h/.codex"), ..CodexFacts::default() };
+        let checks = lines(&Facts { codex: Some(bare.clone()), hosts_found: vec![Host::Codex], ..facts() });
+        let check = failing(&checks, NOTHING_INSTALLED);
+        assert!(check.detail.contains("installed for none of the hosts here (codex)"), "{check:?}");
+        assert!(check.fix.as_deref().unwrap().contains("`installed` line below"), "{check:?}");
+        let asked = lines(&Facts { codex: Some(bare), asked: Some(Host::Codex), ..facts() });
+        assert!(asked.iter().all(|c| c.name != NOTHING_INSTALLED), "--host's own line says it: {asked:#?}");
+    }
+
+    #[test]
+    fn a_projects_disable_all_hooks_is_listed_before_the_plugin_is_installed() {
+        let none = ClaudeFacts {
+            installed: Vec::new(),
+            enabled: None,
+            hooks_disabled_by: vec![PathBuf::from("/p/.claude/settings.json")],
+            ..claude()
+        };
+        let checks = lines(&Facts { claude: Some(none.clone()), ..facts() });
+        let off = checks.iter().find(|c| c.name == "claude-code: hooks on").expect("listed");
+        assert!(!off.ok && off.detail.contains("/p/.claude/settings.json sets disableAllHooks"), "{off:?}");
+        let asked = lines(&Facts { claude: Some(none), asked: Some(Host::ClaudeCode), ..facts() });
+        failing(&asked, "claude-code: hooks on");
     }
 
     #[test]
@@ -889,7 +987,7 @@ mod tests {
             kind: LoopKind::Parked,
             idle_hours: 3,
         };
-        let checks = lines(&Facts { loops: vec![parked], ..facts() });
+        let checks = lines(&Facts { loops: vec![parked], claude: Some(claude()), ..facts() });
         let check = checks.iter().find(|c| c.name == "loop s1").unwrap();
         assert!(!check.ok && !check.matters && all_pass(&checks));
         assert!(check.fix.as_deref().unwrap().contains("loop-hook cancel --session s1"));

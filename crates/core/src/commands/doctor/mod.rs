@@ -1,6 +1,7 @@
 //! `loop-hook doctor`: whether a loop would hold here, checked for every host installed on this
 //! machine (or the one `--host` names) and the project it runs in, one line per check with the
-//! command that fixes it.
+//! command that fixes it. With for-loop installed for no host at all, its first line says so and
+//! what to install first, rather than judging nothing and finding nothing wrong.
 //!
 //! Every failure it looks for is a silent one: a hook that is not registered, not trusted or
 //! switched off, a binary of another version found first, a store the hooks cannot write. Each
@@ -56,7 +57,12 @@ fn text_report(checks: &[Check], pass: bool, project: &str) -> String {
     }
     let failing = checks.iter().filter(|c| !c.ok && c.matters).count();
     let minor = checks.iter().any(|c| !c.ok && !c.matters);
-    out.push_str(&if pass && minor {
+    let nothing = checks.iter().any(|c| c.name == lines::NOTHING_INSTALLED && !c.ok);
+    out.push_str(&if nothing {
+        "for-loop is not installed for any agent host here, so no loop can hold: install what the first fix \
+         says, then run `loop-hook doctor` again."
+            .to_string()
+    } else if pass && minor {
         "Everything a loop needs here is in place; the ✗ lines above are about hosts or loops it does not need."
             .to_string()
     } else if pass {

@@ -34,9 +34,11 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let tree = WorkTree::open(&env.cwd);
     let project = if tree.is_git() { tree.root().to_path_buf() } else { env.cwd.clone() };
     let store = Store::locate(env).ok();
-    let present = |host: Host, program: &str, dir: Option<&PathBuf>| {
-        asked == Some(host) || binary::on_path(env, program).is_some() || dir.is_some_and(|d| d.is_dir())
+    let found = |program: &str, dir: Option<&PathBuf>| {
+        binary::on_path(env, program).is_some() || dir.is_some_and(|d| d.is_dir())
     };
+    let present =
+        |host: Host, program: &str, dir: Option<&PathBuf>| asked == Some(host) || found(program, dir);
     let claude_dir = claude::config_dir(env);
     let gemini_home = gemini::home(env);
     let codex_home = codex::home(env);
@@ -44,12 +46,28 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let cursor_home = others::cursor_home(env);
     let antigravity_dir = gemini_home.as_ref().map(|h| h.join("config"));
     let gemini_dir = gemini_home.as_ref().map(|h| h.join("extensions"));
+    let hosts_found = [
+        (Host::ClaudeCode, "claude", claude_dir.as_ref()),
+        (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
+        (Host::Codex, "codex", codex_home.as_ref()),
+        (Host::CopilotCli, "copilot", copilot_home.as_ref()),
+        (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
+        (Host::Antigravity, "agy", antigravity_dir.as_ref()),
+    ]
+    .into_iter()
+    .filter(|(_, program, dir)| found(program, *dir))
+    .map(|(host, _, _)| host)
+    .collect();
+    // A project's own Claude Code settings are read even where Claude Code is not installed
+    // yet: a `disableAllHooks` there would keep the loop from holding once it is.
+    let claude_project = project.join(".claude").is_dir();
     Facts {
+        hosts_found,
         binary: binary::facts(env),
         store: project::store(store.as_ref()),
         claude: claude_dir
             .clone()
-            .filter(|dir| present(Host::ClaudeCode, "claude", Some(dir)))
+            .filter(|dir| claude_project || present(Host::ClaudeCode, "claude", Some(dir)))
             .map(|dir| claude::facts(env, dir, &project)),
         gemini: gemini_home
             .clone()
