@@ -578,6 +578,10 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     let unconfirmed = raw.iter().find(|l| l["reason"] == "command_unconfirmed").expect("recorded");
     assert_eq!(unconfirmed["origin"], "agent");
     assert_eq!(env.ledger_reasons(SESSION).last().map(String::as_str), Some("verify_failed"));
+    // One commit for the stop: the undoing and the verdict carry the digest of the same state.
+    let verdict = raw.last().unwrap();
+    assert_eq!(unconfirmed["state_digest"], verdict["state_digest"], "{raw:#?}");
+    assert!(unconfirmed["state_digest"].is_string());
 }
 
 /// `rollback` reads its loop under the lock, through custody: a state edited behind the loop's

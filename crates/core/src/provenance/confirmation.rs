@@ -224,53 +224,91 @@ pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
 }
 
 /// [`settle`] for the loop whose files are `paths`, at `now`, parsing only state texts `known`
-/// has not read.
+/// has not read: looked up, applied and committed in one go (the prompt hook, and a stop whose
+/// judgment reached no verdict).
 pub(crate) fn settle_at(paths: &LoopPaths, now: Timestamp, known: &Known) -> Option<String> {
-    if !paths.state.exists() {
-        return None;
-    }
-    let state = crate::store::custody::trusted_state_known(paths, known).ok()??;
-    let awaiting = state.meta.awaiting.clone()?;
-    let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
-    let found = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
+    let settlement = Settlement::find(paths, known)?;
     let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open_known(paths, now, known)
     else {
         return None;
     };
     // Settled meanwhile by another hook run.
-    if state.meta.awaiting.as_ref() != Some(&awaiting) {
-        return None;
-    }
+    let (next, line, told) = settlement.apply(&state, now)?;
     // What custody found and repaired on the way is recorded and told here, as the stop's own
     // judgment would have: its check now finds nothing left to tell.
     let mut lines: Vec<LedgerEntry> = incidents.iter().map(|incident| incident.note(&state, now)).collect();
+    lines.push(line);
     let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
         out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
         out
     });
-    let (next, told) = if found {
-        let mut next = state.clone();
-        next.meta.awaiting = None;
-        lines.push(LedgerEntry {
-            origin: Some(Origin::User),
-            ..LedgerEntry::new(&next, now, LedgerDecision::Note, ReasonCode::CommandConfirmed)
-        });
-        (next, None)
-    } else {
-        let (next, entry, told) = undo(&state, &awaiting, transcript.is_none(), now);
-        lines.push(entry);
-        (next, Some(told))
-    };
     let told = match told {
         Some(told) => Some(format!("{noticed}{told}")),
         None => (!noticed.is_empty()).then(|| noticed.trim_end().to_string()),
     };
     match transaction.commit(&next, &lines) {
         Ok(()) => told,
-        Err(e) => Some(format!(
-            "{} (for-loop could not record this: {e}.)",
+        Err(e) => Some(Settlement::not_recorded(told, &e.to_string())),
+    }
+}
+
+/// A command the session's loop awaits confirmation of, looked up in the host's transcript. A
+/// stop carries it from its start to the commit that ends it (the verdict's, a forged stop's, or
+/// one of its own when the stop reaches neither), so settling takes no commit of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settlement {
+    awaiting: Awaiting,
+    /// The user's prompt for it is in the transcript.
+    confirmed: bool,
+    /// The transcript could not be read at all.
+    transcript_gone: bool,
+}
+
+impl Settlement {
+    /// The command the loop at `paths` awaits, looked up in its transcript (which may take up to
+    /// [`SETTLE`] for a record not written yet); `None` when it awaits none. Cheap when no loop
+    /// waits: one `stat`.
+    pub(crate) fn find(paths: &LoopPaths, known: &Known) -> Option<Settlement> {
+        if !paths.state.exists() {
+            return None;
+        }
+        let state = crate::store::custody::trusted_state_known(paths, known).ok()??;
+        let awaiting = state.meta.awaiting.clone()?;
+        let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file());
+        let confirmed = transcript.is_some_and(|t| recorded_within_settle(t, &awaiting));
+        Some(Settlement { awaiting, confirmed, transcript_gone: transcript.is_none() })
+    }
+
+    /// `state` with this command settled: the state to commit, its ledger line, and what the
+    /// user and the agent are told (nothing for a confirmed command). `None` when `state` no
+    /// longer awaits this command (settled meanwhile, or another one marked since). Pure.
+    pub(crate) fn apply(
+        &self,
+        state: &LoopState,
+        now: Timestamp,
+    ) -> Option<(LoopState, LedgerEntry, Option<String>)> {
+        if state.meta.awaiting.as_ref() != Some(&self.awaiting) {
+            return None;
+        }
+        if self.confirmed {
+            let mut next = state.clone();
+            next.meta.awaiting = None;
+            let line = LedgerEntry {
+                origin: Some(Origin::User),
+                ..LedgerEntry::new(&next, now, LedgerDecision::Note, ReasonCode::CommandConfirmed)
+            };
+            return Some((next, line, None));
+        }
+        let (next, line, told) = undo(state, &self.awaiting, self.transcript_gone, now);
+        Some((next, line, Some(told)))
+    }
+
+    /// The words of a settlement whose commit failed.
+    pub(crate) fn not_recorded(told: Option<String>, error: &str) -> String {
+        format!(
+            "{} (for-loop could not record this: {error}.)",
             told.unwrap_or_else(|| "for-loop: your command's confirmation".into())
-        )),
+        )
     }
 }
 

@@ -1,10 +1,13 @@
 //! One stop's context: the event, its host, and the loop store located once, which every stage
 //! of the stop reads from instead of locating it again.
 
+use std::cell::RefCell;
 use std::fs;
 
 use crate::host::Host;
 use crate::host::event::StopEvent;
+use crate::provenance::confirmation::Settlement;
+use crate::state::{LedgerEntry, LoopState};
 use crate::store::custody::Known;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -19,6 +22,18 @@ pub(super) struct StopContext<'e> {
     pub(super) paths: LoopPaths,
     /// The loop's state as this stop has read it: every later reading parses only what changed.
     pub(super) known: Known,
+    /// The command the loop awaited confirmation of when the stop began, looked up once: each
+    /// reading of the loop applies it, and the stop's one commit records it.
+    pub(super) settlement: Option<Settlement>,
+    /// What settling that command told the user, once a commit took it.
+    told: RefCell<Option<String>>,
+}
+
+/// A command's settlement, applied to the loop as read: its ledger line and its words, for the
+/// commit that records it.
+pub(super) struct Settled {
+    pub(super) line: LedgerEntry,
+    pub(super) told: Option<String>,
 }
 
 impl<'e> StopContext<'e> {
@@ -26,7 +41,16 @@ impl<'e> StopContext<'e> {
     pub(super) fn locate(env: &'e Environment, host: Host, event: &'e StopEvent) -> Option<StopContext<'e>> {
         let store = Store::locate(env).ok()?;
         let paths = store.paths(&event.session_id);
-        Some(StopContext { env, host, event, store, paths, known: Known::default() })
+        Some(StopContext {
+            env,
+            host,
+            event,
+            store,
+            paths,
+            known: Known::default(),
+            settlement: None,
+            told: RefCell::new(None),
+        })
     }
 
     /// Whether the session has a loop's files: its state, or its last good copy (a loop whose
@@ -38,5 +62,28 @@ impl<'e> StopContext<'e> {
 
     pub(super) fn now(&self) -> jiff::Timestamp {
         self.env.now
+    }
+
+    /// `state` as it is once the awaited command is settled, with the settlement's line and
+    /// words; `state` as it is, and `None`, when it awaits no longer that command.
+    pub(super) fn settled(&self, state: LoopState) -> (LoopState, Option<Settled>) {
+        match self.settlement.as_ref().and_then(|s| s.apply(&state, self.now())) {
+            Some((next, line, told)) => (next, Some(Settled { line, told })),
+            None => (state, None),
+        }
+    }
+
+    /// Records that a commit took the settlement: its words go with the stop's answer.
+    pub(super) fn recorded(&self, settled: Option<Settled>) -> Vec<LedgerEntry> {
+        let Some(Settled { line, told }) = settled else { return Vec::new() };
+        if told.is_some() {
+            *self.told.borrow_mut() = told;
+        }
+        vec![line]
+    }
+
+    /// What settling the awaited command told, when a commit recorded it.
+    pub(super) fn settled_words(&self) -> Option<String> {
+        self.told.borrow().clone()
     }
 }

@@ -111,6 +111,8 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     let Ok(Custody::Loop { state, incidents }) = transaction.read_known(env.now, &stop.known) else {
         return Forgery::Judge(doubted);
     };
+    // The command the stop settles is recorded by this stop's one commit, the forged stop's.
+    let (state, settled) = stop.settled(state);
     for incident in &incidents {
         record(paths, &state, event, env, incident.code, Some(&incident.what));
     }
@@ -140,7 +142,9 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
             .unwrap_or_else(|| LedgerEntry::forged_stops(&paths.ledger, &state.meta.loop_id))
             + 1,
     );
-    if transaction.commit(&next, &[entry]).is_err() {
+    let mut lines = stop.recorded(settled);
+    lines.push(entry);
+    if transaction.commit(&next, &lines).is_err() {
         Incident::record_fallback(&paths.dir, ReasonCode::ForgedStop, env.now);
     }
     Forgery::Answered(HookResponse {
@@ -164,7 +168,8 @@ fn loop_and_transcript(stop: &StopContext<'_>) -> Option<(LoopState, std::path::
     }
     // Any trouble with the loop's files is the usual judgment's to report: until the stop is
     // known to be forged, nothing is read in a way that repairs (and so hides) it.
-    let trusted = crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??;
+    // The loop as the stop will judge it: with the command it settles settled.
+    let trusted = stop.settled(crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??).0;
     if !trusted.meta.host.keeps_claude_transcript() {
         return None;
     }

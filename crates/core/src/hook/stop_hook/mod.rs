@@ -34,9 +34,10 @@ use crate::host::Host;
 use crate::host::event::{self, EventError, StopEvent};
 use crate::host::hook_response::HookResponse;
 use crate::provenance::claim;
-use crate::state::Incident;
+use crate::provenance::confirmation::Settlement;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
+use crate::state::{Incident, LedgerEntry};
 use crate::store::custody;
 use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
@@ -63,7 +64,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     match event {
         // Without a store no loop can exist: the quiet path of every session without one.
         Ok(event) => {
-            StopContext::locate(env, host, &event).map_or_else(HookResponse::allow, |stop| stop.answer())
+            StopContext::locate(env, host, &event).map_or_else(HookResponse::allow, StopContext::answer)
         }
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
@@ -94,19 +95,22 @@ enum Round {
 
 impl StopContext<'_> {
     /// The answer to this stop.
-    fn answer(&self) -> HookResponse {
+    fn answer(mut self) -> HookResponse {
         if let Some(response) = self.without_loop() {
             return response;
         }
         // A loop command the user never sent (the agent ran the prompt hook itself) is undone
-        // first, so this stop is judged against the loop as the user left it.
-        let unconfirmed = crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known);
-        let response = match forged_stop(self) {
+        // before anything reads the loop, so this stop is judged against the loop as the user
+        // left it; the undoing is recorded by the stop's own commit.
+        self.settlement = Settlement::find(&self.paths, &self.known);
+        let response = match forged_stop(&self) {
             // A forged stop is answered without the user's notices: its reader is the agent.
-            Forgery::Answered(response) => crate::provenance::confirmation::tell(response, unconfirmed),
+            Forgery::Answered(response) => {
+                crate::provenance::confirmation::tell(response, self.settled_words())
+            }
             Forgery::Judge(seen) => {
                 let (response, late) = self.judge_rounds(&seen, true);
-                let unconfirmed = match (unconfirmed, late) {
+                let unconfirmed = match (self.settled_words(), late) {
                     (Some(first), Some(late)) => Some(format!("{first}\n{late}")),
                     (first, late) => first.or(late),
                 };
@@ -210,21 +214,27 @@ impl StopContext<'_> {
             Err(response) => return Round::NotJudged(response),
         };
         let decision = decision::decide(&opened.state, gathered.facts());
-        if let Err(response) = self.commit(&transaction, &opened.state, &decision, &gathered.incidents) {
+        let settled = self.recorded(opened.settled.take());
+        if let Err(response) =
+            self.commit(&transaction, &opened.state, &decision, &settled, &gathered.incidents)
+        {
             return Round::Judged(response);
         }
         Round::Judged(self.effects(transaction, opened, &gathered, &decision).unwrap_or_else(|r| r))
     }
 
-    /// Commits the verdict as decided, or changes nothing and lets the stop through.
+    /// Commits the verdict as decided, after the line of the command it settled, or changes
+    /// nothing and lets the stop through.
     fn commit(
         &self,
         transaction: &Transaction<'_>,
         state: &LoopState,
         decision: &Decision,
+        settled: &[LedgerEntry],
         incidents: &[Incident],
     ) -> Result<(), HookResponse> {
-        if let Err(e) = transaction.commit(&decision.next, &decision.ledger) {
+        let lines: Vec<LedgerEntry> = settled.iter().chain(&decision.ledger).cloned().collect();
+        if let Err(e) = transaction.commit(&decision.next, &lines) {
             let what = format!(
                 "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
                  goes on at the next stop. Free some disk space (or raise the file-size limit)"

@@ -15,7 +15,7 @@ use crate::store::transaction::{OpenError, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 
-use super::context::StopContext;
+use super::context::{Settled, StopContext};
 use super::fault::{fault, record};
 use super::no_loop;
 
@@ -25,6 +25,9 @@ pub(super) struct Opened<'p> {
     pub(super) state: LoopState,
     pub(super) incidents: Vec<Incident>,
     pub(super) judging: Marked<'p>,
+    /// The settlement of the command the loop awaited, applied to `state`, for the verdict's
+    /// commit to record.
+    pub(super) settled: Option<Settled>,
 }
 
 /// What opening found.
@@ -69,10 +72,12 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
         }
         Custody::Loop { state, incidents } => (state, incidents),
     };
+    let (state, settled) = stop.settled(state);
     match decision::gate(&state, &event.session_id) {
         // A new loop this conversation started, on a host whose commands cannot name it, may
         // be waiting to replace the ended one.
         Gate::Ended => {
+            commit_settled(stop, &transaction, &state, settled);
             drop(transaction);
             return if claim::attach(&stop.store, host, event, env.now) {
                 Ok(Opening::Again)
@@ -81,6 +86,7 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
             };
         }
         Gate::Foreign => {
+            commit_settled(stop, &transaction, &state, settled);
             for incident in &incidents {
                 record(paths, &state, event, env, incident.code, Some(&incident.what));
             }
@@ -114,7 +120,20 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
         Found::None => {}
     }
     let judging = Judgment::begin(paths, &state, env.now);
-    Ok(Opening::Judge(Box::new(Opened { state, incidents, judging })))
+    Ok(Opening::Judge(Box::new(Opened { state, incidents, judging, settled })))
+}
+
+/// Commits a settlement alone, for a stop that reaches no verdict to commit it with.
+fn commit_settled(
+    stop: &StopContext<'_>,
+    transaction: &Transaction<'_>,
+    state: &LoopState,
+    settled: Option<Settled>,
+) {
+    if settled.is_some() {
+        // A failure leaves the command awaiting: the next stop settles it again.
+        let _ = transaction.commit(state, &stop.recorded(settled));
+    }
 }
 
 /// Opens the loop again after verify, and keeps it open for the commit. The state may have been
@@ -129,7 +148,11 @@ pub(super) fn reopen<'p>(
     let transaction = Transaction::lock(paths)
         .map_err(|e| fault(paths, Some(state), event, env, &format!("{e}. This stop is allowed.")))?;
     incidents.extend(transaction.taken_over(env.now));
-    match transaction.read_known(env.now, &stop.known) {
+    match transaction.read_known(env.now, &stop.known).map(|custody| match custody {
+        // Read as settled: the command this stop settles is still awaited on disk until its commit.
+        Custody::Loop { state: now, incidents } => Custody::Loop { state: stop.settled(now).0, incidents },
+        other => other,
+    }) {
         Ok(Custody::Loop { state: now, incidents: found })
             if now.meta.loop_id == state.meta.loop_id
                 && now.meta.iteration == state.meta.iteration
