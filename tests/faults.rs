@@ -453,6 +453,19 @@ fn verify_runs_with_the_default_file_size_signal() {
     assert!(run.reason().contains("Its output:\n(no output)"), "the shell went on: {}", run.reason());
 }
 
+/// The next judged stop, blocked (verify fails), telling the user of the stop a hook of another
+/// version let through unjudged.
+fn told_let_through(env: &TestEnv) -> crate::util::Run {
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    let message = run.system_message();
+    assert!(
+        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
+        "{message}"
+    );
+    run
+}
+
 /// An allowed stop is never silent: one let through unjudged is told again at the next judged
 /// stop, whether the ledger recorded it or, with the ledger unwritable, an empty file named after
 /// it did.
@@ -463,13 +476,8 @@ fn stops_let_through_unjudged_are_told_again_at_the_next_judged_stop() {
     let event = crate::util::stop_event(SESSION, &env.project, "done", false).to_string();
     assert!(!env.run(&["stop-hook", "--host", "a-newer-host"], &event).blocked());
     fs::write(env.session_dir(SESSION).join("incident.1795449000.record_failed"), "").unwrap();
-    let run = env.stop("done");
-    assert!(run.blocked(), "{}", run.stdout);
+    let run = told_let_through(&env);
     let message = run.system_message();
-    assert!(
-        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
-        "{message}"
-    );
     assert!(message.contains("could not even be written to the ledger (record_failed"), "{message}");
     assert!(run.reason().contains("for-loop noticed: a stop was let through unjudged"), "{}", run.reason());
     assert!(!env.session_dir(SESSION).join("incident.1795449000.record_failed").exists());
@@ -621,13 +629,8 @@ fn a_note_that_finds_the_lock_busy_is_kept_and_told_at_the_next_judged_stop() {
     assert!(!env.run(&["stop-hook", "--host", "a-newer-host"], &event).blocked());
     assert_eq!(fs::read(env.ledger_path()).unwrap(), before, "appended while another held the lock");
     drop(lock);
-    let run = env.stop("done");
-    assert!(run.blocked(), "{}", run.stdout);
+    let run = told_let_through(&env);
     let message = run.system_message();
-    assert!(
-        message.contains("a stop was let through unjudged: the hook ran `loop-hook stop-hook`"),
-        "{message}"
-    );
     assert!(message.contains("kept beside the ledger: its lock was busy"), "{message}");
     assert_eq!(env.ledger_reasons(SESSION), ["internal_error", "verify_failed"]);
     let left: Vec<_> = fs::read_dir(env.session_dir(SESSION))

@@ -140,27 +140,12 @@ mod tests {
     use crate::state::VerifyRecord;
 
     fn entry(iteration: u32) -> LedgerEntry {
+        let time = "2026-11-22T03:00:00Z".parse().unwrap();
         LedgerEntry {
-            time: "2026-11-22T03:00:00Z".parse().unwrap(),
             loop_id: "l".into(),
             iteration,
-            max_iterations: 30,
-            decision: LedgerDecision::Block,
-            reason: ReasonCode::VerifyFailed,
             stop_hook_active: Some(false),
-            verify: None,
-            promise_kept: None,
-            detail: None,
-            oracle_changed: Vec::new(),
-            receipt: None,
-            origin: None,
-            tokens: None,
-            state_digest: None,
-            metric: None,
-            tests: None,
-            skip_markers: Vec::new(),
-            review: None,
-            out_of_scope: Vec::new(),
+            ..LedgerEntry::new(&crate::state::sample(), time, LedgerDecision::Block, ReasonCode::VerifyFailed)
         }
     }
 
