@@ -17,6 +17,7 @@ pub(crate) const PLAIN_ALLOW: &[(&str, &str)] = &[
     ("codex", ""),
     ("cursor", "{}"),
     ("copilot-cli", "{}"),
+    ("opencode", "{}"),
 ];
 
 pub(crate) fn fixtures() -> PathBuf {
@@ -78,17 +79,19 @@ fn recorded_payloads_give_the_exact_output_of_each_host() {
                     let reason = json
                         .get("reason")
                         .or_else(|| json.get("followup_message"))
+                        .or_else(|| json.get("prompt"))
                         .and_then(Value::as_str)
                         .unwrap_or_else(|| panic!("{name}: no prompt in {actual}"));
                     assert!(reason.starts_with(task), "{name}: the task is not re-injected: {reason}");
                     expected = expected.replace("{{REINJECTED}}", &Value::from(reason).to_string());
-                    if let Some(message) = json.get("systemMessage") {
+                    if let Some(message) = json.get("systemMessage").or_else(|| json.get("message")) {
                         expected = expected.replace("{{MESSAGE}}", &message.to_string());
                     }
                 }
                 assert_eq!(actual, expected, "{name} ({})", if with_loop { "loop" } else { "no loop" });
                 // A refused event neither uses an iteration nor writes the ledger.
-                let judged = expected.contains("reason") || expected.contains("followup_message");
+                let judged =
+                    ["reason", "followup_message", "prompt"].iter().any(|key| expected.contains(key));
                 let stops = env.ledger_reasons(session);
                 assert_eq!(stops.len(), usize::from(with_loop && judged), "{name}: {stops:?}");
                 checked += 1;
@@ -114,7 +117,7 @@ fn malformed_payloads_allow_with_each_hosts_plain_answer() {
 /// session must not be judged by a hook meant for another host.
 #[test]
 fn a_hook_for_one_host_never_judges_another_hosts_payload() {
-    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex"];
+    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex", "opencode"];
     for (host, allow) in PLAIN_ALLOW {
         for dir in dirs {
             if *host == dir || (*host == "claude-code" && dir == "codex") {
@@ -242,7 +245,7 @@ fn a_loop_started_without_a_session_is_claimed_by_the_conversation_that_started_
 #[test]
 fn hosts_without_the_last_message_refuse_a_completion_promise() {
     let env = TestEnv::new();
-    for host in ["cursor", "antigravity", "copilot-cli"] {
+    for host in ["cursor", "antigravity", "copilot-cli", "opencode"] {
         let run = env.run(&["start", "--host", host, "--session", "s"], "task --completion-promise DONE");
         assert_eq!(run.code, 1, "{host}: {}", run.stdout);
         assert!(
@@ -335,10 +338,11 @@ fn each_host_is_told_commands_its_packaging_has() {
                 other => repo().join("plugin/claude-code/skills").join(other).join("SKILL.md").is_file(),
             },
             "gemini-cli" => repo().join("plugin/gemini-cli/commands").join(format!("{name}.toml")).is_file(),
+            "opencode" => repo().join("plugin/opencode/commands").join(format!("{name}.md")).is_file(),
             host => repo().join("plugin").join(host).join("skills").join(name).join("SKILL.md").is_file(),
         }
     };
-    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli"] {
+    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli", "opencode"] {
         let env = TestEnv::new();
         let started =
             env.run(&["start", "--session", "s", "--host", host], "t --verify false --max-iterations 1");
@@ -371,4 +375,173 @@ fn each_host_is_told_commands_its_packaging_has() {
     assert!(gemini.contains("/scripts/command\" $PPID resume {{args}}"), "{gemini}");
     let script = std::fs::read_to_string(repo().join("plugin/gemini-cli/scripts/command")).unwrap();
     assert!(script.contains("sh \"$f\" \"$subcommand\" --host gemini-cli --exit-zero"), "{script}");
+}
+
+/// opencode's plugin payloads with a field of the wrong type, or missing, or for another plugin
+/// hook, let the session be idle: `{}`, nothing judged, nothing written.
+#[test]
+fn malformed_opencode_payloads_leave_the_session_idle() {
+    let env = TestEnv::new();
+    let started = env.run(&["start", "--session", "ses_1", "--host", "opencode"], "endless --verify false");
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    for bad in [
+        r#"{"opencode_hook":"event"}"#,
+        r#"{"opencode_hook":"event","event":null}"#,
+        r#"{"opencode_hook":"event","event":"session.idle"}"#,
+        r#"{"opencode_hook":"event","event":{"type":"session.idle"}}"#,
+        r#"{"opencode_hook":"event","event":{"type":"session.idle","properties":{"sessionID":7}}}"#,
+        r#"{"opencode_hook":"event","event":{"type":"session.idle","properties":{"sessionID":""}}}"#,
+        r#"{"opencode_hook":"event","event":{"type":7,"properties":{"sessionID":"ses_1"}}}"#,
+        r#"{"opencode_hook":["event"],"event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+        r#"{"opencode_hook":"event","session":"ses_1","event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+        r#"{"opencode_hook":"event","directory":7,"event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+        r#"{"opencode_hook":"tool.execute.before","input":{"tool":"bash","sessionID":"ses_1"}}"#,
+        r#"{"event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+        r#"{"type":"session.idle","properties":{"sessionID":"ses_1"}}"#,
+    ] {
+        let run = stop(&env, "opencode", bad.as_bytes());
+        assert_eq!((run.code, run.stdout.trim_end()), (0, "{}"), "{bad}: {}", run.stderr);
+    }
+    assert!(env.ledger_reasons("ses_1").is_empty(), "{:?}", env.ledger_reasons("ses_1"));
+    // The command and tool-call hooks take the same bad input without a word.
+    for (command, bad) in [
+        (
+            "prompt-hook",
+            r#"{"opencode_hook":"command.execute.before","input":{"command":7,"sessionID":"ses_1"}}"#,
+        ),
+        ("prompt-hook", r#"{"opencode_hook":"command.execute.before","input":"cancel-loop"}"#),
+        ("prompt-hook", "not json"),
+        (
+            "guard",
+            r#"{"opencode_hook":"tool.execute.before","input":{"tool":"bash","sessionID":"ses_1"},"output":{"args":7}}"#,
+        ),
+        (
+            "guard",
+            r#"{"opencode_hook":"tool.execute.before","input":{"tool":["bash"],"sessionID":"ses_1"},"output":{"args":{}}}"#,
+        ),
+    ] {
+        let args: &[&str] = if command == "guard" { &["guard"] } else { &[command, "--host", "opencode"] };
+        let run = env.run(args, bad);
+        assert_eq!(run.code, 0, "{command} {bad}: {}", run.stderr);
+        assert!(["", "{}"].contains(&run.stdout.trim_end()), "{command} {bad}: {}", run.stdout);
+    }
+    let state = std::fs::read_to_string(env.session_dir("ses_1").join("state.md")).unwrap();
+    assert!(state.contains("status: active"), "{state}");
+}
+
+/// A subagent's session has its own id and a parent: the idle of one is never judged, even with
+/// the parent's loop on. Fed to the hook as the plugin passes it.
+#[test]
+fn opencode_subagent_idle_is_not_judged() {
+    let env = TestEnv::new();
+    let started =
+        env.run(&["start", "--session", "ses_parent", "--host", "opencode"], "endless --verify false");
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    let idle = |session: &str, parent: Option<&str>| {
+        serde_json::json!({
+            "opencode_hook": "event",
+            "directory": env.project,
+            "session": {"id": session, "parentID": parent},
+            "event": {"type": "session.idle", "properties": {"sessionID": session}},
+        })
+        .to_string()
+    };
+    let child = env.run(&["stop-hook", "--host", "opencode"], idle("ses_parent", Some("ses_grandparent")));
+    assert_eq!(child.stdout.trim(), "{}");
+    assert!(env.ledger_reasons("ses_parent").is_empty());
+    let own = env.run(&["stop-hook", "--host", "opencode"], idle("ses_parent", None));
+    assert!(own.json()["prompt"].as_str().unwrap_or_default().contains("endless"), "{}", own.stdout);
+}
+
+/// opencode's plugin, run by node with a stand-in for opencode's client and for loop-hook: each
+/// of the three plugin hooks passes what it got to its subcommand and does what the answer says,
+/// and a loop-hook inside the session's project is never run.
+#[test]
+fn opencode_plugin_passes_each_hook_on_and_does_what_loop_hook_answers() {
+    let env = TestEnv::new();
+    let bin = env.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("loop-hook");
+    let log = env.home.join("calls.log");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{log}'\ncat >> '{log}'\necho >> '{log}'\ncase \"$1\" in\n  stop-hook) echo '{{\"prompt\":\"keep going\",\"message\":\"1/3\"}}' ;;\n  prompt-hook) echo '{{\"prompt\":\"loop started\"}}' ;;\n  guard) echo '{{\"deny\":\"not the check\"}}' ;;\nesac\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The same stand-in inside the project: never run, though it comes first.
+    let inside = env.project.join("loop-hook");
+    std::fs::copy(&fake, &inside).unwrap();
+    let plugin = repo().join("plugin/opencode/plugins/for-loop.js");
+    let script = format!(
+        r#"
+import {{ ForLoop }} from {plugin};
+const calls = [];
+const client = {{
+  app: {{ log: async (x) => calls.push(["log", x.body.message]) }},
+  tui: {{ showToast: async (x) => calls.push(["toast", x.body.message]) }},
+  session: {{
+    get: async ({{ path }}) => ({{ data: {{ id: path.id, directory: {project} }} }}),
+    promptAsync: async (x) => calls.push(["prompt", x.path.id, x.body.parts[0].text]),
+  }},
+}};
+for (const [binary, label] of [[{inside}, "inside"], [{fake}, "outside"]]) {{
+  const hooks = await ForLoop({{ client, directory: {project} }}, {{ binary }});
+  await hooks.event({{ event: {{ type: "session.status", properties: {{ sessionID: "ses_1" }} }} }});
+  await hooks.event({{ event: {{ type: "session.idle", properties: {{ sessionID: "ses_1" }} }} }});
+  // The idle is handled in the background: wait for what it does.
+  const seen = () => calls.some((c) => label === "inside" ? String(c[1]).includes("not found") : c[0] === "prompt");
+  for (let i = 0; i < 100 && !seen(); i++) await new Promise((r) => setTimeout(r, 100));
+  const output = {{ parts: [{{ type: "text", text: "the command file" }}] }};
+  await hooks["command.execute.before"]({{ command: "for-loop", sessionID: "ses_1", arguments: "fix it --verify true" }}, output);
+  calls.push(["parts", label, output.parts.map((p) => p.text).join("|")]);
+  try {{
+    await hooks["tool.execute.before"]({{ tool: "bash", sessionID: "ses_1", callID: "c" }}, {{ args: {{ command: "rm check.sh" }} }});
+    calls.push(["tool ran", label]);
+  }} catch (e) {{ calls.push(["tool denied", label, e.message]); }}
+}}
+console.log(JSON.stringify(calls));
+"#,
+        plugin = serde_json::to_string(&format!("file://{}", plugin.display())).unwrap(),
+        project = serde_json::to_string(&env.project).unwrap(),
+        inside = serde_json::to_string(&inside).unwrap(),
+        fake = serde_json::to_string(&fake).unwrap(),
+    );
+    let output = Command::new("node")
+        .args(["--input-type=module", "-e", &script])
+        .env_clear()
+        .env("PATH", crate::util::path_without_loop_hook())
+        .env("HOME", &env.home)
+        .output()
+        .expect("node runs opencode's plugin in this test: install Node.js");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let calls: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let calls: Vec<String> = calls.as_array().unwrap().iter().map(Value::to_string).collect();
+    let toast = calls.iter().position(|c| c.contains("loop-hook was not found")).unwrap();
+    assert!(toast < 2, "inside the project, the binary is not run: {calls:#?}");
+    for expected in [
+        r#"["parts","inside","the command file"]"#,
+        r#"["tool ran","inside"]"#,
+        r#"["toast","1/3"]"#,
+        r#"["prompt","ses_1","keep going"]"#,
+        r#"["parts","outside","loop started"]"#,
+        r#"["tool denied","outside","not the check"]"#,
+    ] {
+        assert!(calls.iter().any(|c| c == expected), "{expected} not in {calls:#?}");
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<&str> = log.lines().filter(|l| !l.starts_with('{') && !l.is_empty()).collect();
+    assert_eq!(runs, ["stop-hook --host opencode", "prompt-hook --host opencode", "guard"], "{log}");
+    let payloads: Vec<Value> =
+        log.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(payloads[0]["opencode_hook"], "event");
+    assert_eq!(payloads[0]["event"]["type"], "session.idle");
+    assert_eq!(payloads[0]["session"]["id"], "ses_1");
+    assert_eq!(payloads[0]["directory"], serde_json::json!(env.project));
+    assert_eq!(payloads[1]["input"]["arguments"], "fix it --verify true");
+    assert_eq!(payloads[2]["output"]["args"]["command"], "rm check.sh");
 }

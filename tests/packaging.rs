@@ -572,7 +572,10 @@ fn a_release_runs_its_shipped_binary_only_while_the_checksum_matches() {
     assert!(!stop.blocked());
     let guard = tree.run(&["guard"], "{}");
     assert_eq!((guard.code, guard.stdout.as_str()), (0, ""));
-    for (host, allow) in crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| *h != "claude-code") {
+    // opencode's plugin runs the binary itself, never through the launcher.
+    for (host, allow) in
+        crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| !matches!(*h, "claude-code" | "opencode"))
+    {
         let run = tree.run(&["stop-hook", "--host", host], "{}");
         assert_eq!((run.code, run.stdout.trim_end()), (0, *allow), "{host}");
     }
@@ -707,7 +710,10 @@ fn without_any_binary_hooks_allow_and_commands_say_how_to_install() {
     let mut other_session = tree.launcher(&["stop-hook"]);
     other_session.env("CLAUDE_CODE_SESSION_ID", "another-session");
     assert_eq!(run_command(other_session, b"{}").stdout, "");
-    for (host, allow) in crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| *h != "claude-code") {
+    // opencode's plugin runs the binary itself, never through the launcher.
+    for (host, allow) in
+        crate::hosts::PLAIN_ALLOW.iter().filter(|(h, _)| !matches!(*h, "claude-code" | "opencode"))
+    {
         let run = tree.run(&["stop-hook", "--host", host], "{}");
         assert_eq!((run.code, run.stdout.trim_end()), (0, *allow), "{host}");
     }

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use crate::util::{Run, TestEnv, run_command};
 
-const HOSTS: [&str; 6] = ["claude-code", "antigravity", "gemini-cli", "codex", "cursor", "copilot-cli"];
+const HOSTS: [&str; 7] =
+    ["claude-code", "antigravity", "gemini-cli", "codex", "cursor", "copilot-cli", "opencode"];
 const SESSION: &str = "prop-session";
 /// Per run. Far above a real stop's cost, far below a hang.
 const TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -37,6 +38,9 @@ fn event_of(host: &str, transcript: &str, message: &str, flag: bool) -> Value {
         }
         "codex" => json!({"session_id": SESSION, "turn_id": "t", "hook_event_name": "Stop",
             "last_assistant_message": message, "stop_hook_active": flag}),
+        "opencode" => json!({"opencode_hook": "event", "directory": transcript,
+            "session": {"id": SESSION, "title": message, "parentID": if flag { Value::Null } else { json!(message) }},
+            "event": {"type": "session.idle", "properties": {"sessionID": SESSION}}}),
         _ => json!({"session_id": SESSION, "hook_event_name": "Stop", "transcript_path": transcript,
             "last_assistant_message": message, "stop_hook_active": flag}),
     }
@@ -61,12 +65,16 @@ fn shape(host: &str, stdout: &str) -> Result<bool, String> {
         "gemini-cli" => matches!(decision, Some("allow" | "block")),
         "antigravity" => matches!(decision, Some("stop" | "continue")),
         "cursor" => keys.is_empty() || keys == ["followup_message"],
+        "opencode" => keys.iter().all(|k| ["prompt", "message"].contains(k)),
         _ => keys.is_empty() || keys.iter().all(|k| ["decision", "reason"].contains(k)),
     };
     if !ok {
         return Err(format!("not {host}'s shape"));
     }
-    Ok(decision == Some("block") || decision == Some("continue") || object.contains_key("followup_message"))
+    Ok(decision == Some("block")
+        || decision == Some("continue")
+        || object.contains_key("followup_message")
+        || object.contains_key("prompt"))
 }
 
 /// Runs `stop-hook --host HOST` under the time and memory limits.

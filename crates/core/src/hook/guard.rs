@@ -143,11 +143,21 @@ const CODE_NAMES: &[&str] = &[
 pub(crate) fn run(env: &Environment, stdin: impl Read) -> String {
     let Ok(bytes) = event::read_bounded(stdin) else { return String::new() };
     let Ok(object) = event::parse_object(&bytes) else { return String::new() };
+    // opencode's plugin passes its `tool.execute.before`, read as the same event; it reads a
+    // denial as `deny` and a line for the user as `message`.
+    let opencode = crate::host::opencode_tool_call(&object);
+    let from_opencode = opencode.is_some();
+    let object = opencode.unwrap_or(object);
     let Some((store, paths, state)) = running_loop(env, &Fields(&object)) else { return String::new() };
     // The user hears of hooks being switched off at the first tool call after it.
     let told = crate::hook::guard_host_config::notice(env, &paths, &state);
     let mut answer = Map::new();
-    if let Some(reason) = objection(env, &object, &store, &state) {
+    let objection = objection(env, &object, &store, &state);
+    if from_opencode {
+        let pairs = objection.map(|r| ("deny", Value::String(r))).into_iter();
+        return crate::host::object_line(pairs.chain(told.map(|t| ("message", Value::String(t)))));
+    }
+    if let Some(reason) = objection {
         answer.insert(
             "hookSpecificOutput".into(),
             json!({
@@ -281,6 +291,19 @@ impl Protected {
         }
         let config = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
         paths.extend(config.map(|c| (c.join("settings.json"), SETTINGS)));
+        // opencode loads for-loop's plugin from its config folder, and a setting there can
+        // name other plugins or switch tools off.
+        let xdg = var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute());
+        if let Some(opencode) =
+            xdg.or_else(|| var("HOME").map(|h| h.join(".config"))).map(|c| c.join("opencode"))
+        {
+            for plugin in ["plugins/for-loop.js", "plugin/for-loop.js"] {
+                paths.push((opencode.join(plugin), PLUGIN));
+            }
+            for config in ["opencode.json", "opencode.jsonc", "config.json"] {
+                paths.push((opencode.join(config), SETTINGS));
+            }
+        }
         Protected { paths }
     }
 
@@ -396,7 +419,7 @@ impl Guard<'_> {
             // `sh FILE ARGS`: the file is the program.
             return self.runs_loop_hook(args).then(loop_command_reason);
         }
-        if self.runs_loop_hook(&words) {
+        if self.runs_loop_hook(&words) || sends_an_opencode_command(program, args) {
             return Some(loop_command_reason());
         }
         if COPIES.contains(&program) && args.iter().any(|a| self.is_loop_hook(a)) {
@@ -623,6 +646,24 @@ fn base(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
+/// Whether a command hands one of for-loop's commands to opencode, as if the user ran it: a
+/// second `opencode run --command cancel-loop` loads the same plugin, and the server's API
+/// (`POST /session/ID/command`, with curl) is what the TUI itself uses.
+fn sends_an_opencode_command(program: &str, args: &[String]) -> bool {
+    const NAMES: &[&str] = &["for-loop", "cancel-loop", "loop-status", "resume-loop"];
+    let names = |arg: &str| {
+        let bare = arg.trim_start_matches('/');
+        NAMES.iter().any(|name| bare == *name || arg.contains(&format!("\"{name}\"")))
+    };
+    match program {
+        "opencode" => args.iter().any(|arg| names(arg)),
+        "curl" | "wget" | "http" | "https" | "xh" => {
+            args.iter().any(|arg| arg.contains("/command")) && args.iter().any(|arg| names(arg))
+        }
+        _ => false,
+    }
+}
+
 /// Whether a tool's input holds a for-loop command, as a prompt to be submitted later.
 fn names_a_user_command(value: &Value) -> bool {
     match value {
@@ -745,6 +786,33 @@ mod tests {
         let exe = std::env::current_exe().unwrap().display().to_string();
         assert!(g.file(&exe).unwrap().contains("binary"), "the running binary itself");
         assert!(g.file(".claude/notes.md").is_none());
+    }
+
+    #[test]
+    fn opencode_commands_sent_from_the_shell_are_refused() {
+        let w = world();
+        for command in [
+            "opencode run --session ses_1 --command cancel-loop",
+            "opencode run -s ses_1 --command=x /cancel-loop",
+            "opencode run --attach http://127.0.0.1:4096 --command resume-loop -- --more 5",
+            r#"curl -X POST http://127.0.0.1:4096/session/ses_1/command -d '{"command":"cancel-loop"}'"#,
+            "sh -c 'opencode run --command for-loop -- x'",
+        ] {
+            assert!(w.denied(command), "{command}");
+        }
+        for command in [
+            "opencode run fix the tests",
+            "opencode --version",
+            "curl http://127.0.0.1:4096/session",
+            "grep -r cancel-loop docs",
+        ] {
+            assert!(!w.denied(command), "{command}");
+        }
+        let g = w.guard();
+        let plugin = w.home.join(".config/opencode/plugins/for-loop.js").display().to_string();
+        assert!(g.file(&plugin).unwrap().contains("plugin files"));
+        let config = w.home.join(".config/opencode/opencode.json").display().to_string();
+        assert!(g.file(&config).unwrap().contains("settings"));
     }
 
     #[test]

@@ -76,7 +76,12 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
 
 fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
     let fields = Fields(object);
-    let Some((session_id, prompt)) = session_and_prompt(&fields) else { return PromptResponse::default() };
+    let read = if host.prompt_hook_replaces_the_command() {
+        crate::host::opencode_command(object).map(|c| (c.session_id, c.prompt))
+    } else {
+        session_and_prompt(&fields)
+    };
+    let Some((session_id, prompt)) = read else { return PromptResponse::default() };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
@@ -112,7 +117,13 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let Some(command) = UserCommand::parse(host, &prompt) else {
         return not_a_command(env, host, &paths, notice);
     };
-    let cwd = fields.path("cwd").ok().flatten().unwrap_or_else(|| env.cwd.clone());
+    // opencode's plugin names the session's directory.
+    let cwd = fields
+        .path("cwd")
+        .ok()
+        .flatten()
+        .or_else(|| fields.path("directory").ok().flatten())
+        .unwrap_or_else(|| env.cwd.clone());
     let kind = crate::state::AwaitingKind::of(command.kind);
     // Without the loop's transcript nothing tells the user's prompt from a program's.
     if let (Some(kind), Some(state), true) =
@@ -464,6 +475,9 @@ fn render(host: Host, response: &PromptResponse) -> String {
     if host.prompt_hook_answers_in_place() {
         return copilot_answer(response);
     }
+    if host.prompt_hook_replaces_the_command() {
+        return opencode_answer(response);
+    }
     let mut object = Map::new();
     if let Some(reason) = &response.block {
         object.insert("decision".into(), json!("block"));
@@ -529,6 +543,27 @@ fn copilot_answer(response: &PromptResponse) -> String {
     }
 }
 
+/// The prompt hook's answer in the shape opencode's plugin reads: `prompt` takes the place of
+/// the command's text, and goes to the model, since a command cannot skip its turn (throwing
+/// from `command.execute.before` fails the whole request); `message` is shown to the user. What
+/// the hook answered itself is sent for the model to repeat, word for word.
+fn opencode_answer(response: &PromptResponse) -> String {
+    let mut pairs = Vec::new();
+    match (&response.block, &response.context) {
+        (Some(shown), _) => pairs.push(("prompt", json!(format!("{RELAY}\n\n{shown}")))),
+        (None, Some(context)) => pairs.push(("prompt", json!(context))),
+        (None, None) => {}
+    }
+    if let Some(message) = response.system_message.as_ref().or(response.block.as_ref()) {
+        pairs.push(("message", json!(message)));
+    }
+    crate::host::object_line(pairs)
+}
+
+/// What the model is told when the prompt hook answered the user's command itself.
+const RELAY: &str = "for-loop carried out the user's command itself; there is no task in it for you. \
+    Reply to the user with the text below, exactly as it is, and nothing else; run no tools.";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,6 +623,68 @@ mod tests {
         };
         assert_eq!(copilot_answer(&started), r#"{"additionalContext":"for-loop: started"}"#);
         assert_eq!(copilot_answer(&PromptResponse::default()), "{}");
+    }
+
+    #[test]
+    fn opencode_answers_replace_the_command() {
+        let shown = PromptResponse { block: Some("status".into()), ..PromptResponse::default() };
+        let answer: Value = serde_json::from_str(&opencode_answer(&shown)).unwrap();
+        assert!(answer["prompt"].as_str().unwrap().starts_with(RELAY), "{answer}");
+        assert!(answer["prompt"].as_str().unwrap().ends_with("\n\nstatus"), "{answer}");
+        assert_eq!(answer["message"], "status");
+        let started = PromptResponse {
+            system_message: Some("for the user".into()),
+            context: Some("for-loop: started".into()),
+            ..PromptResponse::default()
+        };
+        assert_eq!(opencode_answer(&started), r#"{"message":"for the user","prompt":"for-loop: started"}"#);
+        assert_eq!(opencode_answer(&PromptResponse::default()), "{}");
+    }
+
+    fn opencode_command(session: &str, command: &str, arguments: &str, dir: &Path) -> Map<String, Value> {
+        let value = json!({
+            "opencode_hook": "command.execute.before",
+            "directory": dir,
+            "input": {"command": command, "sessionID": session, "arguments": arguments},
+            "output": {"parts": [{"type": "text", "text": "the command file's text"}]},
+        });
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn an_opencode_command_is_carried_out_for_its_session_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let env = env(&home);
+        let started = respond(
+            &env,
+            Host::Opencode,
+            &opencode_command("ses_1", "for-loop", "fix --verify false", &project),
+        );
+        assert_eq!(started.block, None, "{started:?}");
+        assert!(started.context.unwrap().contains("Task:\nfix\n"));
+        let status = respond(&env, Host::Opencode, &opencode_command("ses_1", "loop-status", "", &project));
+        assert!(status.block.unwrap().contains("is active, iteration"));
+        let state = std::fs::read_to_string(Store::locate(&env).unwrap().paths("ses_1").state).unwrap();
+        assert!(state.contains(&project.display().to_string()), "{state}");
+        // Another of the user's commands, another host's prompt event: nothing to do.
+        assert_eq!(
+            respond(&env, Host::Opencode, &opencode_command("ses_1", "init", "", &project)),
+            PromptResponse::default()
+        );
+        assert_eq!(
+            respond(&env, Host::Opencode, &event("ses_1", "/cancel-loop", &project, None)),
+            PromptResponse::default()
+        );
+        assert_eq!(
+            respond(&env, Host::ClaudeCode, &opencode_command("ses_1", "cancel-loop", "", &project)),
+            PromptResponse::default()
+        );
+        let cancelled =
+            respond(&env, Host::Opencode, &opencode_command("ses_1", "cancel-loop", "", &project));
+        assert!(cancelled.block.unwrap().contains("cancelled by the user"));
     }
 
     #[test]

@@ -27,6 +27,8 @@ use serde_json::{Map, Value};
 use crate::host::event::{EventError, Fields, StopEvent};
 
 use crate::host::hook_response::HookResponse;
+use adapter::opencode;
+pub(crate) use adapter::opencode::Command as OpencodeCommand;
 use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
@@ -42,11 +44,20 @@ pub(crate) enum Host {
     Codex,
     Cursor,
     CopilotCli,
+    /// opencode: its plugin passes session events, commands and tool calls to the hook.
+    Opencode,
 }
 
 impl Host {
-    pub(crate) const ALL: &'static [Host] =
-        &[Host::ClaudeCode, Host::Antigravity, Host::GeminiCli, Host::Codex, Host::Cursor, Host::CopilotCli];
+    pub(crate) const ALL: &'static [Host] = &[
+        Host::ClaudeCode,
+        Host::Antigravity,
+        Host::GeminiCli,
+        Host::Codex,
+        Host::Cursor,
+        Host::CopilotCli,
+        Host::Opencode,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -56,6 +67,7 @@ impl Host {
             Host::Codex => "codex",
             Host::Cursor => "cursor",
             Host::CopilotCli => "copilot-cli",
+            Host::Opencode => "opencode",
         }
     }
 
@@ -68,6 +80,7 @@ impl Host {
             Host::Codex => &[],
             Host::Cursor => &["cursor-agent"],
             Host::CopilotCli => &["copilot"],
+            Host::Opencode => &[],
         }
     }
 
@@ -86,7 +99,8 @@ impl Host {
     /// the result, so a model that answers at once ends its turn before the token is in the
     /// file, and waiting for it would hold every stop of the project for a guessed time.
     pub(crate) fn tells_commands_the_session(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli)
+        // opencode's plugin names the session of every command it passes on.
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode)
     }
 
     /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
@@ -94,7 +108,8 @@ impl Host {
     /// out there, and the same commands from the agent's shell are refused ([`crate::provenance::origin`]).
     pub(crate) fn has_prompt_hook(self) -> bool {
         // Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`).
-        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli)
+        // opencode's is the plugin's `command.execute.before`.
+        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Opencode)
     }
 
     /// Whether the host keeps the conversation in Claude Code's transcript format, the one the
@@ -160,6 +175,13 @@ impl Host {
         self == Host::ClaudeCode
     }
 
+    /// Whether the prompt hook's answer takes the place of the text the user's command sends
+    /// the model (opencode's `command.execute.before`): the command always goes on to the model,
+    /// so what the user must hear is sent for the model to pass on.
+    pub(crate) fn prompt_hook_replaces_the_command(self) -> bool {
+        self == Host::Opencode
+    }
+
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
     /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
     pub(crate) fn commands(self) -> Commands {
@@ -181,6 +203,13 @@ impl Host {
                 cancel: "$cancel-loop",
                 status: "$loop-status",
                 start: "$for-loop",
+                rollback: "`loop-hook rollback` in a terminal",
+            },
+            Host::Opencode => Commands {
+                resume: "/resume-loop",
+                cancel: "/cancel-loop",
+                status: "/loop-status",
+                start: "/for-loop",
                 rollback: "`loop-hook rollback` in a terminal",
             },
             Host::Antigravity | Host::Cursor => Commands {
@@ -212,6 +241,8 @@ impl Host {
             Host::CopilotCli
         } else if event == Some("Stop") && fields.has_any(&["turn_id"]) {
             Host::Codex
+        } else if fields.has_any(&[opencode::MARKER]) {
+            Host::Opencode
         } else {
             Host::ClaudeCode
         }
@@ -228,6 +259,7 @@ impl Host {
             Host::Codex => codex::parse(object),
             Host::Cursor => cursor::parse(object),
             Host::CopilotCli => copilot_cli::parse(object),
+            Host::Opencode => opencode::parse(object),
         }
     }
 
@@ -241,6 +273,7 @@ impl Host {
             Host::Codex => codex::render(response),
             Host::Cursor => cursor::render(response),
             Host::CopilotCli => copilot_cli::render(response),
+            Host::Opencode => opencode::render(response),
         }
     }
 }
@@ -248,18 +281,31 @@ impl Host {
 /// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
 /// adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
-    let others: [(Host, &[&str], &'static str); 4] = [
+    let others: [(Host, &[&str], &'static str); 5] = [
         (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
         (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
         // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
         // configured under Claude's event name) is snake_case but has a `stop_reason`.
         (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
         (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
+        (Host::Opencode, &[opencode::MARKER], "an opencode plugin event"),
     ];
     others
         .into_iter()
         .find(|(other, markers, _)| *other != host && fields.has_any(markers))
         .map(|(_, _, what)| what)
+}
+
+/// The user's command in the payload of opencode's plugin (`command.execute.before`), if it is
+/// one: read by the prompt hook, whatever host it was started for.
+pub(crate) fn opencode_command(object: &Map<String, Value>) -> Option<OpencodeCommand> {
+    opencode::command(object)
+}
+
+/// The tool call in the payload of opencode's plugin (`tool.execute.before`), in the shape of
+/// Claude Code's `PreToolUse` the guard reads, if it is one.
+pub(crate) fn opencode_tool_call(object: &Map<String, Value>) -> Option<Map<String, Value>> {
+    opencode::tool_call(object)
 }
 
 /// How a host's user runs for-loop's commands.
@@ -318,7 +364,13 @@ mod tests {
             ("$for-loop", "`loop-hook rollback` in a terminal"),
             "Codex has no slash commands"
         );
-        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || *s == starts[0]), "{starts:?}");
+        assert_eq!(
+            starts[6],
+            ("/for-loop", "`loop-hook rollback` in a terminal"),
+            "opencode has no rollback command"
+        );
+        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || i == 6 || *s == starts[0]), "{starts:?}");
+        assert_eq!(having(Host::prompt_hook_replaces_the_command), ["opencode"]);
     }
 
     #[test]
@@ -330,7 +382,10 @@ mod tests {
         assert_eq!(Host::from_name("agy"), Some(Host::Antigravity));
         assert_eq!(Host::from_name("gemini"), Some(Host::GeminiCli));
         assert_eq!(Host::from_name("vim"), None);
-        assert_eq!(Host::names(), "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli");
+        assert_eq!(
+            Host::names(),
+            "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli, opencode"
+        );
     }
 
     #[test]
@@ -343,6 +398,7 @@ mod tests {
         assert_eq!(guess(r#"{"sessionId":"s","stopReason":"end_turn"}"#), Host::CopilotCli);
         assert_eq!(guess(r#"{"hook_event_name":"Stop","turn_id":"t"}"#), Host::Codex);
         assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s"}"#), Host::ClaudeCode);
+        assert_eq!(guess(r#"{"opencode_hook":"event","event":{}}"#), Host::Opencode);
     }
 
     /// Every adapter, fed every other host's turn end, refuses it as foreign.
@@ -366,6 +422,10 @@ mod tests {
                 r#"{"conversation_id":"c","generation_id":"g","hook_event_name":"stop","status":"completed","loop_count":0,"workspace_roots":["/p"],"cursor_version":"3.17.19"}"#,
             ),
             (Host::CopilotCli, r#"{"sessionId":"s","cwd":"/p","stopReason":"end_turn","timestamp":1}"#),
+            (
+                Host::Opencode,
+                r#"{"opencode_hook":"event","directory":"/p","event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+            ),
         ];
         for host in Host::ALL {
             for (sender, text) in samples {
@@ -399,6 +459,7 @@ mod tests {
             (Host::Codex, ""),
             (Host::Cursor, "{}"),
             (Host::CopilotCli, "{}"),
+            (Host::Opencode, "{}"),
         ];
         for (host, output) in expected {
             assert_eq!(host.render(&allow), output, "{}", host.name());

@@ -53,4 +53,8 @@ pub(crate) const AGENT_SHELL_VARS: &[&str] = &[
     "GEMINI_CLI",
     // Copilot CLI's shell tool (1.0.102); its hooks get `COPILOT_CLI` but not this one.
     "COPILOT_AGENT_SESSION_ID",
+    // opencode's shell tool (1.18.33). Its plugins' programs get them too, but those are the
+    // hooks, which never mutate through the command line.
+    "OPENCODE",
+    "OPENCODE_PID",
 ];

@@ -55,6 +55,14 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("/resume-loop", CommandKind::Resume),
             ("/for-loop:rollback", CommandKind::Rollback),
         ],
+        // opencode's plugin passes the command's name and its arguments, read as `/NAME ARGS`.
+        // There is no rollback command: `loop-hook rollback` runs from a terminal.
+        Host::Opencode => &[
+            ("/for-loop", CommandKind::Start),
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+            ("/resume-loop", CommandKind::Resume),
+        ],
         _ => &[
             ("/for-loop:for-loop", CommandKind::Start),
             ("/for-loop:cancel-loop", CommandKind::Cancel),
@@ -150,5 +158,21 @@ mod tests {
         }
         assert_eq!(UserCommand::parse(Host::Codex, "$for-loop:other x"), None);
         assert_eq!(UserCommand::parse(Host::Codex, "/for-loop fix it"), None);
+    }
+
+    #[test]
+    fn opencode_commands() {
+        let parsed = UserCommand::parse(Host::Opencode, "/for-loop fix it --verify true").unwrap();
+        assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
+        for (typed, kind) in [
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+            ("/resume-loop --more 3", CommandKind::Resume),
+        ] {
+            assert_eq!(UserCommand::parse(Host::Opencode, typed).unwrap().kind, kind, "{typed}");
+        }
+        for other in ["/for-loop:rollback 2", "/init", "/resume", "/for-loop:for-loop x"] {
+            assert_eq!(UserCommand::parse(Host::Opencode, other), None, "{other}");
+        }
     }
 }

@@ -1,0 +1,272 @@
+//! opencode (`opencode-ai`): no hook that can hold a turn. Its plugins are JavaScript modules
+//! that receive events; for-loop's (`plugin/opencode/for-loop.js`) passes three of them to
+//! `loop-hook` and does what the answer says, with no loop logic of its own.
+//!
+//! What the plugin sends on stdin, one object with `opencode_hook` naming the plugin hook:
+//!
+//! - `{"opencode_hook":"event","event":E,"directory":D,"session":S}` to `stop-hook`: E is the
+//!   event exactly as opencode gave it (`{"type":"session.idle","properties":{"sessionID":…}}`),
+//!   S the session's info as the SDK returns it (`parentID` marks a subagent's session), or null.
+//! - `{"opencode_hook":"command.execute.before","input":{"command","sessionID","arguments"},
+//!   "directory":D}` to `prompt-hook`: the user ran one of opencode's commands.
+//! - `{"opencode_hook":"tool.execute.before","input":{"tool","sessionID","callID"},
+//!   "output":{"args":…},"directory":D}` to `guard`: the agent is about to run a tool.
+//!
+//! What the plugin reads back, one object, every key optional: `prompt` (send the session this
+//! text as the next user message: after an idle, to keep it working; for a command, in place of
+//! the command's own text), `message` (a line for the user, never the model) and `deny` (a tool
+//! call must not run, and why). `{}` is "do nothing": let the session stay idle, let the command
+//! and the tool call go ahead unchanged.
+
+use serde_json::{Map, Value, json};
+
+use crate::host::event::{EventError, Fields, StopEvent};
+use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker, object_line};
+
+/// The field every payload of the plugin carries, and no other host's.
+pub(in crate::host) const MARKER: &str = "opencode_hook";
+
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let fields = Fields(object);
+    if let Some(what) = foreign_marker(Host::Opencode, &fields) {
+        return Err(EventError::Foreign(what));
+    }
+    match fields.string(MARKER)?.as_deref() {
+        Some("event") => {}
+        Some(_) => return Err(EventError::Foreign("not an opencode event")),
+        None => return Err(EventError::Foreign("not sent by the opencode plugin (no opencode_hook)")),
+    }
+    let event = fields.object("event")?.ok_or(EventError::Missing("event"))?;
+    if event.string("type")?.as_deref() != Some("session.idle") {
+        return Err(EventError::Foreign("not a session.idle event"));
+    }
+    let properties = event.object("properties")?.ok_or(EventError::Missing("properties"))?;
+    let session_id = properties.required_string("sessionID")?;
+    // A subagent's session (the task tool) goes idle when its work is handed back: the loop is
+    // its parent's, and the parent's own idle is judged.
+    if let Some(session) = fields.object("session")?
+        && session.string("parentID")?.is_some_and(|parent| !parent.is_empty())
+    {
+        return Err(EventError::Foreign("a subagent's session"));
+    }
+    fields.string("directory")?;
+    Ok(StopEvent {
+        session_id,
+        // opencode has no flag for a turn a plugin sent, and no cap that overrides one.
+        stop_hook_active: None,
+        last_assistant_message: None,
+        transcript: None,
+    })
+}
+
+/// The user's command in a `command.execute.before` payload, as the text they would have typed
+/// (`/for-loop fix it --verify "cargo test"`), with the session and the directory it ran in.
+pub(in crate::host) fn command(object: &Map<String, Value>) -> Option<Command> {
+    let fields = Fields(object);
+    if fields.string(MARKER).ok()??.as_str() != "command.execute.before" {
+        return None;
+    }
+    let input = fields.object("input").ok()??;
+    let name = input.required_string("command").ok()?;
+    let arguments = input.string("arguments").ok()?.unwrap_or_default();
+    let prompt = if arguments.is_empty() { format!("/{name}") } else { format!("/{name} {arguments}") };
+    Some(Command {
+        session_id: input.required_string("sessionID").ok()?,
+        prompt,
+        directory: fields.path("directory").ok()?,
+    })
+}
+
+/// A `tool.execute.before` payload in the shape the guard reads (Claude Code's `PreToolUse`):
+/// opencode's `bash` is `Bash`, `write` and `edit` are `Write` and `Edit` with `filePath` as
+/// `file_path`. Any other tool keeps its name and its arguments.
+pub(in crate::host) fn tool_call(object: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let fields = Fields(object);
+    if fields.string(MARKER).ok()??.as_str() != "tool.execute.before" {
+        return None;
+    }
+    let input = fields.object("input").ok()??;
+    let session_id = input.required_string("sessionID").ok()?;
+    let tool = input.required_string("tool").ok()?;
+    let args = object.get("output")?.get("args")?.as_object()?.clone();
+    let (name, args) = match tool.as_str() {
+        "bash" => ("Bash".to_string(), args),
+        "write" | "edit" => {
+            let mut args = args;
+            if let Some(path) = args.remove("filePath") {
+                args.insert("file_path".into(), path);
+            }
+            (if tool == "write" { "Write" } else { "Edit" }.to_string(), args)
+        }
+        _ => (tool, args),
+    };
+    let mut event = Map::new();
+    event.insert("hook_event_name".into(), json!("PreToolUse"));
+    event.insert("session_id".into(), json!(session_id));
+    event.insert("tool_name".into(), json!(name));
+    event.insert("tool_input".into(), Value::Object(args));
+    if let Some(directory) = fields.string("directory").ok()? {
+        event.insert("cwd".into(), json!(directory));
+    }
+    Some(event)
+}
+
+/// A user's command, read from the plugin's payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Command {
+    pub(crate) session_id: String,
+    pub(crate) prompt: String,
+    pub(crate) directory: Option<std::path::PathBuf>,
+}
+
+pub(in crate::host) fn render(response: &HookResponse) -> String {
+    let mut pairs = Vec::new();
+    if let Some(prompt) = &response.block {
+        pairs.push(("prompt", json!(prompt)));
+    }
+    if let Some(message) = &response.system_message {
+        pairs.push(("message", json!(message)));
+    }
+    object_line(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    /// The idle event 1.18.33 gave the plugin, as the plugin passes it on.
+    const IDLE: &str = r#"{"opencode_hook":"event","directory":"/p","session":{"id":"ses_ddb13e4c3ffeCnfvNqwKdFzQd7","version":"1.18.33"},
+        "event":{"id":"evt_224ec2572002qIzxUHUy7tJMra","type":"session.idle","properties":{"sessionID":"ses_ddb13e4c3ffeCnfvNqwKdFzQd7"}}}"#;
+
+    #[test]
+    fn reads_the_1_18_33_idle_event() {
+        let event = parse_text(IDLE).unwrap();
+        assert_eq!(event.session_id, "ses_ddb13e4c3ffeCnfvNqwKdFzQd7");
+        assert_eq!(
+            (event.stop_hook_active, event.last_assistant_message, event.transcript),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn refuses_other_events_and_subagent_sessions() {
+        let busy = IDLE.replace("session.idle", "session.status");
+        assert_eq!(parse_text(&busy), Err(EventError::Foreign("not a session.idle event")));
+        let command =
+            IDLE.replace(r#""opencode_hook":"event""#, r#""opencode_hook":"command.execute.before""#);
+        assert_eq!(parse_text(&command), Err(EventError::Foreign("not an opencode event")));
+        let subagent = IDLE.replace(r#""version":"1.18.33""#, r#""parentID":"ses_parent""#);
+        assert_eq!(parse_text(&subagent), Err(EventError::Foreign("a subagent's session")));
+        let plain = IDLE.replace(r#""opencode_hook":"event","#, "");
+        assert!(matches!(parse_text(&plain), Err(EventError::Foreign(_))));
+    }
+
+    #[test]
+    fn malformed_fields_are_named() {
+        let cases = [
+            (r#"{"opencode_hook":"event"}"#, EventError::Missing("event")),
+            (
+                r#"{"opencode_hook":"event","event":"session.idle"}"#,
+                EventError::WrongType { field: "event", expected: "an object" },
+            ),
+            (
+                r#"{"opencode_hook":"event","event":{"type":"session.idle"}}"#,
+                EventError::Missing("properties"),
+            ),
+            (
+                r#"{"opencode_hook":"event","event":{"type":"session.idle","properties":{"sessionID":7}}}"#,
+                EventError::WrongType { field: "sessionID", expected: "a string" },
+            ),
+            (
+                r#"{"opencode_hook":"event","event":{"type":"session.idle","properties":{"sessionID":""}}}"#,
+                EventError::Missing("sessionID"),
+            ),
+            (
+                r#"{"opencode_hook":7}"#,
+                EventError::WrongType { field: "opencode_hook", expected: "a string" },
+            ),
+            (
+                r#"{"opencode_hook":"event","session":[],"event":{"type":"session.idle","properties":{"sessionID":"s"}}}"#,
+                EventError::WrongType { field: "session", expected: "an object" },
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_text(text), Err(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_command_reads_as_the_text_the_user_typed() {
+        let object = parse_object(
+            br#"{"opencode_hook":"command.execute.before","directory":"/p",
+                "input":{"command":"for-loop","sessionID":"ses_1","arguments":"fix the tests --verify \"cargo test\""},
+                "output":{"parts":[{"type":"text","text":"expanded"}]}}"#,
+        )
+        .unwrap();
+        let read = command(&object).unwrap();
+        assert_eq!(read.session_id, "ses_1");
+        assert_eq!(read.prompt, "/for-loop fix the tests --verify \"cargo test\"");
+        assert_eq!(read.directory.as_deref(), Some(std::path::Path::new("/p")));
+        let bare = parse_object(
+            br#"{"opencode_hook":"command.execute.before","input":{"command":"loop-status","sessionID":"s","arguments":""}}"#,
+        )
+        .unwrap();
+        assert_eq!(command(&bare).unwrap().prompt, "/loop-status");
+        for text in [
+            r#"{"opencode_hook":"event","input":{"command":"x","sessionID":"s"}}"#,
+            r#"{"opencode_hook":"command.execute.before","input":{"command":"x"}}"#,
+            r#"{"opencode_hook":"command.execute.before","input":{"command":7,"sessionID":"s"}}"#,
+            r#"{"opencode_hook":"command.execute.before"}"#,
+            r#"{"command":"x","sessionID":"s"}"#,
+        ] {
+            assert_eq!(command(&parse_object(text.as_bytes()).unwrap()), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_tool_call_reads_as_a_pre_tool_use_event() {
+        let object = parse_object(
+            br#"{"opencode_hook":"tool.execute.before","directory":"/p",
+                "input":{"tool":"bash","sessionID":"ses_1","callID":"call_2"},
+                "output":{"args":{"command":"loop-hook cancel","description":"d"}}}"#,
+        )
+        .unwrap();
+        let event = Value::Object(tool_call(&object).unwrap());
+        assert_eq!(
+            event,
+            json!({"hook_event_name":"PreToolUse","session_id":"ses_1","tool_name":"Bash","cwd":"/p",
+                   "tool_input":{"command":"loop-hook cancel","description":"d"}})
+        );
+        let write = parse_object(
+            br#"{"opencode_hook":"tool.execute.before","input":{"tool":"write","sessionID":"s"},
+                "output":{"args":{"filePath":"/p/check.sh","content":"exit 0"}}}"#,
+        )
+        .unwrap();
+        let event = tool_call(&write).unwrap();
+        assert_eq!(
+            (event["tool_name"].as_str(), event["tool_input"]["file_path"].as_str()),
+            (Some("Write"), Some("/p/check.sh"))
+        );
+        let no_args = parse_object(
+            br#"{"opencode_hook":"tool.execute.before","input":{"tool":"bash","sessionID":"s"}}"#,
+        )
+        .unwrap();
+        assert_eq!(tool_call(&no_args), None);
+    }
+
+    #[test]
+    fn output_contract() {
+        assert_eq!(render(&HookResponse::allow()), "{}");
+        assert_eq!(render(&HookResponse::allow_with("verified")), r#"{"message":"verified"}"#);
+        assert_eq!(
+            render(&HookResponse::block("go on".into(), "1/3".into())),
+            r#"{"message":"1/3","prompt":"go on"}"#
+        );
+    }
+}
