@@ -23,6 +23,7 @@ pub(crate) struct Facts {
     pub cursor: Option<CursorFacts>,
     pub antigravity: Option<AntigravityFacts>,
     pub tier: TierFacts,
+    pub opencode: Option<OpencodeFacts>,
     pub loops: Vec<LoopFact>,
 }
 
@@ -183,6 +184,17 @@ pub(crate) struct AntigravityFacts {
     /// Why Antigravity would drop the plugin's hooks.json, if it would.
     pub hooks_problem: Option<String>,
     pub launch: Option<Launch>,
+}
+
+/// opencode: the plugin file and the command files.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OpencodeFacts {
+    /// The user's config folder (`~/.config/opencode`).
+    pub config: PathBuf,
+    /// for-loop's plugin, in that folder or the project's `.opencode/`.
+    pub plugin: Option<PathBuf>,
+    /// The command files of for-loop's found in neither folder.
+    pub missing_commands: Vec<&'static str>,
 }
 
 /// Which tier a Claude Code loop here gets, and what the strict tier lacks.

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::facts::OpencodeFacts;
 use super::facts::{
     AntigravityFacts, Binary, BinaryFacts, ClaudeFacts, CodexFacts, CopilotFacts, CursorFacts, Facts,
     FolderTrust, GeminiFacts, HookFile, Launch, LoopKind, StoreFacts, TierFacts,
@@ -64,6 +65,9 @@ pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
     if let Some(antigravity) = facts.antigravity.as_ref().filter(|_| wanted(Host::Antigravity)) {
         out.extend(antigravity_lines(antigravity, &facts.binary, asked(Host::Antigravity)));
     }
+    if let Some(opencode) = facts.opencode.as_ref().filter(|_| wanted(Host::Opencode)) {
+        out.extend(opencode_lines(opencode, &facts.binary, asked(Host::Opencode)));
+    }
     out.extend(loop_lines(facts));
     out
 }
@@ -81,8 +85,8 @@ fn nothing_installed(facts: &Facts) -> Option<Check> {
     Some(if facts.hosts_found.is_empty() {
         Check::fail(
             NOTHING_INSTALLED,
-            "no agent host is installed here (none of claude, gemini, codex, copilot, cursor-agent or agy \
-             is on PATH, nor their settings directories), so nothing runs for-loop's hooks",
+            "no agent host is installed here (none of claude, gemini, codex, copilot, cursor-agent, agy or \
+             opencode is on PATH, nor their settings directories), so nothing runs for-loop's hooks",
             format!(
                 "install an agent host first, e.g. Claude Code (npm install -g @anthropic-ai/claude-code), then {claude}"
             ),
@@ -113,6 +117,7 @@ fn installed_hosts(facts: &Facts) -> usize {
         facts.copilot.as_ref().is_some_and(|c| c.user_hook.is_some() || c.repo_hook.is_some()),
         facts.cursor.as_ref().is_some_and(|c| c.user_hook.is_some() || c.project_hook.is_some()),
         facts.antigravity.as_ref().is_some_and(|a| a.plugin_dir.is_some()),
+        facts.opencode.as_ref().is_some_and(|o| o.plugin.is_some()),
     ]
     .into_iter()
     .filter(|installed| *installed)
@@ -548,6 +553,45 @@ fn copilot_lines(copilot: &CopilotFacts, binary: &BinaryFacts, asked: bool) -> V
     out
 }
 
+fn opencode_lines(opencode: &OpencodeFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("opencode: {what}");
+    let copy = |what: &str| {
+        let dir = opencode.config.join(what);
+        format!(
+            "mkdir -p {dir} && cp <for-loop checkout>/plugin/opencode/{what}/* {dir}/",
+            dir = shell_quote(&dir)
+        )
+    };
+    let Some(plugin) = &opencode.plugin else {
+        return vec![not_installed(
+            Host::Opencode,
+            format!(
+                "no plugin of for-loop's in {} or .opencode/plugins: no idle is judged",
+                opencode.config.join("plugins").display()
+            ),
+            copy("plugins"),
+            asked,
+        )];
+    };
+    let mut out = vec![Check::pass(name("installed"), format!("{} runs for-loop", plugin.display()))];
+    out.push(if opencode.missing_commands.is_empty() {
+        Check::pass(name("commands"), "/for-loop, /cancel-loop, /loop-status and /resume-loop are there")
+    } else {
+        Check::fail(
+            name("commands"),
+            format!(
+                "no command file for /{} in {} or .opencode/commands: opencode does not know the command, so \
+                 the plugin never sees it",
+                opencode.missing_commands.join(", /"),
+                opencode.config.join("commands").display()
+            ),
+            copy("commands"),
+        )
+    });
+    out.push(standalone_binary(&name("binary"), binary));
+    out
+}
+
 fn cursor_lines(cursor: &CursorFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
     let name = |what: &str| format!("cursor: {what}");
     let hooks: Vec<&HookFile> = cursor.user_hook.iter().chain(&cursor.project_hook).collect();
@@ -831,6 +875,30 @@ mod tests {
             ..facts()
         });
         failing(&checks, "claude-code: settings env");
+    }
+
+    #[test]
+    fn opencode_needs_its_plugin_its_commands_and_a_binary() {
+        let bare = OpencodeFacts { config: PathBuf::from("/h/.config/opencode"), ..OpencodeFacts::default() };
+        let asked = lines(&Facts { opencode: Some(bare.clone()), asked: Some(Host::Opencode), ..facts() });
+        let check = failing(&asked, "opencode: installed");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some(
+                "mkdir -p /h/.config/opencode/plugins && cp <for-loop checkout>/plugin/opencode/plugins/* \
+                 /h/.config/opencode/plugins/"
+            )
+        );
+        let plugin = Some(PathBuf::from("/h/.config/opencode/plugins/for-loop.js"));
+        let partial =
+            OpencodeFacts { plugin: plugin.clone(), missing_commands: vec!["resume-loop"], ..bare.clone() };
+        let checks = lines(&Facts { opencode: Some(partial), ..facts() });
+        let commands = failing(&checks, "opencode: commands");
+        assert!(commands.detail.contains("/resume-loop"), "{commands:?}");
+        let whole = OpencodeFacts { plugin, ..bare };
+        let checks = lines(&Facts { opencode: Some(whole), ..facts() });
+        assert!(all_pass(&checks), "{checks:#?}");
+        assert!(checks.iter().any(|c| c.name == "opencode: binary" && c.ok), "{checks:#?}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod binary;
 mod claude;
 mod codex;
 mod gemini;
+mod opencode;
 mod others;
 mod project;
 
@@ -46,6 +47,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let cursor_home = others::cursor_home(env);
     let antigravity_dir = gemini_home.as_ref().map(|h| h.join("config"));
     let gemini_dir = gemini_home.as_ref().map(|h| h.join("extensions"));
+    let opencode_dir = opencode::config_dir(env);
     let hosts_found = [
         (Host::ClaudeCode, "claude", claude_dir.as_ref()),
         (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
@@ -53,6 +55,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         (Host::CopilotCli, "copilot", copilot_home.as_ref()),
         (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
         (Host::Antigravity, "agy", antigravity_dir.as_ref()),
+        (Host::Opencode, "opencode", opencode_dir.as_ref()),
     ]
     .into_iter()
     .filter(|(_, program, dir)| found(program, *dir))
@@ -91,6 +94,11 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
             .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
         tier: project::tier(env, &project, store.as_ref()),
+        opencode: opencode_dir
+            .filter(|dir| {
+                present(Host::Opencode, "opencode", Some(dir)) || project.join(".opencode").is_dir()
+            })
+            .map(|dir| opencode::facts(dir, &project)),
         loops: project::loops(env, &project, store.as_ref()),
         asked,
         project,
