@@ -144,6 +144,7 @@ const NEWEST: &[(&str, &str, &str)] = &[
     ("@google/gemini-cli", "9.2.0", "gemini"),
     ("@openai/codex", "9.3.0", "codex"),
     ("@github/copilot", "9.4.0", "copilot"),
+    ("opencode-ai", "9.5.0", "opencode"),
 ];
 
 const TESTS: &[&str] = &[
@@ -171,6 +172,7 @@ fn each_host_gets_one_line_with_its_version_and_what_broke_and_the_exit_says_so(
          gemini-cli   9.2.0      passed (2 tests)\n\
          codex        9.3.0      broke: e2e::codex::codex_trusts, e2e::run::run_with_codex_is_fresh\n\
          copilot-cli  9.4.0      no tests yet (no e2e:: test is named for it, e.g. e2e::copilot_cli::)\n\
+         opencode     9.5.0      no tests yet (no e2e:: test is named for it, e.g. e2e::opencode::)\n\
          other        -          passed (1 test)\n",
         "{stderr}"
     );
@@ -268,4 +270,20 @@ fn the_latest_clients_workflow_runs_the_script_weekly_and_may_only_write_issues(
         .collect();
     assert_eq!(granted, ["contents: read", "contents: read", "issues: write"], "{workflow}");
     assert!(workflow.contains("gh issue create") && workflow.contains("gh issue comment"));
+}
+
+#[test]
+fn opencode_tests_are_picked_up_by_name() {
+    let mut tests = TESTS.to_vec();
+    tests.extend(["e2e::opencode::opencode_holds", "e2e::opencode::opencode_cancels"]);
+    let fake = Fake::new(NEWEST, &tests, &["e2e::opencode::opencode_cancels"]);
+    let (code, stdout, stderr) = fake.run(&[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("opencode     9.5.0      broke: e2e::opencode::opencode_cancels\n"), "{stdout}");
+    let runs = fake.runs();
+    assert!(
+        runs.iter().any(|run| run
+            .ends_with("(test(=e2e::opencode::opencode_cancels) | test(=e2e::opencode::opencode_holds))")),
+        "{runs:#?}"
+    );
 }

@@ -5,6 +5,8 @@
 //! - `demo`: `scripts/demo` run end to end, so it cannot rot.
 //! - `gemini_cli`, `codex`, `copilot_cli`: the packaging under `plugin/`, installed the way
 //!   users install it.
+//! - `opencode`: the plugin under `plugin/opencode`, installed as docs/hosts.md says, in
+//!   `opencode serve` driven by `opencode run --attach`.
 //! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
 //! - `install`: the install from a built clone copies only the plugin and runs cargo's binary.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
@@ -23,6 +25,7 @@ mod copilot_cli;
 mod demo;
 mod gemini_cli;
 mod install;
+mod opencode;
 mod release;
 mod reviewer;
 mod run;
