@@ -158,6 +158,28 @@ fn copilot_repository_hooks_need_trust_for_headless_runs() {
     assert_eq!(code, 0, "{checks:#?}");
 }
 
+/// opencode: without the plugin the loop never holds; with it but without a command file the
+/// user cannot run that command; with both, as docs/hosts.md installs them, doctor passes.
+#[test]
+fn opencode_needs_the_plugin_and_the_command_files() {
+    let env = TestEnv::new();
+    let config = env.home.join(".config/opencode");
+    let (code, checks) = doctor(&env, "opencode", &[]);
+    assert_fails(code, &checks, "opencode: installed", "/plugin/opencode/plugins/*");
+    let shipped = repo().join("plugin/opencode");
+    let plugin = std::fs::read_to_string(shipped.join("plugins/for-loop.js")).unwrap();
+    write(&config.join("plugins/for-loop.js"), &plugin);
+    let (code, checks) = doctor(&env, "opencode", &[]);
+    assert_fails(code, &checks, "opencode: commands", "/plugin/opencode/commands/*");
+    for name in ["for-loop", "cancel-loop", "loop-status", "resume-loop"] {
+        let text = std::fs::read_to_string(shipped.join(format!("commands/{name}.md"))).unwrap();
+        write(&env.project.join(format!(".opencode/commands/{name}.md")), &text);
+    }
+    let (code, checks) = doctor(&env, "opencode", &[]);
+    assert_eq!(code, 0, "{checks:#?}");
+    assert_eq!(check(&checks, "opencode: binary")["ok"], true);
+}
+
 #[test]
 fn an_old_binary_first_on_path_fails_with_its_version() {
     let env = TestEnv::new();
