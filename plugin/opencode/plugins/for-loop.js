@@ -89,7 +89,7 @@ export const ForLoop = async ({ client, directory }, options) => {
   const queues = new Map();
   const inTurn = (id, work) => {
     const next = (queues.get(id) ?? Promise.resolve()).then(work, work);
-    queues.set(id, next.catch(() => {}));
+    queues.set(id, next.catch((error) => log(`the idle of ${id} was not handled: ${error}`)));
     return next;
   };
 
