@@ -17,6 +17,7 @@ pub(crate) const PLAIN_ALLOW: &[(&str, &str)] = &[
     ("codex", ""),
     ("cursor", "{}"),
     ("copilot-cli", "{}"),
+    ("qwen-code", ""),
 ];
 
 pub(crate) fn fixtures() -> PathBuf {
@@ -114,7 +115,7 @@ fn malformed_payloads_allow_with_each_hosts_plain_answer() {
 /// session must not be judged by a hook meant for another host.
 #[test]
 fn a_hook_for_one_host_never_judges_another_hosts_payload() {
-    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex"];
+    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex", "qwen-code"];
     for (host, allow) in PLAIN_ALLOW {
         for dir in dirs {
             if *host == dir || (*host == "claude-code" && dir == "codex") {
@@ -371,4 +372,33 @@ fn each_host_is_told_commands_its_packaging_has() {
     assert!(gemini.contains("/scripts/command\" $PPID resume {{args}}"), "{gemini}");
     let script = std::fs::read_to_string(repo().join("plugin/gemini-cli/scripts/command")).unwrap();
     assert!(script.contains("sh \"$f\" \"$subcommand\" --host gemini-cli --exit-zero"), "{script}");
+}
+
+/// Qwen Code gives the agent's shell `QWEN_CODE=1` and its hooks never: a Stop hook run with it
+/// is the agent's own `loop-hook stop-hook`, recorded and not judged, whatever the payload says;
+/// the same payload from the host's hook is judged.
+#[test]
+fn a_qwen_code_stop_from_the_agents_shell_is_not_judged() {
+    let env = TestEnv::new();
+    let session = "qwen-session-0001";
+    let started = env.run(
+        &["start", "--session", session, "--host", "qwen-code"],
+        "task --verify false --max-iterations 5",
+    );
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    let event = payload(&env, session, &fixtures().join("qwen-code/0.24.4-stop-no-usage.json"));
+    let mut forged = env.command(&["stop-hook", "--host", "qwen-code"]);
+    forged.env("QWEN_CODE", "1");
+    let run = crate::util::run_command(forged, &event);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.reason().contains("this stop was not judged"), "{}", run.stdout);
+    assert_eq!(env.ledger_reasons(session), ["forged_stop"]);
+    let real = stop(&env, "qwen-code", &event);
+    assert!(real.blocked() && real.reason().starts_with("task"), "{}", real.stdout);
+    assert_eq!(env.ledger_reasons(session), ["forged_stop", "verify_failed"]);
+    // A stop from the agent's shell in a session with no loop is nobody's business.
+    let mut no_loop = env.command(&["stop-hook", "--host", "qwen-code"]);
+    no_loop.env("QWEN_CODE", "1");
+    let other = payload(&env, "qwen-session-0002", &fixtures().join("qwen-code/0.24.4-stop.json"));
+    assert_eq!(crate::util::run_command(no_loop, &other).stdout, "");
 }

@@ -27,7 +27,11 @@ use serde_json::{Map, Value};
 use crate::host::event::{EventError, Fields, StopEvent};
 
 use crate::host::hook_response::HookResponse;
-use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli};
+pub(crate) use adapter::qwen_code::{
+    BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
+    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP,
+};
+use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
 /// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
@@ -42,11 +46,21 @@ pub(crate) enum Host {
     Codex,
     Cursor,
     CopilotCli,
+    /// Qwen Code 0.24: a fork of Gemini CLI whose hooks take Claude Code's shape (`Stop`,
+    /// `UserPromptSubmit`).
+    QwenCode,
 }
 
 impl Host {
-    pub(crate) const ALL: &'static [Host] =
-        &[Host::ClaudeCode, Host::Antigravity, Host::GeminiCli, Host::Codex, Host::Cursor, Host::CopilotCli];
+    pub(crate) const ALL: &'static [Host] = &[
+        Host::ClaudeCode,
+        Host::Antigravity,
+        Host::GeminiCli,
+        Host::Codex,
+        Host::Cursor,
+        Host::CopilotCli,
+        Host::QwenCode,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -56,6 +70,7 @@ impl Host {
             Host::Codex => "codex",
             Host::Cursor => "cursor",
             Host::CopilotCli => "copilot-cli",
+            Host::QwenCode => "qwen-code",
         }
     }
 
@@ -68,6 +83,7 @@ impl Host {
             Host::Codex => &[],
             Host::Cursor => &["cursor-agent"],
             Host::CopilotCli => &["copilot"],
+            Host::QwenCode => &["qwen"],
         }
     }
 
@@ -86,7 +102,7 @@ impl Host {
     /// the result, so a model that answers at once ends its turn before the token is in the
     /// file, and waiting for it would hold every stop of the project for a guessed time.
     pub(crate) fn tells_commands_the_session(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli)
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::QwenCode)
     }
 
     /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
@@ -94,7 +110,8 @@ impl Host {
     /// out there, and the same commands from the agent's shell are refused ([`crate::provenance::origin`]).
     pub(crate) fn has_prompt_hook(self) -> bool {
         // Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`).
-        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli)
+        // Qwen Code's `UserPromptSubmit` names what the user typed in `submitted_prompt`.
+        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::QwenCode)
     }
 
     /// Whether the host keeps the conversation in Claude Code's transcript format, the one the
@@ -114,7 +131,7 @@ impl Host {
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
     pub(crate) fn sends_last_message(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::QwenCode)
     }
 
     /// Whether verify can run in the host's own sandbox (the strict tier): only Claude Code's
@@ -160,6 +177,38 @@ impl Host {
         self == Host::ClaudeCode
     }
 
+    /// The prompt hook's field that holds what the user typed. Qwen Code's `prompt` is the text
+    /// after a command's expansion, and is also sent (empty) after a tool result; its
+    /// `submitted_prompt` is sent only for a prompt the user typed.
+    pub(crate) fn typed_prompt_field(self) -> &'static str {
+        if self == Host::QwenCode { "submitted_prompt" } else { "prompt" }
+    }
+
+    /// A variable the host puts in the environment of the agent's shell and never in its hooks':
+    /// a hook that sees it was started from the agent's shell, so it judges no stop and carries
+    /// out no command.
+    pub(crate) fn agent_shell_marker(self) -> Option<&'static str> {
+        (self == Host::QwenCode).then_some(qwen_code::AGENT_SHELL_VAR)
+    }
+
+    /// Whether the prompt hook tells the model what a start or a resume did through the host's
+    /// `additionalContext` (Qwen Code appends it to the prompt), rather than through a command
+    /// file that shows it.
+    pub(crate) fn prompt_hook_adds_context(self) -> bool {
+        self == Host::QwenCode
+    }
+
+    /// The most blocks in a row the host honours for a loop started with the environment and
+    /// directory given, where that cap is the user's to set (Qwen Code's): a loop needs as many
+    /// as its iterations, so a longer one is refused at the start.
+    pub(crate) fn settable_block_cap(
+        self,
+        env: &crate::support::environment::Environment,
+        cwd: &std::path::Path,
+    ) -> Option<u32> {
+        (self == Host::QwenCode).then(|| qwen_code::block_cap(env, cwd))
+    }
+
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
     /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
     pub(crate) fn commands(self) -> Commands {
@@ -181,6 +230,13 @@ impl Host {
                 cancel: "$cancel-loop",
                 status: "$loop-status",
                 start: "$for-loop",
+                rollback: "`loop-hook rollback` in a terminal",
+            },
+            Host::QwenCode => Commands {
+                resume: "/resume-loop",
+                cancel: "/cancel-loop",
+                status: "/loop-status",
+                start: "/for-loop",
                 rollback: "`loop-hook rollback` in a terminal",
             },
             Host::Antigravity | Host::Cursor => Commands {
@@ -212,6 +268,8 @@ impl Host {
             Host::CopilotCli
         } else if event == Some("Stop") && fields.has_any(&["turn_id"]) {
             Host::Codex
+        } else if event == Some("Stop") && fields.has_any(qwen_code::MARKERS) {
+            Host::QwenCode
         } else {
             Host::ClaudeCode
         }
@@ -228,6 +286,7 @@ impl Host {
             Host::Codex => codex::parse(object),
             Host::Cursor => cursor::parse(object),
             Host::CopilotCli => copilot_cli::parse(object),
+            Host::QwenCode => qwen_code::parse(object),
         }
     }
 
@@ -241,6 +300,7 @@ impl Host {
             Host::Codex => codex::render(response),
             Host::Cursor => cursor::render(response),
             Host::CopilotCli => copilot_cli::render(response),
+            Host::QwenCode => qwen_code::render(response),
         }
     }
 }
@@ -248,13 +308,14 @@ impl Host {
 /// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
 /// adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
-    let others: [(Host, &[&str], &'static str); 4] = [
+    let others: [(Host, &[&str], &'static str); 5] = [
         (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
         (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
         // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
         // configured under Claude's event name) is snake_case but has a `stop_reason`.
         (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
         (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
+        (Host::QwenCode, qwen_code::MARKERS, "a Qwen Code event"),
     ];
     others
         .into_iter()
@@ -318,7 +379,17 @@ mod tests {
             ("$for-loop", "`loop-hook rollback` in a terminal"),
             "Codex has no slash commands"
         );
-        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || *s == starts[0]), "{starts:?}");
+        assert_eq!(
+            starts[6],
+            ("/for-loop", "`loop-hook rollback` in a terminal"),
+            "Qwen Code ships no rollback"
+        );
+        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || i == 6 || *s == starts[0]), "{starts:?}");
+        assert_eq!(having(Host::prompt_hook_adds_context), ["qwen-code"]);
+        let markers: Vec<&str> = Host::ALL.iter().filter_map(|h| h.agent_shell_marker()).collect();
+        assert_eq!(markers, ["QWEN_CODE"]);
+        let fields: Vec<&str> = Host::ALL.iter().map(|h| h.typed_prompt_field()).collect();
+        assert_eq!(fields.iter().filter(|f| **f == "submitted_prompt").count(), 1);
     }
 
     #[test]
@@ -330,7 +401,11 @@ mod tests {
         assert_eq!(Host::from_name("agy"), Some(Host::Antigravity));
         assert_eq!(Host::from_name("gemini"), Some(Host::GeminiCli));
         assert_eq!(Host::from_name("vim"), None);
-        assert_eq!(Host::names(), "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli");
+        assert_eq!(Host::from_name("qwen"), Some(Host::QwenCode));
+        assert_eq!(
+            Host::names(),
+            "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli, qwen-code"
+        );
     }
 
     #[test]
@@ -343,6 +418,7 @@ mod tests {
         assert_eq!(guess(r#"{"sessionId":"s","stopReason":"end_turn"}"#), Host::CopilotCli);
         assert_eq!(guess(r#"{"hook_event_name":"Stop","turn_id":"t"}"#), Host::Codex);
         assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s"}"#), Host::ClaudeCode);
+        assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s","crons":[]}"#), Host::QwenCode);
     }
 
     /// Every adapter, fed every other host's turn end, refuses it as foreign.
@@ -366,6 +442,10 @@ mod tests {
                 r#"{"conversation_id":"c","generation_id":"g","hook_event_name":"stop","status":"completed","loop_count":0,"workspace_roots":["/p"],"cursor_version":"3.17.19"}"#,
             ),
             (Host::CopilotCli, r#"{"sessionId":"s","cwd":"/p","stopReason":"end_turn","timestamp":1}"#),
+            (
+                Host::QwenCode,
+                r#"{"session_id":"s","cwd":"/p","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"x","background_tasks":[],"crons":[],"context_usage":0.1,"context_limit":200000}"#,
+            ),
         ];
         for host in Host::ALL {
             for (sender, text) in samples {
@@ -399,6 +479,7 @@ mod tests {
             (Host::Codex, ""),
             (Host::Cursor, "{}"),
             (Host::CopilotCli, "{}"),
+            (Host::QwenCode, ""),
         ];
         for (host, output) in expected {
             assert_eq!(host.render(&allow), output, "{}", host.name());

@@ -53,4 +53,6 @@ pub(crate) const AGENT_SHELL_VARS: &[&str] = &[
     "GEMINI_CLI",
     // Copilot CLI's shell tool (1.0.102); its hooks get `COPILOT_CLI` but not this one.
     "COPILOT_AGENT_SESSION_ID",
+    // Qwen Code's shell tool (0.24.4); its hooks and commands' `!{…}` lines do not get it.
+    "QWEN_CODE",
 ];

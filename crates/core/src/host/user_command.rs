@@ -55,6 +55,14 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("/resume-loop", CommandKind::Resume),
             ("/for-loop:rollback", CommandKind::Rollback),
         ],
+        // Qwen Code names an extension's commands by their file names, with no namespace, and
+        // passes the typed text to its prompt hook as `submitted_prompt`.
+        Host::QwenCode => &[
+            ("/for-loop", CommandKind::Start),
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+            ("/resume-loop", CommandKind::Resume),
+        ],
         _ => &[
             ("/for-loop:for-loop", CommandKind::Start),
             ("/for-loop:cancel-loop", CommandKind::Cancel),
@@ -150,5 +158,23 @@ mod tests {
         }
         assert_eq!(UserCommand::parse(Host::Codex, "$for-loop:other x"), None);
         assert_eq!(UserCommand::parse(Host::Codex, "/for-loop fix it"), None);
+    }
+
+    #[test]
+    fn qwen_code_commands() {
+        let parsed = UserCommand::parse(Host::QwenCode, "/for-loop fix it --verify true").unwrap();
+        assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
+        for (typed, kind) in [
+            ("/cancel-loop", CommandKind::Cancel),
+            ("/loop-status", CommandKind::Status),
+            ("/resume-loop --more 3", CommandKind::Resume),
+        ] {
+            assert_eq!(UserCommand::parse(Host::QwenCode, typed).unwrap().kind, kind, "{typed}");
+        }
+        for other in
+            ["/for-loop:for-loop x", "/resume", "/for-loop:rollback 2", "please /cancel-loop", "/goal x"]
+        {
+            assert_eq!(UserCommand::parse(Host::QwenCode, other), None, "{other}");
+        }
     }
 }

@@ -8,3 +8,4 @@ pub(crate) mod codex_trust;
 pub(in crate::host) mod copilot_cli;
 pub(in crate::host) mod cursor;
 pub(in crate::host) mod gemini_cli;
+pub(in crate::host) mod qwen_code;
