@@ -297,6 +297,20 @@ fn packaging_files_are_exactly_valid() {
         prompt["timeoutSec"].is_u64()
             && prompt["bash"].as_str().unwrap().contains("prompt-hook --host copilot-cli")
     );
+    // Qwen Code reads a hook timeout of 1000 or more as milliseconds, less as seconds.
+    let qwen = json("qwen-code/hooks/hooks.json");
+    let stop = &qwen["hooks"]["Stop"][0]["hooks"][0];
+    assert!(stop["timeout"].as_u64().unwrap() >= 600_000, "{stop}");
+    assert!(stop["command"].as_str().unwrap().contains("stop-hook --host qwen-code"));
+    let prompt = &qwen["hooks"]["UserPromptSubmit"][0]["hooks"][0];
+    assert!((1..1000).contains(&prompt["timeout"].as_u64().unwrap()), "{prompt}");
+    assert!(prompt["command"].as_str().unwrap().contains("prompt-hook --host qwen-code"));
+    assert_eq!(json("qwen-code/qwen-extension.json")["name"], "for-loop");
+    for name in ["for-loop", "cancel-loop", "loop-status", "resume-loop"] {
+        let text = std::fs::read_to_string(plugin.join(format!("qwen-code/commands/{name}.toml"))).unwrap();
+        // A `!{…}` line would run before the prompt hook, on the previous state of the loop.
+        assert!(!text.contains("!{"), "qwen-code/commands/{name}.toml runs a shell command");
+    }
     // Antigravity runs its hook as a program: it must be executable.
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(plugin.join("antigravity/hooks/stop-hook")).unwrap().permissions(),
@@ -335,11 +349,13 @@ fn each_host_is_told_commands_its_packaging_has() {
                 "for-loop:resume" => repo().join("plugin/claude-code/commands/resume.md").is_file(),
                 other => repo().join("plugin/claude-code/skills").join(other).join("SKILL.md").is_file(),
             },
-            "gemini-cli" => repo().join("plugin/gemini-cli/commands").join(format!("{name}.toml")).is_file(),
+            "gemini-cli" | "qwen-code" => {
+                repo().join("plugin").join(host).join("commands").join(format!("{name}.toml")).is_file()
+            }
             host => repo().join("plugin").join(host).join("skills").join(name).join("SKILL.md").is_file(),
         }
     };
-    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli"] {
+    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli", "qwen-code"] {
         let env = TestEnv::new();
         let started =
             env.run(&["start", "--session", "s", "--host", host], "t --verify false --max-iterations 1");
