@@ -1,0 +1,196 @@
+//! Qwen Code with `plugin/qwen-code` installed as docs/hosts.md says (`qwen extensions install
+//! DIR --consent`, then `stopHookBlockingCap` in the user's settings), run headless (`--yolo -p`)
+//! against the scripted model.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use mock_model::{Agent, MockModel, Script};
+use serde_json::Value;
+
+use super::run_text;
+use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
+
+/// Session ids the tests give Qwen Code (`--session-id` for a new session, `-r` to resume).
+const SESSION: &str = "0c0ffee0-0000-4000-8000-000000000001";
+const PLAIN: &str = "0c0ffee0-0000-4000-8000-000000000002";
+
+/// What a check that fails prints, and the verify command that runs it.
+const CHECK: &str = "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n";
+
+/// A home with the extension installed and the settings docs/hosts.md gives.
+pub(super) struct Installed {
+    pub(super) qwen: PathBuf,
+    pub(super) env: TestEnv,
+}
+
+impl Installed {
+    /// Installed, with the block cap raised as the install says (`cap: None` leaves Qwen Code's
+    /// default of 8).
+    pub(super) fn new(cap: Option<u32>) -> Installed {
+        let qwen = client_bin("qwen", "FOR_LOOP_QWEN");
+        let env = TestEnv::new();
+        let mut settings = MockModel::qwen_settings();
+        if let Some(cap) = cap {
+            settings["stopHookBlockingCap"] = Value::from(cap);
+        }
+        let dir = env.home.join(".qwen");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+        let mut install = Command::new(&qwen);
+        install
+            .args(["extensions", "install", repo().join("plugin/qwen-code").to_str().unwrap(), "--consent"])
+            .env_clear()
+            .env("PATH", path_without_loop_hook())
+            .env("HOME", &env.home)
+            .current_dir(&env.project);
+        let (stdout, stderr) = run_text(install, "qwen extensions install", b"");
+        assert!(
+            env.home.join(".qwen/extensions/for-loop/hooks/hooks.json").is_file(),
+            "not installed: {stdout}\n{stderr}"
+        );
+        Installed { qwen, env }
+    }
+
+    /// `qwen --yolo -p PROMPT` in `session` (`resume`: an existing one); returns stdout and
+    /// stderr in one text for assertion messages.
+    pub(super) fn run(&self, model: &MockModel, prompt: &str, session: &str, resume: bool) -> String {
+        let mut cmd = self.command(model);
+        cmd.args([if resume { "-r" } else { "--session-id" }, session]).args(["-p", prompt]);
+        let (stdout, stderr) = run_text(cmd, "qwen", b"");
+        format!("{stdout}\n--- stderr:\n{stderr}")
+    }
+
+    pub(super) fn command(&self, model: &MockModel) -> Command {
+        let mut cmd = model.agent_command(&self.qwen, Agent::QwenCode, &self.env.home, &["loop-hook"]);
+        cmd.args(["--yolo", "-o", "json"])
+            .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
+            .current_dir(&self.env.project);
+        cmd
+    }
+
+    fn state(&self, session: &str) -> String {
+        std::fs::read_to_string(self.env.session_dir(session).join("state.md")).unwrap_or_default()
+    }
+}
+
+/// A lying model: it first tries to cancel its own loop from its shell, then says all tests
+/// pass. Both are refused: the cancel because it ran in the agent's shell, the claim because
+/// verify fails; the task comes back with the check's output, the model fixes it, verify passes,
+/// the loop ends.
+#[test]
+fn qwen_code_holds_a_lying_model_until_verify_passes() {
+    let installed = Installed::new(Some(100));
+    installed.env.write("check.sh", CHECK);
+    let task = "create the file named fixed";
+    let model = MockModel::start(
+        Script::new()
+            .bash("\"$FOR_LOOP_BIN\" cancel")
+            .text("All 12 tests passed. I have finished the task.")
+            .bash("touch fixed")
+            .text("Fixed it."),
+    )
+    .unwrap();
+    let dump = installed.run(
+        &model,
+        &format!("/for-loop {task} --verify \"sh check.sh\" --max-iterations 5"),
+        SESSION,
+        false,
+    );
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 4, "{dump}");
+    // The prompt hook's words about the start reach the model beside the command's text.
+    let first = requests[0].body.to_string();
+    assert!(first.contains("loop started, iteration 1 of 5"), "{first}");
+    let refused = requests[1].last_user_text().unwrap_or_default();
+    assert!(refused.contains("refused"), "the agent's cancel was not refused: {refused}\n{dump}");
+    let fed = requests[2].last_user_text().unwrap_or_default();
+    assert!(fed.starts_with(&format!("{task}\n")), "the task was not re-injected: {fed}\n{dump}");
+    assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
+    let reasons = installed.env.ledger_reasons(SESSION);
+    assert!(reasons.contains(&"agent_command_refused".to_string()), "{reasons:?}\n{dump}");
+    assert_eq!(
+        reasons.iter().filter(|r| *r != "agent_command_refused").collect::<Vec<_>>(),
+        ["verify_failed", "verified"],
+        "{dump}"
+    );
+    assert!(installed.state(SESSION).contains("outcome: verified"), "{}", installed.state(SESSION));
+    assert_eq!(model.exhausted_requests(), 0);
+}
+
+/// `--max-iterations N` is exactly N turns: a model that never fixes anything is held N - 1 times
+/// and let go at the Nth stop by the loop's own cap, well within Qwen Code's.
+#[test]
+fn qwen_code_max_iterations_is_exact() {
+    let installed = Installed::new(Some(100));
+    installed.env.write("check.sh", CHECK);
+    let script: Script = (0..6).map(|i| mock_model::Step::Text(format!("Done {i}."))).collect();
+    let model = MockModel::start(script).unwrap();
+    let dump = installed.run(
+        &model,
+        "/for-loop create the file named fixed --verify \"sh check.sh\" --max-iterations 3",
+        SESSION,
+        false,
+    );
+    assert_eq!(model.main_requests().len(), 3, "{dump}");
+    assert_eq!(
+        installed.env.ledger_reasons(SESSION),
+        ["verify_failed", "verify_failed", "cap_reached"],
+        "{dump}"
+    );
+    assert!(installed.state(SESSION).contains("outcome: cap_reached"));
+}
+
+/// Without the cap raised, Qwen Code would end a loop after 8 blocked stops: a longer loop is
+/// refused before the model gets a turn, saying what to set, and one that fits is held exactly.
+#[test]
+fn qwen_code_refuses_a_loop_its_block_cap_would_cut_short() {
+    let installed = Installed::new(None);
+    installed.env.write("check.sh", CHECK);
+    let script: Script = (0..10).map(|i| mock_model::Step::Text(format!("Done {i}."))).collect();
+    let model = MockModel::start(script).unwrap();
+    let dump =
+        installed.run(&model, "/for-loop fix it --verify \"sh check.sh\" --max-iterations 9", SESSION, false);
+    assert_eq!(model.main_requests().len(), 0, "a refused start reached the model: {dump}");
+    assert!(!installed.env.session_dir(SESSION).join("state.md").exists(), "{dump}");
+    let dump =
+        installed.run(&model, "/for-loop fix it --verify \"sh check.sh\" --max-iterations 8", PLAIN, false);
+    assert_eq!(model.main_requests().len(), 8, "{dump}");
+    assert_eq!(installed.env.ledger_reasons(PLAIN).last().map(String::as_str), Some("cap_reached"), "{dump}");
+}
+
+/// Beside a live loop, a plain session is not held and nothing is written for it; the loop's
+/// own session takes `/loop-status` and `/cancel-loop` from the user before the model gets a
+/// turn, and after the cancel its stops are let through.
+#[test]
+fn qwen_code_cancel_from_the_user_and_a_plain_session_beside_a_live_loop() {
+    let installed = Installed::new(Some(100));
+    let model = MockModel::start(
+        Script::new().text("first answer").text("plain answer").text("after the cancel").text("unused"),
+    )
+    .unwrap();
+    let dump = installed.run(&model, "just answer", SESSION, false);
+    assert_eq!(model.main_requests().len(), 1, "{dump}");
+    let started =
+        installed.env.run(&["start", "--session", SESSION, "--host", "qwen-code"], "endless --verify false");
+    assert_eq!(started.code, 0, "{}", started.stdout);
+
+    let plain = installed.run(&model, "hello", PLAIN, false);
+    assert_eq!(model.main_requests().len(), 2, "a plain session was held: {plain}");
+    assert!(!installed.env.session_dir(PLAIN).exists(), "{plain}");
+    assert!(installed.state(SESSION).contains("status: active"));
+
+    let status = installed.run(&model, "/loop-status", SESSION, true);
+    assert_eq!(model.main_requests().len(), 2, "the model got a turn for /loop-status: {status}");
+    let cancel = installed.run(&model, "/cancel-loop", SESSION, true);
+    assert_eq!(model.main_requests().len(), 2, "the model got a turn for /cancel-loop: {cancel}");
+    assert!(installed.state(SESSION).contains("outcome: cancelled"), "{cancel}");
+    let ledger = installed.env.ledger_of(SESSION);
+    let last = ledger.last().unwrap();
+    assert_eq!((last["reason"].as_str(), last["origin"].as_str()), (Some("cancelled"), Some("user")));
+
+    let next = installed.run(&model, "hello again", SESSION, true);
+    assert_eq!(model.main_requests().len(), 3, "{next}");
+    assert_eq!(installed.env.ledger_reasons(SESSION).last().map(String::as_str), Some("cancelled"), "{next}");
+    assert_eq!(model.exhausted_requests(), 0);
+}
