@@ -29,7 +29,7 @@ use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
 pub(crate) use adapter::qwen_code::{
     BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
-    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP,
+    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP, block_cap as qwen_block_cap,
 };
 use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};

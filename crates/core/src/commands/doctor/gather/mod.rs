@@ -7,6 +7,7 @@ mod codex;
 mod gemini;
 mod others;
 mod project;
+mod qwen;
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let cursor_home = others::cursor_home(env);
     let antigravity_dir = gemini_home.as_ref().map(|h| h.join("config"));
     let gemini_dir = gemini_home.as_ref().map(|h| h.join("extensions"));
+    let qwen_home = qwen::home(env);
     let hosts_found = [
         (Host::ClaudeCode, "claude", claude_dir.as_ref()),
         (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
@@ -53,6 +55,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         (Host::CopilotCli, "copilot", copilot_home.as_ref()),
         (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
         (Host::Antigravity, "agy", antigravity_dir.as_ref()),
+        (Host::QwenCode, "qwen", qwen_home.as_ref()),
     ]
     .into_iter()
     .filter(|(_, program, dir)| found(program, *dir))
@@ -90,6 +93,10 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
             .map(|home| others::cursor(home, &project)),
         antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
             .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
+        qwen: qwen_home
+            .clone()
+            .filter(|home| present(Host::QwenCode, "qwen", Some(home)))
+            .map(|home| qwen::facts(env, home, &project)),
         tier: project::tier(env, &project, store.as_ref()),
         loops: project::loops(env, &project, store.as_ref()),
         asked,
