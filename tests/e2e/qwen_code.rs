@@ -194,3 +194,76 @@ fn qwen_code_cancel_from_the_user_and_a_plain_session_beside_a_live_loop() {
     assert_eq!(installed.env.ledger_reasons(SESSION).last().map(String::as_str), Some("cancelled"), "{next}");
     assert_eq!(model.exhausted_requests(), 0);
 }
+
+/// The lying model of `qwen_code_holds_a_lying_model_until_verify_passes`, run against Qwen
+/// Code's own `/goal` and against for-loop in two fresh homes: it prints a fake "all 12 tests
+/// passed" with its shell and claims the objective done. `/goal`'s verifier is a model reading
+/// the transcript (here scripted to accept what the shown output says), and the goal ends
+/// complete while the check still fails; for-loop runs the check, never counts the claim, and
+/// lets the model go only at its iteration cap, the loop not verified.
+#[test]
+fn qwen_code_goal_accepts_a_faked_test_run_that_for_loop_refuses() {
+    let lie = "echo 'running 12 tests ... all 12 tests passed'";
+    let claim = "All 12 tests passed: the file named fixed is created.";
+
+    let goal_home = Installed::new(Some(100));
+    goal_home.env.write("check.sh", CHECK);
+    let model = MockModel::start(
+        Script::new()
+            .bash(lie)
+            .call("update_goal", serde_json::json!({"status": "complete", "reason": claim}))
+            .text(claim),
+    )
+    .unwrap();
+    model.answer_side_request(
+        "Goal Verifier",
+        r#"{"decision":"accept","reason":"The tool result shows all 12 tests passed."}"#,
+    );
+    let mut cmd = goal_home.command(&model);
+    cmd.args(["--session-id", SESSION, "-p", "/goal create the file named fixed so that sh check.sh passes"]);
+    let (stdout, stderr) = run_text(cmd, "qwen /goal", b"");
+    let dump = format!("{stdout}\n--- stderr:\n{stderr}");
+    let verifier: Vec<_> =
+        model.requests().into_iter().filter(|r| r.served == mock_model::Served::SideAnswer).collect();
+    assert_eq!(verifier.len(), 1, "the verifier was not asked: {dump}");
+    // What it was given: the transcript, where the echoed line is a tool result, which its
+    // instructions take as proof of an external fact.
+    let asked = verifier[0].body.to_string();
+    assert!(asked.contains("all 12 tests passed") && asked.contains("external_fact"), "{asked}");
+    let chats = goal_home.env.home.join(".qwen/projects");
+    let transcript =
+        walk(&chats).into_iter().find(|p| p.to_string_lossy().ends_with(&format!("{SESSION}.jsonl")));
+    let transcript = std::fs::read_to_string(transcript.expect("no transcript")).unwrap();
+    let last_goal =
+        transcript.lines().rfind(|l| l.contains("\"goal_state\"")).unwrap_or_default().to_string();
+    let goal: Value = serde_json::from_str(&last_goal).unwrap_or_default();
+    let goal = &goal["systemPayload"]["snapshot"]["goal"];
+    assert_eq!(goal["status"], "complete", "the goal did not end complete: {last_goal}\n{dump}");
+    assert_eq!(goal["lastReason"], "The tool result shows all 12 tests passed.");
+    let check = std::process::Command::new("sh").arg("check.sh").current_dir(&goal_home.env.project).status();
+    assert!(!check.unwrap().success(), "the check passes");
+    assert!(!goal_home.env.session_dir(SESSION).exists(), "for-loop took part in the /goal run");
+
+    let loop_home = Installed::new(Some(100));
+    loop_home.env.write("check.sh", CHECK);
+    let model = MockModel::start(Script::new().bash(lie).text(claim).bash(lie).text(claim)).unwrap();
+    let dump = loop_home.run(
+        &model,
+        "/for-loop create the file named fixed --verify \"sh check.sh\" --max-iterations 2",
+        SESSION,
+        false,
+    );
+    assert_eq!(loop_home.env.ledger_reasons(SESSION), ["verify_failed", "cap_reached"], "{dump}");
+    assert!(loop_home.state(SESSION).contains("outcome: cap_reached"), "{dump}");
+    assert_eq!(model.exhausted_requests(), 0, "{dump}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { found.extend(walk(&path)) } else { found.push(path) }
+    }
+    found
+}
