@@ -306,6 +306,9 @@ fn packaging_files_are_exactly_valid() {
     assert!((1..1000).contains(&prompt["timeout"].as_u64().unwrap()), "{prompt}");
     assert!(prompt["command"].as_str().unwrap().contains("prompt-hook --host qwen-code"));
     assert_eq!(json("qwen-code/qwen-extension.json")["name"], "for-loop");
+    let guard = &qwen["hooks"]["PreToolUse"][0];
+    assert_eq!(guard["matcher"], "write_file|edit|run_shell_command", "Qwen Code's tool names");
+    assert!(guard["hooks"][0]["command"].as_str().unwrap().contains("set -- guard;"));
     for name in ["for-loop", "cancel-loop", "loop-status", "resume-loop"] {
         let text = std::fs::read_to_string(plugin.join(format!("qwen-code/commands/{name}.toml"))).unwrap();
         // A `!{…}` line would run before the prompt hook, on the previous state of the loop.

@@ -329,7 +329,7 @@ Otherwise the loop is running again: work on its task, shown above, as before.
 fn qwen_files() -> Vec<(&'static str, String)> {
     let qwen = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
     let hooks = json!({
-        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it.",
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check.",
         "hooks": {
             "Stop": [{"hooks": [{
                 "type": "command",
@@ -345,6 +345,11 @@ fn qwen_files() -> Vec<(&'static str, String)> {
                 "command": qwen("prompt-hook --host qwen-code"),
                 "timeout": PROMPT_TIMEOUT_SECS,
             }]}],
+            // Qwen Code's file and shell tools: the loop's check may not be changed.
+            "PreToolUse": [{
+                "matcher": "write_file|edit|run_shell_command",
+                "hooks": [{"type": "command", "name": "for-loop-guard", "command": qwen("guard"), "timeout": 30}],
+            }],
         },
     });
     let manifest = json!({

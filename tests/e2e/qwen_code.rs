@@ -118,6 +118,36 @@ fn qwen_code_holds_a_lying_model_until_verify_passes() {
     assert_eq!(model.exhausted_requests(), 0);
 }
 
+/// A model that rewrites the check to pass, with its shell and then its file tool, is denied
+/// both times by the guard before the tool runs; the check is unchanged and still fails.
+#[test]
+fn qwen_code_denies_the_agent_rewriting_its_check() {
+    let installed = Installed::new(Some(100));
+    installed.env.write("check.sh", CHECK);
+    let check = installed.env.project.join("check.sh");
+    let model = MockModel::start(
+        Script::new()
+            .bash("echo 'exit 0' > check.sh")
+            .call("write_file", serde_json::json!({"file_path": check, "content": "exit 0\n"}))
+            .text("Done."),
+    )
+    .unwrap();
+    let dump = installed.run(
+        &model,
+        "/for-loop create the file named fixed --verify \"sh check.sh\" --max-iterations 1",
+        SESSION,
+        false,
+    );
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 3, "{dump}");
+    for (i, request) in requests.iter().enumerate().skip(1) {
+        let said = request.last_user_text().unwrap_or_default();
+        assert!(said.contains("part of this loop's verify check"), "call {i} was not denied: {said}\n{dump}");
+    }
+    assert_eq!(std::fs::read_to_string(&check).unwrap(), CHECK);
+    assert_eq!(installed.env.ledger_reasons(SESSION), ["cap_reached"], "{dump}");
+}
+
 /// `--max-iterations N` is exactly N turns: a model that never fixes anything is held N - 1 times
 /// and let go at the Nth stop by the loop's own cap, well within Qwen Code's.
 #[test]
