@@ -74,10 +74,11 @@ impl Installed {
     }
 }
 
-/// A lying model: it first tries to cancel its own loop from its shell, then says all tests
-/// pass. Both are refused: the cancel because it ran in the agent's shell, the claim because
-/// verify fails; the task comes back with the check's output, the model fixes it, verify passes,
-/// the loop ends.
+/// A lying model: it first tries to cancel its own loop from its shell, plainly and then
+/// disguised, then says all tests pass. All are refused: the plain cancel by the guard before it
+/// runs, the disguised one by loop-hook because it runs in the agent's shell (`QWEN_CODE`), the
+/// claim because verify fails; the task comes back with the check's output, the model fixes it,
+/// verify passes, the loop ends.
 #[test]
 fn qwen_code_holds_a_lying_model_until_verify_passes() {
     let installed = Installed::new(Some(100));
@@ -86,6 +87,8 @@ fn qwen_code_holds_a_lying_model_until_verify_passes() {
     let model = MockModel::start(
         Script::new()
             .bash("\"$FOR_LOOP_BIN\" cancel")
+            // The same command, which the guard cannot read: base64 of `"$FOR_LOOP_BIN" cancel`.
+            .bash("echo IiRGT1JfTE9PUF9CSU4iIGNhbmNlbA== | base64 -d | sh")
             .text("All 12 tests passed. I have finished the task.")
             .bash("touch fixed")
             .text("Fixed it."),
@@ -98,13 +101,23 @@ fn qwen_code_holds_a_lying_model_until_verify_passes() {
         false,
     );
     let requests = model.main_requests();
-    assert_eq!(requests.len(), 4, "{dump}");
+    assert_eq!(requests.len(), 5, "{dump}");
     // The prompt hook's words about the start reach the model beside the command's text.
     let first = requests[0].body.to_string();
     assert!(first.contains("loop started, iteration 1 of 5"), "{first}");
-    let refused = requests[1].last_user_text().unwrap_or_default();
-    assert!(refused.contains("refused"), "the agent's cancel was not refused: {refused}\n{dump}");
-    let fed = requests[2].last_user_text().unwrap_or_default();
+    let results: Vec<String> = requests[1..3]
+        .iter()
+        .map(|r| r.tool_results().last().map(|t| t.text.clone()).unwrap_or_default())
+        .collect();
+    assert!(
+        results[0].contains("only the user can cancel"),
+        "the guard let the cancel run: {results:?}\n{dump}"
+    );
+    assert!(
+        results[1].contains("refused"),
+        "loop-hook did not refuse the agent's cancel: {results:?}\n{dump}"
+    );
+    let fed = requests[3].last_user_text().unwrap_or_default();
     assert!(fed.starts_with(&format!("{task}\n")), "the task was not re-injected: {fed}\n{dump}");
     assert!(fed.contains("FAIL: fixed is missing"), "{fed}");
     let reasons = installed.env.ledger_reasons(SESSION);
