@@ -803,6 +803,23 @@ mod tests {
     }
 
     #[test]
+    fn qwen_code_holds_a_resume_to_the_block_cap_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let typed = |text: &str| respond(&env, Host::QwenCode, &qwen_event("x", Some(text), dir.path()));
+        assert_eq!(typed("/for-loop t --verify false --max-iterations 8").block, None);
+        assert!(typed("/cancel-loop").block.unwrap().contains("cancelled"));
+        // Resumed at iteration 2 of 8 + 20: 27 left, with Qwen Code's default cap of 8.
+        let why = typed("/resume-loop --more 20").block.unwrap();
+        assert!(why.contains("not resumed") && why.contains("leave 27 iterations"), "{why}");
+        let state = crate::store::custody::trusted_state(&Store::locate(&env).unwrap().paths("q-1"));
+        assert!(!state.unwrap().unwrap().is_active(), "a refused resume changed the loop");
+        let fits = typed("/resume-loop --more 1");
+        assert_eq!(fits.block, None, "{fits:?}");
+        assert!(fits.context.unwrap().contains("resumed after cancelled"));
+    }
+
+    #[test]
     fn plain_prompts_pass_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
