@@ -254,3 +254,45 @@ fn with_no_host_and_no_plugin_doctor_says_so_and_lists_what_it_sees() {
         run.stdout
     );
 }
+
+/// Qwen Code: not installed says how to install; installed with the default cap of 8 is told
+/// (not a failure: a loop up to 8 holds exactly) with the setting that raises it; hooks turned
+/// off in settings fail naming the file; the install docs/hosts.md gives passes.
+#[test]
+fn qwen_code_install_hooks_and_block_cap() {
+    let env = TestEnv::new();
+    let (code, checks) = doctor(&env, "qwen-code", &[]);
+    assert_fails(code, &checks, "qwen-code: installed", "qwen extensions install");
+    let qwen = env.home.join(".qwen");
+    let extension = qwen.join("extensions/for-loop");
+    for file in ["qwen-extension.json", "hooks/hooks.json", "scripts/loop-hook"] {
+        write(
+            &extension.join(file),
+            &std::fs::read_to_string(repo().join("plugin/qwen-code").join(file)).unwrap(),
+        );
+    }
+    let (code, checks) = doctor(&env, "qwen-code", &[]);
+    let cap = check(&checks, "qwen-code: block cap");
+    assert_eq!((cap["ok"].as_bool(), cap["matters"].as_bool()), (Some(false), Some(false)), "{cap}");
+    assert!(cap["fix"].as_str().unwrap().contains("\"stopHookBlockingCap\": 100"), "{cap}");
+    assert_eq!(code, 0, "{checks:#?}");
+    write(
+        &qwen.join("settings.json"),
+        &json!({"stopHookBlockingCap": 100, "disableAllHooks": true}).to_string(),
+    );
+    let (code, checks) = doctor(&env, "qwen-code", &[]);
+    assert_fails(code, &checks, "qwen-code: hooks on", "disableAllHooks");
+    assert_eq!(check(&checks, "qwen-code: block cap")["ok"], true);
+    write(&qwen.join("settings.json"), &json!({"stopHookBlockingCap": 100}).to_string());
+    let (code, checks) = doctor(&env, "qwen-code", &[]);
+    assert_eq!(code, 0, "{checks:#?}");
+    // The variable beats the settings, as in Qwen Code.
+    let (_, checks) = doctor(&env, "qwen-code", &[("QWEN_CODE_STOP_HOOK_BLOCK_CAP", "5")]);
+    assert!(check(&checks, "qwen-code: block cap")["detail"].as_str().unwrap().contains("after 5 blocked"));
+    write(
+        &qwen.join("extensions/extension-enablement.json"),
+        &json!({"for-loop": {"overrides": ["!/*"]}}).to_string(),
+    );
+    let (code, checks) = doctor(&env, "qwen-code", &[]);
+    assert_fails(code, &checks, "qwen-code: enabled", "qwen extensions enable for-loop");
+}

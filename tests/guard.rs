@@ -78,6 +78,30 @@ fn edits_of_the_verify_script_and_protected_paths_are_denied_while_the_loop_runs
     );
 }
 
+/// Qwen Code's tools, as its `PreToolUse` names them: the same objections as Claude Code's.
+#[test]
+fn qwen_codes_file_and_shell_tools_are_guarded_too() {
+    let env = TestEnv::new();
+    env.write("check.sh", "exit 1\n");
+    let started = env.run(
+        &["start", "--session", SESSION, "--host", "qwen-code"],
+        "t --verify \"sh check.sh\" --max-iterations 3",
+    );
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    let write = json!({"file_path": env.project.join("check.sh"), "content": "exit 0"});
+    assert!(denied(&pre_tool_use(&env, SESSION, "write_file", &write)).unwrap().contains("check.sh"));
+    let edit = json!({"file_path": "check.sh", "old_string": "exit 1", "new_string": "exit 0"});
+    assert!(denied(&pre_tool_use(&env, SESSION, "edit", &edit)).is_some());
+    let shell = json!({"command": "echo 'exit 0' > check.sh", "description": "d"});
+    assert!(denied(&pre_tool_use(&env, SESSION, "run_shell_command", &shell)).is_some());
+    let honest = json!({"command": "sh check.sh", "description": "d"});
+    assert_eq!(pre_tool_use(&env, SESSION, "run_shell_command", &honest), "");
+    assert_eq!(
+        pre_tool_use(&env, SESSION, "write_file", &json!({"file_path": "src.sh", "content": "x"})),
+        ""
+    );
+}
+
 /// The guard as the host runs it: the binary with the hook's environment, resolving `$HOME`,
 /// quoted words and scheduled prompts, and letting an honest edit-then-check through.
 #[test]

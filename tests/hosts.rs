@@ -18,6 +18,7 @@ pub(crate) const PLAIN_ALLOW: &[(&str, &str)] = &[
     ("cursor", "{}"),
     ("copilot-cli", "{}"),
     ("opencode", "{}"),
+    ("qwen-code", ""),
 ];
 
 pub(crate) fn fixtures() -> PathBuf {
@@ -117,7 +118,7 @@ fn malformed_payloads_allow_with_each_hosts_plain_answer() {
 /// session must not be judged by a hook meant for another host.
 #[test]
 fn a_hook_for_one_host_never_judges_another_hosts_payload() {
-    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex", "opencode"];
+    let dirs = ["antigravity", "cursor", "copilot-cli", "gemini-cli", "codex", "opencode", "qwen-code"];
     for (host, allow) in PLAIN_ALLOW {
         for dir in dirs {
             if *host == dir || (*host == "claude-code" && dir == "codex") {
@@ -299,6 +300,23 @@ fn packaging_files_are_exactly_valid() {
         prompt["timeoutSec"].is_u64()
             && prompt["bash"].as_str().unwrap().contains("prompt-hook --host copilot-cli")
     );
+    // Qwen Code reads a hook timeout of 1000 or more as milliseconds, less as seconds.
+    let qwen = json("qwen-code/hooks/hooks.json");
+    let stop = &qwen["hooks"]["Stop"][0]["hooks"][0];
+    assert!(stop["timeout"].as_u64().unwrap() >= 600_000, "{stop}");
+    assert!(stop["command"].as_str().unwrap().contains("stop-hook --host qwen-code"));
+    let prompt = &qwen["hooks"]["UserPromptSubmit"][0]["hooks"][0];
+    assert!((1..1000).contains(&prompt["timeout"].as_u64().unwrap()), "{prompt}");
+    assert!(prompt["command"].as_str().unwrap().contains("prompt-hook --host qwen-code"));
+    assert_eq!(json("qwen-code/qwen-extension.json")["name"], "for-loop");
+    let guard = &qwen["hooks"]["PreToolUse"][0];
+    assert_eq!(guard["matcher"], "write_file|edit|run_shell_command", "Qwen Code's tool names");
+    assert!(guard["hooks"][0]["command"].as_str().unwrap().contains("set -- guard;"));
+    for name in ["for-loop", "cancel-loop", "loop-status", "resume-loop"] {
+        let text = std::fs::read_to_string(plugin.join(format!("qwen-code/commands/{name}.toml"))).unwrap();
+        // A `!{…}` line would run before the prompt hook, on the previous state of the loop.
+        assert!(!text.contains("!{"), "qwen-code/commands/{name}.toml runs a shell command");
+    }
     // Antigravity runs its hook as a program: it must be executable.
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(plugin.join("antigravity/hooks/stop-hook")).unwrap().permissions(),
@@ -337,12 +355,23 @@ fn each_host_is_told_commands_its_packaging_has() {
                 "for-loop:resume" => repo().join("plugin/claude-code/commands/resume.md").is_file(),
                 other => repo().join("plugin/claude-code/skills").join(other).join("SKILL.md").is_file(),
             },
-            "gemini-cli" => repo().join("plugin/gemini-cli/commands").join(format!("{name}.toml")).is_file(),
+            "gemini-cli" | "qwen-code" => {
+                repo().join("plugin").join(host).join("commands").join(format!("{name}.toml")).is_file()
+            }
             "opencode" => repo().join("plugin/opencode/commands").join(format!("{name}.md")).is_file(),
             host => repo().join("plugin").join(host).join("skills").join(name).join("SKILL.md").is_file(),
         }
     };
-    for host in ["claude-code", "gemini-cli", "codex", "cursor", "antigravity", "copilot-cli", "opencode"] {
+    for host in [
+        "claude-code",
+        "gemini-cli",
+        "codex",
+        "cursor",
+        "antigravity",
+        "copilot-cli",
+        "opencode",
+        "qwen-code",
+    ] {
         let env = TestEnv::new();
         let started =
             env.run(&["start", "--session", "s", "--host", host], "t --verify false --max-iterations 1");
@@ -544,4 +573,33 @@ console.log(JSON.stringify(calls));
     assert_eq!(payloads[0]["directory"], serde_json::json!(env.project));
     assert_eq!(payloads[1]["input"]["arguments"], "fix it --verify true");
     assert_eq!(payloads[2]["output"]["args"]["command"], "rm check.sh");
+}
+
+/// Qwen Code gives the agent's shell `QWEN_CODE=1` and its hooks never: a Stop hook run with it
+/// is the agent's own `loop-hook stop-hook`, recorded and not judged, whatever the payload says;
+/// the same payload from the host's hook is judged.
+#[test]
+fn a_qwen_code_stop_from_the_agents_shell_is_not_judged() {
+    let env = TestEnv::new();
+    let session = "qwen-session-0001";
+    let started = env.run(
+        &["start", "--session", session, "--host", "qwen-code"],
+        "task --verify false --max-iterations 5",
+    );
+    assert_eq!(started.code, 0, "{}", started.stdout);
+    let event = payload(&env, session, &fixtures().join("qwen-code/0.24.4-stop-no-usage.json"));
+    let mut forged = env.command(&["stop-hook", "--host", "qwen-code"]);
+    forged.env("QWEN_CODE", "1");
+    let run = crate::util::run_command(forged, &event);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.reason().contains("this stop was not judged"), "{}", run.stdout);
+    assert_eq!(env.ledger_reasons(session), ["forged_stop"]);
+    let real = stop(&env, "qwen-code", &event);
+    assert!(real.blocked() && real.reason().starts_with("task"), "{}", real.stdout);
+    assert_eq!(env.ledger_reasons(session), ["forged_stop", "verify_failed"]);
+    // A stop from the agent's shell in a session with no loop is nobody's business.
+    let mut no_loop = env.command(&["stop-hook", "--host", "qwen-code"]);
+    no_loop.env("QWEN_CODE", "1");
+    let other = payload(&env, "qwen-session-0002", &fixtures().join("qwen-code/0.24.4-stop.json"));
+    assert_eq!(crate::util::run_command(no_loop, &other).stdout, "");
 }

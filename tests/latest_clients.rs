@@ -145,6 +145,7 @@ const NEWEST: &[(&str, &str, &str)] = &[
     ("@openai/codex", "9.3.0", "codex"),
     ("@github/copilot", "9.4.0", "copilot"),
     ("opencode-ai", "9.5.0", "opencode"),
+    ("@qwen-code/qwen-code", "9.6.0", "qwen"),
 ];
 
 const TESTS: &[&str] = &[
@@ -173,6 +174,7 @@ fn each_host_gets_one_line_with_its_version_and_what_broke_and_the_exit_says_so(
          codex        9.3.0      broke: e2e::codex::codex_trusts, e2e::run::run_with_codex_is_fresh\n\
          copilot-cli  9.4.0      no tests yet (no e2e:: test is named for it, e.g. e2e::copilot_cli::)\n\
          opencode     9.5.0      no tests yet (no e2e:: test is named for it, e.g. e2e::opencode::)\n\
+         qwen-code    9.6.0      no tests yet (no e2e:: test is named for it, e.g. e2e::qwen_code::)\n\
          other        -          passed (1 test)\n",
         "{stderr}"
     );
@@ -209,6 +211,24 @@ fn copilot_tests_are_picked_up_by_name_once_they_exist() {
     assert!(line.starts_with("copilot-cli  -          broke: copilot is not installed in "), "{line}");
     assert!(line.ends_with("(2 tests not run)"), "{line}");
     assert_eq!(without.runs().len(), 4, "{:#?}", without.runs());
+}
+
+#[test]
+fn qwen_code_tests_are_picked_up_by_name() {
+    let mut tests = TESTS.to_vec();
+    tests.extend(["e2e::qwen_code::qwen_code_holds", "e2e::qwen_code::qwen_goal_baseline"]);
+    let fake = Fake::new(NEWEST, &tests, &["e2e::qwen_code::qwen_goal_baseline"]);
+    let (code, stdout, stderr) = fake.run(&[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("qwen-code    9.5.0      broke: e2e::qwen_code::qwen_goal_baseline\n"),
+        "{stdout}"
+    );
+    assert!(
+        fake.runs()[3].ends_with(
+            "(test(=e2e::qwen_code::qwen_code_holds) | test(=e2e::qwen_code::qwen_goal_baseline))"
+        )
+    );
 }
 
 #[test]

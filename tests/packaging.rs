@@ -37,7 +37,8 @@ fn launcher_source() -> PathBuf {
 }
 
 /// Host packages that carry their own copy of the launcher (their hooks know their root).
-const LAUNCHER_COPIES: [&str; 5] = ["claude-code", "codex", "gemini-cli", "antigravity", "cursor"];
+const LAUNCHER_COPIES: [&str; 6] =
+    ["claude-code", "codex", "gemini-cli", "antigravity", "cursor", "qwen-code"];
 
 /// The Claude Code Stop hook's timeout: past the longest verify (1 h) plus the hook's own work.
 const STOP_TIMEOUT_SECS: u64 = 3660;
@@ -311,12 +312,121 @@ Otherwise the loop is running again: work on its task, shown above, as before.
             ),
         ),
     ];
+    files.extend(qwen_files());
     let launcher = std::fs::read_to_string(launcher_source()).unwrap();
     for host in LAUNCHER_COPIES {
         let path: &'static str = Box::leak(format!("plugin/{host}/{LAUNCHER}").into_boxed_str());
         files.push((path, launcher.clone()));
     }
     files
+}
+
+/// Qwen Code's extension: its hooks are Claude Code's events and shape, and it substitutes
+/// `${CLAUDE_PLUGIN_ROOT}` (alone among variables) with the installed copy's root. The user's
+/// commands are carried out by the prompt hook, which reads what the user typed
+/// (`submitted_prompt`); the command files only tell the model what to do with the answer, and
+/// run nothing, because a `!{…}` line runs before the prompt hook does.
+fn qwen_files() -> Vec<(&'static str, String)> {
+    let qwen = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
+    let hooks = json!({
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check.",
+        "hooks": {
+            "Stop": [{"hooks": [{
+                "type": "command",
+                "name": "for-loop",
+                "command": qwen("stop-hook --host qwen-code"),
+                // Seconds below 1000 and milliseconds from 1000 up (0.24.4 keeps the old
+                // meaning): 3660 would be read as 3.66 s and kill verify.
+                "timeout": STOP_TIMEOUT_SECS * 1000,
+            }]}],
+            "UserPromptSubmit": [{"hooks": [{
+                "type": "command",
+                "name": "for-loop-prompt",
+                "command": qwen("prompt-hook --host qwen-code"),
+                "timeout": PROMPT_TIMEOUT_SECS,
+            }]}],
+            // Qwen Code's file and shell tools: the loop's check may not be changed.
+            "PreToolUse": [{
+                "matcher": "write_file|edit|run_shell_command",
+                "hooks": [{"type": "command", "name": "for-loop-guard", "command": qwen("guard"), "timeout": 30}],
+            }],
+        },
+    });
+    let manifest = json!({
+        "name": "for-loop",
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": "A verified agent loop: the agent keeps working until your verify command passes.",
+    });
+    let command = |description: &str, text: &str| {
+        format!("description = {}\nprompt = \"\"\"\n{text}\"\"\"\n", json!(description))
+    };
+    let hooks_off =
+        "If no text from for-loop was added to this prompt, for-loop's hooks did not run in this session
+(hooks turned off with disableAllHooks, the extension disabled, or loop-hook missing): tell the user
+exactly that, suggest `qwen extensions list` and `loop-hook doctor --host qwen-code` in a terminal,
+and do nothing else.
+";
+    let work =
+        "Otherwise a verified loop is now running in this session, and the text for-loop added is its task.
+Work on that task now. You cannot end the loop by saying you are done: each time you stop, for-loop
+runs the verify command; if it fails you get the task back with its output, if it passes the loop
+ends. Run the verify command yourself before you stop. Never edit, weaken, skip or delete the
+verify command, the tests it runs, or the loop's files: fix the code under test instead, and put
+new tests in new test files. If the task cannot be done as asked, say why and end your turn with
+<loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. If a
+completion promise is set, write <promise>TEXT</promise> only when it is completely true.
+";
+    let answered = |what: &str| {
+        format!(
+            "for-loop's prompt hook carries out {what} itself and answers the user directly, so this text is seen
+only when that hook did not run: for-loop's hooks are off in this session, and no loop was changed.
+Tell the user that in one line, suggest `loop-hook doctor --host qwen-code` in a terminal, and do
+not work on any loop's task.
+"
+        )
+    };
+    vec![
+        ("plugin/qwen-code/qwen-extension.json", pretty(&manifest)),
+        ("plugin/qwen-code/hooks/hooks.json", pretty(&hooks)),
+        (
+            "plugin/qwen-code/commands/for-loop.toml",
+            command(
+                "Start a verified loop: the agent keeps working on TASK until the verify command passes. Usage: /for-loop TASK [--verify CMD] [--completion-promise TEXT] [--max-iterations N] [--verify-timeout SECS]",
+                &format!("for-loop's prompt hook has started a loop from this command before you read it.\n\n{hooks_off}\n{work}"),
+            ),
+        ),
+        (
+            "plugin/qwen-code/commands/resume-loop.toml",
+            command(
+                "Resume this session's parked, capped or cancelled for-loop. Add --more N for more iterations or --more-time 30m for more time.",
+                &format!(
+                    "for-loop's prompt hook has resumed this session's loop before you read it.\n\n{hooks_off}\n{}",
+                    work.replacen("now running in this session", "running again in this session", 1)
+                ),
+            ),
+        ),
+        (
+            "plugin/qwen-code/commands/cancel-loop.toml",
+            command("Cancel the for-loop running in this session. Its next stop is allowed.", &answered("/cancel-loop")),
+        ),
+        (
+            "plugin/qwen-code/commands/loop-status.toml",
+            command(
+                "Show the for-loop in this session: iteration, last verify result, elapsed time, files and recent stops.",
+                &answered("/loop-status"),
+            ),
+        ),
+        (
+            "plugin/qwen-code/commands/doctor.toml",
+            command(
+                "Check whether a for-loop would hold here: the binary and its version, the extension, its hooks, Qwen Code's cap of blocked stops, the store; one line per check with the command that fixes it.",
+                "!{sh \"${QWEN_HOME:-$HOME/.qwen}/extensions/for-loop/scripts/loop-hook\" doctor --host qwen-code --exit-zero}
+
+Show the user the output above exactly as it is, in a code block. Add nothing else.
+",
+            ),
+        ),
+    ]
 }
 
 #[test]
@@ -775,6 +885,11 @@ fn host_hook(host: &str, package: &Path) -> (Command, &'static str) {
             "copilot-cli/1.0.41-agent-stop.json",
         ),
         "antigravity" => (Command::new(package.join("hooks/stop-hook")), "antigravity/2.0-docs-stop.json"),
+        "qwen-code" => {
+            // Qwen Code substitutes ${CLAUDE_PLUGIN_ROOT} itself (0.24.4), then runs `bash -c`.
+            let command = text(&config("hooks/hooks.json")["hooks"]["Stop"][0]["hooks"][0]["command"]);
+            (shell("bash", command.replace("${CLAUDE_PLUGIN_ROOT}", root)), "qwen-code/0.24.4-stop.json")
+        }
         other => panic!("{other}"),
     }
 }
@@ -784,7 +899,7 @@ fn host_hook(host: &str, package: &Path) -> (Command, &'static str) {
 /// exits 0 with that answer when the package has lost its launcher.
 #[test]
 fn every_hosts_hook_command_runs_the_hook_for_its_host() {
-    let hosts = ["claude-code", "codex", "gemini-cli", "cursor", "copilot-cli", "antigravity"];
+    let hosts = ["claude-code", "codex", "gemini-cli", "cursor", "copilot-cli", "antigravity", "qwen-code"];
     for host in hosts {
         let env = TestEnv::new();
         let package = env.home.join("installed copy");
@@ -801,7 +916,11 @@ fn every_hosts_hook_command_runs_the_hook_for_its_host() {
             }
         }
         let session = "fixture-session-0001";
-        env.run(&["start", "--session", session, "--host", host], "wrapped task --verify false");
+        // Within Qwen Code's default cap of 8 blocks in a row, which a longer loop is refused for.
+        env.run(
+            &["start", "--session", session, "--host", host],
+            "wrapped task --verify false --max-iterations 5",
+        );
         let (_, fixture) = host_hook(host, &package);
         let stdin = crate::hosts::payload(&env, session, &crate::hosts::fixtures().join(fixture));
         let run = |bin: Option<&str>| {
@@ -922,6 +1041,7 @@ fn every_manifest_carries_the_crate_version() {
     assert_eq!(json("plugin/codex/.codex-plugin/plugin.json")["version"], version);
     assert_eq!(json("plugin/cursor/.cursor-plugin/plugin.json")["version"], version);
     assert_eq!(json("plugin/gemini-cli/gemini-extension.json")["version"], version);
+    assert_eq!(json("plugin/qwen-code/qwen-extension.json")["version"], version);
     let launcher = std::fs::read_to_string(launcher_source()).unwrap();
     assert!(
         launcher.contains(&format!("\nplugin_version={version}\n")),

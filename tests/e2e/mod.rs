@@ -10,6 +10,8 @@
 //! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
 //! - `install`: the install from a built clone copies only the plugin and runs cargo's binary.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
+//! - `qwen_code`: Qwen Code with `plugin/qwen-code` installed as an extension, and its built-in
+//!   `/goal` run on the same lying model.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
 //! scripts/test` filters this module out (`e2e::`), so its tests are reported as skipped; CI
@@ -26,6 +28,7 @@ mod demo;
 mod gemini_cli;
 mod install;
 mod opencode;
+mod qwen_code;
 mod release;
 mod reviewer;
 mod run;

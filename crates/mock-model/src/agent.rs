@@ -22,6 +22,10 @@ pub enum Agent<'a> {
     /// keeps its config, hooks and sessions under `$HOME/.copilot`. Run it with `-p PROMPT
     /// --no-auto-update`.
     CopilotCli,
+    /// Qwen Code with its `openai` provider (Chat Completions) pointed at this mock; it keeps
+    /// its settings, extensions and chats under `$HOME/.qwen`, whose `settings.json` must hold
+    /// [`MockModel::qwen_settings`]. Run it with `--yolo -p PROMPT`.
+    QwenCode,
 }
 
 /// The API key each CLI is given: the mock ignores it, but a CLI without one asks for a login.
@@ -63,8 +67,25 @@ impl MockModel {
                     .env("COPILOT_MODEL", COPILOT_MODEL)
                     .env("COPILOT_AUTO_UPDATE", "false");
             }
+            Agent::QwenCode => {
+                cmd.env("OPENAI_API_KEY", API_KEY)
+                    .env("OPENAI_BASE_URL", format!("{}/v1", self.base_url()))
+                    .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
+            }
         }
         cmd
+    }
+
+    /// The Qwen Code settings that select the `openai` provider and a model, and turn off what
+    /// would send the mock requests of its own: update checks, and the managed memory and skill
+    /// passes, which run after a turn with tools and would take the next scripted step.
+    pub fn qwen_settings() -> serde_json::Value {
+        serde_json::json!({
+            "general": {"enableAutoUpdate": false},
+            "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false, "enableAutoSkill": false},
+            "security": {"auth": {"selectedType": "openai"}},
+            "model": {"name": QWEN_MODEL},
+        })
     }
 
     /// A Codex `config.toml` whose default model provider is this mock, with retries off.
@@ -81,6 +102,9 @@ impl MockModel {
 /// The model Copilot CLI is told to use: not one it knows, so it applies no model-specific
 /// prompting, and the mock echoes it back.
 const COPILOT_MODEL: &str = "mock-gpt";
+
+/// The model Qwen Code is told to use.
+const QWEN_MODEL: &str = "mock-gpt";
 
 /// The variable [`MockModel::codex_config`] tells Codex to read its key from.
 const CODEX_KEY_VAR: &str = "MOCK_API_KEY";
@@ -129,7 +153,10 @@ mod tests {
         let copilot = vars(&model.agent_command(Path::new("copilot"), Agent::CopilotCli, home, &[]));
         assert!(copilot.contains(&("COPILOT_PROVIDER_BASE_URL".into(), format!("{}/v1", model.base_url()))));
         assert!(copilot.contains(&("COPILOT_OFFLINE".into(), "true".into())));
-        for cmd in [claude_vars, gemini, codex, copilot] {
+        let qwen = vars(&model.agent_command(Path::new("qwen"), Agent::QwenCode, home, &[]));
+        assert!(qwen.contains(&("OPENAI_BASE_URL".into(), format!("{}/v1", model.base_url()))));
+        assert_eq!(MockModel::qwen_settings()["security"]["auth"]["selectedType"], "openai");
+        for cmd in [claude_vars, gemini, codex, copilot, qwen] {
             assert!(cmd.contains(&("HOME".into(), "/home/test".into())));
             let names: Vec<&str> = cmd.iter().map(|(k, _)| k.as_str()).collect();
             assert!(!names.contains(&"USER") && !names.contains(&"ANTHROPIC_AUTH_TOKEN"), "{names:?}");

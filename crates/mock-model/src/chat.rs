@@ -36,6 +36,9 @@ fn shell_call(tools: &[Value], command: &str) -> (String, Value) {
 
 /// What `step` becomes ([`ShellTurn::of`]).
 pub(crate) fn turn(step: Option<&Step>, exhausted: &str, tools: &[Value]) -> Turn {
+    if let Some(Step::Call { name, input }) = step {
+        return Turn::Call { name: name.clone(), arguments: input.to_string() };
+    }
     let command = match ShellTurn::of(step, exhausted) {
         ShellTurn::Say(text) => return Turn::Text(text),
         ShellTurn::Run(command) => command,

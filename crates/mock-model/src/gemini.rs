@@ -31,6 +31,7 @@ pub(crate) fn part(step: Option<&Step>, exhausted: &str) -> Value {
         Some(Step::Write { file_path, content }) => {
             json!({"functionCall": {"name": "write_file", "args": {"file_path": file_path, "content": content}}})
         }
+        Some(Step::Call { name, input }) => json!({"functionCall": {"name": name, "args": input}}),
         Some(Step::Edit { file_path, old_string, new_string }) => json!({"functionCall": {
             "name": "replace",
             "args": {"file_path": file_path, "old_string": old_string, "new_string": new_string},

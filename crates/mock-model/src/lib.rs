@@ -91,6 +91,8 @@ struct State {
     /// Counts every reply, for unique message, request and tool-use ids.
     replies: u64,
     requests: Vec<Recorded>,
+    /// Answers for side requests, each with the text that picks its request, in order.
+    side_answers: Vec<(String, String)>,
 }
 
 /// Open connections, so shutdown can close them: a keep-alive connection otherwise blocks its
@@ -118,6 +120,7 @@ impl MockModel {
                 next_step: 0,
                 replies: 0,
                 requests: Vec::new(),
+                side_answers: Vec::new(),
             }),
             connections: Mutex::default(),
             stopping: AtomicBool::new(false),
@@ -140,6 +143,13 @@ impl MockModel {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Queues `answer` for the next Chat Completions side request (one without tools) whose
+    /// body holds `marker`: a client's own judge, such as Qwen Code's goal verifier, which wants
+    /// a scripted verdict where a title gets the filler. Queued answers are used in order.
+    pub fn answer_side_request(&self, marker: impl Into<String>, answer: impl Into<String>) {
+        self.shared.state().side_answers.push((marker.into(), answer.into()));
     }
 
     /// Every request so far, in the order they were answered.
@@ -308,6 +318,8 @@ impl Shared {
                     }
                     let (served, step) = if is_main {
                         state.next_step()
+                    } else if let Some(answer) = state.side_answer(body) {
+                        (Served::SideAnswer, Some(Step::Text(answer)))
                     } else {
                         (Served::Filler, Some(Step::Text(FILLER_TEXT.into())))
                     };
@@ -374,6 +386,13 @@ impl Shared {
 }
 
 impl State {
+    /// The first queued side answer whose marker `body` holds, taken off the queue.
+    fn side_answer(&mut self, body: &Value) -> Option<String> {
+        let text = body.to_string();
+        let index = self.side_answers.iter().position(|(marker, _)| text.contains(marker.as_str()))?;
+        Some(self.side_answers.remove(index).1)
+    }
+
     /// When the next step is a scripted error, takes it and gives its response in `api`'s shape.
     fn take_error(&mut self, api: Api) -> Option<(Served, Response)> {
         let response = match self.steps.get(self.next_step)? {

@@ -11,6 +11,8 @@ pub enum Served {
     Exhausted,
     /// A side request (title, summary): a short fixed text, no step consumed.
     Filler,
+    /// A side request answered with a text queued by [`crate::MockModel::answer_side_request`].
+    SideAnswer,
     /// `/v1/messages/count_tokens`.
     CountTokens,
     /// An unknown route.

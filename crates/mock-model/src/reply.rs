@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub(crate) enum Content {
     Text(String),
-    ToolUse { id: String, name: &'static str, input: Value },
+    ToolUse { id: String, name: String, input: Value },
 }
 
 #[derive(Debug, Clone)]

@@ -45,6 +45,10 @@ pub enum Step {
     Error { status: u16, retry_after: Option<u64> },
     /// Answer with the API's usage-window limit (HTTP 429), resetting in `resets_in` seconds.
     UsageLimit { resets_in: u64 },
+    /// Call the tool `name` with `input`, whatever the client calls its tools: a client's own
+    /// protocol tool, such as Qwen Code's `update_goal`. A client whose only tool is its shell
+    /// (Codex, Copilot CLI) gets it as a text naming the call.
+    Call { name: String, input: Value },
 }
 
 /// A step as an agent CLI whose only tool is its shell takes it (Codex, Copilot CLI).
@@ -65,6 +69,7 @@ impl ShellTurn {
             // Served as an HTTP error before a reply is built.
             Some(Step::Error { status, .. }) => return ShellTurn::Say(format!("error {status}")),
             Some(Step::UsageLimit { .. }) => return ShellTurn::Say("usage limit".into()),
+            Some(Step::Call { name, input }) => return ShellTurn::Say(format!("call {name} {input}")),
             Some(Step::Bash { command }) => command.clone(),
             Some(Step::Write { file_path, content }) => {
                 format!("printf '%s' {} > {}", quote(content), quote(file_path))
@@ -87,19 +92,20 @@ fn quote(text: &str) -> String {
 
 impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
-    pub fn tool_call(&self) -> Option<(&'static str, Value)> {
+    pub fn tool_call(&self) -> Option<(String, Value)> {
         match self {
             Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } => None,
             Step::Bash { command } => {
-                Some(("Bash", json!({"command": command, "description": BASH_DESCRIPTION})))
+                Some(("Bash".into(), json!({"command": command, "description": BASH_DESCRIPTION})))
             }
             Step::Write { file_path, content } => {
-                Some(("Write", json!({"file_path": file_path, "content": content})))
+                Some(("Write".into(), json!({"file_path": file_path, "content": content})))
             }
             Step::Edit { file_path, old_string, new_string } => Some((
-                "Edit",
+                "Edit".into(),
                 json!({"file_path": file_path, "old_string": old_string, "new_string": new_string}),
             )),
+            Step::Call { name, input } => Some((name.clone(), input.clone())),
         }
     }
 }
@@ -113,6 +119,7 @@ impl fmt::Display for Step {
             Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
             Step::Error { status, .. } => write!(f, "error {status}"),
             Step::UsageLimit { resets_in } => write!(f, "usage limit, resets in {resets_in}s"),
+            Step::Call { name, .. } => write!(f, "call {name}"),
         }
     }
 }
@@ -140,6 +147,10 @@ enum StepRepr {
     },
     UsageLimit {
         resets_in: u64,
+    },
+    Call {
+        name: String,
+        input: Value,
     },
 }
 
@@ -169,6 +180,7 @@ impl From<StepRepr> for Step {
             }
             StepRepr::Error { status, retry_after } => Step::Error { status, retry_after },
             StepRepr::UsageLimit { resets_in } => Step::UsageLimit { resets_in },
+            StepRepr::Call { name, input } => Step::Call { name, input },
         }
     }
 }
@@ -184,6 +196,7 @@ impl From<Step> for StepRepr {
             }
             Step::Error { status, retry_after } => StepRepr::Error { status, retry_after },
             Step::UsageLimit { resets_in } => StepRepr::UsageLimit { resets_in },
+            Step::Call { name, input } => StepRepr::Call { name, input },
         }
     }
 }
@@ -244,6 +257,12 @@ impl Script {
     /// Appends the API's usage-window limit, resetting `resets_in` seconds after it is served.
     pub fn usage_limit(mut self, resets_in: u64) -> Script {
         self.steps.push(Step::UsageLimit { resets_in });
+        self
+    }
+
+    /// Appends a call of the tool `name` with `input`.
+    pub fn call(mut self, name: impl Into<String>, input: Value) -> Script {
+        self.steps.push(Step::Call { name: name.into(), input });
         self
     }
 
@@ -336,5 +355,15 @@ mod tests {
         assert_eq!(name, "Edit");
         assert_eq!(input, json!({"file_path": "/a", "old_string": "b", "new_string": "c"}));
         assert!(Step::Text("x".into()).tool_call().is_none());
+        let call = Script::from_json(
+            r#"[{"call":{"name":"update_goal","input":{"status":"complete","reason":"r"}}}]"#,
+        )
+        .unwrap();
+        assert_eq!(call, Script::new().call("update_goal", json!({"status": "complete", "reason": "r"})));
+        let (name, input) = call.steps()[0].tool_call().unwrap();
+        assert_eq!((name.as_str(), input["status"].as_str()), ("update_goal", Some("complete")));
+        assert!(
+            matches!(ShellTurn::of(call.steps().first(), "x"), ShellTurn::Say(text) if text.starts_with("call update_goal"))
+        );
     }
 }

@@ -443,3 +443,33 @@ fn chat_completions_stream_calls_of_the_declared_shell_tool() {
     assert_eq!(recorded[0].last_user_text().unwrap(), "task");
     assert_eq!(model.exhausted_requests(), 0);
 }
+
+#[test]
+fn chat_completions_scripted_calls_and_side_answers() {
+    let model = MockModel::start(
+        Script::new().call("update_goal", json!({"status": "complete", "reason": "all tests passed"})),
+    )
+    .unwrap();
+    model.answer_side_request("Goal Verifier", r#"{"decision":"accept","reason":"the output shows it"}"#);
+    let mut client = Client::connect(model.addr());
+    let tools = json!([{"type": "function", "function": {"name": "run_shell_command"}},
+        {"type": "function", "function": {"name": "update_goal"}}]);
+    let main = json!({"model": "m", "messages": [{"role": "user", "content": "go"}], "tools": tools});
+    let call: Value = serde_json::from_slice(&client.post("/v1/chat/completions", &main).body).unwrap();
+    let tool = &call["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(tool["name"], "update_goal");
+    let arguments: Value = serde_json::from_str(tool["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments, json!({"status": "complete", "reason": "all tests passed"}));
+    // A side request without the marker gets the filler and leaves the answer queued.
+    let title = json!({"model": "m", "messages": [{"role": "user", "content": "a title"}]});
+    let side: Value = serde_json::from_slice(&client.post("/v1/chat/completions", &title).body).unwrap();
+    assert_eq!(side["choices"][0]["message"]["content"], FILLER_TEXT);
+    let verifier = json!({"model": "m", "messages": [{"role": "system", "content": "You are an independent Goal Verifier."}]});
+    for expected in [r#"{"decision":"accept","reason":"the output shows it"}"#, FILLER_TEXT] {
+        let side: Value =
+            serde_json::from_slice(&client.post("/v1/chat/completions", &verifier).body).unwrap();
+        assert_eq!(side["choices"][0]["message"]["content"], expected);
+    }
+    let served: Vec<Served> = model.requests().iter().map(|r| r.served).collect();
+    assert_eq!(served, [Served::Step(0), Served::Filler, Served::SideAnswer, Served::Filler]);
+}

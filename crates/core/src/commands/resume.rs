@@ -115,6 +115,9 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     meta.iteration += 1;
     reopen(meta, options, env.now);
     meta.updated_at = env.now;
+    if let Some(refusal) = over_the_block_cap(env, &state) {
+        return refusal;
+    }
     let entry = LedgerEntry {
         detail: Some(format!("resumed after {was}")),
         origin: Some(origin),
@@ -136,6 +139,25 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         )),
         state.task.trim_end()
     ))
+}
+
+/// The refusal of a resume that leaves more iterations than the host lets a Stop hook hold in
+/// one prompt (Qwen Code's cap of blocks in a row), as a start of that length is refused.
+fn over_the_block_cap(env: &Environment, state: &crate::state::LoopState) -> Option<Outcome> {
+    let meta = &state.meta;
+    let cap = meta.host.settable_block_cap(env, &meta.cwd)?;
+    let left = meta.settings.max_iterations.saturating_sub(meta.iteration) + 1;
+    (left > cap).then(|| {
+        Outcome::refused(format!(
+            "for-loop: not resumed: Qwen Code lets a Stop hook block at most {cap} stops in a row \
+             ({} in its settings, or {}), and this resume would leave {left} iterations, so Qwen Code \
+             would cut it short. Resume with --more {cap} or fewer, or raise the setting (at most {}) \
+             and restart qwen.",
+            crate::host::QWEN_BLOCK_CAP_SETTING,
+            crate::host::QWEN_BLOCK_CAP_VAR,
+            crate::host::QWEN_MAX_BLOCK_CAP,
+        ))
+    })
 }
 
 /// Makes a loop that is about to run again active, with the room `options` asks for: at a spent

@@ -216,6 +216,9 @@ fn objection(
         "Write" | "Edit" | "MultiEdit" => guard.file(input.get("file_path")?.as_str()?),
         "NotebookEdit" => guard.file(input.get("notebook_path")?.as_str()?),
         "Bash" => guard.shell(input.get("command")?.as_str()?, 0),
+        // Qwen Code's file and shell tools (0.24.4), which take the same inputs.
+        "write_file" | "edit" => guard.file(input.get("file_path")?.as_str()?),
+        "run_shell_command" => guard.shell(input.get("command")?.as_str()?, 0),
         "Read" | "Grep" | "Glob" | "LS" => None,
         // A prompt the agent schedules (ScheduleWakeup, CronCreate, a /loop) or sends is
         // submitted later as if typed: none may be a for-loop command.

@@ -79,7 +79,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let read = if host.prompt_hook_replaces_the_command() {
         crate::host::opencode_command(object).map(|c| (c.session_id, c.prompt))
     } else {
-        session_and_prompt(&fields)
+        session_and_prompt(host, &fields)
     };
     let Some((session_id, prompt)) = read else { return PromptResponse::default() };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
@@ -136,6 +136,9 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     if forged {
         return not_run(sent_mid_tool_call(&command), notice);
     }
+    if let Some(marker) = host.agent_shell_marker().filter(|name| env.var(name).is_some()) {
+        return not_run(from_the_agents_shell(&command, marker), notice);
+    }
     if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
         return not_run(in_agent_tool_call(&command, &tool), notice);
     }
@@ -161,12 +164,12 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     answer(env, host, &dir, &command, outcome, notice)
 }
 
-/// The event's session id and prompt, when it has both.
-fn session_and_prompt(fields: &Fields) -> Option<(String, String)> {
+/// The event's session id and the prompt the user typed, when it has both.
+fn session_and_prompt(host: Host, fields: &Fields) -> Option<(String, String)> {
     // Copilot CLI's `userPromptSubmitted` spells it in camelCase.
     let session_id =
         fields.string("session_id").ok().flatten().or_else(|| fields.string("sessionId").ok().flatten());
-    let (Some(session_id), Ok(Some(prompt))) = (session_id, fields.string("prompt")) else {
+    let (Some(session_id), Ok(Some(prompt))) = (session_id, fields.string(host.typed_prompt_field())) else {
         return None;
     };
     Some((session_id, prompt))
@@ -261,6 +264,15 @@ fn sent_mid_tool_call(command: &UserCommand) -> String {
         "for-loop: `{}` was not run: the agent is in the middle of a tool call, and a prompt \
          you type arrives between turns, so this one came from a program the agent ran. \
          If you typed it, send it again once the agent has stopped.",
+        command.name
+    )
+}
+
+fn from_the_agents_shell(command: &UserCommand, marker: &str) -> String {
+    format!(
+        "for-loop: `{}` was not run: this prompt hook runs in an environment with {marker} set, \
+         which the host gives the agent's shell and never its own hooks, so the prompt came from \
+         a session the agent started, not from you. Type it in your own session.",
         command.name
     )
 }
@@ -485,6 +497,12 @@ fn render(host: Host, response: &PromptResponse) -> String {
     }
     if let Some(message) = &response.system_message {
         object.insert("systemMessage".into(), json!(message));
+    }
+    if let Some(context) = response.context.as_ref().filter(|_| host.prompt_hook_adds_context()) {
+        object.insert(
+            "hookSpecificOutput".into(),
+            json!({"hookEventName": "UserPromptSubmit", "additionalContext": context}),
+        );
     }
     if object.is_empty() { String::new() } else { Value::Object(object).to_string() }
 }
@@ -765,6 +783,135 @@ mod tests {
             std::fs::read_to_string(dir.path().join(".local/state/for-loop/sessions/s/ledger.jsonl"))
                 .unwrap();
         assert!(ledger.contains("\"origin\":\"user\""), "{ledger}");
+    }
+
+    /// Qwen Code's `UserPromptSubmit` (0.24.4): `prompt` is the text after a command's
+    /// expansion, `submitted_prompt` what the user typed, absent on the CLI's own re-sends.
+    fn qwen_event(prompt: &str, typed: Option<&str>, cwd: &Path) -> Map<String, Value> {
+        let mut value = json!({
+            "session_id": "q-1",
+            "transcript_path": cwd.join("chats/q-1.jsonl"),
+            "cwd": cwd,
+            "hook_event_name": "UserPromptSubmit",
+            "timestamp": "2026-11-29T00:40:41.048Z",
+            "permission_mode": "yolo",
+            "prompt_id": "q-1########0",
+            "prompt": prompt,
+        });
+        if let Some(typed) = typed {
+            value["submitted_prompt"] = json!(typed);
+        }
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn qwen_code_takes_commands_from_what_the_user_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        // The expanded text of the command file is not the command; what was typed is.
+        let expanded = "Work on the task for-loop started.";
+        let start = respond(
+            &env,
+            Host::QwenCode,
+            &qwen_event(expanded, Some("/for-loop fix --verify false --max-iterations 3"), dir.path()),
+        );
+        assert_eq!(start.block, None, "{start:?}");
+        let context = start.context.clone().unwrap();
+        assert!(context.contains("Task:\nfix\n"), "{context}");
+        let out: Value = serde_json::from_str(&render(Host::QwenCode, &start)).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+        assert_eq!(out["hookSpecificOutput"]["additionalContext"], json!(context));
+        assert!(out["systemMessage"].as_str().unwrap().contains("loop started"), "{out}");
+        assert!(out.get("decision").is_none(), "{out}");
+        // A prompt nobody typed (the CLI's re-send after a tool result) is never a command,
+        // whatever its text.
+        let resent = respond(&env, Host::QwenCode, &qwen_event("/cancel-loop", None, dir.path()));
+        assert_eq!(resent, PromptResponse::default());
+        let status = respond(&env, Host::QwenCode, &qwen_event("x", Some("/loop-status"), dir.path()));
+        assert!(status.block.unwrap().contains("active, iteration 1"));
+        let cancel = respond(&env, Host::QwenCode, &qwen_event("x", Some("/cancel-loop"), dir.path()));
+        let shown = cancel.block.clone().unwrap();
+        assert!(shown.contains("cancelled at iteration 1"), "{shown}");
+        let out: Value = serde_json::from_str(&render(Host::QwenCode, &cancel)).unwrap();
+        assert_eq!((out["decision"].as_str(), out["reason"].as_str()), (Some("block"), Some(shown.as_str())));
+    }
+
+    #[test]
+    fn qwen_code_refuses_a_command_from_a_session_the_agent_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = env(dir.path());
+        let start = respond(
+            &env,
+            Host::QwenCode,
+            &qwen_event("x", Some("/for-loop t --verify false --max-iterations 2"), dir.path()),
+        );
+        assert_eq!(start.block, None);
+        // `qwen -r SESSION -p /cancel-loop` run from the agent's shell: its hooks inherit the
+        // shell's QWEN_CODE.
+        env = Environment::new(
+            [
+                ("HOME".to_string(), dir.path().display().to_string()),
+                ("QWEN_CODE".to_string(), "1".to_string()),
+            ],
+            dir.path().to_path_buf(),
+            env.now,
+        );
+        let cancel = respond(&env, Host::QwenCode, &qwen_event("x", Some("/cancel-loop"), dir.path()));
+        assert!(cancel.block.unwrap().contains("was not run"));
+        let state = crate::store::custody::trusted_state(&Store::locate(&env).unwrap().paths("q-1"))
+            .unwrap()
+            .unwrap();
+        assert!(state.is_active(), "the loop was cancelled");
+        // Another host's hook is not fooled by the variable.
+        assert!(Host::ALL.iter().filter(|h| **h != Host::QwenCode).all(|h| h.agent_shell_marker().is_none()));
+    }
+
+    #[test]
+    fn qwen_code_refuses_a_loop_longer_than_its_block_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        // Nothing set: Qwen Code's cap is 8, and the default loop is 30 iterations.
+        let refused =
+            respond(&env, Host::QwenCode, &qwen_event("x", Some("/for-loop t --verify false"), dir.path()));
+        let why = refused.block.unwrap();
+        assert!(
+            why.contains("at most 8 stops in a row") && why.contains("\"stopHookBlockingCap\": 30"),
+            "{why}"
+        );
+        assert!(!dir.path().join(".local/state/for-loop/sessions/q-1/state.md").exists());
+        let exact = respond(
+            &env,
+            Host::QwenCode,
+            &qwen_event("x", Some("/for-loop t --verify false --max-iterations 8"), dir.path()),
+        );
+        assert_eq!(exact.block, None, "as many iterations as the cap fit");
+        let over = respond(
+            &env,
+            Host::QwenCode,
+            &qwen_event("x", Some("/for-loop t --verify false --max-iterations 101"), dir.path()),
+        );
+        assert!(over.block.unwrap().contains("at most 100"));
+        // Claude Code has no such cap.
+        let claude =
+            respond(&env, Host::ClaudeCode, &event("c", "/for-loop t --verify false", dir.path(), None));
+        assert_eq!(claude.block, None);
+    }
+
+    #[test]
+    fn qwen_code_holds_a_resume_to_the_block_cap_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let typed = |text: &str| respond(&env, Host::QwenCode, &qwen_event("x", Some(text), dir.path()));
+        assert_eq!(typed("/for-loop t --verify false --max-iterations 8").block, None);
+        assert!(typed("/cancel-loop").block.unwrap().contains("cancelled"));
+        // Resumed at iteration 2 of 8 + 20: 27 left, with Qwen Code's default cap of 8.
+        let why = typed("/resume-loop --more 20").block.unwrap();
+        assert!(why.contains("not resumed") && why.contains("leave 27 iterations"), "{why}");
+        let state = crate::store::custody::trusted_state(&Store::locate(&env).unwrap().paths("q-1"));
+        assert!(!state.unwrap().unwrap().is_active(), "a refused resume changed the loop");
+        let fits = typed("/resume-loop --more 1");
+        assert_eq!(fits.block, None, "{fits:?}");
+        assert!(fits.context.unwrap().contains("resumed after cancelled"));
     }
 
     #[test]

@@ -29,7 +29,11 @@ use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
 use adapter::opencode;
 pub(crate) use adapter::opencode::Command as OpencodeCommand;
-use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli};
+pub(crate) use adapter::qwen_code::{
+    BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
+    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP, block_cap as qwen_block_cap,
+};
+use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
 /// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
@@ -46,6 +50,9 @@ pub(crate) enum Host {
     CopilotCli,
     /// opencode: its plugin passes session events, commands and tool calls to the hook.
     Opencode,
+    /// Qwen Code 0.24: a fork of Gemini CLI whose hooks take Claude Code's shape (`Stop`,
+    /// `UserPromptSubmit`).
+    QwenCode,
 }
 
 impl Host {
@@ -57,6 +64,7 @@ impl Host {
         Host::Cursor,
         Host::CopilotCli,
         Host::Opencode,
+        Host::QwenCode,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -68,6 +76,7 @@ impl Host {
             Host::Cursor => "cursor",
             Host::CopilotCli => "copilot-cli",
             Host::Opencode => "opencode",
+            Host::QwenCode => "qwen-code",
         }
     }
 
@@ -81,6 +90,7 @@ impl Host {
             Host::Cursor => &["cursor-agent"],
             Host::CopilotCli => &["copilot"],
             Host::Opencode => &[],
+            Host::QwenCode => &["qwen"],
         }
     }
 
@@ -100,7 +110,15 @@ impl Host {
     /// file, and waiting for it would hold every stop of the project for a guessed time.
     pub(crate) fn tells_commands_the_session(self) -> bool {
         // opencode's plugin names the session of every command it passes on.
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode)
+        matches!(
+            self,
+            Host::ClaudeCode
+                | Host::GeminiCli
+                | Host::Codex
+                | Host::CopilotCli
+                | Host::Opencode
+                | Host::QwenCode
+        )
     }
 
     /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
@@ -109,7 +127,8 @@ impl Host {
     pub(crate) fn has_prompt_hook(self) -> bool {
         // Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`).
         // opencode's is the plugin's `command.execute.before`.
-        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Opencode)
+        // Qwen Code's `UserPromptSubmit` names what the user typed in `submitted_prompt`.
+        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Opencode | Host::QwenCode)
     }
 
     /// Whether the host keeps the conversation in Claude Code's transcript format, the one the
@@ -129,7 +148,7 @@ impl Host {
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
     pub(crate) fn sends_last_message(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex)
+        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::QwenCode)
     }
 
     /// Whether verify can run in the host's own sandbox (the strict tier): only Claude Code's
@@ -182,6 +201,38 @@ impl Host {
         self == Host::Opencode
     }
 
+    /// The prompt hook's field that holds what the user typed. Qwen Code's `prompt` is the text
+    /// after a command's expansion, and is also sent (empty) after a tool result; its
+    /// `submitted_prompt` is sent only for a prompt the user typed.
+    pub(crate) fn typed_prompt_field(self) -> &'static str {
+        if self == Host::QwenCode { "submitted_prompt" } else { "prompt" }
+    }
+
+    /// A variable the host puts in the environment of the agent's shell and never in its hooks':
+    /// a hook that sees it was started from the agent's shell, so it judges no stop and carries
+    /// out no command.
+    pub(crate) fn agent_shell_marker(self) -> Option<&'static str> {
+        (self == Host::QwenCode).then_some(qwen_code::AGENT_SHELL_VAR)
+    }
+
+    /// Whether the prompt hook tells the model what a start or a resume did through the host's
+    /// `additionalContext` (Qwen Code appends it to the prompt), rather than through a command
+    /// file that shows it.
+    pub(crate) fn prompt_hook_adds_context(self) -> bool {
+        self == Host::QwenCode
+    }
+
+    /// The most blocks in a row the host honours for a loop started with the environment and
+    /// directory given, where that cap is the user's to set (Qwen Code's): a loop needs as many
+    /// as its iterations, so a longer one is refused at the start.
+    pub(crate) fn settable_block_cap(
+        self,
+        env: &crate::support::environment::Environment,
+        cwd: &std::path::Path,
+    ) -> Option<u32> {
+        (self == Host::QwenCode).then(|| qwen_code::block_cap(env, cwd))
+    }
+
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
     /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
     pub(crate) fn commands(self) -> Commands {
@@ -205,7 +256,7 @@ impl Host {
                 start: "$for-loop",
                 rollback: "`loop-hook rollback` in a terminal",
             },
-            Host::Opencode => Commands {
+            Host::Opencode | Host::QwenCode => Commands {
                 resume: "/resume-loop",
                 cancel: "/cancel-loop",
                 status: "/loop-status",
@@ -243,6 +294,8 @@ impl Host {
             Host::Codex
         } else if fields.has_any(&[opencode::MARKER]) {
             Host::Opencode
+        } else if event == Some("Stop") && fields.has_any(qwen_code::MARKERS) {
+            Host::QwenCode
         } else {
             Host::ClaudeCode
         }
@@ -260,6 +313,7 @@ impl Host {
             Host::Cursor => cursor::parse(object),
             Host::CopilotCli => copilot_cli::parse(object),
             Host::Opencode => opencode::parse(object),
+            Host::QwenCode => qwen_code::parse(object),
         }
     }
 
@@ -274,6 +328,7 @@ impl Host {
             Host::Cursor => cursor::render(response),
             Host::CopilotCli => copilot_cli::render(response),
             Host::Opencode => opencode::render(response),
+            Host::QwenCode => qwen_code::render(response),
         }
     }
 }
@@ -281,7 +336,7 @@ impl Host {
 /// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
 /// adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
-    let others: [(Host, &[&str], &'static str); 5] = [
+    let others: [(Host, &[&str], &'static str); 6] = [
         (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
         (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
         // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
@@ -289,6 +344,7 @@ fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
         (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
         (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
         (Host::Opencode, &[opencode::MARKER], "an opencode plugin event"),
+        (Host::QwenCode, qwen_code::MARKERS, "a Qwen Code event"),
     ];
     others
         .into_iter()
@@ -369,8 +425,18 @@ mod tests {
             ("/for-loop", "`loop-hook rollback` in a terminal"),
             "opencode has no rollback command"
         );
-        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || i == 6 || *s == starts[0]), "{starts:?}");
+        assert_eq!(
+            starts[7],
+            ("/for-loop", "`loop-hook rollback` in a terminal"),
+            "Qwen Code ships no rollback"
+        );
+        assert!(starts.iter().enumerate().all(|(i, s)| i == 3 || i >= 6 || *s == starts[0]), "{starts:?}");
         assert_eq!(having(Host::prompt_hook_replaces_the_command), ["opencode"]);
+        assert_eq!(having(Host::prompt_hook_adds_context), ["qwen-code"]);
+        let markers: Vec<&str> = Host::ALL.iter().filter_map(|h| h.agent_shell_marker()).collect();
+        assert_eq!(markers, ["QWEN_CODE"]);
+        let fields: Vec<&str> = Host::ALL.iter().map(|h| h.typed_prompt_field()).collect();
+        assert_eq!(fields.iter().filter(|f| **f == "submitted_prompt").count(), 1);
     }
 
     #[test]
@@ -382,9 +448,10 @@ mod tests {
         assert_eq!(Host::from_name("agy"), Some(Host::Antigravity));
         assert_eq!(Host::from_name("gemini"), Some(Host::GeminiCli));
         assert_eq!(Host::from_name("vim"), None);
+        assert_eq!(Host::from_name("qwen"), Some(Host::QwenCode));
         assert_eq!(
             Host::names(),
-            "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli, opencode"
+            "claude-code, antigravity, gemini-cli, codex, cursor, copilot-cli, opencode, qwen-code"
         );
     }
 
@@ -399,6 +466,7 @@ mod tests {
         assert_eq!(guess(r#"{"hook_event_name":"Stop","turn_id":"t"}"#), Host::Codex);
         assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s"}"#), Host::ClaudeCode);
         assert_eq!(guess(r#"{"opencode_hook":"event","event":{}}"#), Host::Opencode);
+        assert_eq!(guess(r#"{"hook_event_name":"Stop","session_id":"s","crons":[]}"#), Host::QwenCode);
     }
 
     /// Every adapter, fed every other host's turn end, refuses it as foreign.
@@ -425,6 +493,10 @@ mod tests {
             (
                 Host::Opencode,
                 r#"{"opencode_hook":"event","directory":"/p","event":{"type":"session.idle","properties":{"sessionID":"ses_1"}}}"#,
+            ),
+            (
+                Host::QwenCode,
+                r#"{"session_id":"s","cwd":"/p","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"x","background_tasks":[],"crons":[],"context_usage":0.1,"context_limit":200000}"#,
             ),
         ];
         for host in Host::ALL {
@@ -460,6 +532,7 @@ mod tests {
             (Host::Cursor, "{}"),
             (Host::CopilotCli, "{}"),
             (Host::Opencode, "{}"),
+            (Host::QwenCode, ""),
         ];
         for (host, output) in expected {
             assert_eq!(host.render(&allow), output, "{}", host.name());

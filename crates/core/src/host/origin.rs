@@ -57,4 +57,6 @@ pub(crate) const AGENT_SHELL_VARS: &[&str] = &[
     // hooks, which never mutate through the command line.
     "OPENCODE",
     "OPENCODE_PID",
+    // Qwen Code's shell tool (0.24.4); its hooks and commands' `!{…}` lines do not get it.
+    "QWEN_CODE",
 ];

@@ -57,7 +57,9 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
         ],
         // opencode's plugin passes the command's name and its arguments, read as `/NAME ARGS`.
         // There is no rollback command: `loop-hook rollback` runs from a terminal.
-        Host::Opencode => &[
+        // Qwen Code names an extension's commands by their file names, with no namespace, and
+        // passes the typed text to its prompt hook as `submitted_prompt`.
+        Host::Opencode | Host::QwenCode => &[
             ("/for-loop", CommandKind::Start),
             ("/cancel-loop", CommandKind::Cancel),
             ("/loop-status", CommandKind::Status),
@@ -161,18 +163,27 @@ mod tests {
     }
 
     #[test]
-    fn opencode_commands() {
-        let parsed = UserCommand::parse(Host::Opencode, "/for-loop fix it --verify true").unwrap();
-        assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
-        for (typed, kind) in [
-            ("/cancel-loop", CommandKind::Cancel),
-            ("/loop-status", CommandKind::Status),
-            ("/resume-loop --more 3", CommandKind::Resume),
-        ] {
-            assert_eq!(UserCommand::parse(Host::Opencode, typed).unwrap().kind, kind, "{typed}");
-        }
-        for other in ["/for-loop:rollback 2", "/init", "/resume", "/for-loop:for-loop x"] {
-            assert_eq!(UserCommand::parse(Host::Opencode, other), None, "{other}");
+    fn opencode_and_qwen_code_commands() {
+        for host in [Host::Opencode, Host::QwenCode] {
+            let parsed = UserCommand::parse(host, "/for-loop fix it --verify true").unwrap();
+            assert_eq!((parsed.kind, parsed.args.as_str()), (CommandKind::Start, "fix it --verify true"));
+            for (typed, kind) in [
+                ("/cancel-loop", CommandKind::Cancel),
+                ("/loop-status", CommandKind::Status),
+                ("/resume-loop --more 3", CommandKind::Resume),
+            ] {
+                assert_eq!(UserCommand::parse(host, typed).unwrap().kind, kind, "{typed}");
+            }
+            for other in [
+                "/for-loop:for-loop x",
+                "/resume",
+                "/init",
+                "/for-loop:rollback 2",
+                "please /cancel-loop",
+                "/goal x",
+            ] {
+                assert_eq!(UserCommand::parse(host, other), None, "{other}");
+            }
         }
     }
 }

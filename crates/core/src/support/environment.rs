@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 /// Where hosts put the session id, first found wins.
-const SESSION_VARS: [&str; 5] = [
+const SESSION_VARS: [&str; 6] = [
     "CLAUDE_CODE_SESSION_ID",
     "FOR_LOOP_SESSION_ID",
     "GEMINI_SESSION_ID",
     "CODEX_THREAD_ID",
     "COPILOT_AGENT_SESSION_ID",
+    // Qwen Code's hooks, `!{…}` lines and shell tool.
+    "QWEN_CODE_SESSION_ID",
 ];
 
 /// Variables, working directory and time as the process sees them.

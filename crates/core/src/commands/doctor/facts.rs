@@ -22,6 +22,7 @@ pub(crate) struct Facts {
     pub copilot: Option<CopilotFacts>,
     pub cursor: Option<CursorFacts>,
     pub antigravity: Option<AntigravityFacts>,
+    pub qwen: Option<QwenFacts>,
     pub tier: TierFacts,
     pub opencode: Option<OpencodeFacts>,
     pub loops: Vec<LoopFact>,
@@ -129,6 +130,22 @@ pub(crate) struct GeminiFacts {
     pub enabled: Option<bool>,
     pub trust: FolderTrust,
     pub trusted_folders_file: PathBuf,
+}
+
+/// Qwen Code: the extension, the settings that switch hooks off, and the cap of blocked stops.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct QwenFacts {
+    /// `$QWEN_HOME` or `~/.qwen`.
+    pub home: PathBuf,
+    /// The installed extension's directory.
+    pub extension: Option<PathBuf>,
+    pub launch: Option<Launch>,
+    /// `Some(false)` when the extension is disabled for this project or everywhere.
+    pub enabled: Option<bool>,
+    /// Settings files with `disableAllHooks: true`.
+    pub hooks_disabled_by: Vec<PathBuf>,
+    /// The most blocked stops in a row Qwen Code honours here, so the longest loop it holds.
+    pub block_cap: u32,
 }
 
 /// Codex: the plugin, the hooks feature and the trust records.

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::facts::OpencodeFacts;
 use super::facts::{
     AntigravityFacts, Binary, BinaryFacts, ClaudeFacts, CodexFacts, CopilotFacts, CursorFacts, Facts,
-    FolderTrust, GeminiFacts, HookFile, Launch, LoopKind, StoreFacts, TierFacts,
+    FolderTrust, GeminiFacts, HookFile, Launch, LoopKind, QwenFacts, StoreFacts, TierFacts,
 };
 use crate::host::Host;
 
@@ -68,6 +68,9 @@ pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
     if let Some(opencode) = facts.opencode.as_ref().filter(|_| wanted(Host::Opencode)) {
         out.extend(opencode_lines(opencode, &facts.binary, asked(Host::Opencode)));
     }
+    if let Some(qwen) = facts.qwen.as_ref().filter(|_| wanted(Host::QwenCode)) {
+        out.extend(qwen_lines(qwen, &facts.binary, asked(Host::QwenCode)));
+    }
     out.extend(loop_lines(facts));
     out
 }
@@ -85,8 +88,8 @@ fn nothing_installed(facts: &Facts) -> Option<Check> {
     Some(if facts.hosts_found.is_empty() {
         Check::fail(
             NOTHING_INSTALLED,
-            "no agent host is installed here (none of claude, gemini, codex, copilot, cursor-agent, agy or \
-             opencode is on PATH, nor their settings directories), so nothing runs for-loop's hooks",
+            "no agent host is installed here (none of claude, gemini, codex, copilot, cursor-agent, agy, \
+             opencode or qwen is on PATH, nor their settings directories), so nothing runs for-loop's hooks",
             format!(
                 "install an agent host first, e.g. Claude Code (npm install -g @anthropic-ai/claude-code), then {claude}"
             ),
@@ -118,6 +121,7 @@ fn installed_hosts(facts: &Facts) -> usize {
         facts.cursor.as_ref().is_some_and(|c| c.user_hook.is_some() || c.project_hook.is_some()),
         facts.antigravity.as_ref().is_some_and(|a| a.plugin_dir.is_some()),
         facts.opencode.as_ref().is_some_and(|o| o.plugin.is_some()),
+        facts.qwen.as_ref().is_some_and(|q| q.extension.is_some()),
     ]
     .into_iter()
     .filter(|installed| *installed)
@@ -454,6 +458,62 @@ fn gemini_lines(gemini: &GeminiFacts, project: &Path, binary: &BinaryFacts, aske
         ),
     });
     match &gemini.launch {
+        Some(launch) => out.push(launch_line(&name("binary"), launch)),
+        None => out.push(standalone_binary(&name("binary"), binary)),
+    }
+    out
+}
+
+fn qwen_lines(qwen: &QwenFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("qwen-code: {what}");
+    let Some(extension) = &qwen.extension else {
+        return vec![not_installed(
+            Host::QwenCode,
+            format!("the for-loop extension is not in {}", qwen.home.join("extensions").display()),
+            "qwen extensions install <for-loop checkout>/plugin/qwen-code --consent".into(),
+            asked,
+        )];
+    };
+    let mut out = vec![Check::pass(name("installed"), format!("extension at {}", extension.display()))];
+    if qwen.enabled == Some(false) {
+        out.push(Check::fail(
+            name("enabled"),
+            "the for-loop extension is disabled here, so its hooks do not run",
+            "qwen extensions enable for-loop",
+        ));
+    }
+    for file in &qwen.hooks_disabled_by {
+        out.push(Check::fail(
+            name("hooks on"),
+            format!("{} sets disableAllHooks, so no stop is judged", file.display()),
+            format!("remove \"disableAllHooks\" from {}", file.display()),
+        ));
+    }
+    let settings = qwen.home.join("settings.json");
+    let most = crate::host::QWEN_MAX_BLOCK_CAP;
+    out.push(if qwen.block_cap >= most {
+        Check::pass(
+            name("block cap"),
+            format!("Qwen Code honours {most} blocked stops in a row: loops of up to {most} iterations"),
+        )
+    } else {
+        Check::fail(
+            name("block cap"),
+            format!(
+                "Qwen Code ends a turn after {} blocked stops in a row, so /for-loop refuses more than \
+                 --max-iterations {} (the default is 30)",
+                qwen.block_cap, qwen.block_cap
+            ),
+            format!(
+                "add \"{}\": {most} to {}, then restart qwen (unset {} if it is set lower)",
+                crate::host::QWEN_BLOCK_CAP_SETTING,
+                settings.display(),
+                crate::host::QWEN_BLOCK_CAP_VAR
+            ),
+        )
+        .minor()
+    });
+    match &qwen.launch {
         Some(launch) => out.push(launch_line(&name("binary"), launch)),
         None => out.push(standalone_binary(&name("binary"), binary)),
     }

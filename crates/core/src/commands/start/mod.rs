@@ -77,6 +77,9 @@ pub(crate) fn run_request(
     if let Some(refusal) = unsupported(&request, &cwd, host) {
         return refusal;
     }
+    if let Some(refusal) = over_the_block_cap(env, &request, &cwd, host) {
+        return refusal;
+    }
     let plan = match crate::commands::start::plan::read(&request, &cwd) {
         Ok(plan) => plan,
         Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
@@ -181,6 +184,34 @@ fn unsupported(request: &LoopRequest, cwd: &Path, host: Host) -> Option<Outcome>
         )));
     }
     None
+}
+
+/// The refusal of a loop longer than the host lets a Stop hook hold one prompt (Qwen Code's cap
+/// of blocks in a row): the host would end it early, with no verdict, so `--max-iterations`
+/// would not mean what it says. The loop needs one stop per iteration, the last one let through.
+fn over_the_block_cap(env: &Environment, request: &LoopRequest, cwd: &Path, host: Host) -> Option<Outcome> {
+    let cap = host.settable_block_cap(env, cwd)?;
+    let wanted = request.max_iterations;
+    if wanted <= cap {
+        return None;
+    }
+    let most = crate::host::QWEN_MAX_BLOCK_CAP;
+    let fix = if wanted <= most {
+        format!(
+            "Set \"{}\": {wanted} (or up to {most}) in ~/.qwen/settings.json and restart qwen, or start \
+             with --max-iterations {cap} or fewer.",
+            crate::host::QWEN_BLOCK_CAP_SETTING
+        )
+    } else {
+        format!("Qwen Code takes at most {most}: start with --max-iterations {most} or fewer.")
+    };
+    Some(Outcome::refused(format!(
+        "for-loop: not started: Qwen Code lets a Stop hook block at most {cap} stops in a row (its \
+         {} setting, or {}), then ends the turn, so a loop of --max-iterations {wanted} would be \
+         cut short after {cap}. {fix}",
+        crate::host::QWEN_BLOCK_CAP_SETTING,
+        crate::host::QWEN_BLOCK_CAP_VAR,
+    )))
 }
 
 /// The refusal of a scope (`--scope`, a story's `scope:`) outside git: which files changed since

@@ -90,7 +90,9 @@ pub(super) enum Forgery {
 /// not forged or there is no running loop of this session to protect, and unable to pass when
 /// the streak is full.
 pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
-    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
+    if let Some(forgery) = from_the_agents_shell(stop) {
+        return forgery;
+    }
     let Some((trusted, transcript)) = loop_and_transcript(stop) else {
         return Forgery::Judge(Seen::default());
     };
@@ -100,12 +102,45 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     if !pending && decision::reply_is_new(&trusted, seen.reply()) {
         return Forgery::Judge(seen);
     }
-    let doubted = Seen { gave_way: true, ..seen };
+    let how = if pending {
+        "from a tool call"
+    } else {
+        "while no turn had ended (no new reply of the agent since the last judged stop)"
+    };
+    not_judged(stop, &trusted.meta.loop_id, Seen { gave_way: true, ..seen }, how)
+}
+
+/// A Stop hook started with the variable the host gives only the agent's shell (Qwen Code's
+/// `QWEN_CODE`) is the agent running `loop-hook stop-hook` itself, or a session it started: a
+/// forged stop of the running loop, whatever its payload says.
+fn from_the_agents_shell(stop: &StopContext<'_>) -> Option<Forgery> {
+    let marker = stop.host.agent_shell_marker()?;
+    stop.env.var(marker)?;
+    if !stop.has_loop_files() {
+        return None;
+    }
+    let trusted = stop.settled(crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??).0;
+    if decision::gate(&trusted, &stop.event.session_id) != Gate::Judge {
+        return None;
+    }
+    let seen = Seen { reply: Reply::Missing, gave_way: true };
+    Some(not_judged(
+        stop,
+        &trusted.meta.loop_id,
+        seen,
+        "from its shell (a hook started where the host's agent-shell variable is set)",
+    ))
+}
+
+/// Records a stop taken for forged, `how` it arrived, and answers it without judging it; or,
+/// when the streak of forged stops is full or the loop cannot be read, judges it as `doubted`.
+fn not_judged(stop: &StopContext<'_>, loop_id: &str, doubted: Seen, how: &str) -> Forgery {
+    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
     // Locked before the streak is read, and read through custody only once the stop is known to
     // be forged: a stop judged as usual must still find (and report) what custody would repair.
     // Any trouble here judges the stop, never as a pass.
     let Ok(transaction) = Transaction::lock(paths) else { return Forgery::Judge(doubted) };
-    if LedgerEntry::forged_streak(&paths.ledger, &trusted.meta.loop_id) >= FORGED_STREAK {
+    if LedgerEntry::forged_streak(&paths.ledger, loop_id) >= FORGED_STREAK {
         return Forgery::Judge(doubted);
     }
     let Ok(Custody::Loop { state, incidents }) = transaction.read_known(env.now, &stop.known) else {
@@ -116,11 +151,6 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     for incident in &incidents {
         record(paths, &state, event, env, incident.code, Some(&incident.what));
     }
-    let how = if pending {
-        "from a tool call"
-    } else {
-        "while no turn had ended (no new reply of the agent since the last judged stop)"
-    };
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,
         origin: Some(crate::host::origin::Origin::Agent),

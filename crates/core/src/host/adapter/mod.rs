@@ -9,3 +9,4 @@ pub(in crate::host) mod copilot_cli;
 pub(in crate::host) mod cursor;
 pub(in crate::host) mod gemini_cli;
 pub(in crate::host) mod opencode;
+pub(in crate::host) mod qwen_code;

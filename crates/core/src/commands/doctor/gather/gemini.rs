@@ -34,7 +34,7 @@ pub(super) fn facts(env: &Environment, home: PathBuf, project: &Path) -> GeminiF
 
 /// Whether the extension is enabled in `project`: the last override rule that matches wins
 /// (`/dir/*` enables in and below it, `!/dir/*` disables).
-fn enabled(file: &Path, project: &Path) -> bool {
+pub(super) fn enabled(file: &Path, project: &Path) -> bool {
     let here = format!("{}/", project.display().to_string().trim_end_matches('/'));
     let rules = read_json(file);
     let rules = rules.as_ref().and_then(|v| v.get("for-loop")?.get("overrides")?.as_array().cloned());

@@ -8,6 +8,7 @@ mod gemini;
 mod opencode;
 mod others;
 mod project;
+mod qwen;
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let antigravity_dir = gemini_home.as_ref().map(|h| h.join("config"));
     let gemini_dir = gemini_home.as_ref().map(|h| h.join("extensions"));
     let opencode_dir = opencode::config_dir(env);
+    let qwen_home = qwen::home(env);
     let hosts_found = [
         (Host::ClaudeCode, "claude", claude_dir.as_ref()),
         (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
@@ -56,6 +58,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
         (Host::Antigravity, "agy", antigravity_dir.as_ref()),
         (Host::Opencode, "opencode", opencode_dir.as_ref()),
+        (Host::QwenCode, "qwen", qwen_home.as_ref()),
     ]
     .into_iter()
     .filter(|(_, program, dir)| found(program, *dir))
@@ -93,6 +96,10 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
             .map(|home| others::cursor(home, &project)),
         antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
             .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
+        qwen: qwen_home
+            .clone()
+            .filter(|home| present(Host::QwenCode, "qwen", Some(home)))
+            .map(|home| qwen::facts(env, home, &project)),
         tier: project::tier(env, &project, store.as_ref()),
         opencode: opencode_dir
             .filter(|dir| {

@@ -1,0 +1,220 @@
+//! Qwen Code's `Stop` (measured on 0.24.4): Claude Code's `snake_case` shape (`session_id`,
+//! `transcript_path`, `cwd`, `hook_event_name:"Stop"`, `stop_hook_active`,
+//! `last_assistant_message`) plus `crons` and `background_tasks` always, and `context_usage`,
+//! `context_limit`, `input_tokens` once the model reported usage.
+//!
+//! Output: `{"decision":"block","reason":R}` (exit 0) sends R back as the next user message, and
+//! the next event has `stop_hook_active:true`; an empty stdout lets the turn end; `systemMessage`
+//! is shown to the user. The CLI honours at most a cap of blocks in a row per prompt (8 unless
+//! set, 100 at most): the last block of the chain is overridden and the turn ends, which the next
+//! stop's `stop_hook_active:false` shows.
+//!
+//! The transcript (JSONL under `~/.qwen/projects/<slug>/chats/`) is not Claude Code's format,
+//! so it is only searched as text.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::host::event::{EventError, Fields, StopEvent, Transcript};
+use crate::host::hook_response::HookResponse;
+use crate::host::{Host, foreign_marker};
+use crate::support::environment::Environment;
+
+/// Fields only Qwen Code's `Stop` sends (`crons` always; Claude Code's is `session_crons`).
+pub(in crate::host) const MARKERS: &[&str] = &["crons", "context_usage", "context_limit"];
+
+/// Claude Code's and Codex's own `Stop` fields, which Qwen Code never sends.
+const OTHERS: &[&str] = &["session_crons", "effort", "turn_id"];
+
+/// The variable Qwen Code puts in the environment of the agent's shell and never in a hook's: a
+/// hook or command that sees it was started from the agent's shell (or from a Qwen Code the
+/// agent started there).
+pub(in crate::host) const AGENT_SHELL_VAR: &str = "QWEN_CODE";
+
+/// Qwen Code's cap of Stop blocks in a row when nothing sets it, and the most it takes.
+pub(crate) const DEFAULT_BLOCK_CAP: u32 = 8;
+pub(crate) const MAX_BLOCK_CAP: u32 = 100;
+/// The variable that sets the cap, ahead of the settings.
+pub(crate) const BLOCK_CAP_VAR: &str = "QWEN_CODE_STOP_HOOK_BLOCK_CAP";
+/// The settings key that sets the cap.
+pub(crate) const BLOCK_CAP_SETTING: &str = "stopHookBlockingCap";
+
+pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
+    let fields = Fields(object);
+    if fields.string("hook_event_name")?.as_deref() != Some("Stop") {
+        return Err(EventError::Foreign("not a Stop event"));
+    }
+    if let Some(what) = foreign_marker(Host::QwenCode, &fields) {
+        return Err(EventError::Foreign(what));
+    }
+    if fields.has_any(OTHERS) || !fields.has_any(MARKERS) {
+        return Err(EventError::Foreign("a Stop event without Qwen Code's fields"));
+    }
+    Ok(StopEvent {
+        session_id: fields.required_string("session_id")?,
+        // The flag means exactly "continuing because a Stop hook blocked", and the cap can
+        // override a block: a block followed by `false` is an override.
+        stop_hook_active: Some(fields.boolean("stop_hook_active")?.unwrap_or(false)),
+        last_assistant_message: fields.string("last_assistant_message")?,
+        transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
+    })
+}
+
+pub(in crate::host) fn render(response: &HookResponse) -> String {
+    // Claude Code's keys, which Qwen Code reads the same way.
+    response.to_claude_json()
+}
+
+/// The cap of Stop blocks in a row the Qwen Code running in `cwd` applies, as its hooks can see
+/// it: the variable, else the settings (system, then the project's, then the user's), else the
+/// default. A value the CLI would not take reads as it reads it.
+pub(crate) fn block_cap(env: &Environment, cwd: &Path) -> u32 {
+    if let Some(value) = env.var(BLOCK_CAP_VAR).filter(|v| !v.trim().is_empty()) {
+        return value.trim().parse::<i64>().map_or(DEFAULT_BLOCK_CAP, normalize);
+    }
+    let system = env
+        .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .map_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"), PathBuf::from);
+    let project = cwd.join(".qwen/settings.json");
+    let user = env.var("HOME").map(|home| PathBuf::from(home).join(".qwen/settings.json"));
+    [Some(system), Some(project), user]
+        .into_iter()
+        .flatten()
+        .find_map(|path| setting(&path))
+        .map_or(DEFAULT_BLOCK_CAP, normalize)
+}
+
+fn normalize(value: i64) -> u32 {
+    if value >= 1 {
+        u32::try_from(value.min(i64::from(MAX_BLOCK_CAP))).unwrap_or(MAX_BLOCK_CAP)
+    } else {
+        DEFAULT_BLOCK_CAP
+    }
+}
+
+/// The cap a settings file sets, if it sets one.
+fn setting(path: &Path) -> Option<i64> {
+    let bytes = crate::support::read::bounded_read::read(path, 1 << 20).ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let cap = value.get(BLOCK_CAP_SETTING)?;
+    // The CLI floors a fractional number; any cap worth reading fits an i64 exactly.
+    #[allow(clippy::cast_possible_truncation)]
+    let floored = cap.as_f64().filter(|f| f.is_finite()).map(|f| f.floor().clamp(-1.0, 1000.0) as i64);
+    cap.as_i64().or(floored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::event::parse_object;
+
+    fn parse_text(text: &str) -> Result<StopEvent, EventError> {
+        parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    /// Captured from Qwen Code 0.24.4, a hook-forced continuation.
+    const STOP: &str = r#"{"session_id":"773d544c","transcript_path":"/h/.qwen/projects/-w/chats/773d544c.jsonl","cwd":"/w","hook_event_name":"Stop","timestamp":"2026-11-29T00:40:51.954Z","permission_mode":"yolo","prompt_id":"773d544c########0","stop_hook_active":true,"last_assistant_message":"done 2","background_tasks":[],"crons":[],"context_usage":0.000005,"context_limit":200000,"input_tokens":1}"#;
+
+    #[test]
+    fn reads_the_0_24_4_payload() {
+        let event = parse_text(STOP).unwrap();
+        assert_eq!(event.session_id, "773d544c");
+        assert_eq!(event.stop_hook_active, Some(true));
+        assert_eq!(event.last_assistant_message.as_deref(), Some("done 2"));
+        assert_eq!(
+            event.transcript,
+            Some(Transcript::Opaque("/h/.qwen/projects/-w/chats/773d544c.jsonl".into()))
+        );
+        assert_eq!(event.claude_transcript(), None, "not Claude Code's format");
+        // Without usage reported, the context fields are absent; `crons` is always sent.
+        let bare = STOP.replace(r#","context_usage":0.000005,"context_limit":200000,"input_tokens":1"#, "");
+        assert_eq!(parse_text(&bare).unwrap().session_id, "773d544c");
+    }
+
+    #[test]
+    fn refuses_other_events_and_hosts() {
+        for text in [
+            STOP.replace(r#""hook_event_name":"Stop""#, r#""hook_event_name":"SubagentStop""#),
+            STOP.replace(r#""hook_event_name":"Stop""#, r#""hook_event_name":"UserPromptSubmit""#),
+            STOP.replace(r#","hook_event_name":"Stop""#, ""),
+            r#"{"session_id":"s","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"x"}"#.into(),
+            r#"{"session_id":"s","hook_event_name":"Stop","session_crons":[],"crons":[]}"#.into(),
+            r#"{"session_id":"s","hook_event_name":"Stop","turn_id":"t","crons":[]}"#.into(),
+            r#"{"session_id":"s","hook_event_name":"Stop","crons":[],"cursor_version":"3"}"#.into(),
+            r#"{"session_id":"s","hook_event_name":"AfterAgent","prompt_response":"x"}"#.into(),
+        ] {
+            assert!(matches!(parse_text(&text), Err(EventError::Foreign(_))), "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_fields_are_named() {
+        assert_eq!(
+            parse_text(r#"{"hook_event_name":"Stop","crons":[]}"#),
+            Err(EventError::Missing("session_id"))
+        );
+        assert_eq!(
+            parse_text(r#"{"session_id":"","hook_event_name":"Stop","crons":[]}"#),
+            Err(EventError::Missing("session_id"))
+        );
+        assert!(matches!(
+            parse_text(r#"{"session_id":7,"hook_event_name":"Stop","crons":[]}"#),
+            Err(EventError::WrongType { field: "session_id", .. })
+        ));
+        assert!(matches!(
+            parse_text(r#"{"session_id":"s","hook_event_name":"Stop","crons":[],"stop_hook_active":"yes"}"#),
+            Err(EventError::WrongType { field: "stop_hook_active", .. })
+        ));
+        assert!(matches!(
+            parse_text(
+                r#"{"session_id":"s","hook_event_name":"Stop","crons":[],"last_assistant_message":[1]}"#
+            ),
+            Err(EventError::WrongType { field: "last_assistant_message", .. })
+        ));
+        assert!(matches!(
+            parse_text(r#"{"session_id":"s","hook_event_name":7,"crons":[]}"#),
+            Err(EventError::WrongType { field: "hook_event_name", .. })
+        ));
+    }
+
+    #[test]
+    fn output_contract() {
+        assert_eq!(render(&HookResponse::allow()), "");
+        assert_eq!(render(&HookResponse::allow_with("verified")), r#"{"systemMessage":"verified"}"#);
+        assert_eq!(
+            render(&HookResponse::block("go on".into(), "1/3".into())),
+            r#"{"decision":"block","reason":"go on","systemMessage":"1/3"}"#
+        );
+    }
+
+    fn env(home: &Path, vars: &[(&str, &str)]) -> Environment {
+        let mut all: Vec<(String, String)> =
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        all.push(("HOME".into(), home.display().to_string()));
+        all.push(("QWEN_CODE_SYSTEM_SETTINGS_PATH".into(), home.join("system.json").display().to_string()));
+        Environment::new(all, home.to_path_buf(), jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn the_block_cap_is_read_as_the_cli_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+        std::fs::create_dir_all(home.join(".qwen")).unwrap();
+        std::fs::create_dir_all(project.join(".qwen")).unwrap();
+        let cap = |vars: &[(&str, &str)]| block_cap(&env(&home, vars), &project);
+        assert_eq!(cap(&[]), DEFAULT_BLOCK_CAP, "nothing set");
+        std::fs::write(home.join(".qwen/settings.json"), r#"{"stopHookBlockingCap": 40}"#).unwrap();
+        assert_eq!(cap(&[]), 40, "the user's settings");
+        std::fs::write(project.join(".qwen/settings.json"), r#"{"stopHookBlockingCap": 12}"#).unwrap();
+        assert_eq!(cap(&[]), 12, "the project's beat the user's");
+        std::fs::write(home.join("system.json"), r#"{"stopHookBlockingCap": 500}"#).unwrap();
+        assert_eq!(cap(&[]), MAX_BLOCK_CAP, "the system's beat both, clamped to the most");
+        assert_eq!(cap(&[(BLOCK_CAP_VAR, "3")]), 3, "the variable beats every setting");
+        assert_eq!(cap(&[(BLOCK_CAP_VAR, "0")]), DEFAULT_BLOCK_CAP);
+        assert_eq!(cap(&[(BLOCK_CAP_VAR, "many")]), DEFAULT_BLOCK_CAP);
+        assert_eq!(cap(&[(BLOCK_CAP_VAR, " ")]), MAX_BLOCK_CAP, "blank is unset");
+        std::fs::write(home.join("system.json"), "not json").unwrap();
+        assert_eq!(cap(&[]), 12, "an unreadable file sets nothing");
+    }
+}
