@@ -94,6 +94,23 @@ pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
     response
 }
 
+/// The answer that the conversation no longer fits the model's context window, as each API says
+/// it: an HTTP 400 the client does not retry.
+pub(crate) fn prompt_too_long(api: Api) -> Response {
+    let message = "prompt is too long: 1012345 tokens > 1000000 maximum";
+    match api {
+        Api::Messages => Response::error(400, "invalid_request_error", message),
+        Api::Gemini => Response::json(
+            400,
+            &json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
+        ),
+        Api::Responses | Api::ChatCompletions => Response::json(
+            400,
+            &json!({"error": {"type": "invalid_request_error", "code": "context_length_exceeded", "message": message}}),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +152,15 @@ mod tests {
         assert!((now + 4..=now + 6).contains(&resets_at), "{resets_at} vs {now}");
         let anthropic = usage_limit(Api::Messages, 5);
         assert!(anthropic.headers.contains(&("anthropic-ratelimit-unified-status", "rejected".into())));
+    }
+
+    #[test]
+    fn a_prompt_too_long_is_a_400_that_says_so() {
+        for api in [Api::Messages, Api::Gemini, Api::Responses] {
+            let response = prompt_too_long(api);
+            assert_eq!(response.status, 400);
+            assert!(body(&response)["error"]["message"].as_str().unwrap().starts_with("prompt is too long"));
+        }
+        assert_eq!(body(&prompt_too_long(Api::Messages))["error"]["type"], "invalid_request_error");
     }
 }

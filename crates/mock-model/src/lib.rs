@@ -379,6 +379,7 @@ impl State {
         let response = match self.steps.get(self.next_step)? {
             Step::Error { status, retry_after } => api_error::response(api, *status, *retry_after),
             Step::UsageLimit { resets_in } => api_error::usage_limit(api, *resets_in),
+            Step::PromptTooLong => api_error::prompt_too_long(api),
             _ => return None,
         };
         self.next_step += 1;

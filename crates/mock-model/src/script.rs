@@ -16,6 +16,8 @@
 //! the protocol's own header or field, so a test can see how a CLI reports a limit. A
 //! `{"usage_limit": {"resets_in": 2}}` step answers with the usage-window limit each API has (a
 //! daily quota for Gemini, `usage_limit_reached` for `OpenAI`), which a CLI does not retry itself.
+//! A `{"prompt_too_long": null}` step answers that the conversation no longer fits the model's
+//! context window (Anthropic's HTTP 400 `prompt is too long`), which a CLI does not retry either.
 
 use std::fmt;
 use std::path::Path;
@@ -45,6 +47,8 @@ pub enum Step {
     Error { status: u16, retry_after: Option<u64> },
     /// Answer with the API's usage-window limit (HTTP 429), resetting in `resets_in` seconds.
     UsageLimit { resets_in: u64 },
+    /// Answer that the conversation is longer than the model's context window.
+    PromptTooLong,
 }
 
 /// A step as an agent CLI whose only tool is its shell takes it (Codex, Copilot CLI).
@@ -65,6 +69,7 @@ impl ShellTurn {
             // Served as an HTTP error before a reply is built.
             Some(Step::Error { status, .. }) => return ShellTurn::Say(format!("error {status}")),
             Some(Step::UsageLimit { .. }) => return ShellTurn::Say("usage limit".into()),
+            Some(Step::PromptTooLong) => return ShellTurn::Say("prompt is too long".into()),
             Some(Step::Bash { command }) => command.clone(),
             Some(Step::Write { file_path, content }) => {
                 format!("printf '%s' {} > {}", quote(content), quote(file_path))
@@ -89,7 +94,7 @@ impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(&'static str, Value)> {
         match self {
-            Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } => None,
+            Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } | Step::PromptTooLong => None,
             Step::Bash { command } => {
                 Some(("Bash", json!({"command": command, "description": BASH_DESCRIPTION})))
             }
@@ -113,6 +118,7 @@ impl fmt::Display for Step {
             Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
             Step::Error { status, .. } => write!(f, "error {status}"),
             Step::UsageLimit { resets_in } => write!(f, "usage limit, resets in {resets_in}s"),
+            Step::PromptTooLong => write!(f, "prompt too long"),
         }
     }
 }
@@ -141,6 +147,7 @@ enum StepRepr {
     UsageLimit {
         resets_in: u64,
     },
+    PromptTooLong(Option<Value>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -169,6 +176,7 @@ impl From<StepRepr> for Step {
             }
             StepRepr::Error { status, retry_after } => Step::Error { status, retry_after },
             StepRepr::UsageLimit { resets_in } => Step::UsageLimit { resets_in },
+            StepRepr::PromptTooLong(_) => Step::PromptTooLong,
         }
     }
 }
@@ -184,6 +192,7 @@ impl From<Step> for StepRepr {
             }
             Step::Error { status, retry_after } => StepRepr::Error { status, retry_after },
             Step::UsageLimit { resets_in } => StepRepr::UsageLimit { resets_in },
+            Step::PromptTooLong => StepRepr::PromptTooLong(None),
         }
     }
 }
@@ -247,6 +256,12 @@ impl Script {
         self
     }
 
+    /// Appends the answer that the conversation no longer fits the model's context window.
+    pub fn prompt_too_long(mut self) -> Script {
+        self.steps.push(Step::PromptTooLong);
+        self
+    }
+
     /// Parses the JSON form (an array of steps).
     pub fn from_json(text: &str) -> anyhow::Result<Script> {
         serde_json::from_str(text).context("invalid script")
@@ -296,7 +311,7 @@ mod tests {
     fn json_form_round_trips() {
         let text = r#"[{"text":"done"},{"bash":"cargo test"},{"write":{"file_path":"/abs/x","content":"y"}},
             {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}},
-            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}},{"usage_limit":{"resets_in":3}}]"#;
+            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}},{"usage_limit":{"resets_in":3}},{"prompt_too_long":null}]"#;
         let script = Script::from_json(text).unwrap();
         let expected = Script::new()
             .text("done")
@@ -305,7 +320,8 @@ mod tests {
             .edit("/abs/x", "y", "z")
             .error(429, Some(2))
             .error(529, None)
-            .usage_limit(3);
+            .usage_limit(3)
+            .prompt_too_long();
         assert_eq!(script, expected);
         let back = serde_json::to_string(&script).unwrap();
         assert_eq!(Script::from_json(&back).unwrap(), expected);
