@@ -81,6 +81,12 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
     let mut notice = waiting_notice(env, &session_id, &dir);
+    // A loop parked on a usage limit goes on at the user's first prompt after the reset.
+    if dir.exists()
+        && let Some(line) = crate::hook::turn_failure::after_limit(env, host, &paths)
+    {
+        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+    }
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
     // naming an empty file.
@@ -342,6 +348,8 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
                 // that stop was told; a real one caught by a long flush lag must not read as
                 // hooks being off.
                 || entry.reason == ReasonCode::ForgedStop
+                // A turn the host ended on an error: no Stop hook runs for it, and it was told.
+                || entry.reason.ends_a_failed_turn()
         });
     if judged {
         return None;

@@ -80,6 +80,8 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::VerifyStatusUntrusted => "verify's exit status forged or lost",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
+        ReasonCode::ContextExhausted => "turn ended: context window full",
+        ReasonCode::AgentError => "turn ended on an API error",
     }
 }
 
