@@ -58,9 +58,11 @@ pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let message = "mock-model scripted usage limit";
     let mut response = match api {
-        // Anthropic's subscription windows: a rate-limit error whose unified status is rejected.
+        // Anthropic's subscription windows: a rate-limit error whose unified status is rejected,
+        // its message ending in the reset as a Unix time, as Claude's usage-limit errors do.
         Api::Messages => {
-            let mut response = Response::error(429, "rate_limit_error", message);
+            let said = format!("Claude AI usage limit reached|{}", now + resets_in);
+            let mut response = Response::error(429, "rate_limit_error", &said);
             response.headers.push(("anthropic-ratelimit-unified-status", "rejected".into()));
             response.headers.push(("anthropic-ratelimit-unified-reset", (now + resets_in).to_string()));
             response
@@ -152,6 +154,9 @@ mod tests {
         assert!((now + 4..=now + 6).contains(&resets_at), "{resets_at} vs {now}");
         let anthropic = usage_limit(Api::Messages, 5);
         assert!(anthropic.headers.contains(&("anthropic-ratelimit-unified-status", "rejected".into())));
+        let said = body(&anthropic)["error"]["message"].as_str().unwrap().to_owned();
+        let (_, reset) = said.split_once('|').unwrap();
+        assert!((now + 4..=now + 6).contains(&reset.parse().unwrap()), "{said}");
     }
 
     #[test]

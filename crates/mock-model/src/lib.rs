@@ -62,6 +62,11 @@ pub const EXHAUSTED_TEXT: &str = "(mock script exhausted)";
 /// The answer to side requests. Titles and summaries only need to be some text.
 pub const FILLER_TEXT: &str = "ok";
 
+/// The summary a compaction request gets: Claude Code asks for it with the tools attached, but
+/// it is no turn of the conversation, so it takes no step of the script (a scripted error still
+/// answers it, so a compaction can be made to fail).
+pub const COMPACTION_SUMMARY: &str = "Summary of the conversation so far (mock-model).";
+
 /// How to start the server.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -429,7 +434,9 @@ fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
     if let Some((served, response)) = is_main.then(|| state.take_error(Api::Messages)).flatten() {
         return (Api::Messages, served, true, response);
     }
-    let (served, content) = if is_main {
+    let (served, content) = if is_main && record::is_compaction(body) {
+        (Served::Filler, Content::Text(COMPACTION_SUMMARY.to_owned()))
+    } else if is_main {
         state.next_main_content(serial)
     } else {
         (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
@@ -445,7 +452,7 @@ fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
     } else {
         Response::json(200, &reply.message())
     };
-    (Api::Messages, served, is_main, response)
+    (Api::Messages, served, is_main && served != Served::Filler, response)
 }
 
 /// `POST /v1/responses`: a main request (one with tools) gets the script's next step.
