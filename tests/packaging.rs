@@ -156,7 +156,13 @@ fn generated() -> Vec<(&'static str, String)> {
                 "timeout": PROMPT_TIMEOUT_SECS,
                 "statusMessage": "for-loop",
             }]}],
-            "StopFailure": [{"hooks": [{"type": "command", "command": claude("stop-hook"), "timeout": 60}]}],
+            // Claude Code's `-p` exits on the error this reports, sending its hooks SIGTERM: the
+            // signal is ignored from the shell's start, and the binary inherits that.
+            "StopFailure": [{"hooks": [{
+                "type": "command",
+                "command": format!("trap '' TERM HUP; {}", claude("stop-hook")),
+                "timeout": 60,
+            }]}],
             "SessionStart": [{
                 "matcher": "compact",
                 "hooks": [{"type": "command", "command": claude("session-start"), "timeout": 30}],

@@ -26,6 +26,7 @@ use crate::verdict::message::failed_turn as words;
 
 /// Handles the host's report of a turn that ended on an error.
 pub(crate) fn run(env: &Environment, failure: Result<TurnFailure, EventError>) -> HookResponse {
+    outlive_the_host();
     let failure = match failure {
         Ok(failure) => failure,
         Err(EventError::Foreign(why)) => {
@@ -55,6 +56,23 @@ pub(crate) fn run(env: &Environment, failure: Result<TurnFailure, EventError>) -
         return HookResponse::allow();
     }
     record(env, &paths, &failure)
+}
+
+/// Lets the record be finished when the host exits right after sending the event: Claude Code's
+/// `-p` ends on the error it reports and sends its hooks SIGTERM as it goes (measured on 2.1.332),
+/// which would lose the record of the very turn the user needs to hear about. The event is on
+/// stdin already; the answer, if nobody reads it any more, is lost harmlessly.
+fn outlive_the_host() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        for terminating in [Signal::SIGTERM, Signal::SIGHUP] {
+            // SAFETY: ignoring a signal installs no handler; nothing else in this short-lived
+            // process handles these two.
+            #[allow(unsafe_code)]
+            let _ = unsafe { signal(terminating, SigHandler::SigIgn) };
+        }
+    }
 }
 
 /// The reason code of `failure`.
