@@ -81,17 +81,17 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
     let mut notice = waiting_notice(env, &session_id, &dir);
-    // A loop parked on a usage limit goes on at the user's first prompt after the reset.
-    if dir.exists()
-        && let Some(line) = crate::hook::turn_failure::after_limit(env, host, &paths)
-    {
-        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
-    }
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
     // naming an empty file.
     let trusted =
         if dir.exists() { crate::store::custody::trusted_state(&paths).ok().flatten() } else { None };
+    // A loop parked on a usage limit goes on at the user's first prompt after the reset.
+    if let Some(line) =
+        trusted.as_ref().and_then(|state| crate::hook::turn_failure::after_limit(env, host, &paths, state))
+    {
+        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+    }
     let loop_transcript =
         trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
     // A loop without one (started from a terminal) has only the event's to show a turn nobody

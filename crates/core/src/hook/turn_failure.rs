@@ -180,10 +180,15 @@ fn park_limited(mut state: LoopState) -> LoopState {
 }
 
 /// At the user's prompt, a loop parked on a usage limit: continued when the limit has lifted (or
-/// the host never said when it would), else left parked. The words for the user; `None` when the
-/// session's loop is not parked on a limit.
-pub(crate) fn after_limit(env: &Environment, host: Host, paths: &LoopPaths) -> Option<String> {
-    let trusted = crate::store::custody::trusted_state(paths).ok().flatten()?;
+/// the host never said when it would), else left parked. `trusted` is the loop as the prompt
+/// hook read it; the change is made on the loop as its transaction reads it. The words for the
+/// user; `None` when the session's loop is not parked on a limit.
+pub(crate) fn after_limit(
+    env: &Environment,
+    host: Host,
+    paths: &LoopPaths,
+    trusted: &LoopState,
+) -> Option<String> {
     if trusted.meta.status != Status::Parked || trusted.meta.outcome != Some(ReasonCode::AgentLimited) {
         return None;
     }
@@ -331,12 +336,15 @@ mod tests {
         assert_eq!(parked.meta.failed_turn.as_ref().unwrap().resets_at, Some(at(reset)));
         assert_eq!(parked.meta.iteration, 2, "no iteration used");
         // Before the reset the loop waits, and says until when.
-        let early = after_limit(&env_at(home.path(), at(start + 60)), Host::ClaudeCode, &paths).unwrap();
+        let early =
+            after_limit(&env_at(home.path(), at(start + 60)), Host::ClaudeCode, &paths, &state(&paths))
+                .unwrap();
         assert!(early.contains("A prompt before then meets the same limit"), "{early}");
         assert_eq!(state(&paths).meta.status, Status::Parked);
         // Another host's prompt does not continue it.
-        assert_eq!(after_limit(&env_at(home.path(), at(reset)), Host::Codex, &paths), None);
-        let lifted = after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths).unwrap();
+        assert_eq!(after_limit(&env_at(home.path(), at(reset)), Host::Codex, &paths, &state(&paths)), None);
+        let lifted =
+            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)).unwrap();
         assert!(lifted.contains("the loop goes on at iteration 2"), "{lifted}");
         let resumed = state(&paths);
         assert_eq!(
@@ -344,7 +352,11 @@ mod tests {
             (Status::Active, None, 2)
         );
         assert_eq!(ledger(&paths).pop().unwrap().reason, ReasonCode::Resumed);
-        assert_eq!(after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths), None, "once");
+        assert_eq!(
+            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)),
+            None,
+            "once"
+        );
     }
 
     #[test]
