@@ -614,6 +614,29 @@ mod tests {
         assert!(again.block.unwrap().contains("already has a loop"));
     }
 
+    /// A turn the host ended on an error had no Stop to judge it: the next prompt tells what
+    /// ended it, never that the Stop hook did not run.
+    #[test]
+    fn a_turn_that_ended_on_an_error_is_told_as_such_not_as_unjudged() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let reply = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:30Z",
+            "message": {"content": [{"type": "text", "text": "Prompt is too long"}]}});
+        append(&transcript, &[reply]);
+        let mut failed = env.clone();
+        failed.now = "2026-11-22T03:00:31Z".parse().unwrap();
+        let failure = json!({"session_id": "s", "hook_event_name": "StopFailure", "error": "invalid_request",
+            "last_assistant_message": "Prompt is too long"});
+        crate::hook::stop_hook::run(&failed, Host::ClaudeCode, failure.to_string().as_bytes());
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let told = respond(&later, Host::ClaudeCode, &event("s", "go on", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(message.contains("outgrew the model's context window"), "{message}");
+        assert!(!message.contains("without being judged"), "{message}");
+    }
+
     #[test]
     fn a_turn_of_a_running_loop_that_no_stop_judged_is_told_once_and_recorded() {
         let dir = tempfile::tempdir().unwrap();
