@@ -121,8 +121,20 @@ fn record(env: &Environment, paths: &LoopPaths, failure: &TurnFailure) -> HookRe
         );
         return HookResponse::allow();
     }
+    // Fail closed on the model: a report the agent sent from its shell changes nothing, and only
+    // a limit the transcript bears out parks the loop (a parked loop lets the agent stop).
+    let transcript =
+        state.meta.transcript.clone().filter(|t| t.is_file() && state.meta.host.keeps_claude_transcript());
+    if let Some(transcript) = &transcript
+        && crate::host::transcript::tool_call_still_pending(transcript)
+    {
+        return forged(&transcript_note(&state, env.now), &transaction);
+    }
     let failed = failed_turn(failure, env.now);
-    let next = after_failure(&state, failed.clone(), env.now);
+    // Read only for a limit: the host may not wait long for this hook (see `outlive_the_host`).
+    let borne_out = failed.kind != ReasonCode::AgentLimited
+        || transcript.as_deref().is_none_or(crate::host::transcript::ends_on_api_error);
+    let next = after_failure(&state, failed.clone(), env.now, borne_out);
     let mut lines: Vec<LedgerEntry> =
         incidents.iter().filter(|i| !i.recorded).map(|i| i.note(&state, env.now)).collect();
     lines.push(LedgerEntry {
@@ -160,15 +172,34 @@ fn failed_turn(failure: &TurnFailure, now: Timestamp) -> FailedTurn {
 }
 
 /// `state` after a turn that ended on `failed`: the same iteration, no block pending, the failure
-/// kept; parked when the account is limited.
-fn after_failure(state: &LoopState, failed: FailedTurn, now: Timestamp) -> LoopState {
+/// kept; parked when the account is limited and the host's transcript bears the error out.
+fn after_failure(state: &LoopState, failed: FailedTurn, now: Timestamp, borne_out: bool) -> LoopState {
     let mut next = state.clone();
     next.meta.updated_at = now;
     // The next stop follows the user's next prompt: a block the host overrode it is not.
     next.meta.last_blocked = false;
-    let limited = failed.kind == ReasonCode::AgentLimited;
+    let limited = failed.kind == ReasonCode::AgentLimited && borne_out;
     next.meta.failed_turn = Some(failed);
     if limited { park_limited(next) } else { next }
+}
+
+/// The ledger line of a failed-turn report that came from a tool call: the agent ran the hook.
+fn transcript_note(state: &LoopState, now: Timestamp) -> LedgerEntry {
+    LedgerEntry {
+        origin: Some(crate::host::origin::Origin::Agent),
+        detail: Some(format!(
+            "a report of a turn that ended on an error arrived while a tool call was still running, at \
+             iteration {}: the agent sent it, and it changed nothing",
+            state.meta.iteration
+        )),
+        ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::ForgedStop)
+    }
+}
+
+/// Records a forged report and changes nothing else.
+fn forged(note: &LedgerEntry, transaction: &Transaction<'_>) -> HookResponse {
+    let _ = transaction.note_or_keep(note);
+    HookResponse::allow()
 }
 
 /// Parks a loop whose account hit a rate or usage limit, until the user's first prompt after the
@@ -357,6 +388,64 @@ mod tests {
             None,
             "once"
         );
+    }
+
+    /// The loop's transcript, holding `records`, named in its state as the user's start named it.
+    fn with_transcript(paths: &LoopPaths, dir: &std::path::Path, records: &[serde_json::Value]) {
+        let path = dir.join("transcript.jsonl");
+        let text: String = records.iter().map(|r| r.to_string() + "\n").collect();
+        std::fs::write(&path, text).unwrap();
+        let mut state = state(paths);
+        state.meta.transcript = Some(path);
+        paths.save(&state).unwrap();
+    }
+
+    /// Fail closed on the model: the agent cannot park its loop (and so stop unjudged) by sending
+    /// a limit from its shell, nor by one the transcript does not show.
+    #[test]
+    fn a_report_from_a_tool_call_changes_nothing_and_an_unshown_limit_parks_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let pending = serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "loop-hook stop-hook"}}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), pending],
+        );
+        let before = state(&paths);
+        assert_eq!(
+            failure(&env, &stop_failure("rate_limit", "usage limit reached|1764000000")),
+            HookResponse::allow()
+        );
+        assert_eq!(state(&paths), before, "nothing changed");
+        let last = ledger(&paths).pop().unwrap();
+        assert_eq!(
+            (last.reason, last.origin),
+            (ReasonCode::ForgedStop, Some(crate::host::origin::Origin::Agent))
+        );
+
+        let reply = serde_json::json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "hm"}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), reply],
+        );
+        failure(&env, &stop_failure("rate_limit", "usage limit reached"));
+        let after = state(&paths);
+        assert_eq!(after.meta.status, Status::Active, "a limit the transcript does not show parks nothing");
+        assert_eq!(after.meta.failed_turn.unwrap().kind, ReasonCode::AgentLimited);
+
+        let error = serde_json::json!({"type": "assistant", "isApiErrorMessage": true,
+            "message": {"model": "<synthetic>", "content": [{"type": "text", "text": "API Error (429)"}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), error],
+        );
+        failure(&env, &stop_failure("rate_limit", "usage limit reached"));
+        assert_eq!(state(&paths).meta.status, Status::Parked, "the host's own error record bears it out");
     }
 
     #[test]
