@@ -94,6 +94,13 @@ fn recorded_payloads_give_the_exact_output_of_each_host() {
                 let judged =
                     ["reason", "followup_message", "prompt"].iter().any(|key| expected.contains(key));
                 let stops = env.ledger_reasons(session);
+                // A turn the host ended on an error is recorded as such, never judged.
+                let failed_turn = host == "cursor" && name.ends_with("-error.json");
+                if with_loop && failed_turn {
+                    assert_eq!(stops, ["agent_error"], "{name}");
+                    checked += 1;
+                    continue;
+                }
                 assert_eq!(stops.len(), usize::from(with_loop && judged), "{name}: {stops:?}");
                 checked += 1;
             }

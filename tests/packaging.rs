@@ -139,7 +139,7 @@ fn pretty(value: &Value) -> String {
 fn generated() -> Vec<(&'static str, String)> {
     let claude = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
     let claude_hooks = json!({
-        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check. Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user; after a compaction, give the agent its loop back (SessionStart compact). Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
         "hooks": {
             "Stop": [{"hooks": [{
                 "type": "command",
@@ -157,6 +157,17 @@ fn generated() -> Vec<(&'static str, String)> {
                 "timeout": PROMPT_TIMEOUT_SECS,
                 "statusMessage": "for-loop",
             }]}],
+            // Claude Code's `-p` exits on the error this reports, sending its hooks SIGTERM: the
+            // signal is ignored from the shell's start, and the binary inherits that.
+            "StopFailure": [{"hooks": [{
+                "type": "command",
+                "command": format!("trap '' TERM HUP; {}", claude("stop-hook")),
+                "timeout": 60,
+            }]}],
+            "SessionStart": [{
+                "matcher": "compact",
+                "hooks": [{"type": "command", "command": claude("session-start"), "timeout": 30}],
+            }],
         },
     });
     let codex = |args: &str| any_shell_command(&format!("${{PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");

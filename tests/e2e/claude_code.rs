@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::util::{TestEnv, client_bin, copy_dir, run_bounded};
 
 mod hostile;
+mod limits;
 mod reviewers;
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";

@@ -21,6 +21,7 @@ Usage:
   loop-hook stop-hook [--host NAME]                      < the host's Stop event on stdin
   loop-hook guard                                        < the host's PreToolUse event on stdin
   loop-hook prompt-hook [--host NAME]                    < the host's UserPromptSubmit event on stdin
+  loop-hook session-start [--host NAME]                  < the host's SessionStart event on stdin
   loop-hook shown COMMAND [--session ID] [--exit-zero]
   loop-hook cancel [--session ID] [--host NAME] [--exit-zero]
   loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time D] [--more-tokens N] on stdin
@@ -48,6 +49,9 @@ Commands:
   prompt-hook  Carries out the user's /for-loop, /cancel-loop, /loop-status, resume and rollback
              from the prompt they submitted (Claude Code, Codex). On those hosts the same
              commands run from the agent's shell are refused: only the user changes a loop.
+  session-start  After the host compacted the conversation (Claude Code's SessionStart with
+             source compact), gives the agent its running loop back: the task, the check, the
+             iteration, the story, the last failure and the rules. Says nothing otherwise.
   shown      Prints what prompt-hook did with the user's last COMMAND (for-loop, resume), for the
              command files to show the model. Reads only.
   report     Writes one self-contained HTML page about the loop (timeline, failures, files changed,
@@ -146,6 +150,9 @@ pub(crate) enum Cli {
     PromptHook {
         host: Host,
     },
+    SessionStart {
+        host: Host,
+    },
     Shown {
         session_id: Option<String>,
         command: String,
@@ -218,7 +225,7 @@ impl Invocation {
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 (
                     "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
-                    | "report" | "doctor",
+                    | "report" | "doctor" | "session-start",
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
@@ -247,6 +254,7 @@ impl Invocation {
             "cancel" => Cli::Cancel(Target { session_id, host }),
             "guard" => Cli::Guard,
             "prompt-hook" => Cli::PromptHook { host: host.unwrap_or_default() },
+            "session-start" => Cli::SessionStart { host: host.unwrap_or_default() },
             "shown" => Cli::Shown {
                 session_id,
                 command: shown.ok_or_else(|| {
@@ -282,6 +290,7 @@ const COMMANDS: &[&str] = &[
     "doctor",
     "strict",
     "help",
+    "session-start",
 ];
 
 /// Why the `what` (command, host) named `typed` is refused: the nearest of the `known` names

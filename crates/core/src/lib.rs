@@ -153,6 +153,10 @@ pub fn run(
             outcome
         }
         Cli::PromptHook { host } => Outcome::ok(prompt_hook_never_failing(env, host, stdin)),
+        Cli::SessionStart { host } => Outcome::ok(
+            panic::catch_unwind(AssertUnwindSafe(|| hook::session_start::run(env, host, &mut *stdin)))
+                .unwrap_or_default(),
+        ),
         Cli::Shown { session_id, command } => hook::prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Run(options) => run::run(env, &options),
         Cli::Doctor(options) => commands::doctor::run(env, &options),

@@ -58,9 +58,11 @@ pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let message = "mock-model scripted usage limit";
     let mut response = match api {
-        // Anthropic's subscription windows: a rate-limit error whose unified status is rejected.
+        // Anthropic's subscription windows: a rate-limit error whose unified status is rejected,
+        // its message ending in the reset as a Unix time, as Claude's usage-limit errors do.
         Api::Messages => {
-            let mut response = Response::error(429, "rate_limit_error", message);
+            let said = format!("Claude AI usage limit reached|{}", now + resets_in);
+            let mut response = Response::error(429, "rate_limit_error", &said);
             response.headers.push(("anthropic-ratelimit-unified-status", "rejected".into()));
             response.headers.push(("anthropic-ratelimit-unified-reset", (now + resets_in).to_string()));
             response
@@ -92,6 +94,23 @@ pub(crate) fn usage_limit(api: Api, resets_in: u64) -> Response {
     };
     response.headers.push(("retry-after", resets_in.to_string()));
     response
+}
+
+/// The answer that the conversation no longer fits the model's context window, as each API says
+/// it: an HTTP 400 the client does not retry.
+pub(crate) fn prompt_too_long(api: Api) -> Response {
+    let message = "prompt is too long: 1012345 tokens > 1000000 maximum";
+    match api {
+        Api::Messages => Response::error(400, "invalid_request_error", message),
+        Api::Gemini => Response::json(
+            400,
+            &json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
+        ),
+        Api::Responses | Api::ChatCompletions => Response::json(
+            400,
+            &json!({"error": {"type": "invalid_request_error", "code": "context_length_exceeded", "message": message}}),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -135,5 +154,18 @@ mod tests {
         assert!((now + 4..=now + 6).contains(&resets_at), "{resets_at} vs {now}");
         let anthropic = usage_limit(Api::Messages, 5);
         assert!(anthropic.headers.contains(&("anthropic-ratelimit-unified-status", "rejected".into())));
+        let said = body(&anthropic)["error"]["message"].as_str().unwrap().to_owned();
+        let (_, reset) = said.split_once('|').unwrap();
+        assert!((now + 4..=now + 6).contains(&reset.parse().unwrap()), "{said}");
+    }
+
+    #[test]
+    fn a_prompt_too_long_is_a_400_that_says_so() {
+        for api in [Api::Messages, Api::Gemini, Api::Responses] {
+            let response = prompt_too_long(api);
+            assert_eq!(response.status, 400);
+            assert!(body(&response)["error"]["message"].as_str().unwrap().starts_with("prompt is too long"));
+        }
+        assert_eq!(body(&prompt_too_long(Api::Messages))["error"]["type"], "invalid_request_error");
     }
 }

@@ -25,6 +25,7 @@ pub(crate) fn part(step: Option<&Step>, exhausted: &str) -> Value {
         // Served as an HTTP error before a reply is built.
         Some(Step::Error { status, .. }) => json!({"text": format!("error {status}")}),
         Some(Step::UsageLimit { .. }) => json!({"text": "usage limit"}),
+        Some(Step::PromptTooLong) => json!({"text": "prompt is too long"}),
         Some(Step::Bash { command }) => {
             json!({"functionCall": {"name": "run_shell_command", "args": {"command": command}}})
         }

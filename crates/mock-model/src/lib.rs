@@ -62,6 +62,11 @@ pub const EXHAUSTED_TEXT: &str = "(mock script exhausted)";
 /// The answer to side requests. Titles and summaries only need to be some text.
 pub const FILLER_TEXT: &str = "ok";
 
+/// The summary a compaction request gets: Claude Code asks for it with the tools attached, but
+/// it is no turn of the conversation, so it takes no step of the script (a scripted error still
+/// answers it, so a compaction can be made to fail).
+pub const COMPACTION_SUMMARY: &str = "Summary of the conversation so far (mock-model).";
+
 /// How to start the server.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -398,6 +403,7 @@ impl State {
         let response = match self.steps.get(self.next_step)? {
             Step::Error { status, retry_after } => api_error::response(api, *status, *retry_after),
             Step::UsageLimit { resets_in } => api_error::usage_limit(api, *resets_in),
+            Step::PromptTooLong => api_error::prompt_too_long(api),
             _ => return None,
         };
         self.next_step += 1;
@@ -447,7 +453,9 @@ fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
     if let Some((served, response)) = is_main.then(|| state.take_error(Api::Messages)).flatten() {
         return (Api::Messages, served, true, response);
     }
-    let (served, content) = if is_main {
+    let (served, content) = if is_main && record::is_compaction(body) {
+        (Served::Filler, Content::Text(COMPACTION_SUMMARY.to_owned()))
+    } else if is_main {
         state.next_main_content(serial)
     } else {
         (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
@@ -463,7 +471,7 @@ fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
     } else {
         Response::json(200, &reply.message())
     };
-    (Api::Messages, served, is_main, response)
+    (Api::Messages, served, is_main && served != Served::Filler, response)
 }
 
 /// `POST /v1/responses`: a main request (one with tools) gets the script's next step.

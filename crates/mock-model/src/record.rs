@@ -112,6 +112,14 @@ impl Recorded {
     }
 }
 
+/// Whether a Messages request asks for a summary of the conversation to compact it: Claude
+/// Code's last user message then holds `CRITICAL: Respond with TEXT ONLY`, after any reminders and,
+/// when the turn before ended on an error, after that turn's prompt.
+pub(crate) fn is_compaction(body: &Value) -> bool {
+    let last = body["messages"].as_array().and_then(|m| m.iter().rev().find(|m| m["role"] == "user"));
+    last.is_some_and(|message| content_text(&message["content"]).contains("CRITICAL: Respond with TEXT ONLY"))
+}
+
 /// The text of a `content` value: a string, or an array of blocks whose text and tool-result
 /// contents are joined with newlines. Images and other blocks have no text.
 fn content_text(content: &Value) -> String {

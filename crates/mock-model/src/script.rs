@@ -16,6 +16,8 @@
 //! the protocol's own header or field, so a test can see how a CLI reports a limit. A
 //! `{"usage_limit": {"resets_in": 2}}` step answers with the usage-window limit each API has (a
 //! daily quota for Gemini, `usage_limit_reached` for `OpenAI`), which a CLI does not retry itself.
+//! A `{"prompt_too_long": null}` step answers that the conversation no longer fits the model's
+//! context window (Anthropic's HTTP 400 `prompt is too long`), which a CLI does not retry either.
 
 use std::fmt;
 use std::path::Path;
@@ -49,6 +51,8 @@ pub enum Step {
     /// protocol tool, such as Qwen Code's `update_goal`. A client whose only tool is its shell
     /// (Codex, Copilot CLI) gets it as a text naming the call.
     Call { name: String, input: Value },
+    /// Answer that the conversation is longer than the model's context window.
+    PromptTooLong,
 }
 
 /// A step as an agent CLI whose only tool is its shell takes it (Codex, Copilot CLI).
@@ -70,6 +74,7 @@ impl ShellTurn {
             Some(Step::Error { status, .. }) => return ShellTurn::Say(format!("error {status}")),
             Some(Step::UsageLimit { .. }) => return ShellTurn::Say("usage limit".into()),
             Some(Step::Call { name, input }) => return ShellTurn::Say(format!("call {name} {input}")),
+            Some(Step::PromptTooLong) => return ShellTurn::Say("prompt is too long".into()),
             Some(Step::Bash { command }) => command.clone(),
             Some(Step::Write { file_path, content }) => {
                 format!("printf '%s' {} > {}", quote(content), quote(file_path))
@@ -94,7 +99,7 @@ impl Step {
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(String, Value)> {
         match self {
-            Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } => None,
+            Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } | Step::PromptTooLong => None,
             Step::Bash { command } => {
                 Some(("Bash".into(), json!({"command": command, "description": BASH_DESCRIPTION})))
             }
@@ -120,6 +125,7 @@ impl fmt::Display for Step {
             Step::Error { status, .. } => write!(f, "error {status}"),
             Step::UsageLimit { resets_in } => write!(f, "usage limit, resets in {resets_in}s"),
             Step::Call { name, .. } => write!(f, "call {name}"),
+            Step::PromptTooLong => write!(f, "prompt too long"),
         }
     }
 }
@@ -152,6 +158,7 @@ enum StepRepr {
         name: String,
         input: Value,
     },
+    PromptTooLong(Option<Value>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -181,6 +188,7 @@ impl From<StepRepr> for Step {
             StepRepr::Error { status, retry_after } => Step::Error { status, retry_after },
             StepRepr::UsageLimit { resets_in } => Step::UsageLimit { resets_in },
             StepRepr::Call { name, input } => Step::Call { name, input },
+            StepRepr::PromptTooLong(_) => Step::PromptTooLong,
         }
     }
 }
@@ -197,6 +205,7 @@ impl From<Step> for StepRepr {
             Step::Error { status, retry_after } => StepRepr::Error { status, retry_after },
             Step::UsageLimit { resets_in } => StepRepr::UsageLimit { resets_in },
             Step::Call { name, input } => StepRepr::Call { name, input },
+            Step::PromptTooLong => StepRepr::PromptTooLong(None),
         }
     }
 }
@@ -266,6 +275,12 @@ impl Script {
         self
     }
 
+    /// Appends the answer that the conversation no longer fits the model's context window.
+    pub fn prompt_too_long(mut self) -> Script {
+        self.steps.push(Step::PromptTooLong);
+        self
+    }
+
     /// Parses the JSON form (an array of steps).
     pub fn from_json(text: &str) -> anyhow::Result<Script> {
         serde_json::from_str(text).context("invalid script")
@@ -315,7 +330,7 @@ mod tests {
     fn json_form_round_trips() {
         let text = r#"[{"text":"done"},{"bash":"cargo test"},{"write":{"file_path":"/abs/x","content":"y"}},
             {"edit":{"file_path":"/abs/x","old_string":"y","new_string":"z"}},
-            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}},{"usage_limit":{"resets_in":3}}]"#;
+            {"error":{"status":429,"retry_after":2}},{"error":{"status":529}},{"usage_limit":{"resets_in":3}},{"prompt_too_long":null}]"#;
         let script = Script::from_json(text).unwrap();
         let expected = Script::new()
             .text("done")
@@ -324,7 +339,8 @@ mod tests {
             .edit("/abs/x", "y", "z")
             .error(429, Some(2))
             .error(529, None)
-            .usage_limit(3);
+            .usage_limit(3)
+            .prompt_too_long();
         assert_eq!(script, expected);
         let back = serde_json::to_string(&script).unwrap();
         assert_eq!(Script::from_json(&back).unwrap(), expected);

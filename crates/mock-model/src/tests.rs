@@ -473,3 +473,24 @@ fn chat_completions_scripted_calls_and_side_answers() {
     let served: Vec<Served> = model.requests().iter().map(|r| r.served).collect();
     assert_eq!(served, [Served::Step(0), Served::Filler, Served::SideAnswer, Served::Filler]);
 }
+
+/// A compaction's summary request carries the tools, but takes no step; a scripted error still
+/// answers it, so a test can make the compaction fail.
+#[test]
+fn a_compaction_request_gets_a_summary_and_takes_no_step_but_an_error_answers_it() {
+    let model = MockModel::start(Script::new().prompt_too_long().text("after")).unwrap();
+    let mut client = Client::connect(model.addr());
+    let summary = main_body("CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.");
+    let failed = client.post("/v1/messages", &summary);
+    assert_eq!(failed.status, 400);
+    assert!(failed.json()["error"]["message"].as_str().unwrap().starts_with("prompt is too long"));
+    assert_eq!(assemble(&client.post("/v1/messages", &summary)).0["text"], COMPACTION_SUMMARY);
+    // After a turn that ended on an error, the ask follows that turn's prompt in one message.
+    let after_error = main_body("go on\n\nCRITICAL: Respond with TEXT ONLY. Do NOT call any tools.");
+    assert_eq!(assemble(&client.post("/v1/messages", &after_error)).0["text"], COMPACTION_SUMMARY);
+    assert_eq!(model.steps_served(), 1);
+    assert_eq!(assemble(&client.post("/v1/messages", &main_body("go on"))).0["text"], "after");
+    let served: Vec<Served> = model.requests().iter().map(|r| r.served).collect();
+    assert_eq!(served, [Served::Step(0), Served::Filler, Served::Filler, Served::Step(1)]);
+    assert_eq!(model.main_requests().len(), 2, "the summary is no turn of the conversation");
+}

@@ -213,6 +213,12 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     if let Some(what) = crate::store::judgment::Judgment::interrupted(paths, env.now) {
         out.push_str(&format!("  warning:    {what}\n"));
     }
+    if let Some(failed) = &meta.failed_turn {
+        out.push_str(&format!(
+            "  last turn:  {}\n",
+            crate::verdict::message::failed_turn::status_line(failed, env.now)
+        ));
+    }
     if meta.harness_overrides > 0 {
         out.push_str(&format!(
             "  overrides:  the host ended {} turn(s) despite a block (its block cap); the loop goes on at the next prompt\n",

@@ -91,6 +91,12 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // naming an empty file.
     let trusted =
         if dir.exists() { crate::store::custody::trusted_state(&paths).ok().flatten() } else { None };
+    // A loop parked on a usage limit goes on at the user's first prompt after the reset.
+    if let Some(line) =
+        trusted.as_ref().and_then(|state| crate::hook::turn_failure::after_limit(env, host, &paths, state))
+    {
+        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+    }
     let loop_transcript =
         trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
     // A loop without one (started from a terminal) has only the event's to show a turn nobody
@@ -365,6 +371,8 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
                 // that stop was told; a real one caught by a long flush lag must not read as
                 // hooks being off.
                 || entry.reason == ReasonCode::ForgedStop
+                // A turn the host ended on an error: no Stop hook runs for it, and it was told.
+                || entry.reason.ends_a_failed_turn()
         });
     if judged {
         return None;
@@ -719,6 +727,29 @@ mod tests {
         // A second start is refused to the user directly, and the model never sees it.
         let again = respond(&env, Host::ClaudeCode, &event("s", "/for-loop other", dir.path(), None));
         assert!(again.block.unwrap().contains("already has a loop"));
+    }
+
+    /// A turn the host ended on an error had no Stop to judge it: the next prompt tells what
+    /// ended it, never that the Stop hook did not run.
+    #[test]
+    fn a_turn_that_ended_on_an_error_is_told_as_such_not_as_unjudged() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        let reply = json!({"type": "assistant", "timestamp": "2026-11-22T03:00:30Z",
+            "message": {"content": [{"type": "text", "text": "Prompt is too long"}]}});
+        append(&transcript, &[reply]);
+        let mut failed = env.clone();
+        failed.now = "2026-11-22T03:00:31Z".parse().unwrap();
+        let failure = json!({"session_id": "s", "hook_event_name": "StopFailure", "error": "invalid_request",
+            "last_assistant_message": "Prompt is too long"});
+        crate::hook::stop_hook::run(&failed, Host::ClaudeCode, failure.to_string().as_bytes());
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let told = respond(&later, Host::ClaudeCode, &event("s", "go on", dir.path(), Some(&transcript)));
+        let message = told.system_message.unwrap_or_default();
+        assert!(message.contains("outgrew the model's context window"), "{message}");
+        assert!(!message.contains("without being judged"), "{message}");
     }
 
     #[test]

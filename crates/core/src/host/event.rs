@@ -191,6 +191,142 @@ impl StopEvent {
     }
 }
 
+/// A turn the host ended on an error instead of a normal stop (Claude Code's `StopFailure`,
+/// Cursor's `stop` with `status:"error"`). No Stop hook runs for it: it is told and recorded,
+/// never judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TurnFailure {
+    pub session_id: String,
+    pub error: TurnError,
+    /// The host's words for the error, on one line (empty when it gave none).
+    pub said: String,
+}
+
+/// What ended the turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TurnError {
+    /// The conversation no longer fits the model's context window (`prompt is too long`).
+    ContextExhausted,
+    /// A rate or usage limit; `resets_at` when the host said when it lifts.
+    Limited { resets_at: Option<jiff::Timestamp> },
+    /// Any other error, by the host's name for it (`unknown` when it gave none).
+    Other { kind: String },
+}
+
+/// The most of the host's words kept.
+const SAID_CHARS: usize = 300;
+
+impl TurnError {
+    /// Classifies the host's error `kind` and its words `said`, reading a reset time given in
+    /// local time in `now`'s zone. The words decide before the kind: Claude Code names a prompt
+    /// too long `invalid_request`, and the same kind covers errors that are no such thing.
+    pub(crate) fn classify(kind: &str, said: &str, now: &jiff::Zoned) -> TurnError {
+        let lower = said.to_lowercase();
+        let exhausted =
+            ["prompt is too long", "context window", "context_length_exceeded", "input is too long"];
+        let limited = ["rate limit", "rate_limit", "usage limit", "hit your limit", "limit reached", "(429)"];
+        if exhausted.iter().any(|needle| lower.contains(needle)) {
+            TurnError::ContextExhausted
+        } else if kind == "rate_limit" || limited.iter().any(|needle| lower.contains(needle)) {
+            TurnError::Limited { resets_at: resets_at(said, now) }
+        } else {
+            let kind = kind.trim();
+            TurnError::Other { kind: if kind.is_empty() { "unknown".into() } else { kind.to_string() } }
+        }
+    }
+}
+
+/// `text` on one line, cut to [`SAID_CHARS`].
+pub(crate) fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.chars().take(SAID_CHARS).collect()
+}
+
+/// When a limit lifts, as the host's words give it: a Unix time after a `|` (`Claude AI usage
+/// limit reached|1764000000`), a wait (`resets in 30 minutes`, `try again in 7 seconds`), or a
+/// clock time after `reset` (`resets 3pm (Europe/Berlin)`, `will reset at 5:30pm`), the next
+/// time that clock shows in the zone named in brackets, else in `now`'s.
+pub(crate) fn resets_at(said: &str, now: &jiff::Zoned) -> Option<jiff::Timestamp> {
+    if let Some((_, after)) = said.rsplit_once('|') {
+        let digits: String = after.trim().chars().take_while(char::is_ascii_digit).collect();
+        if (9..=11).contains(&digits.len()) {
+            return jiff::Timestamp::from_second(digits.parse().ok()?).ok();
+        }
+    }
+    let lower = said.to_lowercase();
+    for marker in ["resets in ", "reset in ", "try again in ", "retry after "] {
+        if let Some(at) = lower.find(marker) {
+            return wait_from(&lower[at + marker.len()..], now);
+        }
+    }
+    let at = lower.find("reset")?;
+    let rest = &lower[at..];
+    let clock = rest.split_whitespace().skip(1).take(3).find_map(clock_time)?;
+    let zone = zone_in(&said[at..]).unwrap_or_else(|| now.time_zone().clone());
+    let here = now.with_time_zone(zone);
+    let today = here.date().to_datetime(clock).to_zoned(here.time_zone().clone()).ok()?;
+    let next = if today.timestamp() > now.timestamp() { today } else { today.tomorrow().ok()? };
+    Some(next.timestamp())
+}
+
+/// `now` plus the wait in `7 seconds`, `30 minutes`, `2 hours` or `45s`.
+fn wait_from(text: &str, now: &jiff::Zoned) -> Option<jiff::Timestamp> {
+    let digits: String = text.trim_start().chars().take_while(char::is_ascii_digit).collect();
+    let n: i64 = digits.parse().ok()?;
+    let unit = text.trim_start()[digits.len()..].trim_start();
+    let secs = match unit.chars().next() {
+        Some('h') => n * 3600,
+        Some('m') if !unit.starts_with("ms") => n * 60,
+        _ => n,
+    };
+    now.timestamp().checked_add(jiff::SignedDuration::from_secs(secs)).ok()
+}
+
+/// `3pm`, `3:30pm`, `11am,` as a time of day.
+fn clock_time(word: &str) -> Option<jiff::civil::Time> {
+    let word = word.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    let (clock, pm) = match (word.strip_suffix("pm"), word.strip_suffix("am")) {
+        (Some(clock), _) => (clock, true),
+        (_, Some(clock)) => (clock, false),
+        _ => return None,
+    };
+    let (hour, minute) = clock.split_once(':').unwrap_or((clock, "0"));
+    let (hour, minute): (i8, i8) = (hour.parse().ok()?, minute.parse().ok()?);
+    if !(1..=12).contains(&hour) {
+        return None;
+    }
+    jiff::civil::Time::new(hour % 12 + if pm { 12 } else { 0 }, minute, 0, 0).ok()
+}
+
+/// The time zone named in brackets, `(Europe/Berlin)`, when this machine knows it.
+fn zone_in(text: &str) -> Option<jiff::tz::TimeZone> {
+    let (_, after) = text.split_once('(')?;
+    let (name, _) = after.split_once(')')?;
+    jiff::tz::TimeZone::get(name.trim()).ok()
+}
+
+impl TurnFailure {
+    /// Claude Code's `StopFailure`: `error` (its kind: `rate_limit`, `invalid_request`,
+    /// `server_error`, ...), `error_details`, `last_assistant_message`. A subagent's failure
+    /// (it has an `agent_id`: Claude Code's compaction agent fails this way while the session's
+    /// turn goes on) is not the session's turn end.
+    pub(crate) fn from_claude(
+        object: &Map<String, Value>,
+        now: &jiff::Zoned,
+    ) -> Result<TurnFailure, EventError> {
+        let fields = Fields(object);
+        if fields.string("agent_id")?.is_some_and(|id| !id.is_empty()) {
+            return Err(EventError::Foreign("a subagent's failed turn, not the session's"));
+        }
+        let session_id = fields.required_string("session_id")?;
+        let kind = fields.string("error")?.unwrap_or_default();
+        let details = fields.string("error_details")?.unwrap_or_default();
+        let last = fields.string("last_assistant_message")?.unwrap_or_default();
+        let said = one_line(&format!("{last} {details}"));
+        Ok(TurnFailure { session_id, error: TurnError::classify(&kind, &said, now), said })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +402,64 @@ mod tests {
         assert!(fields.object("n").is_err());
         assert!(fields.has_any(&["x", "n"]));
         assert!(!fields.has_any(&["x"]));
+    }
+
+    /// 2026-11-23 18:29:16 UTC.
+    fn now() -> jiff::Zoned {
+        jiff::civil::DateTime::constant(2026, 11, 23, 18, 29, 16, 0)
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+    }
+
+    fn reset(said: &str) -> Option<String> {
+        resets_at(said, &now()).map(|t| t.to_string())
+    }
+
+    #[test]
+    fn a_reset_time_is_read_in_each_form_the_hosts_give() {
+        assert_eq!(
+            reset("Claude AI usage limit reached|1764000000").as_deref(),
+            Some("2025-11-24T16:00:00Z")
+        );
+        assert_eq!(
+            reset("You've hit your limit · resets in 30 minutes").as_deref(),
+            Some("2026-11-23T18:59:16Z")
+        );
+        assert_eq!(reset("Try again in 7 seconds.").as_deref(), Some("2026-11-23T18:29:23Z"));
+        assert_eq!(reset("usage limit reached · resets 8pm").as_deref(), Some("2026-11-23T20:00:00Z"));
+        assert_eq!(
+            reset("Your limit will reset at 5:30am").as_deref(),
+            Some("2026-11-24T05:30:00Z"),
+            "tomorrow"
+        );
+        assert_eq!(
+            reset("You've hit your limit · resets 8pm (Europe/Berlin)").as_deref(),
+            Some("2026-11-23T19:00:00Z"),
+            "in the zone named"
+        );
+        for none in ["API Error: Request rejected (429)", "resets soon", "resets 13pm", "limit|12", ""] {
+            assert_eq!(reset(none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn an_error_is_classified_by_its_words_before_its_kind() {
+        let now = now();
+        assert_eq!(
+            TurnError::classify("invalid_request", "Prompt is too long", &now),
+            TurnError::ContextExhausted
+        );
+        assert_eq!(
+            TurnError::classify("invalid_request", "400 bad tool schema", &now),
+            TurnError::Other { kind: "invalid_request".into() }
+        );
+        assert_eq!(TurnError::classify("rate_limit", "", &now), TurnError::Limited { resets_at: None });
+        assert!(matches!(
+            TurnError::classify("unknown", "Claude usage limit reached. resets 8pm", &now),
+            TurnError::Limited { resets_at: Some(_) }
+        ));
+        assert_eq!(TurnError::classify(" ", "", &now), TurnError::Other { kind: "unknown".into() });
+        assert_eq!(one_line(&format!("a\n  b{}", "c".repeat(400))).chars().count(), SAID_CHARS);
     }
 
     #[test]

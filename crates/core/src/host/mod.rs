@@ -333,6 +333,61 @@ impl Host {
     }
 }
 
+/// A turn that ended on an error (issue 31): which hosts report one, and how it reads.
+impl Host {
+    /// Reads this host's report of a turn that ended on an error; `None` when the event is none
+    /// (a normal turn end, another event), which is then read as a stop. Claude Code sends
+    /// `StopFailure`; Cursor a `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
+    /// Codex's `Stop` and Copilot CLI's `agentStop` fire only for a turn that ended normally.
+    pub(crate) fn parse_failure(
+        self,
+        object: &Map<String, Value>,
+        now: &jiff::Zoned,
+    ) -> Option<Result<crate::host::event::TurnFailure, EventError>> {
+        match self {
+            Host::ClaudeCode => claude_code::parse_failure(object, now),
+            Host::Cursor => cursor::parse_failure(object),
+            // Qwen Code 0.24 declares a `StopFailure` too, and opencode a `session.error`: neither
+            // was measured on its client yet, so their error ends are let through as before.
+            Host::Antigravity
+            | Host::GeminiCli
+            | Host::Codex
+            | Host::CopilotCli
+            | Host::Opencode
+            | Host::QwenCode => None,
+        }
+    }
+
+    /// The session whose conversation the host just compacted, when this start of a session
+    /// says so (Claude Code's `SessionStart` with `source:"compact"`); `None` for any other.
+    pub(crate) fn parse_compacted(self, object: &Map<String, Value>) -> Result<Option<String>, EventError> {
+        match self {
+            Host::ClaudeCode => claude_code::parse_compacted(object),
+            Host::Antigravity
+            | Host::GeminiCli
+            | Host::Codex
+            | Host::Cursor
+            | Host::CopilotCli
+            | Host::Opencode
+            | Host::QwenCode => Ok(None),
+        }
+    }
+
+    /// The answer to a session's start that gives the agent `text` (empty: nothing to add).
+    pub(crate) fn render_session_context(self, text: &str) -> String {
+        match self {
+            Host::ClaudeCode if !text.is_empty() => claude_code::render_session_context(text),
+            _ => String::new(),
+        }
+    }
+
+    /// The command that hands an in-session loop to `loop-hook run`'s fresh sessions, where the
+    /// host has one.
+    pub(crate) fn handoff_command(self) -> Option<&'static str> {
+        (self == Host::ClaudeCode).then_some("/for-loop:handoff")
+    }
+}
+
 /// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
 /// adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {

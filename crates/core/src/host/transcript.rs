@@ -150,6 +150,41 @@ pub(crate) fn tool_call_still_pending(path: &Path) -> bool {
     false
 }
 
+/// Whether the main conversation's last reply is the host's record of an API error (Claude Code
+/// writes a synthetic reply, `isApiErrorMessage`, for a turn that ended on one), waiting up to
+/// [`FLUSH_SETTLE`] for it to be written. A report of a failed turn that the transcript does not
+/// bear out was not sent by the host.
+pub(crate) fn ends_on_api_error(path: &Path) -> bool {
+    let deadline = std::time::Instant::now() + FLUSH_SETTLE;
+    loop {
+        if last_reply_is_api_error(path) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+fn last_reply_is_api_error(path: &Path) -> bool {
+    let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
+    for line in lines.map_while(Result::ok) {
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
+        if record["isSidechain"] == true {
+            continue;
+        }
+        match record["type"].as_str() {
+            Some("assistant") => {
+                return record.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+            }
+            Some("user") => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// When the last turn in the transcript began: the time of its first reply from the model, after
 /// the last prompt (the user's, or a Stop hook's feedback). `None` when that turn has no reply
 /// (an interrupted or empty turn) or no time. Read at the user's next prompt, before the host
@@ -226,6 +261,22 @@ mod tests {
         );
         assert_eq!(last_assistant_text(file.path()).unwrap().as_deref(), Some("first\nsecond"));
         assert_eq!(current_turn(file.path()).unwrap().tool_uses, 1);
+    }
+
+    #[test]
+    fn a_turn_ends_on_an_api_error_only_when_its_last_reply_is_the_hosts_error_record() {
+        let mut error = assistant(&json!([{"type": "text", "text": "API Error: Request rejected (429)"}]));
+        error["isApiErrorMessage"] = json!(true);
+        let mut sidechain = assistant(&json!([{"type": "text", "text": "subagent"}]));
+        sidechain["isSidechain"] = json!(true);
+        let ended =
+            transcript(&[user("go on"), error.clone(), sidechain, json!({"type": "system"})], "{broken");
+        assert!(last_reply_is_api_error(ended.path()));
+        let replied =
+            transcript(&[user("go on"), error, assistant(&json!([{"type": "text", "text": "ok"}]))], "");
+        assert!(!last_reply_is_api_error(replied.path()), "a reply after the error");
+        assert!(!last_reply_is_api_error(transcript(&[user("go on")], "").path()), "no reply yet");
+        assert!(!last_reply_is_api_error(Path::new("/nonexistent/transcript.jsonl")));
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::VerifyStatusUntrusted => "verify's exit status forged or lost",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
+        ReasonCode::ContextExhausted => "turn ended: context window full",
+        ReasonCode::AgentError => "turn ended on an API error",
     }
 }
 
@@ -257,6 +259,9 @@ fn facts(page: &mut String, report: &LoopReport, badge: &str, code: &str) {
     }
     fact(page, "Started", &report.started_at.strftime("%Y-%m-%d %H:%M UTC").to_string(), "");
     fact(page, "Directory", &format!("<span class=\"mono\">{}</span>", escape::text(&report.cwd)), "wide");
+    if let Some(failed) = &report.failed_turn {
+        fact(page, "Last turn", &escape::text(failed), "wide");
+    }
 }
 
 fn fact(page: &mut String, label: &str, value: &str, class: &str) {
@@ -532,6 +537,19 @@ mod tests {
         report.cwd = task.to_string();
         report.loop_id = task.to_string();
         report
+    }
+
+    /// A turn the host ended on an error is shown in the summary until a judged stop follows it.
+    #[test]
+    fn a_failed_last_turn_is_in_the_summary() {
+        let mut report = report_with("task", "tail");
+        assert!(!render(&report).contains("<dt>Last turn</dt>"));
+        report.failed_turn = Some("ended on context_exhausted at 03:01:00 UTC (<prompt is too long>)".into());
+        let page = render(&report);
+        assert!(
+            page.contains("<dt>Last turn</dt><dd>ended on context_exhausted at 03:01:00 UTC (&lt;prompt"),
+            "{page}"
+        );
     }
 
     const HOSTILE: &str =

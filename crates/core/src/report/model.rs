@@ -129,6 +129,8 @@ pub(crate) struct LoopReport {
     /// Ledger lines left out because the ledger is larger than a report reads.
     pub(crate) ledger_cut: bool,
     pub(crate) version: &'static str,
+    /// How the last turn ended, when the host ended it on an error and no judged stop came after.
+    pub(crate) failed_turn: Option<String>,
 }
 
 /// What was read of a ledger: its stops, oldest first, and how many lines did not parse.
@@ -219,6 +221,10 @@ impl LoopReport {
             unreadable_lines: ledger.unreadable,
             ledger_cut: ledger.cut,
             version: crate::support::text::version::VERSION,
+            failed_turn: meta
+                .failed_turn
+                .as_ref()
+                .map(|failed| crate::verdict::message::failed_turn::status_line(failed, now)),
         }
     }
 

@@ -186,6 +186,10 @@ pub(crate) struct Meta {
     /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forged_stops: Option<u32>,
+    /// The last turn, when the host ended it on an error rather than a stop; cleared by the next
+    /// judged stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_turn: Option<crate::state::FailedTurn>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -344,6 +348,7 @@ pub(crate) mod tests {
                 tier: None,
                 last_reply: None,
                 forged_stops: None,
+                failed_turn: None,
                 host_config: None,
             },
             task: "fix the login\n".into(),

@@ -7,6 +7,7 @@
 //! any way to reach the files it is kept in.
 
 mod awaiting;
+mod failed_turn;
 mod incident;
 mod ledger_entry;
 mod loop_state;
@@ -15,6 +16,7 @@ mod receipt;
 mod status;
 
 pub(crate) use awaiting::{Awaiting, Kind as AwaitingKind};
+pub(crate) use failed_turn::FailedTurn;
 pub(crate) use incident::Incident;
 pub(crate) use ledger_entry::{LedgerDecision, LedgerEntry, VerifyRecord};
 pub(crate) use loop_state::{LastVerify, LoopState, Meta, SCHEMA_VERSION, Settings, StateError};

@@ -147,6 +147,15 @@ pub(crate) enum ReasonCode {
     /// The stop's verdict could not be written (a full disk): nothing changed, and the stop was
     /// allowed.
     RecordFailed,
+
+    // A turn the host ended on an error (no Stop, no iteration used); `AgentLimited` above is the
+    // third kind, a rate or usage limit.
+    /// The conversation outgrew the model's context window (`prompt is too long`) and the host
+    /// could not compact it.
+    ContextExhausted,
+    /// The host ended the turn on another API error (a server error, billing, authentication, an
+    /// error kind for-loop does not know).
+    AgentError,
 }
 
 impl ReasonCode {
@@ -205,6 +214,8 @@ impl ReasonCode {
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
+            ReasonCode::ContextExhausted => "context_exhausted",
+            ReasonCode::AgentError => "agent_error",
         }
     }
 
@@ -242,7 +253,15 @@ impl ReasonCode {
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
+                | ReasonCode::ContextExhausted
+                | ReasonCode::AgentError
         )
+    }
+
+    /// Whether a ledger line with this code records a turn the host ended on an error: the Stop
+    /// hook did not run for it, and it used no iteration.
+    pub(crate) fn ends_a_failed_turn(self) -> bool {
+        matches!(self, ReasonCode::ContextExhausted | ReasonCode::AgentLimited | ReasonCode::AgentError)
     }
 }
 
@@ -312,6 +331,8 @@ mod tests {
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,
+            ReasonCode::ContextExhausted,
+            ReasonCode::AgentError,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -520,6 +520,8 @@ fn record_stop(
     step: Option<&MetricStep>,
 ) {
     next.meta.updated_at = facts.now;
+    // A turn that ended on an error before this one is behind the loop now.
+    next.meta.failed_turn = None;
     if let FinalReply::Seen(digest) = facts.reply {
         next.meta.last_reply = Some(digest.to_string());
     }

@@ -58,9 +58,14 @@ const MAX_ROUNDS: usize = 3;
 
 /// Handles one turn-end event of `host`.
 pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookResponse {
-    let event = event::read_bounded(stdin)
-        .and_then(|bytes| event::parse_object(&bytes))
-        .and_then(|object| host.parse_stop(&object));
+    let object = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes));
+    // A turn that ended on an error comes to the same hook: it is told and recorded, not judged.
+    if let Ok(object) = &object
+        && let Some(failure) = host.parse_failure(object, &env.now.to_zoned(jiff::tz::TimeZone::system()))
+    {
+        return crate::hook::turn_failure::run(env, failure);
+    }
+    let event = object.and_then(|object| host.parse_stop(&object));
     match event {
         // Without a store no loop can exist: the quiet path of every session without one.
         Ok(event) => {

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::host::event::{EventError, Fields, StopEvent};
+use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::{Host, foreign_marker};
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -16,10 +16,43 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
     StopEvent::from_claude(object)
 }
 
+/// A `StopFailure`, when `object` is one; any other event is left to [`parse`].
+pub(in crate::host) fn parse_failure(
+    object: &Map<String, Value>,
+    now: &jiff::Zoned,
+) -> Option<Result<TurnFailure, EventError>> {
+    if object.get("hook_event_name").and_then(Value::as_str) != Some("StopFailure") {
+        return None;
+    }
+    if let Some(what) = foreign_marker(Host::ClaudeCode, &Fields(object)) {
+        return Some(Err(EventError::Foreign(what)));
+    }
+    Some(TurnFailure::from_claude(object, now))
+}
+
+/// The session a `SessionStart` whose `source` is `compact` is for: Claude Code compacted the
+/// conversation (automatically or by `/compact`). `None` for any other source.
+pub(in crate::host) fn parse_compacted(object: &Map<String, Value>) -> Result<Option<String>, EventError> {
+    let fields = Fields(object);
+    if fields.string("hook_event_name")?.is_some_and(|name| name != "SessionStart") {
+        return Err(EventError::Foreign("not a SessionStart event"));
+    }
+    if fields.string("source")?.as_deref() != Some("compact") {
+        return Ok(None);
+    }
+    fields.required_string("session_id").map(Some)
+}
+
+/// `SessionStart`'s answer that adds `text` to the agent's context.
+pub(in crate::host) fn render_session_context(text: &str) -> String {
+    serde_json::json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::event::parse_object;
+    use crate::host::event::{TurnError, parse_object};
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())
@@ -34,6 +67,71 @@ mod tests {
         let copilot =
             r#"{"sessionId":"s","session_id":"s","hook_event_name":"Stop","stopReason":"end_turn"}"#;
         assert_eq!(parse_text(copilot), Err(EventError::Foreign("a Copilot CLI or VS Code event")));
+    }
+
+    #[test]
+    fn a_stop_failure_is_read_and_a_subagents_is_not_the_sessions() {
+        let now = jiff::Timestamp::from_second(1_000).unwrap().to_zoned(jiff::tz::TimeZone::UTC);
+        let object = |text: &str| parse_object(text.as_bytes()).unwrap();
+        let too_long = object(
+            r#"{"session_id":"s","hook_event_name":"StopFailure","error":"invalid_request","error_details":"400 {\"error\":{\"message\":\"prompt is too long: 1012345 tokens > 1000000 maximum\"}}","last_assistant_message":"Prompt is too long"}"#,
+        );
+        let failure = parse_failure(&too_long, &now).unwrap().unwrap();
+        assert_eq!((failure.session_id.as_str(), &failure.error), ("s", &TurnError::ContextExhausted));
+        assert!(failure.said.starts_with("Prompt is too long 400"), "{}", failure.said);
+        let sub = object(
+            r#"{"session_id":"s","agent_id":"a1","hook_event_name":"StopFailure","error":"invalid_request"}"#,
+        );
+        assert!(matches!(parse_failure(&sub, &now), Some(Err(EventError::Foreign(_)))));
+        let limited = object(
+            r#"{"session_id":"s","hook_event_name":"StopFailure","error":"rate_limit","last_assistant_message":"API Error: Request rejected (429)"}"#,
+        );
+        assert_eq!(
+            parse_failure(&limited, &now).unwrap().unwrap().error,
+            TurnError::Limited { resets_at: None }
+        );
+        let odd = object(r#"{"session_id":"s","hook_event_name":"StopFailure","error":"something_new"}"#);
+        let odd = parse_failure(&odd, &now).unwrap().unwrap();
+        assert_eq!((odd.error, odd.said), (TurnError::Other { kind: "something_new".into() }, String::new()));
+        let bare = object(r#"{"session_id":"s","hook_event_name":"StopFailure"}"#);
+        assert_eq!(
+            parse_failure(&bare, &now).unwrap().unwrap().error,
+            TurnError::Other { kind: "unknown".into() }
+        );
+        assert_eq!(
+            parse_failure(&object(r#"{"hook_event_name":"StopFailure"}"#), &now),
+            Some(Err(EventError::Missing("session_id")))
+        );
+        assert!(matches!(
+            parse_failure(&object(r#"{"session_id":"s","hook_event_name":"StopFailure","error":7}"#), &now),
+            Some(Err(EventError::WrongType { field: "error", .. }))
+        ));
+        assert_eq!(parse_failure(&object(r#"{"session_id":"s","hook_event_name":"Stop"}"#), &now), None);
+    }
+
+    #[test]
+    fn only_a_compaction_start_is_read() {
+        let object = |text: &str| parse_object(text.as_bytes()).unwrap();
+        let compact = object(r#"{"session_id":"s","hook_event_name":"SessionStart","source":"compact"}"#);
+        assert_eq!(parse_compacted(&compact), Ok(Some("s".into())));
+        for source in ["startup", "resume", "clear"] {
+            let other = object(&format!(
+                r#"{{"session_id":"s","hook_event_name":"SessionStart","source":"{source}"}}"#
+            ));
+            assert_eq!(parse_compacted(&other), Ok(None), "{source}");
+        }
+        assert!(matches!(
+            parse_compacted(&object(r#"{"hook_event_name":"Stop","source":"compact"}"#)),
+            Err(EventError::Foreign(_))
+        ));
+        assert_eq!(
+            parse_compacted(&object(r#"{"source":"compact"}"#)),
+            Err(EventError::Missing("session_id"))
+        );
+        assert_eq!(
+            render_session_context("brief"),
+            r#"{"hookSpecificOutput":{"additionalContext":"brief","hookEventName":"SessionStart"}}"#
+        );
     }
 
     #[test]

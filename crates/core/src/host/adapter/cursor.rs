@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::host::event::{EventError, Fields, StopEvent, Transcript};
+use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::{Host, foreign_marker, object_line};
 
@@ -43,6 +43,25 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         last_assistant_message: None,
         transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
     })
+}
+
+/// A `stop` whose `status` is `error`, when `object` is one: Cursor names no kind and gives no
+/// words, so it is an `agent_error`. Any other event is left to [`parse`].
+pub(in crate::host) fn parse_failure(object: &Map<String, Value>) -> Option<Result<TurnFailure, EventError>> {
+    let fields = Fields(object);
+    let is_stop = fields.string("hook_event_name").ok().flatten().is_none_or(|name| name == "stop");
+    if !is_stop
+        || fields.string("status").ok().flatten().as_deref() != Some("error")
+        || foreign_marker(Host::Cursor, &fields).is_some()
+        || !fields.has_any(&["conversation_id", "loop_count", "cursor_version"])
+    {
+        return None;
+    }
+    Some(fields.required_string("conversation_id").map(|session_id| TurnFailure {
+        session_id,
+        error: TurnError::Other { kind: "error".into() },
+        said: String::new(),
+    }))
 }
 
 pub(in crate::host) fn render(response: &HookResponse) -> String {
@@ -82,6 +101,31 @@ mod tests {
             let text = STOP.replace("\"completed\"", status);
             assert_eq!(parse_text(&text), Err(EventError::Foreign("the turn did not complete")));
         }
+    }
+
+    #[test]
+    fn an_error_end_is_a_failed_turn_and_nothing_else_is() {
+        let failed =
+            parse_failure(&parse_object(STOP.replace("\"completed\"", "\"error\"").as_bytes()).unwrap());
+        assert_eq!(
+            failed,
+            Some(Ok(TurnFailure {
+                session_id: "cv-1".into(),
+                error: TurnError::Other { kind: "error".into() },
+                said: String::new()
+            }))
+        );
+        for status in ["\"completed\"", "\"aborted\"", "null"] {
+            let text = STOP.replace("\"completed\"", status);
+            assert_eq!(parse_failure(&parse_object(text.as_bytes()).unwrap()), None, "{status}");
+        }
+        let claude = r#"{"session_id":"s","hook_event_name":"StopFailure","status":"error"}"#;
+        assert_eq!(parse_failure(&parse_object(claude.as_bytes()).unwrap()), None);
+        let nameless = STOP.replace("\"completed\"", "\"error\"").replace(r#""conversation_id":"cv-1","#, "");
+        assert_eq!(
+            parse_failure(&parse_object(nameless.as_bytes()).unwrap()),
+            Some(Err(EventError::Missing("conversation_id")))
+        );
     }
 
     #[test]

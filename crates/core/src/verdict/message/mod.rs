@@ -2,6 +2,8 @@
 //! the shape of [`Reinjection`]), the one-line status the user sees at each stop, and the
 //! summary when a loop ends.
 
+pub(crate) mod compacted;
+pub(crate) mod failed_turn;
 pub(crate) mod metric;
 pub(crate) mod plan;
 pub(crate) mod reinjection;
@@ -54,10 +56,11 @@ pub(crate) fn reinjection(
 fn iteration_line(state: &LoopState) -> String {
     let meta = &state.meta;
     format!(
-        "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n",
+        "\n\n---\n{REINJECTION_MARK} {} of {}. The loop goes on until {}.\n{}",
         meta.iteration,
         meta.settings.max_iterations,
-        criterion(state)
+        criterion(state),
+        plan::story_line(state).unwrap_or_default()
     )
 }
 

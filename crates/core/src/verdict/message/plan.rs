@@ -27,6 +27,21 @@ pub(crate) fn story_brief(state: &LoopState, index: usize) -> String {
     out
 }
 
+/// The story the loop is on, its title and its check, in one line: every re-injection names it,
+/// so an agent that lost its context to compaction knows which story it is on.
+/// `None` for a loop without a plan.
+pub(crate) fn story_line(state: &LoopState) -> Option<String> {
+    let (plan, progress) = (state.meta.settings.plan.as_ref()?, state.meta.plan.as_ref()?);
+    let story = plan.stories.get(progress.current)?;
+    let check = plan.check(progress.current, state.meta.settings.verify.as_deref()).unwrap_or_default();
+    Some(format!(
+        "You are on story {} of {}: {}. Its check: `{check}`.\n",
+        progress.current + 1,
+        plan.stories.len(),
+        story.label()
+    ))
+}
+
 /// `Done: 2 of 3 (1. Add the form, 2. Reject empty names).`
 pub(crate) fn done_line(state: &LoopState) -> String {
     let (Some(plan), Some(progress)) = (&state.meta.settings.plan, &state.meta.plan) else {
@@ -194,6 +209,22 @@ mod tests {
         assert!(reason.contains("Now: story 2 of 3: 2. story 2\nIts check: `test -f 2`"), "{reason}");
         assert!(reason.contains("until `test -f 2` exits 0 for the current story"), "{reason}");
         assert_eq!(decision.next.current_check(), Some("test -f 2"));
+    }
+
+    /// Not only when the story changes: a plain failure names the story too, so an agent whose
+    /// context was compacted knows which one it is on.
+    #[test]
+    fn every_reinjection_names_the_current_story_and_its_check() {
+        let state = planned(2);
+        let failed = run(1, "no file");
+        let decision = decide(&state, facts(&failed, None));
+        let reason = reason(&decision.verdict);
+        assert!(reason.contains("You are on story 1 of 2: 1. story 1. Its check: `test -f 1`."), "{reason}");
+        let passed = run(0, "");
+        let next = decide(&state, facts(&passed, None));
+        let reason = super::tests::reason(&next.verdict);
+        assert!(reason.contains("You are on story 2 of 2: 2. story 2. Its check: `test -f 2`."), "{reason}");
+        assert_eq!(story_line(&sample()), None, "a loop without a plan has no story");
     }
 
     #[test]

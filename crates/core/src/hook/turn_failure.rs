@@ -1,0 +1,468 @@
+//! A turn the host ended on an error (Claude Code's `StopFailure`, Cursor's `stop` with
+//! `status:"error"`): never an iteration, never silent.
+//!
+//! No Stop hook runs for such a turn, so nothing was judged: the loop keeps its iteration, forgets
+//! that its last stop was blocked (the next stop follows a new prompt, not a block the host
+//! overrode), and records why the turn ended (`context_exhausted`, `agent_limited` with the reset
+//! time when the host gave one, `agent_error`). A usage limit parks the loop ([`park_limited`]);
+//! the user's first prompt after the reset continues it ([`after_limit`]). The user is told at
+//! once where the host shows this hook's output, and again at their next prompt.
+//!
+//! A fault here lets the turn end as it did with one line, like every hook of for-loop: the
+//! host has ended it already.
+
+use jiff::Timestamp;
+
+use crate::host::Host;
+use crate::host::event::{EventError, TurnError, TurnFailure};
+use crate::host::hook_response::HookResponse;
+use crate::provenance::origin::Notice;
+use crate::state::{FailedTurn, Incident, LedgerDecision, LedgerEntry, LoopState, ReasonCode, Status};
+use crate::store::custody::Custody;
+use crate::store::transaction::Transaction;
+use crate::store::{LoopPaths, Store};
+use crate::support::environment::Environment;
+use crate::verdict::message::failed_turn as words;
+
+/// Handles the host's report of a turn that ended on an error.
+pub(crate) fn run(env: &Environment, failure: Result<TurnFailure, EventError>) -> HookResponse {
+    outlive_the_host();
+    let failure = match failure {
+        Ok(failure) => failure,
+        Err(EventError::Foreign(why)) => {
+            eprintln!("for-loop: {why}; nothing to do");
+            return HookResponse::allow();
+        }
+        Err(e) => {
+            return HookResponse::allow_with(format!(
+                "for-loop: a turn ended on an error, but the host's report of it could not be read ({e}); \
+                 nothing was recorded. `loop-hook status` shows the loop as it stands."
+            ));
+        }
+    };
+    let Ok(store) = Store::locate(env) else {
+        eprintln!(
+            "for-loop: the turn ended on an error ({}); no loop store, nothing to record",
+            kind(&failure)
+        );
+        return HookResponse::allow();
+    };
+    let paths = store.paths(&failure.session_id);
+    if !paths.state.exists() {
+        eprintln!(
+            "for-loop: the turn ended on an error ({}); this session has no loop, nothing to record",
+            kind(&failure)
+        );
+        return HookResponse::allow();
+    }
+    record(env, &paths, &failure)
+}
+
+/// Lets the record be finished when the host exits right after sending the event: Claude Code's
+/// `-p` ends on the error it reports and sends its hooks SIGTERM as it goes (measured on 2.1.332),
+/// which would lose the record of the very turn the user needs to hear about. The event is on
+/// stdin already; the answer, if nobody reads it any more, is lost harmlessly.
+fn outlive_the_host() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        for terminating in [Signal::SIGTERM, Signal::SIGHUP] {
+            // SAFETY: ignoring a signal installs no handler; nothing else in this short-lived
+            // process handles these two.
+            #[allow(unsafe_code)]
+            let _ = unsafe { signal(terminating, SigHandler::SigIgn) };
+        }
+    }
+}
+
+/// The reason code of `failure`.
+fn code(error: &TurnError) -> ReasonCode {
+    match error {
+        TurnError::ContextExhausted => ReasonCode::ContextExhausted,
+        TurnError::Limited { .. } => ReasonCode::AgentLimited,
+        TurnError::Other { .. } => ReasonCode::AgentError,
+    }
+}
+
+/// `failure`'s code, and the host's kind for an error for-loop has no code of its own for.
+fn kind(failure: &TurnFailure) -> String {
+    match &failure.error {
+        TurnError::Other { kind } => format!("{}: {kind}", ReasonCode::AgentError),
+        error => code(error).to_string(),
+    }
+}
+
+/// The loop's record of `failure`, as one commit, and the words for the user.
+fn record(env: &Environment, paths: &LoopPaths, failure: &TurnFailure) -> HookResponse {
+    let (transaction, state, incidents) = match Transaction::open(paths, env.now) {
+        Ok((transaction, Custody::Loop { state, incidents })) => (transaction, state, incidents),
+        Ok((_, Custody::None)) => return HookResponse::allow(),
+        Ok((_, Custody::Untrusted { why, .. })) => {
+            return HookResponse::allow_with(format!(
+                "for-loop: the loop's turn ended on an error ({}), and its state cannot be trusted ({why}); \
+                 nothing was recorded. The next stop tells what happened to it.",
+                kind(failure)
+            ));
+        }
+        Err(e) => {
+            return HookResponse::allow_with(format!(
+                "for-loop: the loop's turn ended on an error ({}), and the loop could not be opened to record \
+                 it ({e}). Nothing changed; `loop-hook status` shows the loop.",
+                kind(failure)
+            ));
+        }
+    };
+    let limited_again =
+        state.meta.status == Status::Parked && state.meta.outcome == Some(ReasonCode::AgentLimited);
+    if state.meta.session_id != failure.session_id || !(state.is_active() || limited_again) {
+        eprintln!(
+            "for-loop: the turn ended on an error ({}); the session's loop is not running",
+            kind(failure)
+        );
+        return HookResponse::allow();
+    }
+    // Fail closed on the model: a report the agent sent from its shell changes nothing, and only
+    // a limit the transcript bears out parks the loop (a parked loop lets the agent stop).
+    let transcript =
+        state.meta.transcript.clone().filter(|t| t.is_file() && state.meta.host.keeps_claude_transcript());
+    if let Some(transcript) = &transcript
+        && crate::host::transcript::tool_call_still_pending(transcript)
+    {
+        return forged(&transcript_note(&state, env.now), &transaction);
+    }
+    let failed = failed_turn(failure, env.now);
+    // Read only for a limit: the host may not wait long for this hook (see `outlive_the_host`).
+    let borne_out = failed.kind != ReasonCode::AgentLimited
+        || transcript.as_deref().is_none_or(crate::host::transcript::ends_on_api_error);
+    let next = after_failure(&state, failed.clone(), env.now, borne_out);
+    let mut lines: Vec<LedgerEntry> =
+        incidents.iter().filter(|i| !i.recorded).map(|i| i.note(&state, env.now)).collect();
+    lines.push(LedgerEntry {
+        detail: Some(format!(
+            "{}{}",
+            kind(failure),
+            failed.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+        )),
+        ..LedgerEntry::new(&next, env.now, LedgerDecision::Note, failed.kind)
+    });
+    if let Err(e) = transaction.commit(&next, &lines) {
+        return HookResponse::allow_with(format!(
+            "for-loop: the loop's turn ended on an error ({}), and it could not be recorded ({e}). Nothing \
+             changed; free some disk space.",
+            kind(failure)
+        ));
+    }
+    incidents.iter().for_each(Incident::forget_fallback);
+    drop(transaction);
+    let told = words::told(&next, &failed, env.now);
+    // Again at the user's next prompt: where the host shows this hook's output, if anywhere, it
+    // is easily missed at the end of a session.
+    Notice::post(&paths.dir, &told);
+    HookResponse::allow_with(told)
+}
+
+/// The loop's record of `failure` at `now`.
+fn failed_turn(failure: &TurnFailure, now: Timestamp) -> FailedTurn {
+    let resets_at = match failure.error {
+        TurnError::Limited { resets_at } => resets_at,
+        _ => None,
+    };
+    let detail = Some(failure.said.clone()).filter(|said| !said.is_empty());
+    FailedTurn { kind: code(&failure.error), at: now, resets_at, detail }
+}
+
+/// `state` after a turn that ended on `failed`: the same iteration, no block pending, the failure
+/// kept; parked when the account is limited and the host's transcript bears the error out.
+fn after_failure(state: &LoopState, failed: FailedTurn, now: Timestamp, borne_out: bool) -> LoopState {
+    let mut next = state.clone();
+    next.meta.updated_at = now;
+    // The next stop follows the user's next prompt: a block the host overrode it is not.
+    next.meta.last_blocked = false;
+    let limited = failed.kind == ReasonCode::AgentLimited && borne_out;
+    next.meta.failed_turn = Some(failed);
+    if limited { park_limited(next) } else { next }
+}
+
+/// The ledger line of a failed-turn report that came from a tool call: the agent ran the hook.
+fn transcript_note(state: &LoopState, now: Timestamp) -> LedgerEntry {
+    LedgerEntry {
+        origin: Some(crate::host::origin::Origin::Agent),
+        detail: Some(format!(
+            "a report of a turn that ended on an error arrived while a tool call was still running, at \
+             iteration {}: the agent sent it, and it changed nothing",
+            state.meta.iteration
+        )),
+        ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::ForgedStop)
+    }
+}
+
+/// Records a forged report and changes nothing else.
+fn forged(note: &LedgerEntry, transaction: &Transaction<'_>) -> HookResponse {
+    let _ = transaction.note_or_keep(note);
+    HookResponse::allow()
+}
+
+/// Parks a loop whose account hit a rate or usage limit, until the user's first prompt after the
+/// reset ([`after_limit`]). The one place a limited loop is parked.
+fn park_limited(mut state: LoopState) -> LoopState {
+    state.meta.status = Status::Parked;
+    state.meta.outcome = Some(ReasonCode::AgentLimited);
+    state
+}
+
+/// At the user's prompt, a loop parked on a usage limit: continued when the limit has lifted (or
+/// the host never said when it would), else left parked. `trusted` is the loop as the prompt
+/// hook read it; the change is made on the loop as its transaction reads it. The words for the
+/// user; `None` when the session's loop is not parked on a limit.
+pub(crate) fn after_limit(
+    env: &Environment,
+    host: Host,
+    paths: &LoopPaths,
+    trusted: &LoopState,
+) -> Option<String> {
+    if trusted.meta.status != Status::Parked || trusted.meta.outcome != Some(ReasonCode::AgentLimited) {
+        return None;
+    }
+    // `loop-hook run` parks its loops on limits too, and waits them out itself.
+    if trusted.meta.host != host || trusted.meta.failed_turn.is_none() {
+        return None;
+    }
+    let (transaction, Custody::Loop { mut state, .. }) = Transaction::open(paths, env.now).ok()? else {
+        return None;
+    };
+    let failed = state.meta.failed_turn.clone()?;
+    if state.meta.status != Status::Parked || state.meta.outcome != Some(ReasonCode::AgentLimited) {
+        return None;
+    }
+    if !failed.has_reset(env.now) {
+        return Some(words::after_limit(&state, &failed, env.now, false));
+    }
+    state.meta.status = Status::Active;
+    state.meta.outcome = None;
+    state.meta.updated_at = env.now;
+    let line = LedgerEntry {
+        detail: Some("the usage limit lifted; continued at the user's prompt".into()),
+        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::Resumed)
+    };
+    match transaction.commit(&state, &[line]) {
+        Ok(()) => Some(words::after_limit(&state, &failed, env.now, true)),
+        Err(e) => Some(format!(
+            "for-loop: the usage limit has lifted, but the loop could not be continued ({e}); \
+             {} continues it.",
+            state.meta.host.commands().resume
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::LedgerEntry;
+
+    const SESSION: &str = "s-1";
+
+    fn env_at(home: &std::path::Path, now: Timestamp) -> Environment {
+        let vars = [("FOR_LOOP_HOME".to_string(), home.join("store").display().to_string())];
+        Environment::new(vars, home.to_path_buf(), now)
+    }
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    /// A running loop of session [`SESSION`] at iteration 2 whose last stop was blocked.
+    fn running(env: &Environment) -> LoopPaths {
+        let paths = Store::locate(env).unwrap().paths(SESSION);
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        let mut state = crate::state::sample();
+        state.meta.session_id = SESSION.into();
+        state.meta.iteration = 2;
+        state.meta.last_blocked = true;
+        paths.save(&state).unwrap();
+        paths
+    }
+
+    fn failure(env: &Environment, event: &str) -> HookResponse {
+        crate::hook::stop_hook::run(env, Host::ClaudeCode, event.as_bytes())
+    }
+
+    fn stop_failure(error: &str, said: &str) -> String {
+        serde_json::json!({"session_id": SESSION, "hook_event_name": "StopFailure", "error": error,
+            "last_assistant_message": said})
+        .to_string()
+    }
+
+    fn state(paths: &LoopPaths) -> LoopState {
+        paths.load().unwrap().unwrap()
+    }
+
+    fn ledger(paths: &LoopPaths) -> Vec<LedgerEntry> {
+        LedgerEntry::read_last(&paths.ledger, 50).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_session_without_a_loop_is_let_be_and_nothing_is_written() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        assert_eq!(
+            failure(&env, &stop_failure("invalid_request", "Prompt is too long")),
+            HookResponse::allow()
+        );
+        assert!(!home.path().join("store").exists());
+    }
+
+    #[test]
+    fn a_context_exhausted_turn_uses_no_iteration_and_is_told_now_and_at_the_next_prompt() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let told = failure(&env, &stop_failure("invalid_request", "Prompt is too long"));
+        assert_eq!(told.block, None);
+        let message = told.system_message.unwrap();
+        assert!(message.contains("outgrew the model's context window (Prompt is too long)"), "{message}");
+        let after = state(&paths);
+        assert_eq!(
+            (after.meta.iteration, after.meta.status, after.meta.last_blocked),
+            (2, Status::Active, false)
+        );
+        let failed = after.meta.failed_turn.unwrap();
+        assert_eq!((failed.kind, failed.at), (ReasonCode::ContextExhausted, at(1_000)));
+        let lines = ledger(&paths);
+        let last = lines.last().unwrap();
+        assert_eq!(
+            (last.decision, last.reason, last.iteration),
+            (LedgerDecision::Note, ReasonCode::ContextExhausted, 2)
+        );
+        assert_eq!(Notice::take(&paths.dir).as_deref(), Some(message.as_str()));
+    }
+
+    #[test]
+    fn an_unknown_error_kind_is_an_agent_error_that_names_it() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let told = failure(&env, &stop_failure("brand_new_kind", ""));
+        assert!(told.system_message.unwrap().contains("ended on an API error. No iteration was used"));
+        let last = ledger(&paths).pop().unwrap();
+        assert_eq!(last.reason, ReasonCode::AgentError);
+        assert_eq!(last.detail.as_deref(), Some("agent_error: brand_new_kind"));
+        assert!(state(&paths).is_active());
+    }
+
+    #[test]
+    fn a_usage_limit_parks_the_loop_until_the_first_prompt_after_its_reset() {
+        let home = tempfile::tempdir().unwrap();
+        let start = 1_764_000_000;
+        let reset = start + 3_600;
+        let env = env_at(home.path(), at(start));
+        let paths = running(&env);
+        let told =
+            failure(&env, &stop_failure("rate_limit", &format!("Claude AI usage limit reached|{reset}")));
+        assert!(told.system_message.unwrap().contains("parked (agent_limited)"));
+        let parked = state(&paths);
+        assert_eq!(
+            (parked.meta.status, parked.meta.outcome),
+            (Status::Parked, Some(ReasonCode::AgentLimited))
+        );
+        assert_eq!(parked.meta.failed_turn.as_ref().unwrap().resets_at, Some(at(reset)));
+        assert_eq!(parked.meta.iteration, 2, "no iteration used");
+        // Before the reset the loop waits, and says until when.
+        let early =
+            after_limit(&env_at(home.path(), at(start + 60)), Host::ClaudeCode, &paths, &state(&paths))
+                .unwrap();
+        assert!(early.contains("A prompt before then meets the same limit"), "{early}");
+        assert_eq!(state(&paths).meta.status, Status::Parked);
+        // Another host's prompt does not continue it.
+        assert_eq!(after_limit(&env_at(home.path(), at(reset)), Host::Codex, &paths, &state(&paths)), None);
+        let lifted =
+            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)).unwrap();
+        assert!(lifted.contains("the loop goes on at iteration 2"), "{lifted}");
+        let resumed = state(&paths);
+        assert_eq!(
+            (resumed.meta.status, resumed.meta.outcome, resumed.meta.iteration),
+            (Status::Active, None, 2)
+        );
+        assert_eq!(ledger(&paths).pop().unwrap().reason, ReasonCode::Resumed);
+        assert_eq!(
+            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)),
+            None,
+            "once"
+        );
+    }
+
+    /// The loop's transcript, holding `records`, named in its state as the user's start named it.
+    fn with_transcript(paths: &LoopPaths, dir: &std::path::Path, records: &[serde_json::Value]) {
+        let path = dir.join("transcript.jsonl");
+        let text: String = records.iter().map(|r| r.to_string() + "\n").collect();
+        std::fs::write(&path, text).unwrap();
+        let mut state = state(paths);
+        state.meta.transcript = Some(path);
+        paths.save(&state).unwrap();
+    }
+
+    /// Fail closed on the model: the agent cannot park its loop (and so stop unjudged) by sending
+    /// a limit from its shell, nor by one the transcript does not show.
+    #[test]
+    fn a_report_from_a_tool_call_changes_nothing_and_an_unshown_limit_parks_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let pending = serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "loop-hook stop-hook"}}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), pending],
+        );
+        let before = state(&paths);
+        assert_eq!(
+            failure(&env, &stop_failure("rate_limit", "usage limit reached|1764000000")),
+            HookResponse::allow()
+        );
+        assert_eq!(state(&paths), before, "nothing changed");
+        let last = ledger(&paths).pop().unwrap();
+        assert_eq!(
+            (last.reason, last.origin),
+            (ReasonCode::ForgedStop, Some(crate::host::origin::Origin::Agent))
+        );
+
+        let reply = serde_json::json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "hm"}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), reply],
+        );
+        failure(&env, &stop_failure("rate_limit", "usage limit reached"));
+        let after = state(&paths);
+        assert_eq!(after.meta.status, Status::Active, "a limit the transcript does not show parks nothing");
+        assert_eq!(after.meta.failed_turn.unwrap().kind, ReasonCode::AgentLimited);
+
+        let error = serde_json::json!({"type": "assistant", "isApiErrorMessage": true,
+            "message": {"model": "<synthetic>", "content": [{"type": "text", "text": "API Error (429)"}]}});
+        with_transcript(
+            &paths,
+            home.path(),
+            &[serde_json::json!({"type": "user", "message": {"content": "go"}}), error],
+        );
+        failure(&env, &stop_failure("rate_limit", "usage limit reached"));
+        assert_eq!(state(&paths).meta.status, Status::Parked, "the host's own error record bears it out");
+    }
+
+    #[test]
+    fn an_ended_loop_and_an_unreadable_report_change_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let mut ended = state(&paths);
+        ended.meta.status = Status::Ended;
+        paths.save(&ended).unwrap();
+        assert_eq!(failure(&env, &stop_failure("server_error", "boom")), HookResponse::allow());
+        assert_eq!(state(&paths), ended);
+        let wrong = r#"{"session_id":"s-1","hook_event_name":"StopFailure","error":["x"]}"#;
+        let told = failure(&env, wrong).system_message.unwrap();
+        assert!(told.contains("could not be read (the event's `error` should be a string)"), "{told}");
+        let subagent = r#"{"session_id":"s-1","agent_id":"a","hook_event_name":"StopFailure","error":"invalid_request"}"#;
+        assert_eq!(failure(&env, subagent), HookResponse::allow());
+        assert_eq!(state(&paths), ended);
+    }
+}
