@@ -221,7 +221,7 @@ fn qwen_code_tests_are_picked_up_by_name() {
     let (code, stdout, stderr) = fake.run(&[]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
-        stdout.contains("qwen-code    9.5.0      broke: e2e::qwen_code::qwen_goal_baseline\n"),
+        stdout.contains("qwen-code    9.6.0      broke: e2e::qwen_code::qwen_goal_baseline\n"),
         "{stdout}"
     );
     assert!(
