@@ -49,6 +49,7 @@ mod doctor;
 mod e2e;
 mod faults;
 mod guard;
+mod handoff;
 mod hosts;
 mod latest_clients;
 mod layers;

@@ -406,6 +406,7 @@ fn carry_out(
         },
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
         CommandKind::Strict => crate::commands::strict::run(&here, &command.args),
+        CommandKind::Handoff => crate::commands::handoff::run(&here, &target, Origin::User),
     };
     crate::support::text::version::with_version_notice(env, outcome)
 }

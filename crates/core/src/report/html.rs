@@ -80,6 +80,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::VerifyStatusUntrusted => "verify's exit status forged or lost",
         ReasonCode::InternalError => "for-loop fault",
         ReasonCode::RecordFailed => "stop not recorded",
+        ReasonCode::HandedOver => "handed over to loop-hook run",
     }
 }
 

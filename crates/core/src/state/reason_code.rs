@@ -147,6 +147,12 @@ pub(crate) enum ReasonCode {
     /// The stop's verdict could not be written (a full disk): nothing changed, and the stop was
     /// allowed.
     RecordFailed,
+
+    // A loop moved from its session to `loop-hook run`.
+    /// The user handed the in-session loop over to `loop-hook run` (`/for-loop:handoff`, `loop-hook
+    /// run --resume LOOP`): the session's copy ends with this outcome, and the run's copy goes on
+    /// with the same loop id, ledger and iteration.
+    HandedOver,
 }
 
 impl ReasonCode {
@@ -205,6 +211,7 @@ impl ReasonCode {
             ReasonCode::ForeignSession => "foreign_session",
             ReasonCode::InternalError => "internal_error",
             ReasonCode::RecordFailed => "record_failed",
+            ReasonCode::HandedOver => "handed_over",
         }
     }
 
@@ -242,6 +249,7 @@ impl ReasonCode {
                 | ReasonCode::ForeignSession
                 | ReasonCode::InternalError
                 | ReasonCode::RecordFailed
+                | ReasonCode::HandedOver
         )
     }
 }
@@ -312,6 +320,7 @@ mod tests {
             ReasonCode::ForeignSession,
             ReasonCode::InternalError,
             ReasonCode::RecordFailed,
+            ReasonCode::HandedOver,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -1,0 +1,211 @@
+//! Handing a loop that runs in a session over to `loop-hook run`: `loop-hook run --resume LOOP`
+//! and `/for-loop:handoff` through the prompt hook, with a stand-in agent CLI. One ledger across
+//! both, the session's stops let through with a line, and each bad input refused with one line
+//! and nothing changed.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::run_driver::{driver, fake_claude};
+use crate::util::{SESSION, TestEnv};
+
+/// The agent that does the task: it creates `fixed`.
+const FIXES: &str = "touch fixed; echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'";
+
+/// A loop in the test session whose first stop failed: it is at iteration 2.
+fn session_loop_at_iteration_two(env: &TestEnv) -> String {
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    env.start("create the file fixed --verify \"sh check.sh\" --max-iterations 5");
+    assert!(env.stop("not yet").blocked());
+    state_field(env, SESSION, "loop_id")
+}
+
+/// A top-level field of `session`'s state file, as text.
+fn state_field(env: &TestEnv, session: &str, field: &str) -> String {
+    let text = std::fs::read_to_string(env.session_dir(session).join("state.md")).unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}: ")))
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+        .trim_matches('"')
+        .to_string()
+}
+
+fn loop_ids(lines: &[Value]) -> Vec<String> {
+    lines.iter().map(|line| line["loop_id"].as_str().unwrap().to_string()).collect()
+}
+
+/// The whole ledger of `session`, its start included.
+fn whole_ledger(env: &TestEnv, session: &str) -> Vec<Value> {
+    std::fs::read_to_string(env.session_dir(session).join("ledger.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_session_loop_resumed_by_run_ends_verified_with_one_ledger() {
+    let env = TestEnv::new();
+    let loop_id = session_loop_at_iteration_two(&env);
+    let bin = fake_claude(&env, FIXES);
+    let mut resume = driver(&env, &bin, &["--resume", SESSION, "--no-sandbox"]);
+    resume.stdin(Stdio::null());
+    let run = crate::util::run_command(resume, b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+
+    let run_id = format!("run-{loop_id}");
+    let session = whole_ledger(&env, SESSION);
+    let reasons = |lines: &[Value]| -> Vec<String> {
+        lines.iter().map(|l| l["reason"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(reasons(&session), ["started", "verify_failed", "handed_over"]);
+    let ran = whole_ledger(&env, &run_id);
+    assert_eq!(
+        reasons(&ran),
+        ["started", "verify_failed", "handed_over", "resumed", "verified"],
+        "one ledger"
+    );
+    assert!(loop_ids(&ran).iter().all(|id| *id == loop_id), "one loop id across the handoff");
+    assert_eq!(ran.last().unwrap()["iteration"], 2, "the iteration count goes on");
+    assert_eq!(state_field(&env, SESSION, "status"), "ended");
+    assert_eq!(state_field(&env, SESSION, "outcome"), "handed_over");
+
+    // The session's stops are let through, saying where the loop went.
+    let stop = env.stop("still here");
+    assert!(!stop.blocked(), "{}", stop.stdout);
+    assert!(
+        stop.system_message().contains(&format!("handed over to loop-hook run ({run_id})")),
+        "{}",
+        stop.stdout
+    );
+    // It is not resumed in the session, nor handed over twice.
+    let resumed = env.run(&["resume", "--session", SESSION], "");
+    assert_eq!(resumed.code, 1, "{}", resumed.stdout);
+    assert!(resumed.stdout.contains("handed over to loop-hook run"), "{}", resumed.stdout);
+    let report = env.run(&["status", "--session", &run_id], "");
+    assert!(report.stdout.contains("verified"), "{}", report.stdout);
+}
+
+#[test]
+fn the_users_handoff_command_starts_the_run_in_the_background() {
+    let env = TestEnv::new();
+    let loop_id = session_loop_at_iteration_two(&env);
+    let bin = fake_claude(&env, FIXES);
+    let prompt = json!({
+        "session_id": SESSION,
+        "prompt": "/for-loop:handoff",
+        "cwd": env.project,
+        "hook_event_name": "UserPromptSubmit",
+    });
+    let mut cmd = env.command(&["prompt-hook"]);
+    cmd.env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()));
+    let answer = crate::util::run_command(cmd, prompt.to_string().as_bytes());
+    assert_eq!(answer.code, 0, "{}", answer.stderr);
+    let answer: Value = serde_json::from_str(&answer.stdout).unwrap();
+    let told = answer["reason"].as_str().unwrap_or_default();
+    let run_id = format!("run-{loop_id}");
+    assert!(told.contains(&format!("handed over to loop-hook run ({run_id})")), "{answer}");
+    assert!(told.contains("running now in the background"), "{answer}");
+
+    let state = env.session_dir(&run_id).join("state.md");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&state).unwrap_or_default().contains("outcome: verified") {
+        let log =
+            std::fs::read_to_string(env.session_dir(&run_id).join("logs/driver.log")).unwrap_or_default();
+        assert!(started.elapsed() < Duration::from_secs(60), "the run never verified:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(env.project.join("fixed").exists());
+    let reasons: Vec<String> =
+        whole_ledger(&env, &run_id).iter().map(|l| l["reason"].as_str().unwrap().to_string()).collect();
+    assert_eq!(reasons, ["started", "verify_failed", "handed_over", "resumed", "verified"]);
+}
+
+/// Runs `loop-hook run --resume SESSION` with `claude` on PATH and returns its output; nothing
+/// may have run.
+fn refused_resume(env: &TestEnv, extra: &[(&str, &str)]) -> String {
+    let bin = fake_claude(env, "touch ran");
+    let mut resume = driver(env, &bin, &["--resume", SESSION, "--no-sandbox"]);
+    for (name, value) in extra {
+        resume.env(name, value);
+    }
+    let run = crate::util::run_command(resume, b"");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(!env.project.join("ran").exists(), "an agent ran: {}", run.stdout);
+    assert_eq!(run.stdout.trim().lines().count(), 1, "one line: {}", run.stdout);
+    run.stdout
+}
+
+#[test]
+fn an_ended_or_parked_loop_is_not_handed_over() {
+    let env = TestEnv::new();
+    session_loop_at_iteration_two(&env);
+    env.run(&["cancel", "--session", SESSION], "");
+    let said = refused_resume(&env, &[]);
+    assert!(said.contains("already ended (cancelled)"), "{said}");
+    assert_eq!(state_field(&env, SESSION, "outcome"), "cancelled");
+
+    let parked = TestEnv::new();
+    parked.write("check.sh", "exit 1\n");
+    parked.start("never passes --verify \"sh check.sh\" --max-same-failures 1");
+    parked.stop("no");
+    assert_eq!(state_field(&parked, SESSION, "status"), "parked");
+    let said = refused_resume(&parked, &[]);
+    assert!(
+        said.contains("the loop is parked (same_failures)") && said.contains("/for-loop:resume"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_handoff_from_the_agents_shell_is_refused_and_the_loop_goes_on() {
+    let env = TestEnv::new();
+    session_loop_at_iteration_two(&env);
+    let said = refused_resume(&env, &[("CLAUDECODE", "1")]);
+    assert!(said.contains("refused") && said.contains("/for-loop:handoff"), "{said}");
+    assert_eq!(state_field(&env, SESSION, "status"), "active");
+    assert!(env.stop("not yet").blocked(), "the session still judges its loop");
+}
+
+#[test]
+fn without_an_agent_cli_the_handoff_says_which_to_install() {
+    let env = TestEnv::new();
+    session_loop_at_iteration_two(&env);
+    let empty = env.home.join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = crate::util::run_command(
+        {
+            let mut cmd = env.command(&["run", "--resume", SESSION, "--no-sandbox"]);
+            cmd.env("PATH", &empty);
+            cmd
+        },
+        b"",
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("install Claude Code (`claude` on PATH)"), "{}", run.stdout);
+    assert_eq!(state_field(&env, SESSION, "status"), "active", "nothing changed");
+    assert!(
+        !env.session_dir(&format!("run-{}", state_field(&env, SESSION, "loop_id"))).join("state.md").exists()
+    );
+}
+
+#[test]
+fn on_limit_is_stored_in_the_state_and_a_bad_value_refused() {
+    let env = TestEnv::new();
+    env.start("t --verify true --on-limit handoff");
+    assert_eq!(state_field(&env, SESSION, "status"), "active");
+    let text = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(text.contains("on_limit: handoff"), "{text}");
+    let other = TestEnv::new();
+    other.start("t --verify true");
+    assert!(
+        !std::fs::read_to_string(other.state_path()).unwrap().contains("on_limit"),
+        "wait is the default"
+    );
+    let bad = TestEnv::new();
+    let run = bad.run(&["start", "--session", SESSION], "t --verify true --on-limit later");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("--on-limit `later` is not valid: give wait or handoff"), "{}", run.stdout);
+}
