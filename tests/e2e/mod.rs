@@ -5,6 +5,7 @@
 //! - `demo`: `scripts/demo` run end to end, so it cannot rot.
 //! - `gemini_cli`, `codex`, `copilot_cli`: the packaging under `plugin/`, installed the way
 //!   users install it.
+//! - `handoff`: a Claude Code session's loop handed over to `loop-hook run` with `/for-loop:handoff`.
 //! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
 //! - `install`: the install from a built clone copies only the plugin and runs cargo's binary.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
@@ -22,6 +23,7 @@ mod codex;
 mod copilot_cli;
 mod demo;
 mod gemini_cli;
+mod handoff;
 mod install;
 mod release;
 mod reviewer;
