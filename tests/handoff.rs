@@ -84,8 +84,27 @@ fn a_session_loop_resumed_by_run_ends_verified_with_one_ledger() {
     let resumed = env.run(&["resume", "--session", SESSION], "");
     assert_eq!(resumed.code, 1, "{}", resumed.stdout);
     assert!(resumed.stdout.contains("handed over to loop-hook run"), "{}", resumed.stdout);
-    let report = env.run(&["status", "--session", &run_id], "");
-    assert!(report.stdout.contains("verified"), "{}", report.stdout);
+    let status = env.run(&["status", "--session", &run_id], "");
+    assert!(status.stdout.contains("verified"), "{}", status.stdout);
+    assert!(
+        status.stdout.contains(&format!("handoff:    taken over from session {SESSION} at iteration 2")),
+        "{}",
+        status.stdout
+    );
+    let status = env.run(&["status", "--session", SESSION], "");
+    assert!(
+        status
+            .stdout
+            .contains(&format!("handoff:    handed over to loop-hook run ({run_id}) at iteration 2")),
+        "{}",
+        status.stdout
+    );
+    // The report of the run reads as one loop: the session's stop is on it.
+    let report = env.run(&["report", "--session", &run_id, "--out", "report.html"], "");
+    assert_eq!(report.code, 0, "{}", report.stdout);
+    let page = std::fs::read_to_string(env.project.join("report.html")).unwrap();
+    assert_eq!(page.matches("<tr data-reason=\"verify_failed\"").count(), 1, "the session's failed stop");
+    assert_eq!(page.matches("<tr data-reason=\"verified\"").count(), 1, "the run's verified stop");
 }
 
 #[test]

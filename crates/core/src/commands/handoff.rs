@@ -301,6 +301,37 @@ pub(crate) fn stop_line(handoff: &Handoff) -> String {
     )
 }
 
+/// What `loop-hook status` says of a loop that was handed over: where it went, or came from.
+pub(crate) fn status_line(state: &LoopState) -> Option<String> {
+    let handoff = state.meta.handoff.as_ref()?;
+    Some(if state.meta.session_id == handoff.to {
+        format!("taken over from session {} at iteration {}", handoff.from, handoff.iteration)
+    } else {
+        format!(
+            "handed over to loop-hook run ({to}) at iteration {}; `loop-hook status --session {to}` follows it",
+            handoff.iteration,
+            to = handoff.to
+        )
+    })
+}
+
+/// Hands the loop in `paths` over and starts its run in the background: what `/for-loop:handoff`
+/// does, and what a limit of a loop with `--on-limit handoff` is to do. `from_session`: the
+/// session asking, when the loop's own (its user's prompt). The log of the run, or why it could
+/// not be started, comes with the handed loop.
+pub(crate) fn hand_over_in_background(
+    env: &Environment,
+    paths: &LoopPaths,
+    from_session: Option<&str>,
+) -> Result<(Handed, std::io::Result<PathBuf>), HandoffError> {
+    let store = Store::locate(env).map_err(|e| HandoffError::Store(e.to_string()))?;
+    let request =
+        HandoffRequest { from_session: from_session.map(str::to_string), ..HandoffRequest::default() };
+    let handed = hand_over(env, &store, paths, &request)?;
+    let log = start_driver(env, &handed);
+    Ok((handed, log))
+}
+
 /// Starts `loop-hook run --resume` on the handed-over loop, detached from the session: its own
 /// process group, no terminal, output to `logs/driver.log` beside the run's state. The host's
 /// variables for its agent's shell are left out, so the agent CLI the run starts is a session of
@@ -342,20 +373,16 @@ pub(crate) fn run(env: &Environment, target: &Target, origin: Origin) -> Outcome
     {
         return refusal;
     }
-    let store = match Store::locate(env) {
-        Ok(store) => store,
-        Err(e) => return Outcome::refused(format!("for-loop: not handed over: {e}")),
-    };
     // The user's own prompt comes from the loop's session; a terminal's `--session` only names it.
-    let request = HandoffRequest {
-        from_session: target.session_id(env).filter(|_| origin == Origin::User).map(str::to_string),
-        ..HandoffRequest::default()
-    };
-    let handed = match hand_over(env, &store, &paths, &request) {
+    let from_session = target.session_id(env).filter(|_| origin == Origin::User);
+    let (handed, started) = match hand_over_in_background(env, &paths, from_session) {
         Ok(handed) => handed,
         Err(e) => return Outcome::refused(format!("for-loop: not handed over: {e}.")),
     };
-    let driver = match start_driver(env, &handed) {
+    if let Some(state) = crate::store::custody::trusted_state(&paths).ok().flatten() {
+        origin::after(&paths, &state, Mutation::Handoff, origin);
+    }
+    let driver = match started {
         Ok(log) => format!("It is running now in the background; its output goes to {}.", log.display()),
         Err(e) => format!(
             "It could not be started in the background ({e}): run `loop-hook run --resume {}` in a terminal.",
