@@ -228,3 +228,42 @@ fn on_limit_is_stored_in_the_state_and_a_bad_value_refused() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("--on-limit `later` is not valid: give wait or handoff"), "{}", run.stdout);
 }
+
+#[test]
+fn a_loop_is_driven_by_one_run_at_a_time() {
+    let env = TestEnv::new();
+    let loop_id = session_loop_at_iteration_two(&env);
+    let started = env.home.join("agent-started");
+    let bin = fake_claude(&env, &format!("touch {}; sleep 60", started.display()));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    // From the user's terminal: the run starts in the background.
+    let mut handoff = env.command(&["handoff", "--session", SESSION]);
+    handoff.env("PATH", &path);
+    let handed = crate::util::run_command(handoff, b"");
+    assert_eq!(handed.code, 0, "{}", handed.stdout);
+    assert!(handed.stdout.contains("running now in the background"), "{}", handed.stdout);
+    let run_id = format!("run-{loop_id}");
+    crate::run_driver::wait_for(&started, Duration::from_secs(30));
+    let pid = std::fs::read_to_string(env.session_dir(&run_id).join("driver.pid")).unwrap();
+
+    let mut second = driver(&env, &bin, &["--resume", &run_id, "--no-sandbox"]);
+    second.env("PATH", &path);
+    let refused = crate::util::run_command(second, b"");
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains(&format!("(process {}) is already running this loop", pid.trim())),
+        "{}",
+        refused.stdout
+    );
+
+    // Ctrl-C to the first parks the loop; it is not judged twice meanwhile.
+    std::process::Command::new("kill").args(["-INT", pid.trim()]).status().unwrap();
+    let began = Instant::now();
+    while crate::run_driver::alive(&pid) {
+        assert!(began.elapsed() < Duration::from_secs(30), "the run did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(state_field(&env, &run_id, "status"), "parked");
+    let judged = whole_ledger(&env, &run_id).iter().filter(|l| l["reason"] == "verify_failed").count();
+    assert_eq!(judged, 1, "only the session's stop was judged");
+}
