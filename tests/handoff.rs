@@ -49,13 +49,22 @@ fn whole_ledger(env: &TestEnv, session: &str) -> Vec<Value> {
 fn a_session_loop_resumed_by_run_ends_verified_with_one_ledger() {
     let env = TestEnv::new();
     let loop_id = session_loop_at_iteration_two(&env);
-    let bin = fake_claude(&env, FIXES);
+    let prompt = env.home.join("prompt.txt");
+    let bin = fake_claude(&env, &format!("printf '%s' \"$*\" > {}; {FIXES}", prompt.display()));
     let mut resume = driver(&env, &bin, &["--resume", SESSION, "--no-sandbox"]);
     resume.stdin(Stdio::null());
     let run = crate::util::run_command(resume, b"");
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
 
     let run_id = format!("run-{loop_id}");
+    // The fresh session hears where the loop came from and how its check last failed.
+    let said = std::fs::read_to_string(&prompt).unwrap();
+    assert!(said.contains("this is iteration 2 of 5"), "{said}");
+    assert!(said.contains("handed over to fresh sessions from an earlier session, at iteration 2"), "{said}");
+    assert!(
+        said.contains("The check last failed there (exit 1)") && said.contains("FAIL: fixed is missing"),
+        "{said}"
+    );
     let session = whole_ledger(&env, SESSION);
     let reasons = |lines: &[Value]| -> Vec<String> {
         lines.iter().map(|l| l["reason"].as_str().unwrap().to_string()).collect()

@@ -309,12 +309,13 @@ impl Driver {
                 // A plan loop's first session is given the story to work on, not the whole plan.
                 let story = state.meta.plan.as_ref().map(|p| plan::story_brief(state, p.current));
                 format!(
-                    "{}\n{}\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.",
+                    "{}\n{}\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.{}",
                     state.task.trim_end(),
                     story.unwrap_or_default(),
                     state.meta.iteration,
                     state.meta.settings.max_iterations,
-                    state.current_check().unwrap_or("the check")
+                    state.current_check().unwrap_or("the check"),
+                    self.handed_over_note(state)
                 )
             });
         format!(
@@ -322,6 +323,41 @@ impl Driver {
              and before you finish add what you did, what you learned and what is left.",
             progress.display()
         )
+    }
+
+    /// For the first fresh session of a loop handed over from a session: where it came from, and
+    /// how the check last failed there (the tail of its output, from the ledger), which the
+    /// session's own re-injection said and no file of the run holds yet.
+    fn handed_over_note(&self, state: &LoopState) -> String {
+        let Some(handoff) = state.meta.handoff.as_ref().filter(|h| h.to == state.meta.session_id) else {
+            return String::new();
+        };
+        let last = LedgerEntry::read_last(&self.paths.ledger, 50)
+            .unwrap_or_default()
+            .into_iter()
+            .rev()
+            .find_map(|entry| entry.verify)
+            .filter(|verify| verify.exit_code != Some(0));
+        let mut note = format!(
+            "\n\nThe loop was handed over to fresh sessions from an earlier session, at iteration {}.",
+            handoff.iteration
+        );
+        if let Some(verify) = last {
+            let tail: String = {
+                let chars: Vec<char> = verify.tail.chars().collect();
+                chars[chars.len().saturating_sub(2_000)..].iter().collect()
+            };
+            note.push_str(&format!(
+                " The check last failed there ({}); its output ended:\n\n```\n{}\n```",
+                match (verify.timed_out, verify.exit_code) {
+                    (true, _) => "timed out".to_string(),
+                    (false, Some(code)) => format!("exit {code}"),
+                    (false, None) => "killed".to_string(),
+                },
+                tail.trim_end()
+            ));
+        }
+        note
     }
 
     /// Runs the agent in its own process group (in its sandbox, when it has one), its output
