@@ -110,6 +110,11 @@ fn a_session_loop_handed_over_ends_verified_under_run_with_one_ledger() {
         "not a fresh session: {}",
         fresh.body
     );
+    let said = fresh.last_user_text().unwrap_or_default();
+    assert!(
+        said.contains("handed over to fresh sessions") && said.contains("FAIL: fixed is missing"),
+        "{said}"
+    );
 
     // One ledger: the run's begins with every line the session wrote, then goes on.
     let session = ledger(&env, SESSION);
