@@ -117,9 +117,9 @@ fn a_session_loop_resumed_by_run_ends_verified_with_one_ledger() {
 }
 
 #[test]
-fn the_users_handoff_command_starts_the_run_in_the_background() {
+fn a_handoff_typed_for_a_loop_without_its_transcript_is_refused_with_the_terminal_command() {
     let env = TestEnv::new();
-    let loop_id = session_loop_at_iteration_two(&env);
+    session_loop_at_iteration_two(&env);
     let bin = fake_claude(&env, FIXES);
     let prompt = json!({
         "session_id": SESSION,
@@ -133,22 +133,14 @@ fn the_users_handoff_command_starts_the_run_in_the_background() {
     assert_eq!(answer.code, 0, "{}", answer.stderr);
     let answer: Value = serde_json::from_str(&answer.stdout).unwrap();
     let told = answer["reason"].as_str().unwrap_or_default();
-    let run_id = format!("run-{loop_id}");
-    assert!(told.contains(&format!("handed over to loop-hook run ({run_id})")), "{answer}");
-    assert!(told.contains("running now in the background"), "{answer}");
-
-    let state = env.session_dir(&run_id).join("state.md");
-    let started = Instant::now();
-    while !std::fs::read_to_string(&state).unwrap_or_default().contains("outcome: verified") {
-        let log =
-            std::fs::read_to_string(env.session_dir(&run_id).join("logs/driver.log")).unwrap_or_default();
-        assert!(started.elapsed() < Duration::from_secs(60), "the run never verified:\n{log}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(env.project.join("fixed").exists());
-    let reasons: Vec<String> =
-        whole_ledger(&env, &run_id).iter().map(|l| l["reason"].as_str().unwrap().to_string()).collect();
-    assert_eq!(reasons, ["started", "verify_failed", "handed_over", "resumed", "verified"]);
+    assert!(
+        told.contains("was not run") && told.contains(&format!("loop-hook handoff --session {SESSION}")),
+        "{answer}"
+    );
+    assert_eq!(state_field(&env, SESSION, "status"), "active", "nothing changed");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!env.project.join("fixed").exists(), "no run was started");
+    assert_eq!(std::fs::read_dir(env.store().join("sessions")).unwrap().count(), 1, "no run loop");
 }
 
 /// Runs `loop-hook run --resume SESSION` with `claude` on PATH and returns its output; nothing

@@ -122,6 +122,21 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     {
         return not_run(unreadable_transcript(&command, state, kind, &session_id), notice);
     }
+    // A handoff is carried out at once, never undone, so it needs the transcript that tells the
+    // user's prompt from a program's even more than the commands confirmed later.
+    if command.kind == CommandKind::Handoff
+        && trusted.is_some()
+        && anchorless
+        && host.confirms_commands_from_transcript()
+    {
+        return not_run(
+            format!(
+                "for-loop: `{}` was not run: this loop was started without its session's transcript, so                  nothing tells your prompt from a program's. Hand it over from your own terminal:                  loop-hook handoff --session {session_id}",
+                command.name
+            ),
+            notice,
+        );
+    }
     if forged {
         return not_run(sent_mid_tool_call(&command), notice);
     }
