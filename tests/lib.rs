@@ -26,6 +26,8 @@
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
 //! - `strict`: the strict tier: which tier a loop is in and why, `--require-strict`, and verify
 //!   run in its own sandbox.
+//! - `handoff`: a session's loop handed over to `loop-hook run` with a stand-in agent CLI: one
+//!   ledger, the session's stops let through, one driver at a time, and each bad input refused.
 //! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
 //! - `run_fleet`: best of K across machines, simulated with a bare repository and one clone
 //!   per machine: attempts pushed, one lying and one killed, and the pick that re-checks them.
@@ -49,6 +51,7 @@ mod doctor;
 mod e2e;
 mod faults;
 mod guard;
+mod handoff;
 mod hosts;
 mod latest_clients;
 mod layers;

@@ -7,6 +7,7 @@
 //!   users install it.
 //! - `opencode`: the plugin under `plugin/opencode`, installed as docs/hosts.md says, in
 //!   `opencode serve` driven by `opencode run --attach`.
+//! - `handoff`: a Claude Code session's loop handed over to `loop-hook run` with `/for-loop:handoff`.
 //! - `reviewer`: Codex and Gemini CLI as the built-in reviewer (`--review codex`, `gemini`).
 //! - `install`: the install from a built clone copies only the plugin and runs cargo's binary.
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
@@ -26,6 +27,7 @@ mod codex;
 mod copilot_cli;
 mod demo;
 mod gemini_cli;
+mod handoff;
 mod install;
 mod opencode;
 mod qwen_code;

@@ -24,6 +24,7 @@ Usage:
   loop-hook session-start [--host NAME]                  < the host's SessionStart event on stdin
   loop-hook shown COMMAND [--session ID] [--exit-zero]
   loop-hook cancel [--session ID] [--host NAME] [--exit-zero]
+  loop-hook handoff [--session ID] [--host NAME] [--exit-zero]
   loop-hook resume [--session ID] [--host NAME] [--exit-zero]    < [--more N] [--more-time D] [--more-tokens N] on stdin
   loop-hook rollback [--session ID] [--host NAME] [--exit-zero]  < N [--yes] on stdin
   loop-hook status [--session ID] [--host NAME] [--json] [--all] [--exit-zero]
@@ -41,6 +42,9 @@ Commands:
   guard      Denies file edits and shell commands that would change the loop's verify check or
              its files while the loop runs (prints the host's deny JSON, or nothing).
   cancel     Ends the session's loop now; its next stop is allowed.
+  handoff    Hands the session's loop over to `loop-hook run` and starts the run in the
+             background: one fresh agent session per iteration, the same ledger, iteration,
+             budgets, story and reviewer. The session's stops are let through from then on.
   resume     Continues a parked, capped or cancelled loop (--more adds iterations, --more-time time,
              --more-tokens tokens).
   rollback   Lists a --checkpoint loop's snapshots, or restores snapshot N (with --yes) without
@@ -166,6 +170,8 @@ pub(crate) enum Cli {
     /// `loop-hook COMMAND --help` (or `loop-hook help COMMAND`): that command's own usage.
     CommandHelp(String),
     Version,
+    /// `loop-hook handoff`: the session's loop to `loop-hook run`.
+    Handoff(Target),
 }
 
 #[cfg(test)]
@@ -211,13 +217,13 @@ impl Invocation {
                 (_, Long("help") | Short('h')) => return plain(Cli::CommandHelp(command_help(&command)?)),
                 (
                     "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor"
-                    | "strict",
+                    | "strict" | "handoff",
                     Long("exit-zero"),
                 ) => {
                     exit_zero = true;
                 }
                 (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report",
+                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "handoff",
                     Long("session"),
                 ) => {
                     session_id = Some(parser.value()?.string()?);
@@ -225,7 +231,7 @@ impl Invocation {
                 ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
                 (
                     "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
-                    | "report" | "doctor" | "session-start",
+                    | "report" | "doctor" | "session-start" | "handoff",
                     Long("host"),
                 ) => {
                     let name = parser.value()?.string()?;
@@ -267,6 +273,7 @@ impl Invocation {
             "report" => Cli::Report(ReportOptions { target: Target { session_id, host }, ..report }),
             "doctor" => Cli::Doctor(DoctorOptions { host, ..doctor }),
             "strict" => Cli::Strict(scope),
+            "handoff" => Cli::Handoff(Target { session_id, host }),
             "help" => Cli::Help,
             other => return Err(unknown(other, "command", COMMANDS, &COMMANDS.join(", "))),
         };
@@ -289,6 +296,7 @@ const COMMANDS: &[&str] = &[
     "run",
     "doctor",
     "strict",
+    "handoff",
     "help",
     "session-start",
 ];
@@ -363,6 +371,7 @@ fn options_of(command: &str) -> &'static [&'static str] {
         "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
         "doctor" => &["--host", "--json", "--exit-zero"],
         "strict" => &["--project", "--user", "--exit-zero"],
+        "handoff" => &["--session", "--host", "--exit-zero"],
         _ => &[],
     }
 }
@@ -404,6 +413,10 @@ mod tests {
                 assert_eq!(o.session_id.as_deref(), Some("s"));
                 assert_eq!(o.cwd, Some(PathBuf::from("/p")));
             }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["handoff", "--session", "s", "--exit-zero"]).unwrap() {
+            Cli::Handoff(target) => assert_eq!(target.session_id.as_deref(), Some("s")),
             other => panic!("{other:?}"),
         }
         match parse(&["doctor", "--host=codex", "--json"]).unwrap() {

@@ -104,8 +104,10 @@ pub fn run(
     // Where a command line comes from: mutations from an agent's shell are refused on hosts
     // whose prompt hook carries out the user's own commands.
     let origin = host::origin::Origin::of_command_line(env);
-    let user_command =
-        matches!(cli, Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_));
+    let user_command = matches!(
+        cli,
+        Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_) | Cli::Handoff(_)
+    );
     let outcome = match cli {
         Cli::Help => Outcome::ok(cli::HELP),
         Cli::CommandHelp(text) => Outcome::ok(text),
@@ -161,6 +163,7 @@ pub fn run(
         Cli::Run(options) => run::run(env, &options),
         Cli::Doctor(options) => commands::doctor::run(env, &options),
         Cli::Strict(scope) => commands::strict::run(env, &scope),
+        Cli::Handoff(target) => commands::handoff::run(env, &target, origin),
         Cli::Report(mut options) => {
             let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };
             match typed.map(|text| text.map_or(Ok(()), |text| options.add_typed(&text))) {

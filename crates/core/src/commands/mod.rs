@@ -3,6 +3,7 @@
 
 pub(crate) mod cancel;
 pub(crate) mod doctor;
+pub(crate) mod handoff;
 pub(crate) mod notify;
 pub(crate) mod request;
 pub(crate) mod resume;

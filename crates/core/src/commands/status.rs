@@ -90,6 +90,9 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     out.push_str(&format!("  done when:  {}\n", criterion(state)));
     out.push_str(&spending(state, env));
     out.push_str(&format!("  directory:  {}\n", meta.cwd.display()));
+    if let Some(line) = crate::commands::handoff::status_line(state) {
+        out.push_str(&format!("  handoff:    {line}\n"));
+    }
     if let Ok(store) = Store::locate(env) {
         let tier =
             crate::checks::sandbox::shown(env, meta.host, &meta.cwd, store.root(), meta.tier.as_deref());

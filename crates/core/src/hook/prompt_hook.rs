@@ -139,6 +139,21 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     {
         return not_run(unreadable_transcript(&command, state, kind, &session_id), notice);
     }
+    // A handoff is carried out at once, never undone, so it needs the transcript that tells the
+    // user's prompt from a program's even more than the commands confirmed later.
+    if command.kind == CommandKind::Handoff
+        && trusted.is_some()
+        && anchorless
+        && host.confirms_commands_from_transcript()
+    {
+        return not_run(
+            format!(
+                "for-loop: `{}` was not run: this loop was started without its session's transcript, so                  nothing tells your prompt from a program's. Hand it over from your own terminal:                  loop-hook handoff --session {session_id}",
+                command.name
+            ),
+            notice,
+        );
+    }
     if forged {
         return not_run(sent_mid_tool_call(&command), notice);
     }
@@ -437,6 +452,7 @@ fn carry_out(
         },
         CommandKind::Rollback => rollback::run(&here, &target, &command.args, Origin::User),
         CommandKind::Strict => crate::commands::strict::run(&here, &command.args),
+        CommandKind::Handoff => crate::commands::handoff::run(&here, &target, Origin::User),
     };
     crate::support::text::version::with_version_notice(env, outcome)
 }

@@ -17,7 +17,9 @@ use crate::host::Host;
 use crate::host::event::{EventError, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::provenance::origin::Notice;
-use crate::state::{FailedTurn, Incident, LedgerDecision, LedgerEntry, LoopState, ReasonCode, Status};
+use crate::state::{
+    FailedTurn, Incident, LedgerDecision, LedgerEntry, LoopState, OnLimit, ReasonCode, Status,
+};
 use crate::store::custody::Custody;
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
@@ -154,7 +156,10 @@ fn record(env: &Environment, paths: &LoopPaths, failure: &TurnFailure) -> HookRe
     }
     incidents.iter().for_each(Incident::forget_fallback);
     drop(transaction);
-    let told = words::told(&next, &failed, env.now);
+    let mut told = words::told(&next, &failed, env.now);
+    if next.meta.status == Status::Parked && next.meta.settings.on_limit == OnLimit::Handoff {
+        told = format!("{told}\n{}", hand_over_on_limit(env, paths, &failure.session_id));
+    }
     // Again at the user's next prompt: where the host shows this hook's output, if anywhere, it
     // is easily missed at the end of a session.
     Notice::post(&paths.dir, &told);
@@ -200,6 +205,30 @@ fn transcript_note(state: &LoopState, now: Timestamp) -> LedgerEntry {
 fn forged(note: &LedgerEntry, transaction: &Transaction<'_>) -> HookResponse {
     let _ = transaction.note_or_keep(note);
     HookResponse::allow()
+}
+
+/// `--on-limit handoff`: the parked loop goes to `loop-hook run`, which waits the window out
+/// itself. The words for the user, whether it went or why not (then it stays parked, as with
+/// `--on-limit wait`).
+fn hand_over_on_limit(env: &Environment, paths: &LoopPaths, session: &str) -> String {
+    match crate::commands::handoff::hand_over_in_background(env, paths, Some(session)) {
+        Ok((handed, Ok(log))) => format!(
+            "for-loop: as asked (--on-limit handoff), the loop was handed over to loop-hook run ({run}), \
+             which waits out the limit and goes on in fresh sessions; follow it with `loop-hook status \
+             --session {run}` (its output: {log}).",
+            run = handed.run_id,
+            log = log.display()
+        ),
+        Ok((handed, Err(e))) => format!(
+            "for-loop: the loop was handed over to loop-hook run ({run}) as asked (--on-limit handoff), but \
+             the run could not be started ({e}); start it with `loop-hook run --resume {run}`.",
+            run = handed.run_id
+        ),
+        Err(e) => format!(
+            "for-loop: --on-limit handoff could not hand the loop over ({e}); it stays parked until the \
+             limit lifts."
+        ),
+    }
 }
 
 /// Parks a loop whose account hit a rate or usage limit, until the user's first prompt after the

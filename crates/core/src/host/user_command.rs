@@ -18,6 +18,8 @@ pub(crate) enum CommandKind {
     Rollback,
     /// `/for-loop:strict`: show, or write, the strict tier's settings.
     Strict,
+    /// `/for-loop:handoff`: move the session's loop to `loop-hook run`.
+    Handoff,
 }
 
 /// A for-loop command found at the start of a prompt.
@@ -75,6 +77,7 @@ fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
             ("/for-loop", CommandKind::Start),
             ("/cancel-loop", CommandKind::Cancel),
             ("/loop-status", CommandKind::Status),
+            ("/for-loop:handoff", CommandKind::Handoff),
         ],
     }
 }
@@ -118,6 +121,8 @@ mod tests {
         assert_eq!(parse("/for-loop"), Some((CommandKind::Start, String::new())));
         assert_eq!(parse("/for-loop:strict --user"), Some((CommandKind::Strict, "--user".into())));
         assert_eq!(parse("/for-loop:strictly"), None);
+        assert_eq!(parse("/for-loop:handoff"), Some((CommandKind::Handoff, String::new())));
+        assert_eq!(parse("/for-loop:handoffs"), None);
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub(crate) enum Mutation {
     Cancel,
     Resume,
     Rollback,
+    Handoff,
 }
 
 impl Mutation {
@@ -42,6 +43,7 @@ impl Mutation {
             Mutation::Cancel => "cancel",
             Mutation::Resume => "resume",
             Mutation::Rollback => "roll back",
+            Mutation::Handoff => "hand over",
         }
     }
 
@@ -53,6 +55,7 @@ impl Mutation {
             Mutation::Resume => commands.resume,
             Mutation::Start => commands.start,
             Mutation::Rollback => commands.rollback,
+            Mutation::Handoff => "/for-loop:handoff",
         }
     }
 }
@@ -128,6 +131,7 @@ fn done(mutation: Mutation) -> &'static str {
         Mutation::Start => "started",
         Mutation::Resume => "resumed",
         Mutation::Rollback => "rolled back the working tree of",
+        Mutation::Handoff => "handed over",
     }
 }
 
@@ -189,6 +193,7 @@ pub(crate) fn notice_text(mutation: Mutation, origin: Origin, iteration: u32, re
         (Mutation::Start, false) => "started this loop".to_string(),
         (Mutation::Resume, false) => "resumed this loop".to_string(),
         (Mutation::Rollback, false) => "rolled back the working tree".to_string(),
+        (Mutation::Handoff, false) => "handed this loop over to loop-hook run".to_string(),
         (m, true) => format!("tried to {} this loop (refused; the loop goes on)", m.verb()),
     };
     let who = match origin {

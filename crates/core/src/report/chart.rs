@@ -87,15 +87,75 @@ fn whole(v: f64) -> u64 {
 
 /// The timeline: one slot per ledger line, a mark coloured by its reason code in the top lane,
 /// and the verify duration as a bar below it.
+/// The most marks the timeline draws. A longer loop's stops are drawn in runs of consecutive
+/// stops, one mark each, so 2,000 stops read as a line of 200 marks rather than a smear.
+pub(crate) const MAX_MARKS: usize = 200;
+
+/// One mark of the timeline: a stop, or a run of consecutive stops drawn as the last of them,
+/// with the longest verify of the run as its bar.
+struct Mark<'a> {
+    /// The stop the mark is drawn as: the last of its run.
+    stop: &'a crate::report::model::Stop,
+    /// How many stops it stands for.
+    count: usize,
+    /// The first stop's iteration, for a run.
+    first: u32,
+    /// The longest verify of the run.
+    verify: Option<&'a crate::state::VerifyRecord>,
+    /// Each reason of the run and how many stops had it, in the order first seen.
+    reasons: Vec<(crate::state::ReasonCode, usize)>,
+}
+
+/// The marks for `stops`: one per stop up to [`MAX_MARKS`], else runs of equal length.
+fn marks(stops: &[crate::report::model::Stop]) -> Vec<Mark<'_>> {
+    let per = stops.len().div_ceil(MAX_MARKS).max(1);
+    stops
+        .chunks(per)
+        .filter_map(|run| {
+            let last = run.last()?;
+            let mut reasons: Vec<(crate::state::ReasonCode, usize)> = Vec::new();
+            for stop in run {
+                match reasons.iter_mut().find(|(code, _)| *code == stop.reason) {
+                    Some((_, n)) => *n += 1,
+                    None => reasons.push((stop.reason, 1)),
+                }
+            }
+            let verify = run.iter().filter_map(|s| s.verify.as_ref()).max_by_key(|v| v.duration_ms);
+            Some(Mark { stop: last, count: run.len(), first: run[0].iteration, verify, reasons })
+        })
+        .collect()
+}
+
+impl Mark<'_> {
+    /// The hover title: the stop, or the run's iterations and reasons.
+    fn title(&self) -> String {
+        let stop = self.stop;
+        let mut title = if self.count == 1 {
+            format!("#{} · {}", stop.iteration, stop.reason.as_str())
+        } else {
+            let reasons: Vec<String> =
+                self.reasons.iter().map(|(code, n)| format!("{} ×{n}", code.as_str())).collect();
+            format!("#{}–#{} · {} stops: {}", self.first, stop.iteration, self.count, reasons.join(", "))
+        };
+        if let Some(verify) = self.verify {
+            let longest = if self.count == 1 { "verify" } else { "longest verify" };
+            let _ =
+                write!(title, " · {longest} {} in {}", how_it_failed(verify), human_ms(verify.duration_ms));
+        }
+        title
+    }
+}
+
 pub(crate) fn timeline(report: &LoopReport) -> String {
-    let stops = &report.stops;
+    let marks = marks(&report.stops);
+    let stops = &marks;
     let height = 230.0;
     let lane = TOP + 10.0;
     let plot_top = lane + 22.0;
     let plot_bottom = height - 34.0;
     let plot_height = plot_bottom - plot_top;
     let slot = (WIDTH - LEFT - RIGHT) / stops.len().max(1) as f64;
-    let max_ms = stops.iter().filter_map(|s| s.verify.as_ref().map(|v| v.duration_ms)).max().unwrap_or(0);
+    let max_ms = stops.iter().filter_map(|m| m.verify.map(|v| v.duration_ms)).max().unwrap_or(0);
     let ceiling = nice_ceiling(max_ms as f64);
     let mut svg =
         open("timeline", height, "Each stop, coloured by its reason, with the verify duration as a bar");
@@ -112,12 +172,12 @@ pub(crate) fn timeline(report: &LoopReport) -> String {
     let every = label_every(stops.len());
     let bar_width = (slot * 0.62).clamp(1.0, 36.0);
     let radius = (slot * 0.32).clamp(2.0, 7.0);
-    for (i, stop) in stops.iter().enumerate() {
+    for (i, mark) in stops.iter().enumerate() {
+        let stop = mark.stop;
         let cx = LEFT + slot * (i as f64 + 0.5);
         let code = stop.reason.as_str();
-        let mut title = format!("#{} · {}", stop.iteration, code);
-        if let Some(verify) = &stop.verify {
-            let _ = write!(title, " · verify {} in {}", how_it_failed(verify), human_ms(verify.duration_ms));
+        let title = mark.title();
+        if let Some(verify) = mark.verify {
             let bar = if ceiling > 0.0 { verify.duration_ms as f64 / ceiling * plot_height } else { 0.0 };
             // A run too short to see still gets a sliver, so every verify run shows.
             let bar = bar.max(1.5);

@@ -82,6 +82,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::RecordFailed => "stop not recorded",
         ReasonCode::ContextExhausted => "turn ended: context window full",
         ReasonCode::AgentError => "turn ended on an API error",
+        ReasonCode::HandedOver => "handed over to loop-hook run",
     }
 }
 
@@ -322,6 +323,9 @@ fn timeline(page: &mut String, report: &LoopReport) {
     page.push_str("<li><span class=\"swatch bar-swatch verify-swatch\"></span>bar: verify duration</li></ul>\n</section>\n");
 }
 
+/// The most distinct failures shown, the most frequent first.
+const MAX_FAILURES: usize = 30;
+
 fn failures(page: &mut String, report: &LoopReport) {
     page.push_str("<section id=\"failures\">\n<h2>Failures</h2>\n");
     if report.failures.is_empty() {
@@ -335,6 +339,7 @@ fn failures(page: &mut String, report: &LoopReport) {
     );
     let mut order: Vec<usize> = (0..report.failures.len()).collect();
     order.sort_by_key(|i| std::cmp::Reverse(report.failures[*i].iterations.len()));
+    let more = order.split_off(order.len().min(MAX_FAILURES));
     for i in order {
         let failure = &report.failures[i];
         let n = failure.iterations.len();
@@ -349,6 +354,15 @@ fn failures(page: &mut String, report: &LoopReport) {
             at = escape::text(&ranges(&failure.iterations)),
             tail =
                 if failure.tail.is_empty() { "(no output)".to_string() } else { escape::text(&failure.tail) },
+        );
+    }
+    if !more.is_empty() {
+        let iterations: usize = more.iter().map(|i| report.failures[*i].iterations.len()).sum();
+        let _ = writeln!(
+            page,
+            "<p class=\"note\" id=\"failures-more\">{} more distinct failure(s), {iterations} iteration(s) in all, \
+             each rarer than those above: not shown. The ledger has every one.</p>",
+            more.len()
         );
     }
     page.push_str("</section>\n");
@@ -426,7 +440,11 @@ fn stops(page: &mut String, report: &LoopReport) {
         "<div class=\"table-wrap\"><table id=\"stops-table\">\n<thead><tr><th class=\"num\">#</th><th>Time (UTC)</th><th>Verdict</th><th>Reason</th><th>Verify</th><th>Failure</th>{}<th>Note</th></tr></thead>\n<tbody>\n",
         if with_tokens { "<th class=\"num\">Tokens</th>" } else { "" }
     );
-    for stop in &report.stops {
+    let (head, skipped, tail) = table_rows(&report.stops);
+    for (n, stop) in head.iter().chain(tail).enumerate() {
+        if n == head.len() && !skipped.is_empty() {
+            skipped_row(page, skipped, if with_tokens { 8 } else { 7 });
+        }
         let verify = stop.verify.as_ref().map_or_else(
             || "<span class=\"muted\">-</span>".into(),
             |v| format!("{} · {}", escape::text(&how_it_failed(v)), human_ms(v.duration_ms)),
@@ -481,6 +499,58 @@ fn stops(page: &mut String, report: &LoopReport) {
         );
     }
     page.push_str("</tbody></table></div>\n</section>\n");
+}
+
+/// Rows of the stops table: every stop up to [`TABLE_FIRST`] + [`TABLE_LAST`], else the first
+/// and the last ones with the stops between them summarised in one row.
+const TABLE_FIRST: usize = 50;
+const TABLE_LAST: usize = 100;
+
+/// The stops the table lists first, those it summarises, and those it lists last.
+fn table_rows(
+    stops: &[crate::report::model::Stop],
+) -> (&[crate::report::model::Stop], &[crate::report::model::Stop], &[crate::report::model::Stop]) {
+    if stops.len() <= TABLE_FIRST + TABLE_LAST {
+        return (stops, &[], &[]);
+    }
+    let (head, rest) = stops.split_at(TABLE_FIRST);
+    let (skipped, tail) = rest.split_at(rest.len() - TABLE_LAST);
+    (head, skipped, tail)
+}
+
+/// The row that stands for the stops the table leaves out: how many, which iterations, and how
+/// many of each reason.
+fn skipped_row(page: &mut String, skipped: &[crate::report::model::Stop], columns: usize) {
+    let (Some(first), Some(last)) = (skipped.first(), skipped.last()) else { return };
+    let mut reasons: Vec<(ReasonCode, usize)> = Vec::new();
+    for stop in skipped {
+        match reasons.iter_mut().find(|(code, _)| *code == stop.reason) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((stop.reason, 1)),
+        }
+    }
+    reasons.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let counts: Vec<String> = reasons
+        .iter()
+        .map(|(code, n)| {
+            format!(
+                "<span class=\"reason\"><span class=\"swatch r-{c}\"></span>{label} ×{n}</span>",
+                c = code.as_str(),
+                label = reason_label(*code)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        page,
+        "<tr class=\"skipped\"><td colspan=\"{columns}\">{n} more stops, iterations {a} to {b} ({from} to {to} UTC), \
+         not listed one by one: {counts}. The ledger has every one.</td></tr>",
+        n = skipped.len(),
+        a = first.iteration,
+        b = last.iteration,
+        from = first.time.strftime("%H:%M:%S"),
+        to = last.time.strftime("%H:%M:%S"),
+        counts = counts.join(", "),
+    );
 }
 
 /// A stop's note about its review: the verdict, how the reviewer ended, the digest of its
@@ -605,5 +675,57 @@ mod tests {
         }
         let page = render(&plain);
         assert!(!page.contains("id=\"metric\"") && !page.contains("id=\"tokens\""));
+    }
+
+    /// A loop of `stops` stops, each failing in its own way (no two outputs alike).
+    fn long_report(stops: u32) -> LoopReport {
+        let state = sample();
+        let lines: Vec<String> = (1..=stops)
+            .map(|i| {
+                // Letters past the hex digits, so no two failures are taken for one.
+                let word: String = i.to_string().bytes().map(|d| char::from(d - b'0' + b'g')).collect();
+                json!({
+                    "time": "2026-11-22T03:01:00Z", "loop_id": state.meta.loop_id, "iteration": i,
+                    "max_iterations": 10000, "decision": "block", "reason": "verify_failed",
+                    "stop_hook_active": false,
+                    "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
+                        output_bytes: 1, output_digest: "d".into(), tail: format!("FAIL: step {word}") },
+                })
+                .to_string()
+            })
+            .collect();
+        LoopReport::build(
+            &state,
+            LedgerLines::parse(lines.iter().map(String::as_bytes), false),
+            FileChanges::default(),
+            None,
+            "2026-11-22T04:00:00Z".parse().unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_long_loop_is_summarised_not_listed_stop_by_stop() {
+        let page = render(&long_report(2_000));
+        assert_eq!(
+            page.matches("<tr data-reason=").count(),
+            TABLE_FIRST + TABLE_LAST,
+            "rows of the stops table"
+        );
+        assert_eq!(page.matches("<tr class=\"skipped\">").count(), 1);
+        assert!(page.contains("1850 more stops, iterations 51 to 1900"), "the summary row");
+        let marks = page.matches("class=\"mark ").count();
+        assert!((100..=crate::report::chart::MAX_MARKS).contains(&marks), "{marks} marks on the timeline");
+        assert!(page.contains("#1991–#2000 · 10 stops: verify_failed ×10"), "a run's title names its stops");
+        assert_eq!(page.matches("<article class=\"failure\"").count(), MAX_FAILURES);
+        assert!(page.contains("1970 more distinct failure(s), 1970 iteration(s) in all"));
+        assert!(page.len() < 400_000, "the page is {} bytes", page.len());
+    }
+
+    #[test]
+    fn a_short_loop_lists_every_stop() {
+        let page = render(&long_report(u32::try_from(TABLE_FIRST + TABLE_LAST).unwrap()));
+        assert_eq!(page.matches("<tr data-reason=").count(), TABLE_FIRST + TABLE_LAST);
+        assert!(!page.contains("class=\"skipped\""));
+        assert_eq!(page.matches("class=\"mark ").count(), TABLE_FIRST + TABLE_LAST);
     }
 }

@@ -17,11 +17,13 @@ use super::RunOptions;
 use super::limits::{self, AgentEnd};
 use super::sandbox::{AgentBox, GitDirs, RunTier};
 use super::status::StatusLine;
+use crate::commands::handoff::{self, HandoffRequest, RunRecord};
 use crate::commands::resume::ResumeOptions;
 use crate::commands::start::{self, StartOptions};
 use crate::hook::stop_hook;
 use crate::host::agent::Agent;
 use crate::host::event::StopEvent;
+use crate::provenance::origin::{self, Mutation};
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
@@ -43,14 +45,6 @@ pub(crate) const RUN_VAR: &str = "FOR_LOOP_RUN";
 
 /// Ctrl-C presses seen since the driver started.
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
-
-/// The driver's settings kept beside the loop, so `--resume` runs the same agent.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct RunRecord {
-    agent: String,
-    agent_args: Vec<String>,
-    backoff_secs: u64,
-}
 
 pub(crate) struct Driver {
     env: Environment,
@@ -112,12 +106,18 @@ impl Driver {
             Some(wanted) => resume_run(env, &store, options, wanted, &tier)?,
             None => start_run(env, &store, options, fresh_id, &tier)?,
         };
+        let paths = store.paths(&session_id);
+        // A resumed loop runs where it was started, wherever `--resume` was typed.
+        let env = match (&options.resume, paths.load()) {
+            (Some(_), Ok(Some(state))) if state.meta.cwd.is_dir() => env.with_cwd(state.meta.cwd),
+            _ => env.clone(),
+        };
+        let env = &env;
         let agent = Agent::from_name(&record.agent)
             .ok_or_else(|| refuse(format!("unknown agent {}", record.agent)))?;
         let program = agent.locate(path).ok_or_else(|| {
             refuse(format!("`{}` is not on PATH: install it, or pick another with --agent", agent.program()))
         })?;
-        let paths = store.paths(&session_id);
         Ok(Driver {
             env: env.clone(),
             paths,
@@ -137,6 +137,15 @@ impl Driver {
     }
 
     fn drive(&mut self) -> Outcome {
+        let _driving = match DriverMark::take(&self.paths.dir) {
+            Ok(mark) => mark,
+            Err(pid) => {
+                return refuse(format!(
+                    "loop-hook run (process {pid}) is already running this loop ({}); a loop is judged in                      one place at a time. `loop-hook status --session {}` follows it.",
+                    self.session_id, self.session_id
+                ));
+            }
+        };
         let progress = self.paths.dir.join("progress.md");
         if !progress.exists() {
             let _ = fs::write(&progress, "# Progress\n\nNotes each iteration leaves for the next one.\n");
@@ -300,12 +309,13 @@ impl Driver {
                 // A plan loop's first session is given the story to work on, not the whole plan.
                 let story = state.meta.plan.as_ref().map(|p| plan::story_brief(state, p.current));
                 format!(
-                    "{}\n{}\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.",
+                    "{}\n{}\n---\nfor-loop: this is iteration {} of {}. The loop ends when `{}` passes.{}",
                     state.task.trim_end(),
                     story.unwrap_or_default(),
                     state.meta.iteration,
                     state.meta.settings.max_iterations,
-                    state.current_check().unwrap_or("the check")
+                    state.current_check().unwrap_or("the check"),
+                    self.handed_over_note(state)
                 )
             });
         format!(
@@ -313,6 +323,41 @@ impl Driver {
              and before you finish add what you did, what you learned and what is left.",
             progress.display()
         )
+    }
+
+    /// For the first fresh session of a loop handed over from a session: where it came from, and
+    /// how the check last failed there (the tail of its output, from the ledger), which the
+    /// session's own re-injection said and no file of the run holds yet.
+    fn handed_over_note(&self, state: &LoopState) -> String {
+        let Some(handoff) = state.meta.handoff.as_ref().filter(|h| h.to == state.meta.session_id) else {
+            return String::new();
+        };
+        let last = LedgerEntry::read_last(&self.paths.ledger, 50)
+            .unwrap_or_default()
+            .into_iter()
+            .rev()
+            .find_map(|entry| entry.verify)
+            .filter(|verify| verify.exit_code != Some(0));
+        let mut note = format!(
+            "\n\nThe loop was handed over to fresh sessions from an earlier session, at iteration {}.",
+            handoff.iteration
+        );
+        if let Some(verify) = last {
+            let tail: String = {
+                let chars: Vec<char> = verify.tail.chars().collect();
+                chars[chars.len().saturating_sub(2_000)..].iter().collect()
+            };
+            note.push_str(&format!(
+                " The check last failed there ({}); its output ended:\n\n```\n{}\n```",
+                match (verify.timed_out, verify.exit_code) {
+                    (true, _) => "timed out".to_string(),
+                    (false, Some(code)) => format!("exit {code}"),
+                    (false, None) => "killed".to_string(),
+                },
+                tail.trim_end()
+            ));
+        }
+        note
     }
 
     /// Runs the agent in its own process group (in its sandbox, when it has one), its output
@@ -574,17 +619,12 @@ fn resume_run(
             tier.line()
         )));
     }
-    let session_id = newest_run(store, wanted).ok_or_else(|| {
-        refuse(format!(
-            "no run loop to resume{}. `loop-hook status --all` lists the loops.",
-            if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
-        ))
-    })?;
+    let session_id = match newest_run(store, wanted) {
+        Some(session_id) => session_id,
+        None => hand_over_session_loop(env, store, options, wanted)?,
+    };
     let paths = store.paths(&session_id);
-    let text = fs::read_to_string(paths.dir.join("run.json"))
-        .map_err(|e| refuse(format!("cannot read the run's settings: {e}")))?;
-    let record: RunRecord =
-        serde_json::from_str(&text).map_err(|e| refuse(format!("bad run settings: {e}")))?;
+    let record = RunRecord::read(&paths.dir).map_err(refuse)?;
     reactivate(&paths, env, &options.more, &tier.loop_tier().line()).map_err(refuse)?;
     Ok((session_id, record))
 }
@@ -630,9 +670,54 @@ fn start_run(
         agent_args: options.agent_args.clone(),
         backoff_secs: options.backoff.unwrap_or(DEFAULT_BACKOFF).as_secs(),
     };
-    let paths = store.paths(&session_id);
-    let _ = fs::write(paths.dir.join("run.json"), serde_json::to_string(&record).unwrap_or_default());
+    let _ = record.write(&store.paths(&session_id).dir);
     Ok((session_id, record))
+}
+
+/// `--resume LOOP` naming a loop that runs in a session (by its session id or loop id, as
+/// `loop-hook status --all` lists them): the loop is handed over to the run, and the run loop's
+/// session id returned. One already handed over is followed to its run.
+fn hand_over_session_loop(
+    env: &Environment,
+    store: &Store,
+    options: &RunOptions,
+    wanted: &str,
+) -> Result<String, Outcome> {
+    let no_loop = || {
+        refuse(format!(
+            "no run loop to resume{}. `loop-hook status --all` lists the loops.",
+            if wanted.is_empty() { String::new() } else { format!(" named {wanted}") }
+        ))
+    };
+    if wanted.is_empty() {
+        return Err(no_loop());
+    }
+    let (paths, state) = store
+        .all()
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|paths| paths.load().ok().flatten().map(|state| (paths, state)))
+        .filter(|(_, state)| state.meta.session_id == wanted || state.meta.loop_id == wanted)
+        .max_by_key(|(_, state)| state.meta.updated_at)
+        .ok_or_else(no_loop)?;
+    if let (Some(handoff), Some(ReasonCode::HandedOver)) = (&state.meta.handoff, state.meta.outcome) {
+        return Ok(handoff.to.clone());
+    }
+    let origin = crate::host::origin::Origin::of_command_line(env);
+    if let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Handoff, origin) {
+        return Err(refusal);
+    }
+    let request = HandoffRequest {
+        agent: options.agent,
+        agent_args: options.agent_args.clone(),
+        backoff_secs: options.backoff.map(|b| b.as_secs()),
+        from_session: None,
+    };
+    let handed = handoff::hand_over(env, store, &paths, &request)
+        .map_err(|e| refuse(format!("not handed over: {e}")))?;
+    origin::after(&paths, &state, Mutation::Handoff, origin);
+    Ok(handed.run_id)
 }
 
 fn newest_run(store: &Store, wanted: &str) -> Option<String> {
@@ -655,7 +740,19 @@ fn reactivate(paths: &LoopPaths, env: &Environment, more: &ResumeOptions, tier: 
     let (transaction, custody) = Transaction::open(paths, env.now).map_err(|e| e.to_string())?;
     let mut state = trusted(custody)?;
     match (state.meta.status, state.meta.outcome) {
-        (Status::Active, _) if *more == ResumeOptions::default() => return Ok(()),
+        // A loop already active (handed over from its session) takes this driver's tier.
+        (Status::Active, _) if *more == ResumeOptions::default() => {
+            if state.meta.tier.as_deref() == Some(tier) {
+                return Ok(());
+            }
+            state.meta.tier = Some(tier.to_string());
+            state.meta.updated_at = env.now;
+            let entry = LedgerEntry {
+                detail: Some(format!("taken up by loop-hook run: {tier}")),
+                ..LedgerEntry::new(&state, env.now, LedgerDecision::Resume, ReasonCode::Resumed)
+            };
+            return transaction.commit(&state, &[entry]).map_err(|e| e.to_string());
+        }
         (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
             return Err("the loop ended verified; start a new one".to_string());
         }
@@ -699,6 +796,52 @@ pub(crate) fn park_loop(paths: &LoopPaths, reason: ReasonCode, what: &str) -> Re
         ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
     };
     transaction.commit(&next, &[entry]).map_err(|e| e.to_string())
+}
+
+/// The mark of the driver running a loop (`driver.pid` in its directory), so a second driver
+/// (a `--resume` typed while the one a handoff started runs) refuses rather than judging the
+/// same loop twice. Removed when the driver ends; a mark whose process is gone is taken over.
+struct DriverMark {
+    path: PathBuf,
+}
+
+impl DriverMark {
+    /// Takes the mark, or says which live process holds it.
+    fn take(dir: &Path) -> Result<DriverMark, u32> {
+        let path = dir.join("driver.pid");
+        let own = std::process::id();
+        if let Some(pid) = fs::read_to_string(&path).ok().and_then(|text| text.trim().parse::<u32>().ok())
+            && pid != own
+            && process_alive(pid)
+        {
+            return Err(pid);
+        }
+        let _ = fs::write(&path, own.to_string());
+        Ok(DriverMark { path })
+    }
+}
+
+impl Drop for DriverMark {
+    fn drop(&mut self) {
+        if fs::read_to_string(&self.path).is_ok_and(|text| text.trim() == std::process::id().to_string()) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether process `pid` is running.
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::kill;
+        use nix::unistd::Pid;
+        i32::try_from(pid).is_ok_and(|pid| kill(Pid::from_raw(pid), None).is_ok())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
 }
 
 /// Whether Ctrl-C was pressed since the driver started.

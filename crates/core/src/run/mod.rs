@@ -49,7 +49,10 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     doubling to at most 30m)
   --json            one JSON event per line on stdout (on a terminal without it, a live status
                     line on stderr: iteration, time, last verify, streaks, waits for a limit)
-  --resume [LOOP]   continue the newest (or the named) parked or capped run loop
+  --resume [LOOP]   continue the newest (or the named) parked or capped run loop; LOOP may also
+                    name a loop running in a session (its session id or loop id, as `loop-hook
+                    status --all` lists them), which is handed over to the run: the same ledger,
+                    iteration, budgets, story and reviewer, the session's stops let through
   --more N, --more-time D, --more-tokens N
                     with --resume: that many more iterations, time or tokens (at a spent cap or
                     budget the default is 10 iterations, or half the budget again)

@@ -34,6 +34,10 @@ impl Kind {
             CommandKind::Resume => Some(Kind::Resume),
             CommandKind::Rollback => Some(Kind::Rollback),
             CommandKind::Status | CommandKind::Strict => None,
+            // A handoff ends nothing: the loop goes on under `loop-hook run`, judged as before.
+            // The prompt hook's checks that the agent did not send it (a pending tool call, the
+            // text in a tool call's input) are made before it is carried out.
+            CommandKind::Handoff => None,
         }
     }
 

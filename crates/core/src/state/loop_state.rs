@@ -85,6 +85,52 @@ pub(crate) struct Settings {
     /// The files the model may change (`--scope`): a pass with a change outside does not count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,
+    /// What a usage limit in the session does to the loop (`--on-limit`).
+    #[serde(default, skip_serializing_if = "OnLimit::is_wait")]
+    pub on_limit: OnLimit,
+}
+
+/// What a loop does when the host says the account is limited until a time (`--on-limit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OnLimit {
+    /// Parked until the reset; the user's next prompt after it goes on.
+    #[default]
+    Wait,
+    /// Handed over to `loop-hook run`, which waits out the window itself and goes on.
+    Handoff,
+}
+
+impl OnLimit {
+    /// The value as `--on-limit` takes it.
+    pub(crate) fn parse(word: &str) -> Option<OnLimit> {
+        match word {
+            "wait" => Some(OnLimit::Wait),
+            "handoff" => Some(OnLimit::Handoff),
+            _ => None,
+        }
+    }
+
+    // serde's `skip_serializing_if` hands the field over by reference.
+    #[allow(clippy::trivially_copy_pass_by_ref)]
+    fn is_wait(&self) -> bool {
+        *self == OnLimit::Wait
+    }
+}
+
+/// Where a loop handed over from its session to `loop-hook run` went, kept on both copies: the
+/// session's (ended `handed_over`) and the run's, which goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Handoff {
+    /// The session the loop ran in.
+    pub from: String,
+    /// The run loop's session id (`run-…`), as `loop-hook run --resume` and `loop-hook status`
+    /// take it.
+    pub to: String,
+    pub at: Timestamp,
+    /// The iteration the loop was at when it moved.
+    pub iteration: u32,
 }
 
 fn default_max_same_failures() -> u32 {
@@ -190,6 +236,9 @@ pub(crate) struct Meta {
     /// judged stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_turn: Option<crate::state::FailedTurn>,
+    /// Where the loop went, or came from, when it was handed over to `loop-hook run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -325,6 +374,7 @@ pub(crate) mod tests {
                     review: None,
                     plan: None,
                     scope: Vec::new(),
+                    on_limit: OnLimit::Wait,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -350,6 +400,7 @@ pub(crate) mod tests {
                 forged_stops: None,
                 failed_turn: None,
                 host_config: None,
+                handoff: None,
             },
             task: "fix the login\n".into(),
         }

@@ -19,6 +19,7 @@ pub(crate) use awaiting::{Awaiting, Kind as AwaitingKind};
 pub(crate) use failed_turn::FailedTurn;
 pub(crate) use incident::Incident;
 pub(crate) use ledger_entry::{LedgerDecision, LedgerEntry, VerifyRecord};
+pub(crate) use loop_state::{Handoff, OnLimit};
 pub(crate) use loop_state::{LastVerify, LoopState, Meta, SCHEMA_VERSION, Settings, StateError};
 pub(crate) use reason_code::ReasonCode;
 pub(crate) use receipt::{MetricSummary, Receipt};

@@ -156,6 +156,11 @@ pub(crate) enum ReasonCode {
     /// The host ended the turn on another API error (a server error, billing, authentication, an
     /// error kind for-loop does not know).
     AgentError,
+    // A loop moved from its session to `loop-hook run`.
+    /// The user handed the in-session loop over to `loop-hook run` (`/for-loop:handoff`, `loop-hook
+    /// run --resume LOOP`): the session's copy ends with this outcome, and the run's copy goes on
+    /// with the same loop id, ledger and iteration.
+    HandedOver,
 }
 
 impl ReasonCode {
@@ -216,6 +221,7 @@ impl ReasonCode {
             ReasonCode::RecordFailed => "record_failed",
             ReasonCode::ContextExhausted => "context_exhausted",
             ReasonCode::AgentError => "agent_error",
+            ReasonCode::HandedOver => "handed_over",
         }
     }
 
@@ -255,6 +261,7 @@ impl ReasonCode {
                 | ReasonCode::RecordFailed
                 | ReasonCode::ContextExhausted
                 | ReasonCode::AgentError
+                | ReasonCode::HandedOver
         )
     }
 
@@ -333,6 +340,7 @@ mod tests {
             ReasonCode::RecordFailed,
             ReasonCode::ContextExhausted,
             ReasonCode::AgentError,
+            ReasonCode::HandedOver,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -150,6 +150,15 @@ impl<'p> Transaction<'p> {
         Ok(())
     }
 
+    /// Begins this transaction's loop with a copy of the ledger of `from` (both held): a loop
+    /// handed over from `from` keeps one ledger, what it recorded there and then what it records
+    /// here. Whatever this loop's ledger held is replaced, so a handoff tried again copies afresh.
+    pub(crate) fn copy_ledger_from(&self, from: &Transaction<'_>) -> io::Result<()> {
+        std::fs::create_dir_all(&self.paths.dir)?;
+        let bytes: Vec<u8> = crate::store::read_regular(&from.paths.ledger, u64::MAX)?.unwrap_or_default();
+        crate::store::write_atomic(&self.paths.ledger, &bytes, true)
+    }
+
     pub(crate) fn paths(&self) -> &'p LoopPaths {
         self.paths
     }

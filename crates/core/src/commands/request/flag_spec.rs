@@ -49,6 +49,7 @@ pub(crate) enum Flag {
     RefineAfter,
     PivotAfter,
     ParkAfterPivots,
+    OnLimit,
 }
 
 impl Flag {
@@ -135,6 +136,8 @@ pub(crate) enum Default {
     Off,
     Number(u64),
     Numbers(&'static [u32]),
+    /// One of the words the flag takes.
+    Word(&'static str),
 }
 
 impl Default {
@@ -144,6 +147,7 @@ impl Default {
             Default::Unset | Default::Off => None,
             Default::Number(n) => Some(n.to_string()),
             Default::Numbers(ns) => Some(ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+            Default::Word(word) => Some(word.to_string()),
         }
     }
 }
@@ -218,7 +222,7 @@ impl FlagSpec {
 }
 
 /// Every loop flag. Limits and defaults come from the constants the checks use.
-pub(crate) const FLAGS: [FlagSpec; 28] = [
+pub(crate) const FLAGS: [FlagSpec; 29] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
         .help("Shell command that decides done."),
@@ -336,6 +340,15 @@ pub(crate) const FLAGS: [FlagSpec; 28] = [
         .e_g("3")
         .or(Default::Number(keep::DEFAULT_PARK_AFTER_PIVOTS as u64))
         .help("Pivots without a keep before the loop is parked."),
+    FlagSpec::takes(
+        Flag::OnLimit,
+        "--on-limit",
+        "wait|handoff",
+        Value::Text("wait (parked until the reset) or handoff (handed over to loop-hook run)"),
+    )
+    .e_g("handoff")
+    .or(Default::Word("wait"))
+    .help("What a usage limit in the session does: wait parks the loop until the reset, handoff hands it over to loop-hook run, which waits out the window itself."),
 ];
 
 /// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.

@@ -19,6 +19,7 @@ use crate::checks::plan::PlanBoxes;
 use crate::checks::review::ReviewSettings;
 use crate::metric::keep::{self, MetricSettings};
 use crate::metric::{Direction, Target};
+use crate::state::OnLimit;
 use check::bad_value;
 pub(crate) use flag_spec::Flag;
 
@@ -71,6 +72,8 @@ pub(crate) struct LoopRequest {
     pub scope: Vec<String>,
     /// Whether for-loop ticks the plan's boxes as stories pass, or leaves them (`--no-tick`).
     pub boxes: PlanBoxes,
+    /// What a usage limit in the session does to the loop (`--on-limit`).
+    pub on_limit: OnLimit,
 }
 
 /// Why the text or the words do not give a loop. Each message says what to type instead.
@@ -255,7 +258,18 @@ impl LoopRequest {
             story_iterations,
             scope: check::scope(&flags.take_all(Flag::Scope))?,
             boxes,
+            on_limit: on_limit(&mut flags)?,
         })
+    }
+}
+
+/// `--on-limit wait|handoff`; `wait` when not given.
+fn on_limit(flags: &mut LoopFlags) -> Result<OnLimit, RequestError> {
+    match flags.take(Flag::OnLimit) {
+        None => Ok(OnLimit::Wait),
+        Some(value) => OnLimit::parse(value.trim()).ok_or_else(|| {
+            bad_value(Flag::OnLimit, &value, "give wait or handoff, e.g. --on-limit handoff".into())
+        }),
     }
 }
 

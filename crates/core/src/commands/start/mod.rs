@@ -334,6 +334,7 @@ fn new_state(
                 review: request.review.clone(),
                 plan: plan.cloned(),
                 scope: request.scope.clone(),
+                on_limit: request.on_limit,
             },
             iteration: 1,
             status: Status::Active,
@@ -361,6 +362,7 @@ fn new_state(
             tier: Some(tier.line()),
             last_reply: None,
             forged_stops: Some(0),
+            handoff: None,
             // What decides whether the hooks run at all, for the guard to compare with.
             host_config: (options.host.unwrap_or_default().hook_settings_can_be_watched())
                 .then(|| crate::host::config_watch::snapshot(env, cwd)),

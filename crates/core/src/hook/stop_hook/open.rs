@@ -82,7 +82,7 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
             return if claim::attach(&stop.store, host, event, env.now) {
                 Ok(Opening::Again)
             } else {
-                Err(HookResponse::allow())
+                Err(handed_over(&state))
             };
         }
         Gate::Foreign => {
@@ -121,6 +121,17 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
     }
     let judging = Judgment::begin(paths, &state, env.now);
     Ok(Opening::Judge(Box::new(Opened { state, incidents, judging, settled })))
+}
+
+/// The answer to a stop of a loop that is over: silence, or, for a loop handed over to
+/// `loop-hook run`, one line saying where it went.
+fn handed_over(state: &LoopState) -> HookResponse {
+    match (&state.meta.handoff, state.meta.outcome) {
+        (Some(handoff), Some(ReasonCode::HandedOver)) => {
+            HookResponse::allow_with(crate::commands::handoff::stop_line(handoff))
+        }
+        _ => HookResponse::allow(),
+    }
 }
 
 /// Commits a settlement alone, for a stop that reaches no verdict to commit it with.
