@@ -17,22 +17,6 @@ const SESSION: &str = "5e55a1f0-0000-4000-8000-00000000c0de";
 /// What the prompt hook tells the user when the CLI ended a turn the loop had blocked.
 const OVERRIDDEN: &str = "Copilot CLI ended the agent's last turn although for-loop had blocked it";
 
-/// The shell lines of the Copilot CLI install in docs/hosts.md: the `sh` block of its section.
-fn documented_install() -> Vec<String> {
-    let docs = std::fs::read_to_string(repo().join("docs/hosts.md")).unwrap();
-    let section = docs.split("### Copilot CLI").nth(1).expect("docs/hosts.md has a Copilot CLI section");
-    let block = section.split("```sh\n").nth(1).and_then(|rest| rest.split("```").next());
-    let block = block.expect("the Copilot CLI section has an sh block");
-    let lines: Vec<String> = block
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| line.replace("/path/to/for-loop", repo().to_str().unwrap()))
-        .collect();
-    assert!(!lines.is_empty(), "no install lines in: {block}");
-    lines
-}
-
 /// A project whose check passes once `fixed` exists, and a home with Copilot CLI and for-loop
 /// installed as the docs say, loop-hook where `cargo install` puts it (not on PATH).
 struct Installed {
@@ -59,7 +43,7 @@ impl Installed {
                 .chain(std::env::split_paths(&path_without_loop_hook())),
         )
         .unwrap();
-        for line in documented_install() {
+        for line in super::documented_install("Copilot CLI") {
             let mut cmd = Command::new("sh");
             cmd.args(["-c", &line])
                 .env_clear()

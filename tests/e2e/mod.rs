@@ -35,6 +35,26 @@ mod release;
 mod reviewer;
 mod run;
 
+/// The shell lines of a host's install in docs/hosts.md: the `sh` block of the section headed
+/// `heading`, with the clone's path in place of `/path/to/for-loop`.
+pub(crate) fn documented_install(heading: &str) -> Vec<String> {
+    let docs = std::fs::read_to_string(crate::util::repo().join("docs/hosts.md")).unwrap();
+    let section = docs
+        .split(&format!("### {heading}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/hosts.md has a {heading} section"));
+    let block = section.split("```sh\n").nth(1).and_then(|rest| rest.split("```").next());
+    let block = block.unwrap_or_else(|| panic!("the {heading} section has an sh block"));
+    let lines: Vec<String> = block
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| line.replace("/path/to/for-loop", crate::util::repo().to_str().unwrap()))
+        .collect();
+    assert!(!lines.is_empty(), "no install lines in: {block}");
+    lines
+}
+
 /// Runs `cmd` with `stdin` to completion within the run limit, returning stdout and stderr.
 pub(crate) fn run_text(cmd: Command, what: &str, stdin: &[u8]) -> (String, String) {
     let output = run_bounded(cmd, what, stdin);

@@ -20,22 +20,6 @@ use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 /// How long a loop inside the server may take to settle.
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 
-/// The shell lines of the opencode install in docs/hosts.md: the `sh` block of its section.
-fn documented_install() -> Vec<String> {
-    let docs = std::fs::read_to_string(repo().join("docs/hosts.md")).unwrap();
-    let section = docs.split("### opencode").nth(1).expect("docs/hosts.md has an opencode section");
-    let block = section.split("```sh\n").nth(1).and_then(|rest| rest.split("```").next());
-    let block = block.expect("the opencode section has an sh block");
-    let lines: Vec<String> = block
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| line.replace("/path/to/for-loop", repo().to_str().unwrap()))
-        .collect();
-    assert!(!lines.is_empty(), "no install lines in: {block}");
-    lines
-}
-
 /// A project whose check passes once `fixed` exists, and a home with opencode and for-loop
 /// installed as the docs say, loop-hook where `cargo install` puts it (not on PATH).
 struct Installed {
@@ -66,7 +50,7 @@ impl Installed {
         let cargo_bin = env.home.join(".cargo/bin");
         std::fs::create_dir_all(&cargo_bin).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_loop-hook"), cargo_bin.join("loop-hook")).unwrap();
-        for line in documented_install() {
+        for line in super::documented_install("opencode") {
             let mut cmd = Command::new("sh");
             cmd.args(["-c", &line])
                 .env_clear()
