@@ -274,16 +274,16 @@ fn plugin_root() -> String {
 
 /// The Stop hook run through `shell`, with this build as the binary: a loop whose check fails
 /// must block.
-fn stop_hook_through(shell: &Path, args: &[&str]) {
+fn stop_hook_through(shell: &Path, args: &[&str], root: &str) {
     let machine = Machine::new();
     machine.start("x --verify \"exit /b 1\"");
     let mut cmd = machine.command(&[]);
     cmd.env_remove("PATH")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("FOR_LOOP_BIN", env!("CARGO_BIN_EXE_loop-hook"))
-        .env("CLAUDE_PLUGIN_ROOT", plugin_root());
+        .env("CLAUDE_PLUGIN_ROOT", root);
     let mut shell_cmd = Command::new(shell);
-    shell_cmd.args(args).arg(hook_command("Stop"));
+    shell_cmd.args(args).arg(hook_command("Stop").replace(&plugin_root(), root));
     for (name, value) in cmd.get_envs() {
         match value {
             Some(value) => shell_cmd.env(name, value),
@@ -302,7 +302,8 @@ fn stop_hook_through(shell: &Path, args: &[&str]) {
 fn the_stop_hook_runs_through_git_bash() {
     let bash = Path::new(r"C:\Program Files\Git\bin\bash.exe");
     assert!(bash.is_file(), "Git for Windows is not installed at {}", bash.display());
-    stop_hook_through(bash, &["-c"]);
+    // Claude Code hands Git Bash the plugin's root with forward slashes.
+    stop_hook_through(bash, &["-c"], &plugin_root().replace('\\', "/"));
 }
 
 #[test]
@@ -310,8 +311,6 @@ fn the_stop_hook_runs_through_git_bash() {
 fn the_stop_hook_runs_through_powershell_without_git_bash() {
     let system = std::env::var("SystemRoot").unwrap_or_else(|_| r"C:\Windows".into());
     let powershell = Path::new(&system).join(r"System32\WindowsPowerShell\v1.0\powershell.exe");
-    stop_hook_through(
-        &powershell,
-        &["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command"],
-    );
+    let args = ["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command"];
+    stop_hook_through(&powershell, &args, &plugin_root());
 }

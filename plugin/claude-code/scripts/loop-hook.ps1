@@ -15,7 +15,6 @@
 # Nothing here may trap a session: a hook whose binary is missing or refused lets the stop
 # happen, with one line when this session has a loop. Any other command prints what to do.
 
-$ErrorActionPreference = 'Stop'
 $pluginVersion = '0.1.0'
 $root = Split-Path -Parent (Split-Path -Parent $launcher)
 $sums = Join-Path $root 'bin\SHA256SUMS'
