@@ -198,6 +198,20 @@ fn a_loop_started_through_git_bash_is_judged_through_powershell_and_back() {
 }
 
 #[test]
+fn a_state_saved_again_with_crlf_does_not_end_or_confuse_the_loop() {
+    let machine = Machine::new();
+    machine.start("x --verify \"exit /b 1\"");
+    let state = machine.store().join("sessions").join(SESSION).join("state.md");
+    let text = std::fs::read_to_string(&state).unwrap();
+    assert!(!text.contains('\r'), "the state is written with LF");
+    // What an editor on Windows does to a file it saves.
+    std::fs::write(&state, text.replace('\n', "\r\n")).unwrap();
+    let run = machine.stop();
+    assert!(blocked(&run), "the loop goes on and its failing check blocks: {}", run.stdout);
+    assert!(blocked(&machine.stop()));
+}
+
+#[test]
 fn the_stop_event_cwd_matches_in_any_spelling_windows_gives_it() {
     let machine = Machine::new();
     machine.start("x --verify \"exit /b 1\"");
