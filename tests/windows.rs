@@ -3,7 +3,7 @@
 //! commands as Windows users write them for `cmd.exe`, which runs them there.
 //!
 //! These run under Wine (`scripts/test-windows`, where the temporary folder, and so every
-//! project, is on drive D:) and natively in the windows workflow. Two need Git Bash and
+//! project, is on drive D:) and natively in the windows workflow. Three need Git Bash or
 //! PowerShell, which Wine lacks; they are ignored there and run by the workflow with
 //! `--include-ignored`.
 
@@ -309,6 +309,20 @@ fn stop_hook_through(shell: &Path, args: &[&str], root: &str) {
         "stop_hook_active": false, "last_assistant_message": "Done."});
     let run = run_command(shell_cmd, event.to_string().as_bytes());
     assert!(blocked(&run), "{}: {}{}", shell.display(), run.stdout, run.stderr);
+}
+
+#[test]
+#[ignore = "needs Windows PowerShell, which Wine lacks: the windows workflow runs it"]
+fn a_powershell_verify_blocks_until_it_passes() {
+    let machine = Machine::new();
+    let check =
+        "powershell -NoProfile -Command \\\"if (Test-Path fixed) { exit 0 } else { 'not fixed'; exit 1 }\\\"";
+    let started = machine.start(&format!("make it pass --verify \"{check}\""));
+    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
+    let first = machine.stop();
+    assert!(answer(&first)["reason"].as_str().unwrap().contains("not fixed"), "{}", first.stdout);
+    machine.write("fixed", "");
+    assert!(!blocked(&machine.stop()));
 }
 
 #[test]
