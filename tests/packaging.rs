@@ -58,6 +58,31 @@ fn posix_command(launcher: &str, args: &str, otherwise: &str) -> String {
     )
 }
 
+/// Claude Code's hook command: bash (Git Bash on Windows) reads the first two lines, sourcing
+/// the POSIX launcher as [`posix_command`] does and exiting; PowerShell, which Claude Code runs a
+/// hook through on Windows without Git Bash, reads `echo '#'` with the bash lines inside a block
+/// comment, then the last line, which runs the PowerShell launcher beside the POSIX one
+/// (`loop-hook.ps1`, read as a script block so that no execution policy stops it). The exec form
+/// (`args`) would need one `.exe` path valid on every platform, which a source install lacks.
+fn claude_command(args: &str) -> String {
+    claude_command_after("", args)
+}
+
+/// [`claude_command`] whose bash lines begin with `posix_first` (PowerShell never reads them).
+fn claude_command_after(posix_first: &str, args: &str) -> String {
+    let posix = posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
+    let posix = format!("{posix_first}{posix}");
+    let words = args.split(' ').map(|word| format!("'{word}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "echo `# <#` >/dev/null\n{posix}\n#> > $null\n\
+         $launcher = Join-Path $env:CLAUDE_PLUGIN_ROOT '{POWERSHELL_LAUNCHER}'; $hookArgs = @({words}); \
+         if (Test-Path -LiteralPath $launcher) {{ . ([scriptblock]::Create([IO.File]::ReadAllText($launcher))) }}; exit 0"
+    )
+}
+
+/// The PowerShell launcher, relative to the Claude Code package's root.
+const POWERSHELL_LAUNCHER: &str = "scripts/loop-hook.ps1";
+
 /// The same for hosts that run hooks through the user's login shell, which may be fish (Codex
 /// runs `$SHELL -lc`) or an unknown one (Cursor): everything shell-specific is inside a
 /// single-quoted `sh -c` program, which every shell passes through unchanged.
@@ -137,7 +162,7 @@ fn pretty(value: &Value) -> String {
 
 /// Every generated file: its path in the repository and its full content.
 fn generated() -> Vec<(&'static str, String)> {
-    let claude = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
+    let claude = claude_command;
     let claude_hooks = json!({
         "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user; after a compaction, give the agent its loop back (SessionStart compact). Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
         "hooks": {
@@ -158,10 +183,11 @@ fn generated() -> Vec<(&'static str, String)> {
                 "statusMessage": "for-loop",
             }]}],
             // Claude Code's `-p` exits on the error this reports, sending its hooks SIGTERM: the
-            // signal is ignored from the shell's start, and the binary inherits that.
+            // signal is ignored from the POSIX shell's start, and the binary inherits that (it
+            // also ignores it itself, which is all there is under PowerShell).
             "StopFailure": [{"hooks": [{
                 "type": "command",
-                "command": format!("trap '' TERM HUP; {}", claude("stop-hook")),
+                "command": claude_command_after("trap '' TERM HUP; ", "stop-hook"),
                 "timeout": 60,
             }]}],
             "SessionStart": [{
@@ -329,6 +355,9 @@ Otherwise the loop is running again: work on its task, shown above, as before.
         let path: &'static str = Box::leak(format!("plugin/{host}/{LAUNCHER}").into_boxed_str());
         files.push((path, launcher.clone()));
     }
+    let powershell = std::fs::read_to_string(repo().join(POWERSHELL_LAUNCHER)).unwrap();
+    let path: &'static str = Box::leak(format!("{CLAUDE_PLUGIN}/{POWERSHELL_LAUNCHER}").into_boxed_str());
+    files.push((path, powershell));
     files
 }
 
@@ -1057,5 +1086,10 @@ fn every_manifest_carries_the_crate_version() {
     assert!(
         launcher.contains(&format!("\nplugin_version={version}\n")),
         "scripts/loop-hook's plugin_version"
+    );
+    let powershell = std::fs::read_to_string(repo().join(POWERSHELL_LAUNCHER)).unwrap();
+    assert!(
+        powershell.contains(&format!("\n$pluginVersion = '{version}'\n")),
+        "scripts/loop-hook.ps1's $pluginVersion"
     );
 }

@@ -570,6 +570,7 @@ fn wait_interruptibly(child: &mut Child, stops_asked: impl Fn() -> u32) -> Optio
 }
 
 /// Signals the agent's process group: SIGINT to end it cleanly, SIGKILL to end what is left.
+#[cfg_attr(not(unix), allow(unused_variables))]
 fn kill_group(child: &Child, hard: bool) {
     #[cfg(unix)]
     {

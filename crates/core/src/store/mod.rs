@@ -76,6 +76,10 @@ impl Store {
             PathBuf::from(dir)
         } else if let Some(dir) = env.var("XDG_STATE_HOME") {
             Path::new(dir).join("for-loop")
+        } else if let Some(dir) = env.var("LOCALAPPDATA").filter(|_| cfg!(windows)) {
+            // Git Bash sets HOME and PowerShell does not: a hook run through either finds the
+            // same loops only if HOME is not asked first.
+            Path::new(dir).join("for-loop")
         } else if let Some(home) = env.var("HOME") {
             Path::new(home).join(".local/state/for-loop")
         } else if let Some(dir) = env.var("LOCALAPPDATA") {
@@ -360,6 +364,12 @@ mod tests {
         assert_eq!(root(&[("FOR_LOOP_HOME", "/a"), ("HOME", "/h")]), PathBuf::from("/a"));
         assert_eq!(root(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]), PathBuf::from("/x/for-loop"));
         assert_eq!(root(&[("HOME", "/h")]), PathBuf::from("/h/.local/state/for-loop"));
+        let both = root(&[("HOME", "/h"), ("LOCALAPPDATA", "/l")]);
+        if cfg!(windows) {
+            assert_eq!(both, PathBuf::from("/l/for-loop"), "Git Bash's HOME must not move the store");
+        } else {
+            assert_eq!(both, PathBuf::from("/h/.local/state/for-loop"));
+        }
         assert!(matches!(Store::locate(&env(&[("HOME", "")])), Err(StoreError::NoHome)));
     }
 

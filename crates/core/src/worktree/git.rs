@@ -1,6 +1,7 @@
 //! Git plumbing for the working tree: finding the repository, running git isolated from the
 //! variables around it, and temporary index files.
 
+#[cfg(unix)]
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Write as _};
@@ -291,6 +292,8 @@ pub(super) fn path_from_git(bytes: &[u8]) -> PathBuf {
 }
 
 #[cfg(test)]
+// Some helpers serve only the tests that run on Unix.
+#[cfg_attr(not(unix), allow(unused_imports, dead_code))]
 mod tests {
     use super::*;
     use crate::worktree::testing::{git, repo, try_git, write};

@@ -181,7 +181,7 @@ impl Oracle {
     /// path or glob.
     pub(crate) fn covers(&self, cwd: &Path, path: &Path) -> bool {
         let Some(relative) = relative_to(cwd, path) else { return false };
-        self.files.contains_key(&relative)
+        self.files.keys().any(|file| crate::support::text::relative_path::same_name(file, &relative))
             || Protect::stored(&self.protect).matches(&relative)
             || (!self.tests.is_off() && Protect::stored(&self.tests.hooks).matches(&relative))
     }

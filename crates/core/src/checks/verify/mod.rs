@@ -7,7 +7,9 @@ mod capture;
 mod supervisor;
 
 pub(crate) use capture::Captured;
-pub(crate) use supervisor::{Supervised, Untrusted, command};
+pub(crate) use supervisor::Untrusted;
+#[cfg(unix)]
+pub(crate) use supervisor::{Supervised, command};
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -292,6 +294,7 @@ impl Running {
 
     /// The end once the group is killed: a supervisor's report is read for `grace` more, in
     /// case a second status comes in.
+    #[cfg_attr(not(unix), allow(unused_variables))]
     fn finish(self, ended: Option<Ended>, grace: Duration) -> Ended {
         match self {
             Running::Child { .. } => ended.unwrap_or_default(),
@@ -438,17 +441,17 @@ mod platform {
     use std::process::{Command, ExitStatus};
 
     // Windows has no process groups to signal; the shell is killed through taskkill's tree mode.
-    pub fn own_group(_command: &mut Command) {}
+    pub(super) fn own_group(_command: &mut Command) {}
 
-    pub fn terminate_group(pid: u32) {
+    pub(super) fn terminate_group(pid: u32) {
         kill_group(pid);
     }
 
-    pub fn kill_group(pid: u32) {
+    pub(super) fn kill_group(pid: u32) {
         let _ = Command::new("taskkill").args(["/T", "/F", "/PID", &pid.to_string()]).output();
     }
 
-    pub fn signal_of(_status: ExitStatus) -> Option<i32> {
+    pub(super) fn signal_of(_status: ExitStatus) -> Option<i32> {
         None
     }
 }
@@ -671,6 +674,7 @@ mod windows_tests {
             command: command.into(),
             cwd: std::env::temp_dir(),
             timeout: Duration::from_millis(timeout_ms),
+            sandbox: Vec::new(),
         }
         .run()
         .unwrap()

@@ -123,6 +123,7 @@ pub(crate) mod tests {
 
     /// Runs `f` on a thread and fails if it takes more than two seconds: the regression these
     /// tests guard against is a read that never returns.
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn within_two_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         let started = Instant::now();
         let (tx, rx) = std::sync::mpsc::channel();
