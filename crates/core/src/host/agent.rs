@@ -266,10 +266,14 @@ impl Agent {
 
     /// The first of the agents installed on `path`, or the named one's location.
     pub(crate) fn locate(self, path: Option<&str>) -> Option<std::path::PathBuf> {
-        path.unwrap_or_default()
-            .split(':')
-            .filter(|dir| !dir.is_empty())
-            .map(|dir| Path::new(dir).join(self.program()))
+        // Windows separates PATH with `;` (its entries hold `C:`), and npm installs a CLI there as
+        // `NAME.cmd` beside `NAME`.
+        let suffixes: &[&str] = if cfg!(windows) { &["", ".exe", ".cmd"] } else { &[""] };
+        std::env::split_paths(path.unwrap_or_default())
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .flat_map(|dir| {
+                suffixes.iter().map(move |suffix| dir.join(format!("{}{suffix}", self.program())))
+            })
             .find(|candidate| candidate.is_file())
     }
 }
@@ -311,6 +315,20 @@ fn count(value: &Value) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PATH as this platform writes it (`;` between entries on Windows, whose entries hold `C:`):
+    /// the CLI is found in a later entry, and not where it is absent.
+    #[test]
+    fn an_agent_is_located_on_path_as_the_platform_writes_it() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        std::fs::write(second.path().join("gemini"), "").unwrap();
+        let path = std::env::join_paths([first.path(), second.path()]).unwrap();
+        let path = path.to_str().unwrap();
+        assert_eq!(Agent::Gemini.locate(Some(path)), Some(second.path().join("gemini")));
+        assert_eq!(Agent::Claude.locate(Some(path)), None);
+        assert_eq!(Agent::Claude.locate(None), None);
+    }
 
     #[test]
     fn final_message_of_each_cli() {

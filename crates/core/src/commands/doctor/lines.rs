@@ -942,12 +942,13 @@ mod tests {
         let bare = OpencodeFacts { config: PathBuf::from("/h/.config/opencode"), ..OpencodeFacts::default() };
         let asked = lines(&Facts { opencode: Some(bare.clone()), asked: Some(Host::Opencode), ..facts() });
         let check = failing(&asked, "opencode: installed");
+        // The folder as this platform joins it (and quotes it, where it holds a backslash).
+        let plugins = shell_quote(&bare.config.join("plugins"));
         assert_eq!(
-            check.fix.as_deref(),
-            Some(
-                "mkdir -p /h/.config/opencode/plugins && cp <for-loop checkout>/plugin/opencode/plugins/* \
-                 /h/.config/opencode/plugins/"
-            )
+            check.fix,
+            Some(format!(
+                "mkdir -p {plugins} && cp <for-loop checkout>/plugin/opencode/plugins/* {plugins}/"
+            ))
         );
         let plugin = Some(PathBuf::from("/h/.config/opencode/plugins/for-loop.js"));
         let partial =
