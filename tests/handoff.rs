@@ -287,11 +287,7 @@ fn a_usage_limit_with_on_limit_handoff_goes_on_under_run_and_ends_verified() {
     let told = crate::util::run_command(hook, limited.to_string().as_bytes());
     assert_eq!(told.code, 0, "{}", told.stderr);
     let run_id = format!("run-{loop_id}");
-    assert!(
-        told.stdout.contains("--on-limit handoff") && told.stdout.contains(&run_id),
-        "{}",
-        told.stdout
-    );
+    assert!(told.stdout.contains("--on-limit handoff") && told.stdout.contains(&run_id), "{}", told.stdout);
     assert_eq!(state_field(&env, SESSION, "outcome"), "handed_over");
     let began = Instant::now();
     while !whole_ledger(&env, &run_id).iter().any(|l| l["reason"] == "verified") {

@@ -337,7 +337,8 @@ impl Host {
 impl Host {
     /// Reads this host's report of a turn that ended on an error; `None` when the event is none
     /// (a normal turn end, another event), which is then read as a stop. Claude Code sends
-    /// `StopFailure`; Cursor a `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
+    /// `StopFailure`, and so does Qwen Code from its interactive UI (never from `-p`); Cursor a
+    /// `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
     /// Codex's `Stop` and Copilot CLI's `agentStop` fire only for a turn that ended normally.
     pub(crate) fn parse_failure(
         self,
@@ -347,36 +348,33 @@ impl Host {
         match self {
             Host::ClaudeCode => claude_code::parse_failure(object, now),
             Host::Cursor => cursor::parse_failure(object),
-            // Qwen Code 0.24 declares a `StopFailure` too, and opencode a `session.error`: neither
-            // was measured on its client yet, so their error ends are let through as before.
-            Host::Antigravity
-            | Host::GeminiCli
-            | Host::Codex
-            | Host::CopilotCli
-            | Host::Opencode
-            | Host::QwenCode => None,
+            Host::QwenCode => qwen_code::parse_failure(object, now),
+            Host::Antigravity | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode => None,
         }
     }
 
     /// The session whose conversation the host just compacted, when this start of a session
-    /// says so (Claude Code's `SessionStart` with `source:"compact"`); `None` for any other.
+    /// says so (Claude Code's and Qwen Code's `SessionStart` with `source:"compact"`); `None` for
+    /// any other.
     pub(crate) fn parse_compacted(self, object: &Map<String, Value>) -> Result<Option<String>, EventError> {
         match self {
-            Host::ClaudeCode => claude_code::parse_compacted(object),
+            // Qwen Code's `SessionStart` is Claude Code's, `source` and answer alike.
+            Host::ClaudeCode | Host::QwenCode => claude_code::parse_compacted(object),
             Host::Antigravity
             | Host::GeminiCli
             | Host::Codex
             | Host::Cursor
             | Host::CopilotCli
-            | Host::Opencode
-            | Host::QwenCode => Ok(None),
+            | Host::Opencode => Ok(None),
         }
     }
 
     /// The answer to a session's start that gives the agent `text` (empty: nothing to add).
     pub(crate) fn render_session_context(self, text: &str) -> String {
         match self {
-            Host::ClaudeCode if !text.is_empty() => claude_code::render_session_context(text),
+            Host::ClaudeCode | Host::QwenCode if !text.is_empty() => {
+                claude_code::render_session_context(text)
+            }
             _ => String::new(),
         }
     }
