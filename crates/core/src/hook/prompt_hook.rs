@@ -255,7 +255,11 @@ fn not_a_command(
         };
         return PromptResponse { block: told, ..PromptResponse::default() };
     }
-    PromptResponse { system_message: notice, ..PromptResponse::default() }
+    // Qwen Code shows the user no message of this hook: the agent is given it to pass on.
+    let context = notice.as_ref().filter(|_| host.prompt_hook_adds_context()).map(|notice| {
+        format!("{notice}\n\n(for-loop: the user's screen does not show the lines above; tell them first.)")
+    });
+    PromptResponse { system_message: notice, context, ..PromptResponse::default() }
 }
 
 /// A command refused before it was carried out: `why` is shown to the user, the prompt goes no
