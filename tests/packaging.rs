@@ -369,7 +369,7 @@ Otherwise the loop is running again: work on its task, shown above, as before.
 fn qwen_files() -> Vec<(&'static str, String)> {
     let qwen = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
     let hooks = json!({
-        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user at their next prompt; after a compaction, give the agent its loop back (SessionStart compact).",
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user at their next prompt.",
         "hooks": {
             "Stop": [{"hooks": [{
                 "type": "command",
@@ -393,16 +393,7 @@ fn qwen_files() -> Vec<(&'static str, String)> {
                 "command": qwen("stop-hook --host qwen-code"),
                 "timeout": 60,
             }]}],
-            "SessionStart": [{
-                "matcher": "compact",
-                "hooks": [{
-                    "type": "command",
-                    "name": "for-loop-compact",
-                    "command": qwen("session-start --host qwen-code"),
-                    "timeout": 30,
-                }],
-            }],
-                        // Qwen Code's file and shell tools: the loop's check may not be changed.
+            // Qwen Code's file and shell tools: the loop's check may not be changed.
             "PreToolUse": [{
                 "matcher": "write_file|edit|run_shell_command",
                 "hooks": [{"type": "command", "name": "for-loop-guard", "command": qwen("guard"), "timeout": 30}],

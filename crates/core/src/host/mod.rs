@@ -340,6 +340,10 @@ impl Host {
     /// `StopFailure`, and so does Qwen Code from its interactive UI (never from `-p`); Cursor a
     /// `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
     /// Codex's `Stop` and Copilot CLI's `agentStop` fire only for a turn that ended normally.
+    /// opencode (1.18.33) was seen to end no turn on an API error: it compacts the conversation
+    /// and retries a prompt too long (`session.error`, then `session.compacted`), retries server
+    /// errors, and waits out a usage limit in the session; its `session.idle` follows a turn that
+    /// went on.
     pub(crate) fn parse_failure(
         self,
         object: &Map<String, Value>,
@@ -354,27 +358,24 @@ impl Host {
     }
 
     /// The session whose conversation the host just compacted, when this start of a session
-    /// says so (Claude Code's and Qwen Code's `SessionStart` with `source:"compact"`); `None` for
-    /// any other.
+    /// says so (Claude Code's `SessionStart` with `source:"compact"`); `None` for any other.
     pub(crate) fn parse_compacted(self, object: &Map<String, Value>) -> Result<Option<String>, EventError> {
         match self {
-            // Qwen Code's `SessionStart` is Claude Code's, `source` and answer alike.
-            Host::ClaudeCode | Host::QwenCode => claude_code::parse_compacted(object),
+            Host::ClaudeCode => claude_code::parse_compacted(object),
             Host::Antigravity
             | Host::GeminiCli
             | Host::Codex
             | Host::Cursor
             | Host::CopilotCli
-            | Host::Opencode => Ok(None),
+            | Host::Opencode
+            | Host::QwenCode => Ok(None),
         }
     }
 
     /// The answer to a session's start that gives the agent `text` (empty: nothing to add).
     pub(crate) fn render_session_context(self, text: &str) -> String {
         match self {
-            Host::ClaudeCode | Host::QwenCode if !text.is_empty() => {
-                claude_code::render_session_context(text)
-            }
+            Host::ClaudeCode if !text.is_empty() => claude_code::render_session_context(text),
             _ => String::new(),
         }
     }

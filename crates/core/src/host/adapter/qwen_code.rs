@@ -16,8 +16,6 @@
 //! shape (`error`, `error_details`, `last_assistant_message`, plus `prompt_id`), but only from the
 //! interactive UI and ACP sessions: a headless `-p` run sends none (measured on 0.24.4). The
 //! event is fire-and-forget: the CLI does not wait for its hooks and shows nothing they print.
-//! A compaction starts the session again with `SessionStart` `source:"compact"`, whose
-//! `hookSpecificOutput.additionalContext` is given to the model, as on Claude Code.
 
 use std::path::{Path, PathBuf};
 
