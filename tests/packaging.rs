@@ -369,7 +369,7 @@ Otherwise the loop is running again: work on its task, shown above, as before.
 fn qwen_files() -> Vec<(&'static str, String)> {
     let qwen = |args: &str| posix_command(&format!("${{CLAUDE_PLUGIN_ROOT}}/{LAUNCHER}"), args, "exit 0");
     let hooks = json!({
-        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check.",
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status and /resume-loop from the prompt they typed, before the model sees it; while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user at their next prompt.",
         "hooks": {
             "Stop": [{"hooks": [{
                 "type": "command",
@@ -384,6 +384,14 @@ fn qwen_files() -> Vec<(&'static str, String)> {
                 "name": "for-loop-prompt",
                 "command": qwen("prompt-hook --host qwen-code"),
                 "timeout": PROMPT_TIMEOUT_SECS,
+            }]}],
+            // Fire-and-forget (the CLI neither waits for it nor shows its output), and sent only
+            // by the interactive UI and ACP sessions.
+            "StopFailure": [{"hooks": [{
+                "type": "command",
+                "name": "for-loop-failure",
+                "command": qwen("stop-hook --host qwen-code"),
+                "timeout": 60,
             }]}],
             // Qwen Code's file and shell tools: the loop's check may not be changed.
             "PreToolUse": [{

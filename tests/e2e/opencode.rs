@@ -337,3 +337,40 @@ fn opencode_plain_session_is_untouched_beside_a_live_loop() {
     );
     assert!(!ended(&installed.state(&looping)));
 }
+
+/// The model API answers a blocked loop's turn `prompt is too long`. opencode does not end the
+/// turn on it: it reports `session.error`, compacts the conversation and goes on by itself, so
+/// there is no error end to record, and the `session.idle` that follows ends a turn that went
+/// on. That turn is judged once, as iteration 2: the error used no iteration and lost no block.
+#[test]
+fn opencode_compacts_a_prompt_too_long_mid_loop_and_the_loop_ends_verified() {
+    let installed = Installed::new();
+    let model = MockModel::start(
+        Script::new().text("I think it is done.").prompt_too_long().bash("touch fixed").text("Fixed it."),
+    )
+    .unwrap();
+    let server = installed.serve(&model);
+    let (session, dump) = installed.run(
+        &server,
+        None,
+        &[
+            "--command",
+            "for-loop",
+            "--",
+            "create",
+            "the",
+            "file",
+            "named",
+            "fixed",
+            "--verify",
+            "sh check.sh",
+            "--max-iterations=5",
+        ],
+    );
+    settle("the loop to end", || ended(&installed.state(&session)));
+    assert_eq!(model.main_requests().len(), 4, "{dump}");
+    assert_eq!(installed.env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");
+    let state = installed.state(&session);
+    assert!(state.contains("outcome: verified") && state.contains("iteration: 2\n"), "{state}");
+    assert_eq!(model.exhausted_requests(), 0);
+}

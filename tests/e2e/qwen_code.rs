@@ -310,3 +310,137 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     found
 }
+
+/// Qwen Code in its interactive UI, as a user runs it, on a terminal of its own (`script`): the
+/// UI is the only headless-free way to have it send `StopFailure` for an API error. Stopped by
+/// its process group once `done` holds, or after a minute.
+struct Interactive {
+    child: std::process::Child,
+    screen: PathBuf,
+}
+
+impl Interactive {
+    /// `qwen -r SESSION -i PROMPT` against `model`, on a terminal wide enough that no line of
+    /// ours is wrapped.
+    fn start(
+        installed: &Installed,
+        model: &MockModel,
+        session: &str,
+        prompt: &str,
+        screen: &str,
+    ) -> Interactive {
+        use std::os::unix::process::CommandExt;
+        let quoted = |arg: &str| format!("'{}'", arg.replace('\'', r"'\''"));
+        let line =
+            [installed.qwen.to_str().unwrap(), "--yolo", "-r", session, "-i", prompt].map(quoted).join(" ");
+        let screen = installed.env.home.join(screen);
+        // The environment of a headless run; its arguments are not used.
+        let headless = installed.command(model);
+        let mut script = Command::new("script");
+        script
+            .args(["-qfc", &format!("stty cols 1000 rows 60; exec {line}"), screen.to_str().unwrap()])
+            .env_clear()
+            .envs(headless.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+            .env("TERM", "xterm")
+            .current_dir(&installed.env.project)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0);
+        let child = script.spawn().expect("could not start qwen under script");
+        Interactive { child, screen }
+    }
+
+    /// Waits until `done` holds (or a minute passes), then ends the UI; returns what it showed,
+    /// without its escape sequences.
+    fn until(mut self, done: impl Fn() -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !done() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        // The UI draws what the hooks said after they answer.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        self.stop();
+        let raw = std::fs::read(&self.screen).unwrap_or_default();
+        plain(&String::from_utf8_lossy(&raw))
+    }
+
+    fn stop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Interactive {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.stop();
+        }
+    }
+}
+
+/// `text` without the terminal's escape sequences.
+fn plain(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() || c == '~' {
+                        break;
+                    }
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The model API answers a blocked loop's turn `prompt is too long`. A headless run (`-p`) sends
+/// no `StopFailure`, so nothing is recorded there; in the interactive UI the failed turn is
+/// recorded: no iteration used, status shows `context_exhausted`, the user's next prompt is told,
+/// and the loop then ends verified at the same iteration.
+#[test]
+fn qwen_code_a_prompt_too_long_mid_loop_uses_no_iteration_and_is_told_at_the_next_prompt() {
+    let installed = Installed::new(Some(100));
+    installed.env.write("check.sh", CHECK);
+    let start = MockModel::start(Script::new().text("I think it is done.").prompt_too_long()).unwrap();
+    let dump = installed.run(
+        &start,
+        "/for-loop create the file named fixed --verify \"sh check.sh\" --max-iterations 5",
+        SESSION,
+        false,
+    );
+    assert_eq!(start.main_requests().len(), 2, "{dump}");
+    assert_eq!(installed.env.ledger_reasons(SESSION), ["verify_failed"], "-p sends no StopFailure: {dump}");
+
+    let too_long = MockModel::start(Script::new().prompt_too_long().prompt_too_long()).unwrap();
+    let ledger = || installed.env.ledger_reasons(SESSION);
+    let screen = Interactive::start(&installed, &too_long, SESSION, "go on", "failed.screen")
+        .until(|| ledger().len() >= 2);
+    assert_eq!(ledger(), ["verify_failed", "context_exhausted"], "{screen}");
+    assert!(
+        installed.state(SESSION).contains("iteration: 2\n"),
+        "no iteration used: {}",
+        installed.state(SESSION)
+    );
+    let status = installed.env.run(&["status", "--session", SESSION], "");
+    let shown = format!("{}{}", status.stdout, status.stderr);
+    assert!(shown.contains("last turn:  ended on context_exhausted"), "{shown}");
+    assert!(shown.contains("prompt is too long"), "{shown}");
+
+    let fix = MockModel::start(Script::new().bash("touch fixed").text("Fixed it.")).unwrap();
+    let screen =
+        Interactive::start(&installed, &fix, SESSION, "go on", "next.screen").until(|| ledger().len() >= 3);
+    // Qwen Code shows the user no message of a prompt hook: the agent is told, to pass it on.
+    let told = fix.main_requests().first().map(|r| r.body.to_string()).unwrap_or_default();
+    assert!(told.contains("outgrew the model's context window"), "the next prompt was not told: {told}");
+    assert!(told.contains("tell them first"), "{told}");
+    assert_eq!(ledger(), ["verify_failed", "context_exhausted", "verified"], "{screen}");
+    assert!(installed.state(SESSION).contains("outcome: verified"), "{}", installed.state(SESSION));
+}

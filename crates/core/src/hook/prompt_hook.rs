@@ -255,7 +255,11 @@ fn not_a_command(
         };
         return PromptResponse { block: told, ..PromptResponse::default() };
     }
-    PromptResponse { system_message: notice, ..PromptResponse::default() }
+    // Qwen Code shows the user no message of this hook: the agent is given it to pass on.
+    let context = notice.as_ref().filter(|_| host.prompt_hook_adds_context()).map(|notice| {
+        format!("{notice}\n\n(for-loop: the user's screen does not show the lines above; tell them first.)")
+    });
+    PromptResponse { system_message: notice, context, ..PromptResponse::default() }
 }
 
 /// A command refused before it was carried out: `why` is shown to the user, the prompt goes no
@@ -881,6 +885,42 @@ mod tests {
         assert!(shown.contains("cancelled at iteration 1"), "{shown}");
         let out: Value = serde_json::from_str(&render(Host::QwenCode, &cancel)).unwrap();
         assert_eq!((out["decision"].as_str(), out["reason"].as_str()), (Some("block"), Some(shown.as_str())));
+    }
+
+    /// Qwen Code shows the user no message of this hook: what waits to be told is also given to
+    /// the agent with the prompt, to pass on. Claude Code shows it, so its agent is not given it.
+    #[test]
+    fn qwen_code_gives_a_waiting_notice_to_the_agent_to_pass_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let start = respond(
+            &env,
+            Host::QwenCode,
+            &qwen_event("x", Some("/for-loop fix --verify false --max-iterations 3"), dir.path()),
+        );
+        assert_eq!(start.block, None, "{start:?}");
+        let paths = Store::locate(&env).unwrap().paths("q-1");
+        Notice::post(&paths.dir, "for-loop: the last turn ended on an error.");
+        let told = respond(&env, Host::QwenCode, &qwen_event("go on", Some("go on"), dir.path()));
+        assert_eq!(told.system_message.as_deref(), Some("for-loop: the last turn ended on an error."));
+        let context = told.context.unwrap_or_default();
+        assert!(context.starts_with("for-loop: the last turn ended on an error."), "{context}");
+        assert!(context.contains("tell them first"), "{context}");
+        let again = respond(&env, Host::QwenCode, &qwen_event("go on", Some("go on"), dir.path()));
+        assert_eq!((again.system_message, again.context), (None, None), "told once");
+
+        let claude_dir = tempfile::tempdir().unwrap();
+        let claude_env = self::env(claude_dir.path());
+        let transcript = started(&claude_env, claude_dir.path(), "/for-loop t --verify false");
+        let claude = Store::locate(&claude_env).unwrap().paths("s");
+        Notice::post(&claude.dir, "for-loop: the last turn ended on an error.");
+        let told = respond(
+            &claude_env,
+            Host::ClaudeCode,
+            &event("s", "go on", claude_dir.path(), Some(&transcript)),
+        );
+        assert!(told.system_message.is_some());
+        assert_eq!(told.context, None);
     }
 
     #[test]

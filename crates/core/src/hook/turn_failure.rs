@@ -27,7 +27,7 @@ use crate::support::environment::Environment;
 use crate::verdict::message::failed_turn as words;
 
 /// Handles the host's report of a turn that ended on an error.
-pub(crate) fn run(env: &Environment, failure: Result<TurnFailure, EventError>) -> HookResponse {
+pub(crate) fn run(env: &Environment, host: Host, failure: Result<TurnFailure, EventError>) -> HookResponse {
     outlive_the_host();
     let failure = match failure {
         Ok(failure) => failure,
@@ -57,7 +57,7 @@ pub(crate) fn run(env: &Environment, failure: Result<TurnFailure, EventError>) -
         );
         return HookResponse::allow();
     }
-    record(env, &paths, &failure)
+    record(env, host, &paths, &failure)
 }
 
 /// Lets the record be finished when the host exits right after sending the event: Claude Code's
@@ -95,7 +95,7 @@ fn kind(failure: &TurnFailure) -> String {
 }
 
 /// The loop's record of `failure`, as one commit, and the words for the user.
-fn record(env: &Environment, paths: &LoopPaths, failure: &TurnFailure) -> HookResponse {
+fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailure) -> HookResponse {
     let (transaction, state, incidents) = match Transaction::open(paths, env.now) {
         Ok((transaction, Custody::Loop { state, incidents })) => (transaction, state, incidents),
         Ok((_, Custody::None)) => return HookResponse::allow(),
@@ -125,12 +125,15 @@ fn record(env: &Environment, paths: &LoopPaths, failure: &TurnFailure) -> HookRe
     }
     // Fail closed on the model: a report the agent sent from its shell changes nothing, and only
     // a limit the transcript bears out parks the loop (a parked loop lets the agent stop).
+    if host.agent_shell_marker().is_some_and(|marker| env.var(marker).is_some()) {
+        return forged(&forged_note(&state, env.now, "from the agent's shell"), &transaction);
+    }
     let transcript =
         state.meta.transcript.clone().filter(|t| t.is_file() && state.meta.host.keeps_claude_transcript());
     if let Some(transcript) = &transcript
         && crate::host::transcript::tool_call_still_pending(transcript)
     {
-        return forged(&transcript_note(&state, env.now), &transaction);
+        return forged(&forged_note(&state, env.now, "while a tool call was still running"), &transaction);
     }
     let failed = failed_turn(failure, env.now);
     // Read only for a limit: the host may not wait long for this hook (see `outlive_the_host`).
@@ -188,13 +191,14 @@ fn after_failure(state: &LoopState, failed: FailedTurn, now: Timestamp, borne_ou
     if limited { park_limited(next) } else { next }
 }
 
-/// The ledger line of a failed-turn report that came from a tool call: the agent ran the hook.
-fn transcript_note(state: &LoopState, now: Timestamp) -> LedgerEntry {
+/// The ledger line of a failed-turn report that arrived `how` only the agent's own run of the
+/// hook can: the agent sent it.
+fn forged_note(state: &LoopState, now: Timestamp, how: &str) -> LedgerEntry {
     LedgerEntry {
         origin: Some(crate::host::origin::Origin::Agent),
         detail: Some(format!(
-            "a report of a turn that ended on an error arrived while a tool call was still running, at \
-             iteration {}: the agent sent it, and it changed nothing",
+            "a report of a turn that ended on an error arrived {how}, at iteration {}: the agent sent \
+             it, and it changed nothing",
             state.meta.iteration
         )),
         ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::ForgedStop)
@@ -475,6 +479,47 @@ mod tests {
         );
         failure(&env, &stop_failure("rate_limit", "usage limit reached"));
         assert_eq!(state(&paths).meta.status, Status::Parked, "the host's own error record bears it out");
+    }
+
+    /// Qwen Code's `StopFailure` is recorded as Claude Code's is; the same report from a hook the
+    /// agent started in its shell (Qwen Code gives only that shell `QWEN_CODE`) changes nothing,
+    /// so the agent cannot park its loop with a limit it made up.
+    #[test]
+    fn a_qwen_code_failure_is_recorded_and_one_from_the_agents_shell_changes_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let env = env_at(home.path(), at(1_000));
+        let paths = running(&env);
+        let event = |error: &str, said: &str| {
+            serde_json::json!({"session_id": SESSION, "hook_event_name": "StopFailure", "prompt_id": "p",
+                "error": error, "error_details": said, "last_assistant_message": format!("[API Error: {said}]")})
+            .to_string()
+        };
+        let mut vars: Vec<(String, String)> =
+            vec![("FOR_LOOP_HOME".into(), home.path().join("store").display().to_string())];
+        vars.push(("QWEN_CODE".into(), "1".into()));
+        let shell = Environment::new(vars, home.path().to_path_buf(), at(1_000));
+        let before = state(&paths);
+        let limit = event("rate_limit", "429 usage limit reached");
+        assert_eq!(
+            crate::hook::stop_hook::run(&shell, Host::QwenCode, limit.as_bytes()),
+            HookResponse::allow()
+        );
+        assert_eq!(state(&paths), before, "nothing changed");
+        let last = ledger(&paths).pop().unwrap();
+        assert_eq!(
+            (last.reason, last.origin),
+            (ReasonCode::ForgedStop, Some(crate::host::origin::Origin::Agent))
+        );
+        assert!(last.detail.unwrap().contains("from the agent's shell"));
+
+        let too_long = event("invalid_request", "400 prompt is too long: 1012345 tokens > 1000000 maximum");
+        let told = crate::hook::stop_hook::run(&env, Host::QwenCode, too_long.as_bytes());
+        assert!(told.system_message.unwrap().contains("outgrew the model's context window"));
+        let after = state(&paths);
+        assert_eq!((after.meta.iteration, after.meta.last_blocked), (2, false), "no iteration used");
+        assert_eq!(after.meta.failed_turn.unwrap().kind, ReasonCode::ContextExhausted);
+        assert_eq!(ledger(&paths).pop().unwrap().reason, ReasonCode::ContextExhausted);
+        assert!(Notice::take(&paths.dir).is_some(), "told again at the next prompt");
     }
 
     #[test]

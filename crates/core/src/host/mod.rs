@@ -337,8 +337,13 @@ impl Host {
 impl Host {
     /// Reads this host's report of a turn that ended on an error; `None` when the event is none
     /// (a normal turn end, another event), which is then read as a stop. Claude Code sends
-    /// `StopFailure`; Cursor a `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
+    /// `StopFailure`, and so does Qwen Code from its interactive UI (never from `-p`); Cursor a
+    /// `stop` whose `status` is `error`. Gemini CLI's `AfterAgent`,
     /// Codex's `Stop` and Copilot CLI's `agentStop` fire only for a turn that ended normally.
+    /// opencode (1.18.33) was seen to end no turn on an API error: it compacts the conversation
+    /// and retries a prompt too long (`session.error`, then `session.compacted`), retries server
+    /// errors, and waits out a usage limit in the session; its `session.idle` follows a turn that
+    /// went on.
     pub(crate) fn parse_failure(
         self,
         object: &Map<String, Value>,
@@ -347,14 +352,8 @@ impl Host {
         match self {
             Host::ClaudeCode => claude_code::parse_failure(object, now),
             Host::Cursor => cursor::parse_failure(object),
-            // Qwen Code 0.24 declares a `StopFailure` too, and opencode a `session.error`: neither
-            // was measured on its client yet, so their error ends are let through as before.
-            Host::Antigravity
-            | Host::GeminiCli
-            | Host::Codex
-            | Host::CopilotCli
-            | Host::Opencode
-            | Host::QwenCode => None,
+            Host::QwenCode => qwen_code::parse_failure(object, now),
+            Host::Antigravity | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode => None,
         }
     }
 

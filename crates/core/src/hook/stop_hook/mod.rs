@@ -63,7 +63,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     if let Ok(object) = &object
         && let Some(failure) = host.parse_failure(object, &env.now.to_zoned(jiff::tz::TimeZone::system()))
     {
-        return crate::hook::turn_failure::run(env, failure);
+        return crate::hook::turn_failure::run(env, host, failure);
     }
     let event = object.and_then(|object| host.parse_stop(&object));
     match event {

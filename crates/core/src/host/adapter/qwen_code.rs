@@ -11,12 +11,17 @@
 //!
 //! The transcript (JSONL under `~/.qwen/projects/<slug>/chats/`) is not Claude Code's format,
 //! so it is only searched as text.
+//!
+//! A turn that ends on an API error sends `StopFailure` in place of `Stop`, in Claude Code's
+//! shape (`error`, `error_details`, `last_assistant_message`, plus `prompt_id`), but only from the
+//! interactive UI and ACP sessions: a headless `-p` run sends none (measured on 0.24.4). The
+//! event is fire-and-forget: the CLI does not wait for its hooks and shows nothing they print.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::host::event::{EventError, Fields, StopEvent, Transcript};
+use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::{Host, foreign_marker};
 use crate::support::environment::Environment;
@@ -59,6 +64,24 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         last_assistant_message: fields.string("last_assistant_message")?,
         transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
     })
+}
+
+/// A `StopFailure`, when `object` is one; any other event is left to [`parse`]. Its `error` is
+/// one of `rate_limit`, `authentication_failed`, `billing_error`, `invalid_request`,
+/// `server_error`, `max_output_tokens`, `loop_detected`, `unknown`; the words decide as on
+/// Claude Code (a prompt too long is an `invalid_request`).
+pub(in crate::host) fn parse_failure(
+    object: &Map<String, Value>,
+    now: &jiff::Zoned,
+) -> Option<Result<TurnFailure, EventError>> {
+    let fields = Fields(object);
+    if fields.string("hook_event_name").ok().flatten().as_deref() != Some("StopFailure") {
+        return None;
+    }
+    if let Some(what) = foreign_marker(Host::QwenCode, &fields) {
+        return Some(Err(EventError::Foreign(what)));
+    }
+    Some(TurnFailure::from_claude(object, now))
 }
 
 pub(in crate::host) fn render(response: &HookResponse) -> String {
@@ -107,7 +130,7 @@ fn setting(path: &Path) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::event::parse_object;
+    use crate::host::event::{TurnError, parse_object};
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())
@@ -176,6 +199,54 @@ mod tests {
             parse_text(r#"{"session_id":"s","hook_event_name":7,"crons":[]}"#),
             Err(EventError::WrongType { field: "hook_event_name", .. })
         ));
+    }
+
+    /// Captured from Qwen Code 0.24.4's interactive UI: the model API answered `prompt is too
+    /// long` (HTTP 400).
+    const STOP_FAILURE: &str = r#"{"session_id":"0c0ffee0","transcript_path":"/h/.qwen/projects/-w/chats/0c0ffee0.jsonl","cwd":"/w","hook_event_name":"StopFailure","timestamp":"2026-11-29T02:39:57.771Z","permission_mode":"yolo","prompt_id":"0c0ffee0########0","error":"invalid_request","error_details":"400 prompt is too long: 1012345 tokens > 1000000 maximum","last_assistant_message":"[API Error: 400 prompt is too long: 1012345 tokens > 1000000 maximum]"}"#;
+
+    fn failure(text: &str) -> Option<Result<TurnFailure, EventError>> {
+        let now = jiff::Timestamp::from_second(1_000).unwrap().to_zoned(jiff::tz::TimeZone::UTC);
+        parse_failure(&parse_object(text.as_bytes()).unwrap(), &now)
+    }
+
+    #[test]
+    fn reads_the_0_24_4_stop_failure() {
+        let read = failure(STOP_FAILURE).unwrap().unwrap();
+        assert_eq!((read.session_id.as_str(), &read.error), ("0c0ffee0", &TurnError::ContextExhausted));
+        assert!(read.said.starts_with("[API Error: 400 prompt is too long"), "{}", read.said);
+        let limited = STOP_FAILURE
+            .replace("invalid_request", "rate_limit")
+            .replace("400 prompt is too long: 1012345 tokens > 1000000 maximum", "429 Too many requests");
+        assert_eq!(failure(&limited).unwrap().unwrap().error, TurnError::Limited { resets_at: None });
+        let looped = r#"{"session_id":"s","hook_event_name":"StopFailure","error":"loop_detected","error_details":"consecutive_identical_tool_calls"}"#;
+        assert_eq!(
+            failure(looped).unwrap().unwrap().error,
+            TurnError::Other { kind: "loop_detected".into() }
+        );
+    }
+
+    #[test]
+    fn a_stop_failure_that_is_malformed_or_not_qwens_is_named_and_other_events_are_left_alone() {
+        assert_eq!(failure(STOP), None, "a Stop is read by parse");
+        assert_eq!(failure(r#"{"session_id":"s","hook_event_name":"SessionStart"}"#), None);
+        assert_eq!(failure(r#"{"session_id":"s"}"#), None);
+        assert_eq!(
+            failure(r#"{"hook_event_name":"StopFailure","error":"unknown"}"#),
+            Some(Err(EventError::Missing("session_id")))
+        );
+        assert!(matches!(
+            failure(r#"{"session_id":"s","hook_event_name":"StopFailure","error":["x"]}"#),
+            Some(Err(EventError::WrongType { field: "error", .. }))
+        ));
+        assert!(matches!(
+            failure(r#"{"session_id":"s","hook_event_name":"StopFailure","error_details":7}"#),
+            Some(Err(EventError::WrongType { field: "error_details", .. }))
+        ));
+        let cursor = r#"{"conversation_id":"c","session_id":"c","hook_event_name":"StopFailure","cursor_version":"3"}"#;
+        assert!(matches!(failure(cursor), Some(Err(EventError::Foreign(_)))));
+        let bare = failure(r#"{"session_id":"s","hook_event_name":"StopFailure"}"#).unwrap().unwrap();
+        assert_eq!(bare.error, TurnError::Other { kind: "unknown".into() });
     }
 
     #[test]
