@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn a_path_inside_maps_and_one_outside_does_not() {
-        let cwd = Path::new(if cfg!(windows) { r"D:\work\app" } else { "/work/app" });
+        let cwd = Path::new(if cfg!(windows) { r"D:\proj\app" } else { "/proj/app" });
         assert_eq!(relative_to(cwd, &cwd.join("src").join("..").join("check.sh")), Some("check.sh".into()));
         assert_eq!(relative_to(cwd, Path::new("tests/a.rs")), Some("tests/a.rs".into()));
         assert_eq!(relative_to(cwd, &cwd.join("..").join("other")), None);
@@ -61,7 +61,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn unix_names_differ_by_case() {
-        assert_eq!(relative_to(Path::new("/work/app"), Path::new("/WORK/app/check.sh")), None);
+        assert_eq!(relative_to(Path::new("/proj/app"), Path::new("/PROJ/app/check.sh")), None);
     }
 
     #[cfg(windows)]
