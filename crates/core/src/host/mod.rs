@@ -344,15 +344,22 @@ impl Host {
     /// and retries a prompt too long (`session.error`, then `session.compacted`), retries server
     /// errors, and waits out a usage limit in the session; its `session.idle` follows a turn that
     /// went on.
+    ///
+    /// The time zone (for a reset time such as "resets 8pm") is looked up only for a
+    /// `StopFailure`: the lookup reads the zone database, which the quiet path of every turn end
+    /// must not pay for.
     pub(crate) fn parse_failure(
         self,
         object: &Map<String, Value>,
-        now: &jiff::Zoned,
+        now: jiff::Timestamp,
     ) -> Option<Result<crate::host::event::TurnFailure, EventError>> {
+        let zoned = || now.to_zoned(jiff::tz::TimeZone::system());
+        let stop_failure = || object.get("hook_event_name").and_then(Value::as_str) == Some("StopFailure");
         match self {
-            Host::ClaudeCode => claude_code::parse_failure(object, now),
+            Host::ClaudeCode | Host::QwenCode if !stop_failure() => None,
+            Host::ClaudeCode => claude_code::parse_failure(object, &zoned()),
             Host::Cursor => cursor::parse_failure(object),
-            Host::QwenCode => qwen_code::parse_failure(object, now),
+            Host::QwenCode => qwen_code::parse_failure(object, &zoned()),
             Host::Antigravity | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode => None,
         }
     }

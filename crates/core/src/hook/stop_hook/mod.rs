@@ -61,7 +61,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     let object = event::read_bounded(stdin).and_then(|bytes| event::parse_object(&bytes));
     // A turn that ended on an error comes to the same hook: it is told and recorded, not judged.
     if let Ok(object) = &object
-        && let Some(failure) = host.parse_failure(object, &env.now.to_zoned(jiff::tz::TimeZone::system()))
+        && let Some(failure) = host.parse_failure(object, env.now)
     {
         return crate::hook::turn_failure::run(env, host, failure);
     }
