@@ -115,6 +115,15 @@ impl Installed {
         server
     }
 
+    /// The user's `/for-loop` in a new session, as `opencode run --command` sends it: the task
+    /// "create the file named fixed", checked by `sh check.sh`, at most `max` iterations.
+    fn start_loop(&self, server: &Server, max: u32) -> (String, String) {
+        let cap = format!("--max-iterations={max}");
+        let words = ["create", "the", "file", "named", "fixed", "--verify", "sh check.sh", &cap];
+        let args: Vec<&str> = ["--command", "for-loop", "--"].into_iter().chain(words).collect();
+        self.run(server, None, &args)
+    }
+
     /// `opencode run --attach` with `args` (a message, or `--command NAME -- ARGS`), in `session`
     /// when given; returns the session's id and the run's output.
     fn run(&self, server: &Server, session: Option<&str>, args: &[&str]) -> (String, String) {
@@ -206,23 +215,7 @@ fn opencode_holds_a_lying_model_until_verify_passes() {
     .unwrap();
     let server = installed.serve(&model);
     let started = Instant::now();
-    let (session, dump) = installed.run(
-        &server,
-        None,
-        &[
-            "--command",
-            "for-loop",
-            "--",
-            "create",
-            "the",
-            "file",
-            "named",
-            "fixed",
-            "--verify",
-            "sh check.sh",
-            "--max-iterations=5",
-        ],
-    );
+    let (session, dump) = installed.start_loop(&server, 5);
     settle("the loop to end", || ended(&installed.state(&session)));
     let requests = model.main_requests();
     assert_eq!(requests.len(), 5, "{dump}");
@@ -256,23 +249,7 @@ fn opencode_stops_holding_at_the_iteration_cap() {
     let installed = Installed::new();
     let model = MockModel::start(Script::new().text("Done.").text("Done, really.").text("unused")).unwrap();
     let server = installed.serve(&model);
-    let (session, dump) = installed.run(
-        &server,
-        None,
-        &[
-            "--command",
-            "for-loop",
-            "--",
-            "create",
-            "the",
-            "file",
-            "named",
-            "fixed",
-            "--verify",
-            "sh check.sh",
-            "--max-iterations=2",
-        ],
-    );
+    let (session, dump) = installed.start_loop(&server, 2);
     settle("the loop to end", || ended(&installed.state(&session)));
     assert_eq!(model.main_requests().len(), 2, "{dump}");
     assert_eq!(installed.env.ledger_reasons(&session), ["verify_failed", "cap_reached"], "{dump}");
@@ -350,23 +327,7 @@ fn opencode_compacts_a_prompt_too_long_mid_loop_and_the_loop_ends_verified() {
     )
     .unwrap();
     let server = installed.serve(&model);
-    let (session, dump) = installed.run(
-        &server,
-        None,
-        &[
-            "--command",
-            "for-loop",
-            "--",
-            "create",
-            "the",
-            "file",
-            "named",
-            "fixed",
-            "--verify",
-            "sh check.sh",
-            "--max-iterations=5",
-        ],
-    );
+    let (session, dump) = installed.start_loop(&server, 5);
     settle("the loop to end", || ended(&installed.state(&session)));
     assert_eq!(model.main_requests().len(), 4, "{dump}");
     assert_eq!(installed.env.ledger_reasons(&session), ["verify_failed", "verified"], "{dump}");

@@ -456,20 +456,24 @@ mod platform {
     }
 }
 
+/// `command` run in the temporary directory with `timeout_ms`, as the tests of both platforms
+/// run it.
+#[cfg(test)]
+fn run_for_test(command: &str, timeout_ms: u64) -> VerifyOutcome {
+    VerifySpec {
+        command: command.into(),
+        cwd: std::env::temp_dir(),
+        timeout: Duration::from_millis(timeout_ms),
+        sandbox: Vec::new(),
+    }
+    .run()
+    .unwrap()
+}
+
 #[cfg(all(test, unix))]
 mod tests {
+    use super::run_for_test as run;
     use super::*;
-
-    fn run(command: &str, timeout_ms: u64) -> VerifyOutcome {
-        VerifySpec {
-            command: command.into(),
-            cwd: std::env::temp_dir(),
-            timeout: Duration::from_millis(timeout_ms),
-            sandbox: Vec::new(),
-        }
-        .run()
-        .unwrap()
-    }
 
     #[test]
     fn judged_commands_run_without_the_hooks_variables_unless_kept() {
@@ -667,18 +671,8 @@ mod tests {
 /// release workflow's Windows job.
 #[cfg(all(test, windows))]
 mod windows_tests {
+    use super::run_for_test as run;
     use super::*;
-
-    fn run(command: &str, timeout_ms: u64) -> VerifyOutcome {
-        VerifySpec {
-            command: command.into(),
-            cwd: std::env::temp_dir(),
-            timeout: Duration::from_millis(timeout_ms),
-            sandbox: Vec::new(),
-        }
-        .run()
-        .unwrap()
-    }
 
     #[test]
     fn passing_and_failing_commands() {
