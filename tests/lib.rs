@@ -29,6 +29,8 @@
 //! - `handoff`: a session's loop handed over to `loop-hook run` with a stand-in agent CLI: one
 //!   ledger, the session's stops let through, one driver at a time, and each bad input refused.
 //! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
+//! - `backlog_fleet`: a backlog across machines, simulated with a bare repository: the Actions
+//!   workflow's task jobs and its merge job, which trusts no claim.
 //! - `run_fleet`: best of K across machines, simulated with a bare repository and one clone
 //!   per machine: attempts pushed, one lying and one killed, and the pick that re-checks them.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
@@ -58,6 +60,8 @@ mod util;
 
 #[cfg(unix)]
 mod attempts_workflow;
+#[cfg(unix)]
+mod backlog_fleet;
 #[cfg(unix)]
 mod cli;
 mod docs;
