@@ -98,6 +98,18 @@ impl Driver {
         driver.drive()
     }
 
+    /// Drives again one task of a backlog run, the loop `options.resume` names (active again, or
+    /// parked by Ctrl-C), as an attempt: in its own work tree, sandboxed as attempts are.
+    pub(crate) fn resume_attempt(env: &Environment, options: &RunOptions, attempt: Attempt) -> Outcome {
+        let mut driver = match Driver::prepare(env, options, None) {
+            Ok(driver) => driver,
+            Err(outcome) => return outcome,
+        };
+        driver.attempt = Some(attempt);
+        catch_interrupts();
+        driver.drive()
+    }
+
     fn prepare(env: &Environment, options: &RunOptions, fresh_id: Option<String>) -> Result<Driver, Outcome> {
         let store = Store::locate(env).map_err(refuse)?;
         let tier = RunTier::choose(options.sandbox).map_err(refuse)?;
@@ -536,7 +548,7 @@ impl Driver {
 /// Writes one whole event line to stdout. `main` holds the stdout lock until the command's own
 /// output is written, and `--parallel` attempts emit from threads of their own: the line goes
 /// through a duplicate of the descriptor, one writer at a time.
-fn emit(line: &str) {
+pub(crate) fn emit(line: &str) {
     static TURN: Mutex<()> = Mutex::new(());
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     #[cfg(unix)]
@@ -727,7 +739,11 @@ fn newest_run(store: &Store, wanted: &str) -> Option<String> {
         .ok()?
         .into_iter()
         .filter_map(|paths| paths.load().ok().flatten())
-        .filter(|state| state.meta.session_id.starts_with("run-"))
+        // A backlog task's loop is resumed by its run, which names it.
+        .filter(|state| {
+            state.meta.session_id.starts_with("run-")
+                || (state.meta.session_id.starts_with("backlog-") && state.meta.session_id == wanted)
+        })
         .filter(|state| wanted.is_empty() || state.meta.session_id == wanted || state.meta.loop_id == wanted)
         .map(|state| (state.meta.updated_at, state.meta.session_id))
         .collect();

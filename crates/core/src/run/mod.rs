@@ -8,6 +8,7 @@
 //! never judge the driver's stops, and no model can reach an in-session loop through the driver.
 
 mod attempts;
+mod backlog;
 mod driver;
 mod limits;
 mod options;
@@ -91,6 +92,18 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
 pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
         return Outcome::ok(usage());
+    }
+    if let Some(wrong) = backlog::misuse(options) {
+        return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
+    }
+    if options.backlog.is_some() {
+        return backlog::run(env, options);
+    }
+    if let Some(outcome) = backlog::resume(env, options) {
+        return outcome;
+    }
+    if let Some(outcome) = options.apply.as_deref().and_then(|wanted| backlog::apply(env, wanted)) {
+        return outcome;
     }
     if let Some(wrong) = attempts::misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };

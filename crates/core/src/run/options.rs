@@ -49,6 +49,28 @@ pub(crate) struct RunOptions {
     /// `--no-sandbox` or `--require-strict`: what was asked of the agent's sandbox.
     pub sandbox: SandboxAsked,
     pub help: bool,
+    /// `--backlog FILE`: the plan whose stories are the backlog's independent tasks.
+    pub backlog: Option<String>,
+    /// `--parallel N` with `--backlog`: at most this many agents at once.
+    pub parallel_count: Option<u32>,
+    /// `--max-merge-tries K` with `--backlog`: merges a task may fail before it parks.
+    pub max_merge_tries: Option<u32>,
+    /// Set by a backlog run for one task's loop, never on the command line: the task's check,
+    /// which is the loop's verify in place of the run's.
+    pub task_check: Option<String>,
+    /// The words as given, kept so that a backlog run resumed later starts its tasks not
+    /// started yet with the same options.
+    pub words: Words,
+}
+
+/// The words of a command line, as text. Not part of what the options mean: any two are equal.
+#[derive(Debug, Clone, Default, Eq)]
+pub(crate) struct Words(pub Vec<String>);
+
+impl PartialEq for Words {
+    fn eq(&self, _: &Words) -> bool {
+        true
+    }
 }
 
 /// What an option of `run` itself takes after its name.
@@ -60,9 +82,11 @@ enum Takes {
     AnyValue,
     /// A name, when the next word is not an option (`--resume [LOOP]`).
     OptionalName,
+    /// A number, when the next word is digits (`--parallel [N]`).
+    OptionalCount,
 }
 
-const OWN: [(&str, Takes); 19] = [
+const OWN: [(&str, Takes); 21] = [
     ("--agent", Takes::Value),
     ("--agent-arg", Takes::AnyValue),
     ("--json", Takes::Nothing),
@@ -75,7 +99,7 @@ const OWN: [(&str, Takes); 19] = [
     ("--more-time", Takes::Value),
     ("--more-tokens", Takes::Value),
     ("--attempts", Takes::Value),
-    ("--parallel", Takes::Nothing),
+    ("--parallel", Takes::OptionalCount),
     ("--attempt", Takes::Value),
     ("--run-id", Takes::Value),
     ("--remote", Takes::Value),
@@ -83,6 +107,8 @@ const OWN: [(&str, Takes); 19] = [
     ("--no-sandbox", Takes::Nothing),
     // The loop flag, read here: for a run it asks for the run's own sandbox.
     ("--require-strict", Takes::Nothing),
+    ("--backlog", Takes::Value),
+    ("--max-merge-tries", Takes::Value),
 ];
 
 /// The name of the option `word` is (`--verify` for `--verify=x`), or `None` for task text. A
@@ -159,12 +185,29 @@ fn optional_name(parser: &mut lexopt::Parser) -> Result<String, String> {
     next.map(text).transpose().map(Option::unwrap_or_default)
 }
 
+/// The number after `--parallel`, when it is given with `=` or the next word is digits.
+fn optional_count(parser: &mut lexopt::Parser) -> Result<Option<String>, String> {
+    let next = match parser.optional_value() {
+        Some(value) => Some(value),
+        None => parser.try_raw_args().and_then(|mut rest| {
+            rest.next_if(|word| {
+                word.to_str().is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
+            })
+        }),
+    };
+    next.map(text).transpose()
+}
+
+/// More merge tries than this is a loop of its own, not a queue.
+const MAX_MERGE_TRIES: u32 = 20;
+
 impl RunOptions {
     /// Parses the words after `run`. `run`'s own options are taken out, the loop flags are read
     /// through `/for-loop`'s flag table, and every other word is the task.
     pub(crate) fn parse(args: Vec<OsString>) -> Result<RunOptions, String> {
+        let words = Words(args.iter().map(|word| word.to_string_lossy().into_owned()).collect());
         let mut parser = lexopt::Parser::from_args(args);
-        let mut options = RunOptions::default();
+        let mut options = RunOptions { words, ..RunOptions::default() };
         let mut task: Vec<String> = Vec::new();
         let mut more = Vec::new();
         while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
@@ -195,7 +238,11 @@ impl RunOptions {
 
     /// The loop the run starts: its task and loop flags, checked as `/for-loop` checks them.
     pub(crate) fn loop_request(&self) -> Result<LoopRequest, RequestError> {
-        LoopRequest::from_args(&self.task, &self.loop_flags)
+        let mut request = LoopRequest::from_args(&self.task, &self.loop_flags)?;
+        if let Some(check) = &self.task_check {
+            request.verify = Some(check.clone());
+        }
+        Ok(request)
     }
 
     /// Records one of `run`'s own options.
@@ -232,7 +279,23 @@ impl RunOptions {
             "--more" | "--more-time" | "--more-tokens" => {
                 more.push(format!("{name} {}", value(parser, name, takes)?));
             }
-            "--parallel" => self.parallel = true,
+            "--parallel" => {
+                self.parallel = true;
+                if let Some(text) = optional_count(parser)? {
+                    let most = super::attempts::MAX_ATTEMPTS;
+                    self.parallel_count = Some(attempt_count(&text).ok_or_else(|| {
+                        format!("--parallel {text}: give how many agents may work at once, from 1 to {most}")
+                    })?);
+                }
+            }
+            "--backlog" => self.backlog = Some(value(parser, name, takes)?),
+            "--max-merge-tries" => {
+                let text = value(parser, name, takes)?;
+                let tries = text.parse::<u32>().ok().filter(|k| (1..=MAX_MERGE_TRIES).contains(k));
+                self.max_merge_tries = Some(tries.ok_or_else(|| {
+                    format!("--max-merge-tries {text}: give a number from 1 to {MAX_MERGE_TRIES}")
+                })?);
+            }
             "--no-sandbox" | "--require-strict" => {
                 let asked = if name == "--no-sandbox" { SandboxAsked::Off } else { SandboxAsked::Required };
                 if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
@@ -433,7 +496,7 @@ mod tests {
         let scoped = request(&["t", "--scope", "src/**", "--scope=a b.rs"]);
         assert_eq!(scoped.scope, ["src/**", "a b.rs"], "unattended runs take the scope too");
         assert!(request(&["t", "--checkpoint"]).checkpoint);
-        for args in [&["t", "--checkpoint=yes"][..], &["t", "--json=1"], &["t", "--parallel=2"]] {
+        for args in [&["t", "--checkpoint=yes"][..], &["t", "--json=1"], &["t", "--no-sandbox=2"]] {
             let error = parse(args).unwrap_err();
             assert!(error.contains("takes no value"), "{args:?}: {error}");
         }
@@ -583,5 +646,30 @@ mod tests {
         assert!(RunOptions::parse(args).unwrap_err().contains("not UTF-8"));
         let task = vec![OsString::from_vec(vec![b'a', 0xff])];
         assert!(RunOptions::parse(task).unwrap_err().contains("not UTF-8"));
+    }
+
+    #[test]
+    fn a_backlog_takes_its_file_how_many_at_once_and_its_merge_tries() {
+        let options =
+            parse(&["--backlog", "TODO.md", "--parallel", "3", "--max-merge-tries=2", "--verify", "make"])
+                .unwrap();
+        assert_eq!(options.backlog.as_deref(), Some("TODO.md"));
+        assert_eq!(
+            (options.parallel, options.parallel_count, options.max_merge_tries),
+            (true, Some(3), Some(2))
+        );
+        assert_eq!(options.task, "", "a count after --parallel is not task text");
+        assert_eq!(parse(&["--backlog=B.md", "--parallel=4"]).unwrap().parallel_count, Some(4));
+        let bare = parse(&["t", "--attempts", "2", "--parallel", "fix"]).unwrap();
+        assert_eq!((bare.parallel_count, bare.task.as_str()), (None, "t fix"));
+        for bad in [&["--backlog", "B.md", "--parallel", "0"][..], &["--backlog", "B.md", "--parallel=x"]] {
+            let error = parse(bad).unwrap_err();
+            assert!(error.contains("give how many agents may work at once"), "{bad:?}: {error}");
+        }
+        for bad in ["0", "x", "21"] {
+            let error = parse(&["--backlog", "B.md", "--max-merge-tries", bad]).unwrap_err();
+            assert!(error.contains("--max-merge-tries"), "{bad}: {error}");
+        }
+        assert!(parse(&["--backlog"]).unwrap_err().contains("--backlog needs a value"));
     }
 }

@@ -161,6 +161,11 @@ pub(crate) enum ReasonCode {
     /// run --resume LOOP`): the session's copy ends with this outcome, and the run's copy goes on
     /// with the same loop id, ledger and iteration.
     HandedOver,
+    // A task of a backlog run (`loop-hook run --backlog`).
+    /// The task's check passed in its work tree, but its change failed to land on the run's
+    /// integration branch `--max-merge-tries` times (a conflict, or a check broken on the merged
+    /// tree): the task is parked, its work tree and branch kept.
+    MergeFailed,
 }
 
 impl ReasonCode {
@@ -222,6 +227,7 @@ impl ReasonCode {
             ReasonCode::ContextExhausted => "context_exhausted",
             ReasonCode::AgentError => "agent_error",
             ReasonCode::HandedOver => "handed_over",
+            ReasonCode::MergeFailed => "merge_failed",
         }
     }
 
@@ -341,6 +347,7 @@ mod tests {
             ReasonCode::ContextExhausted,
             ReasonCode::AgentError,
             ReasonCode::HandedOver,
+            ReasonCode::MergeFailed,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

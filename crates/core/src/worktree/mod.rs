@@ -21,6 +21,7 @@ mod checkpoint;
 pub(crate) use checkpoint::{check_loop_id, checkpoint_ref};
 mod git;
 mod look;
+mod merge;
 mod repository;
 pub(crate) use look::TreeLook;
 #[cfg(test)]

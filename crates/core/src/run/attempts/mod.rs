@@ -23,10 +23,7 @@ mod pick;
 mod users_repo;
 mod winner;
 
-pub(super) use fleet::{attempt, misuse};
-pub(super) use pick::run as pick;
-
-use super::RunOptions;
+pub(super) use super::RunOptions;
 use super::driver::{Attempt, Driver, park_loop};
 use crate::state::ReasonCode;
 use crate::state::Status;
@@ -35,7 +32,9 @@ use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 use crate::worktree::WorkTree;
 use applied_check::AppliedCheck;
-use users_repo::RepoLook;
+pub(super) use fleet::{attempt, misuse};
+pub(super) use pick::run as pick;
+pub(super) use users_repo::RepoLook;
 use winner::FirstVerified;
 
 /// More attempts than this is a typo, not a plan.
@@ -105,7 +104,7 @@ impl Drop for OwnedTree {
 
 /// Removes a work tree of ours and git's record of it, and nothing else of the repository's
 /// (`git worktree prune` would also drop the user's own records of trees on unmounted disks).
-fn remove_tree(dir: &Path) {
+pub(super) fn remove_tree(dir: &Path) {
     // A linked work tree's `.git` file names its record, whose `gitdir` file names it back.
     let record = fs::read_to_string(dir.join(".git"))
         .ok()
@@ -192,7 +191,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions, k: u32) -> Outcome {
 /// The summary, told what changed in the user's repository while the attempts ran: said
 /// plainly, and the run fails, because a winner next to a changed check or hook is not to be
 /// trusted blindly.
-fn with_changes(mut outcome: Outcome, changed: &[String], json: bool) -> Outcome {
+pub(super) fn with_changes(mut outcome: Outcome, changed: &[String], json: bool) -> Outcome {
     if changed.is_empty() {
         return outcome;
     }
@@ -212,14 +211,14 @@ fn with_changes(mut outcome: Outcome, changed: &[String], json: bool) -> Outcome
 
 /// What the attempts start from: the user's repository, a snapshot of the working tree, and
 /// where in the repository the user is, for each attempt to run there too.
-struct Start {
-    repo: PathBuf,
-    base: String,
-    prefix: PathBuf,
+pub(super) struct Start {
+    pub(super) repo: PathBuf,
+    pub(super) base: String,
+    pub(super) prefix: PathBuf,
 }
 
 /// Takes the snapshot the attempts start from, or says why they cannot start.
-fn starting_point(env: &Environment, store: &Store, user: &WorkTree) -> Result<Start, String> {
+pub(super) fn starting_point(env: &Environment, store: &Store, user: &WorkTree) -> Result<Start, String> {
     if !user.is_git() {
         return Err(format!(
             "{} is not in a git repository; each attempt works in a git work tree of its own \
@@ -522,7 +521,7 @@ fn apply_checked(user: &WorkTree, group: &Group, n: u32, diff: &[u8], check: &Ap
     }
 }
 
-fn group_id(env: &Environment) -> String {
+pub(super) fn group_id(env: &Environment) -> String {
     let token = crate::provenance::claim::new_token().unwrap_or_default();
     let random: String = token.chars().rev().take(8).collect();
     format!("{}-{random}", env.now.strftime("%Y%m%d-%H%M%S"))
@@ -534,6 +533,11 @@ fn save(store: &Store, group: &Group) {
     if let Ok(text) = serde_json::to_vec_pretty(group) {
         let _ = crate::store::write_atomic(&dir.join(format!("{}.json", group.id)), &text, true);
     }
+}
+
+/// The id of the newest best-of-K run of the store, if any.
+pub(super) fn newest_group_id(store: &Store) -> Option<String> {
+    find_group(store, "").map(|group| group.id)
 }
 
 /// The newest run, or the one whose id (or one of whose attempts' loop ids) is `wanted`.
