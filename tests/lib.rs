@@ -29,6 +29,8 @@
 //! - `handoff`: a session's loop handed over to `loop-hook run` with a stand-in agent CLI: one
 //!   ledger, the session's stops let through, one driver at a time, and each bad input refused.
 //! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
+//! - `run_backlog`: `loop-hook run --backlog` with a stand-in agent CLI: tasks at once, the merge
+//!   queue's conflicts and broken checks, apply, resume, and bad backlogs refused.
 //! - `run_fleet`: best of K across machines, simulated with a bare repository and one clone
 //!   per machine: attempts pushed, one lying and one killed, and the pick that re-checks them.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
@@ -96,6 +98,8 @@ mod report;
 mod review;
 #[cfg(unix)]
 mod run_attempts;
+#[cfg(unix)]
+mod run_backlog;
 #[cfg(unix)]
 mod run_driver;
 #[cfg(unix)]

@@ -391,8 +391,10 @@ fn work(job: &Job) -> Ended {
         let said = outcome.stdout.lines().next().unwrap_or("its loop could not be read").to_string();
         return Ended::Parked { reason: "not_started".into(), what: said };
     };
+    // Every end state is kept on the task's branch; a verified one goes to the queue.
+    let kept = keep(job);
     match state.meta.outcome {
-        Some(ReasonCode::Verified | ReasonCode::Promise) => keep(job),
+        Some(ReasonCode::Verified | ReasonCode::Promise) => kept,
         Some(code) => Ended::Parked { reason: code.as_str().into(), what: format!("its loop ended: {code}") },
         None => {
             let last = LedgerEntry::read_last(&job.paths.ledger, 1).unwrap_or_default();
