@@ -177,6 +177,7 @@ fn drive(
                 crate::checks::sandbox::sandbox_unavailable().is_none(),
                 read_only(env, store, &run.repo),
             )
+            .protecting(&run.tasks.iter().map(|t| (t.task.n, t.task.check.clone())).collect::<Vec<_>>())
     });
     let queue = match queue {
         Ok(queue) => queue,
