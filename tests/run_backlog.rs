@@ -298,6 +298,39 @@ fn a_changed_backlog_is_said_and_a_deleted_work_tree_parks_only_its_task() {
     assert!(end["not_landed"][0]["what"].as_str().unwrap().contains("was deleted"), "{stdout}");
 }
 
+/// One task's agent hits a rate limit that resets in 2 s: the other task's next agent run waits
+/// for the same reset instead of running into it.
+#[test]
+fn a_limit_one_agent_hits_holds_every_task_until_it_resets() {
+    let env = project("- [ ] Add b\n  verify: test -f b.txt\n- [ ] Add c\n  verify: test -f c.txt\n");
+    let bin = agent(
+        &env,
+        "1) if [ ! -e \"$M/limited\" ]; then date +%s.%N > \"$M/limited\"; \
+         echo '{\"type\":\"result\",\"is_error\":true,\"api_error_status\":429,\"result\":\"rate limited, retry after 2 seconds\"}'; exit 1; fi; \
+         touch b.txt ;;\n\
+         2) if [ -e \"$M/runs-2\" ]; then touch c.txt; else i=0; \
+         while [ ! -e \"$M/limited\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; fi; \
+         date +%s.%N >> \"$M/runs-2\" ;;",
+    );
+    let run = run_command(driver(&env, &bin, &["--backlog", "BACKLOG.md", "--parallel", "2", "--json"]), b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let seconds = |text: &str| text.trim().parse::<f64>().unwrap();
+    let limited = seconds(&std::fs::read_to_string(marks(&env).join("limited")).unwrap());
+    let runs = std::fs::read_to_string(marks(&env).join("runs-2")).unwrap();
+    let second = runs.lines().nth(1).map(seconds).expect("task 2 ran once only");
+    assert!(
+        second >= limited + 1.5,
+        "task 2 ran {:.2} s after task 1's limit, which resets after 2 s",
+        second - limited
+    );
+    let waited = events(&run.stdout).into_iter().any(|e| {
+        e["event"] == "limit"
+            && e["attempt"] == 2
+            && e["what"].as_str().unwrap_or("").contains("another agent")
+    });
+    assert!(waited, "{}", run.stdout);
+}
+
 /// Each bad input is refused in one line that says what to change, and starts nothing.
 #[test]
 fn bad_backlogs_and_options_are_refused_in_one_line() {
