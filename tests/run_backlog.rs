@@ -201,6 +201,25 @@ fn max_merge_tries_parks_a_task_that_keeps_failing_to_merge() {
         Some("merge_failed")
     );
     assert!(git(&env.project, &["for-each-ref", "refs/for-loop/backlog"]).contains(&format!("{id}/tasks/2")));
+
+    // `status --all` lists the run, where each task is, and the landing order.
+    let status = env.run(&["status", "--all"], b"");
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    assert!(
+        status.stdout.contains(&format!("{id}  BACKLOG.md  1 of 2 landed (in order: 1)")),
+        "{}",
+        status.stdout
+    );
+    assert!(status.stdout.contains("task 2  parked (merge_failed)"), "{}", status.stdout);
+    assert!(
+        status.stdout.contains(&format!("backlog-{id}-2")),
+        "the task's loop is listed: {}",
+        status.stdout
+    );
+    let listed: Value = serde_json::from_str(&env.run(&["status", "--all", "--json"], b"").stdout).unwrap();
+    assert_eq!(listed["backlogs"][0]["landed"], serde_json::json!([1]));
+    assert_eq!(listed["backlogs"][0]["tasks"][1]["stage"]["reason"], "merge_failed");
+    assert_eq!(listed["backlogs"][0]["tasks"][1]["merge_tries"], 1);
 }
 
 /// Ctrl-C parks every task and leaves their work trees; `run --resume RUN` goes on with them and
