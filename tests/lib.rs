@@ -31,6 +31,8 @@
 //! - `run_driver`: `loop-hook run` with a stand-in agent CLI: Ctrl-C, resume, failures, `--json`.
 //! - `backlog_fleet`: a backlog across machines, simulated with a bare repository: the Actions
 //!   workflow's task jobs and its merge job, which trusts no claim.
+//! - `run_backlog`: `loop-hook run --backlog` with a stand-in agent CLI: tasks at once, the merge
+//!   queue's conflicts and broken checks, apply, resume, and bad backlogs refused.
 //! - `run_fleet`: best of K across machines, simulated with a bare repository and one clone
 //!   per machine: attempts pushed, one lying and one killed, and the pick that re-checks them.
 //! - `report`: `loop-hook report`'s HTML page, its structure, hostile text, and the page as
@@ -100,6 +102,8 @@ mod report;
 mod review;
 #[cfg(unix)]
 mod run_attempts;
+#[cfg(unix)]
+mod run_backlog;
 #[cfg(unix)]
 mod run_driver;
 #[cfg(unix)]

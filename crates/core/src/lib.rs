@@ -146,6 +146,9 @@ pub fn run(
         },
         Cli::Status(options) => {
             let mut outcome = commands::status::run(env, &options);
+            if options.all {
+                run::add_backlogs_to_status(env, &mut outcome.stdout, options.json);
+            }
             if !options.json {
                 outcome.stdout.push_str(&format!(
                     "\n{}",

@@ -69,6 +69,29 @@ pub(crate) struct Driver {
 pub(crate) struct Attempt {
     pub(crate) n: u32,
     pub(crate) cancel: Arc<AtomicBool>,
+    /// A limit any loop of the run hit: every loop waits for it (the tasks of a backlog share one).
+    pub(crate) limit: SharedLimit,
+}
+
+/// The end of a rate or usage limit one agent of a run hit, shared by the run's loops: the agent
+/// CLI's account is the same for all, so none starts another run into the same limit.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SharedLimit(Arc<Mutex<Option<Instant>>>);
+
+impl SharedLimit {
+    /// Holds every loop of the run until `until`, unless one is held longer already.
+    fn hold_until(&self, until: Instant) {
+        let mut at = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if at.is_none_or(|at| at < until) {
+            *at = Some(until);
+        }
+    }
+
+    /// How long the run is still held.
+    fn remaining(&self) -> Option<Duration> {
+        let at = *self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        at.map(|at| at.saturating_duration_since(Instant::now())).filter(|wait| !wait.is_zero())
+    }
 }
 
 impl Driver {
@@ -177,6 +200,9 @@ impl Driver {
             if self.stops_asked() > 0 {
                 return self.park_interrupted(&state);
             }
+            if self.wait_for_shared_limit(&state) {
+                return self.park_interrupted(&state);
+            }
             let (code, output) = match self.run_iteration(&state, &progress, limit_waits) {
                 Ok(ran) => ran,
                 Err(outcome) => return outcome,
@@ -244,6 +270,9 @@ impl Driver {
     ) -> Option<Outcome> {
         let iteration = state.meta.iteration;
         let wait = wait.unwrap_or_else(|| limits::backoff(self.backoff, limit_waits - 1));
+        if let Some(attempt) = &self.attempt {
+            attempt.limit.hold_until(Instant::now() + wait);
+        }
         self.record(state, LedgerDecision::Allow, ReasonCode::AgentLimited, Some(what));
         if limit_waits > MAX_LIMIT_WAITS {
             return Some(self.park(state, ReasonCode::AgentLimited, what));
@@ -260,6 +289,18 @@ impl Driver {
             return Some(self.park_interrupted(state));
         }
         None
+    }
+
+    /// Waits out a limit another loop of the run hit, before this one runs its agent into it;
+    /// `true` when interrupted while waiting.
+    fn wait_for_shared_limit(&self, state: &LoopState) -> bool {
+        let Some(wait) = self.attempt.as_ref().and_then(|a| a.limit.remaining()) else { return false };
+        let what = "another agent of this run hit a limit";
+        self.event(
+            json!({"event": "limit", "iteration": state.meta.iteration, "wait_secs": wait.as_secs(), "what": what}),
+            &format!("iteration {}: {what}; waiting {} s for it too", state.meta.iteration, wait.as_secs()),
+        );
+        self.sleep(wait)
     }
 
     /// Records the `failures`th failed agent run in a row. `Some`: the loop is parked, too many

@@ -19,6 +19,7 @@ use crate::commands::resume::ResumeOptions;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 
+pub(crate) use backlog::add_to_status as add_backlogs_to_status;
 pub(crate) use options::RunOptions;
 
 /// `loop-hook run --help`: `run`'s own options, then the loop flags from `/for-loop`'s table.
@@ -38,6 +39,8 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
        loop-hook run --apply [RUN]
        loop-hook run TASK --verify CMD --attempts K --attempt N --run-id ID [--remote REMOTE]
        loop-hook run --pick ID --verify CMD [--attempts K] [--remote REMOTE] [--json]
+       loop-hook run --backlog FILE [--parallel N] [--verify CMD] [--max-merge-tries K] [--json]
+                     [loop flags]
 
   Runs the agent CLI headless in this directory, one fresh session per iteration, until verify
   passes (or the cap, the time budget or the stall breaker ends or parks the loop).
@@ -71,13 +74,27 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     Where bubblewrap cannot start, the run says so first and goes on without
   --require-strict  refuse to start when the agent cannot be sandboxed
   --apply [RUN]     apply the winning attempt's changes of the newest (or the named) best-of-K
-                    run to this working tree; refused, changing nothing, when local changes are
+                    run (or what landed of a backlog run) to this working tree; refused, changing nothing, when local changes are
                     in the way; taken back when verify then fails here. Nothing is staged or
                     committed
   --attempt N       with --attempts K and --run-id ID: run only attempt N of a best-of-K run
                     spread over machines (one CI job each), from a clean checkout, then push its
                     end state (a commit on HEAD, with the attempt's claim in its message) to
                     refs/for-loop/attempts/ID/N on the remote
+  --backlog FILE    a backlog (in a git repository): the stories of FILE, a plan as --plan reads
+                    it, worked as independent tasks, each a loop of its own in a git work tree of
+                    its own started from this working tree as it is, with its story's check (or
+                    --verify) as its verify. A task whose check passes joins a merge queue, which
+                    merges it onto refs/for-loop/backlog/RUN/integration and lands it only when
+                    its check, the check of every task landed before it and --verify pass on the
+                    merged tree; a conflict or a broken check sends it back to its agent with
+                    what failed. Your working tree is not changed: `--apply RUN` brings what
+                    landed, `--resume RUN` goes on after Ctrl-C or a crash. Each task's end state
+                    is kept as refs/for-loop/backlog/RUN/tasks/N
+  --parallel N      with --backlog: at most N agents at once (default 1)
+  --max-merge-tries K
+                    with --backlog: merges a task may fail (a conflict, a broken check) before it
+                    parks as merge_failed (default 3)
   --run-id ID       the run's id, the same on every machine (letters, digits, '-', '_', '.')
   --remote REMOTE   the git remote attempts are pushed to and picked from (default origin)
   --pick ID         fetch run ID's attempts from the remote, check each out fresh, re-run

@@ -7,6 +7,9 @@
 //! for-loop's binary and plugin, git's hooks and config, the host's project settings and the
 //! rest of the machine are read-only. For an attempt of `--attempts K`, the user's repository is
 //! read-only as a whole: the attempt writes its work tree and git's record of it, no more.
+//! A task of a backlog runs in the same box: the store (where the other tasks' work trees and
+//! the merge queue's lie) and the user's repository (where the integration branch and the
+//! task branches live) are read-only to it.
 
 use std::ffi::OsString;
 use std::fs;
@@ -378,5 +381,65 @@ mod tests {
             none.starts_with("sandbox: none — bwrap is not installed; running in the default tier"),
             "{none}"
         );
+    }
+
+    /// A backlog's layout, run in bubblewrap: an agent in task 1's work tree writes its own tree,
+    /// but neither task 2's work tree, nor the queue's, nor any ref of the repository (the
+    /// integration branch and the task branches live there).
+    #[test]
+    fn a_backlog_task_cannot_write_another_tasks_tree_or_the_repositorys_refs() {
+        use crate::worktree::testing::{git, repo, try_git};
+        let dir = repo(&[("a.txt", "one\n")]);
+        let store = tempfile::tempdir().unwrap();
+        let user = WorkTree::open(dir.path());
+        let head = user.head_commit().unwrap();
+        user.update_ref("refs/for-loop/backlog/r/integration", &head).unwrap();
+        let trees = store.path().join("backlog/r/tasks");
+        fs::create_dir_all(&trees).unwrap();
+        for name in ["1", "2", "../queue"] {
+            user.add_linked_tree(&trees.join(name), &head).unwrap();
+        }
+        let own = trees.join("1");
+        let git_dirs = GitDirs::of(&own).unwrap();
+        let agent = AgentBox {
+            cwd: own.clone(),
+            work: own.clone(),
+            users_repo: git_dirs.common.parent().map(Path::to_path_buf),
+            git: Some(git_dirs),
+            read_only: vec![store.path().to_path_buf()],
+            ..AgentBox::default()
+        };
+        let attack = format!(
+            "echo mine > a.txt; echo theirs > {other}/a.txt; echo queue > {queue}/a.txt; \
+             git update-ref refs/for-loop/backlog/r/integration HEAD~0 2>/dev/null; \
+             echo x > {repo}/.git/refs/for-loop/backlog/r/integration; \
+             git branch planted 2>/dev/null; true",
+            other = trees.join("2").display(),
+            queue = store.path().join("backlog/r/queue").display(),
+            repo = dir.path().display(),
+        );
+        let args = agent.args();
+        let status = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .args(["sh", "-c", &attack])
+            .status()
+            .unwrap();
+        assert!(status.success(), "bubblewrap did not run the agent");
+        assert_eq!(fs::read_to_string(own.join("a.txt")).unwrap(), "mine\n", "its own tree must be writable");
+        assert_eq!(
+            fs::read_to_string(trees.join("2/a.txt")).unwrap(),
+            "one\n",
+            "another task's tree was written"
+        );
+        assert_eq!(fs::read_to_string(store.path().join("backlog/r/queue/a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            user.resolve("refs/for-loop/backlog/r/integration").unwrap(),
+            head,
+            "the integration ref moved"
+        );
+        assert!(
+            !try_git(dir.path(), &["rev-parse", "--verify", "-q", "refs/heads/planted"]).status.success()
+        );
+        assert!(git(dir.path(), &["status", "--porcelain"]).is_empty());
     }
 }

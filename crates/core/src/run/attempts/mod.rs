@@ -24,7 +24,7 @@ mod users_repo;
 mod winner;
 
 pub(super) use super::RunOptions;
-use super::driver::{Attempt, Driver, park_loop};
+use super::driver::{Attempt, Driver, SharedLimit, park_loop};
 use crate::state::ReasonCode;
 use crate::state::Status;
 use crate::store::Store;
@@ -306,7 +306,7 @@ impl Race<'_> {
     /// Drives attempt `n`'s loop in `tree`, keeps its end state under the run's refs, then
     /// removes the tree.
     fn drive(&self, tree: OwnedTree, n: u32, loop_id: String) -> AttemptRecord {
-        let attempt = Attempt { n, cancel: Arc::clone(&self.cancel) };
+        let attempt = Attempt { n, cancel: Arc::clone(&self.cancel), limit: SharedLimit::default() };
         let ran = Driver::run_attempt(
             &self.env.with_cwd(tree.dir.join(self.prefix)),
             self.options,

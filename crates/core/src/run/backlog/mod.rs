@@ -27,6 +27,7 @@ mod events;
 mod queue;
 mod record;
 mod schedule;
+mod status;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,13 @@ use record::{BacklogRun, Stage, TaskRun};
 use schedule::Schedule;
 
 pub(crate) use record::REFS;
+
+/// `loop-hook status --all`: the store's backlog runs after its loops.
+pub(crate) fn add_to_status(env: &Environment, stdout: &mut String, as_json: bool) {
+    if let Ok(store) = Store::locate(env) {
+        status::add_to(&store, stdout, as_json);
+    }
+}
 
 /// Tasks merged this many times without landing park, unless `--max-merge-tries` says otherwise.
 const DEFAULT_MERGE_TRIES: u32 = 3;
@@ -177,6 +185,7 @@ fn drive(
                 crate::checks::sandbox::sandbox_unavailable().is_none(),
                 read_only(env, store, &run.repo),
             )
+            .protecting(&run.tasks.iter().map(|t| (t.task.n, t.task.check.clone())).collect::<Vec<_>>())
     });
     let queue = match queue {
         Ok(queue) => queue,

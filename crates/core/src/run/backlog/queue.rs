@@ -75,6 +75,8 @@ pub(crate) struct Queue {
     timeout: Duration,
     /// bubblewrap's read-only paths when the checks run sandboxed, else `None`.
     sandbox: Option<Vec<PathBuf>>,
+    /// The files the checks stand on (repository paths), each with whose check it is.
+    protected: Vec<(String, Failing)>,
 }
 
 impl Queue {
@@ -108,7 +110,32 @@ impl Queue {
             verify: None,
             timeout: Duration::from_secs(600),
             sandbox: None,
+            protected: Vec::new(),
         })
+    }
+
+    /// Guards the files `checks` (each task's, by number) and `--verify` run, as the head's tree
+    /// has them: a merge that changes one does not land, whatever the checks then say, for a
+    /// task may not rewrite what judges it or another task.
+    pub(crate) fn protecting(mut self, checks: &[(u32, String)]) -> Queue {
+        let tree = WorkTree::open(&self.scratch);
+        if !self.scratch.join(".git").is_file() || tree.reset_to(&self.head).is_err() {
+            return self;
+        }
+        let cwd = self.scratch.join(&self.prefix);
+        let named = checks
+            .iter()
+            .map(|(n, check)| (Failing::Task(*n), check.as_str()))
+            .chain(self.verify.as_deref().map(|v| (VERIFY, v)));
+        let mut protected = Vec::new();
+        for (who, command) in named {
+            for file in crate::checks::oracle::files_run_by(&cwd, command) {
+                let path = self.prefix.join(&file).to_string_lossy().replace('\\', "/");
+                protected.push((path, who.clone()));
+            }
+        }
+        self.protected = protected;
+        self
     }
 
     /// The checks run at `prefix` in the tree, each for at most `timeout`, then `verify`.
@@ -154,6 +181,27 @@ impl Queue {
         } else {
             Err(format!("{} is gone", self.scratch.display()))
         };
+        let changed = match self.repo.changed_files(&self.head, &commit) {
+            Ok(changed) => changed,
+            Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
+        };
+        let touched: Vec<&(String, Failing)> =
+            self.protected.iter().filter(|(file, _)| changed.contains(file)).collect();
+        if !touched.is_empty() {
+            let mut failing: Vec<Failing> = Vec::new();
+            for (_, who) in &touched {
+                if !failing.contains(who) {
+                    failing.push(who.clone());
+                }
+            }
+            let files: Vec<&str> = touched.iter().map(|(file, _)| file.as_str()).collect();
+            let output = format!(
+                "the change edits files the checks run ({}): a task may not change what judges it or \
+                 another task; leave them as they are\n",
+                files.join(", ")
+            );
+            return Judged::Broken { failing, output, merged: commit };
+        }
         if let Err(e) = reset {
             return Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"));
         }
@@ -373,5 +421,26 @@ mod tests {
         let Judged::Fault(why) = queue.judge(&offered(1, "true", &one)) else { panic!("landed unchecked") };
         assert!(why.contains("queue's work tree"), "{why}");
         assert_eq!(f.integration(), f.base);
+    }
+
+    #[test]
+    fn a_task_that_rewrites_a_check_does_not_land_whatever_the_checks_then_say() {
+        let f = Fixture::new();
+        write(f.dir.path(), "checks/one.sh", "grep -q ONE a.txt\n");
+        git(f.dir.path(), &["add", "-A"]);
+        git(f.dir.path(), &["commit", "-qm", "checks"]);
+        let f = Fixture { base: f.repo.head_commit().unwrap(), ..f };
+        let scratch = tempfile::tempdir().unwrap();
+        let cheat = f.task(&[("checks/one.sh", "exit 0\n"), ("b.txt", "b\n")]);
+        let checks = [(1, "sh checks/one.sh".to_string()), (2, "test -f b.txt".to_string())];
+        let mut queue = f.queue(&scratch).protecting(&checks);
+        let Judged::Broken { failing, output, .. } = queue.judge(&offered(2, "test -f b.txt", &cheat)) else {
+            panic!("a task that rewrote task 1's check landed")
+        };
+        assert_eq!(failing, [Failing::Task(1)]);
+        assert!(output.contains("checks/one.sh"), "{output}");
+        assert_eq!(f.integration(), f.base);
+        let honest = f.task(&[("b.txt", "b\n")]);
+        assert!(matches!(queue.judge(&offered(2, "test -f b.txt", &honest)), Judged::Landed { .. }));
     }
 }

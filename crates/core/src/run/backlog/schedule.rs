@@ -22,7 +22,7 @@ use super::queue::{self, Judged, Offered, Queue};
 use super::record::{BacklogRun, Stage, tree_exists};
 use crate::commands::resume::ResumeOptions;
 use crate::run::RunOptions;
-use crate::run::driver::{Attempt, Driver, interrupted, park_loop, trusted};
+use crate::run::driver::{Attempt, Driver, SharedLimit, interrupted, park_loop, trusted};
 use crate::state::{LedgerDecision, LedgerEntry, ReasonCode, Status};
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
@@ -58,6 +58,7 @@ struct Job {
     paths: LoopPaths,
     user: WorkTree,
     cancel: Arc<AtomicBool>,
+    limit: SharedLimit,
 }
 
 /// One run being driven.
@@ -71,6 +72,8 @@ pub(crate) struct Schedule<'a> {
     pub(crate) events: Events,
     /// Whether the change of the backlog file was said already.
     file_changed: bool,
+    /// The limit every task's agent waits for when one hits it.
+    limit: SharedLimit,
 }
 
 impl<'a> Schedule<'a> {
@@ -83,7 +86,17 @@ impl<'a> Schedule<'a> {
         queue: Queue,
     ) -> Schedule<'a> {
         let events = Events::new(options.json);
-        Schedule { env, options, store, user, run, queue, events, file_changed: false }
+        Schedule {
+            env,
+            options,
+            store,
+            user,
+            run,
+            queue,
+            events,
+            file_changed: false,
+            limit: SharedLimit::default(),
+        }
     }
 
     /// Drives every task that is not landed or parked until each is, or Ctrl-C.
@@ -162,6 +175,7 @@ impl<'a> Schedule<'a> {
             paths: self.store.paths(&task.loop_id),
             user: self.user.clone(),
             cancel: Arc::new(AtomicBool::new(false)),
+            limit: self.limit.clone(),
         };
         self.save();
         Some(job)
@@ -373,7 +387,7 @@ fn work(job: &Job) -> Ended {
         }
     }
     let env = job.env.with_cwd(job.tree.join(&job.prefix));
-    let attempt = Attempt { n: job.n, cancel: Arc::clone(&job.cancel) };
+    let attempt = Attempt { n: job.n, cancel: Arc::clone(&job.cancel), limit: job.limit.clone() };
     let outcome = if job.resume {
         let options = RunOptions { resume: Some(job.loop_id.clone()), ..job.options.clone() };
         Driver::resume_attempt(&env, &options, attempt)
@@ -391,8 +405,10 @@ fn work(job: &Job) -> Ended {
         let said = outcome.stdout.lines().next().unwrap_or("its loop could not be read").to_string();
         return Ended::Parked { reason: "not_started".into(), what: said };
     };
+    // Every end state is kept on the task's branch; a verified one goes to the queue.
+    let kept = keep(job);
     match state.meta.outcome {
-        Some(ReasonCode::Verified | ReasonCode::Promise) => keep(job),
+        Some(ReasonCode::Verified | ReasonCode::Promise) => kept,
         Some(code) => Ended::Parked { reason: code.as_str().into(), what: format!("its loop ended: {code}") },
         None => {
             let last = LedgerEntry::read_last(&job.paths.ledger, 1).unwrap_or_default();
