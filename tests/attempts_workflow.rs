@@ -28,6 +28,11 @@ fn the_attempts_workflow_is_a_valid_github_workflow() {
 
 /// The workflow as JSON, read by the YAML parser of the schema validator's own Python.
 fn workflow() -> Value {
+    workflow_at(WORKFLOW)
+}
+
+/// The workflow at `path` as JSON.
+pub(crate) fn workflow_at(path: &str) -> Value {
     let python = repo().join("tests/tools/.venv/bin/python");
     assert!(python.exists(), "{} is missing: scripts/test installs it", python.display());
     let out = Command::new(python)
@@ -35,7 +40,7 @@ fn workflow() -> Value {
             "-c",
             "import json, sys\nfrom ruamel.yaml import YAML\nprint(json.dumps(YAML(typ='safe').load(open(sys.argv[1]))))",
         ])
-        .arg(repo().join(WORKFLOW))
+        .arg(repo().join(path))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -43,20 +48,25 @@ fn workflow() -> Value {
 }
 
 /// One runner: a machine with the stand-ins on its PATH, and what a job's steps get.
-struct Runner {
-    machine: TestEnv,
-    temp: PathBuf,
+pub(crate) struct Runner {
+    pub(crate) machine: TestEnv,
+    pub(crate) temp: PathBuf,
     path: String,
 }
 
 impl Runner {
     fn new(machine: TestEnv) -> Runner {
-        let bin = fake_claude(
-            &machine,
+        Runner::with_agent(
+            machine,
             &format!(
                 "env > \"$HOME/agent-env\"\ncase \"$FOR_LOOP_RUN\" in *-2) echo fixed > fixed ;; esac\n{DONE}"
             ),
-        );
+        )
+    }
+
+    /// A runner whose agent CLI is a stand-in running `body`.
+    pub(crate) fn with_agent(machine: TestEnv, body: &str) -> Runner {
+        let bin = fake_claude(&machine, body);
         for (name, body) in
             [("npm", "exit 0"), ("cargo", "exit 0"), ("gh", "printf '%s\\n' \"$@\" > \"$HOME/gh.args\"")]
         {
@@ -73,7 +83,7 @@ impl Runner {
 
     /// Runs the `run` steps of `job` in order; each step's name and whether it passed, and what
     /// the job wrote to `$GITHUB_OUTPUT`.
-    fn run_job(
+    pub(crate) fn run_job(
         &self,
         workflow: &Value,
         job: &str,
@@ -118,7 +128,7 @@ impl Runner {
 }
 
 /// `${{ NAME }}` in `text` replaced by its value; an expression the test does not know fails it.
-fn evaluate(text: &str, values: &BTreeMap<&str, String>) -> String {
+pub(crate) fn evaluate(text: &str, values: &BTreeMap<&str, String>) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${{") {

@@ -162,7 +162,7 @@ pub(crate) enum Cli {
         command: String,
     },
     Report(ReportOptions),
-    Run(crate::run::RunOptions),
+    Run(Box<crate::run::RunOptions>),
     Doctor(DoctorOptions),
     /// The scope option as typed (`--project`, `--user`), or empty to show.
     Strict(String),
@@ -200,7 +200,7 @@ impl Invocation {
         if command == "run" {
             let rest = parser.raw_args()?.collect();
             let options = crate::run::RunOptions::parse(rest).map_err(|e| lexopt::Error::Custom(e.into()))?;
-            return plain(Cli::Run(options));
+            return plain(Cli::Run(Box::new(options)));
         }
         let mut exit_zero = false;
         let mut start = StartOptions::default();

@@ -41,6 +41,9 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
        loop-hook run --pick ID --verify CMD [--attempts K] [--remote REMOTE] [--json]
        loop-hook run --backlog FILE [--parallel N] [--verify CMD] [--max-merge-tries K] [--json]
                      [loop flags]
+       loop-hook run --backlog FILE --task N --run-id ID [--remote REMOTE] [loop flags]
+       loop-hook run --backlog FILE --merge --run-id ID [--verify CMD] [--remote REMOTE] [--json]
+       loop-hook run --backlog FILE --list [--verify CMD] [--json]
 
   Runs the agent CLI headless in this directory, one fresh session per iteration, until verify
   passes (or the cap, the time budget or the stall breaker ends or parks the loop).
@@ -101,6 +104,16 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
                     --verify on it (what an attempt claims is not trusted), and name the first
                     that verifies here, by number; a missing attempt is reported. Run it on the
                     commit the attempts started from
+  --task N          with --backlog FILE and --run-id ID: work only task N of a backlog spread
+                    over machines (one CI job each), from a clean checkout, then push its end
+                    state (a commit on HEAD, with the task's claim in its message) to
+                    refs/for-loop/backlog/ID/tasks/N on the remote
+  --merge           with --backlog FILE and --run-id ID: fetch the run's pushed tasks and merge
+                    them one at a time onto HEAD, each landing only when its check, every landed
+                    task's check and --verify pass on the merged tree (no claim is trusted);
+                    the result is kept and pushed as refs/for-loop/backlog/ID/integration
+  --list            with --backlog FILE: name its tasks and their checks (a CI job matrix),
+                    refusing a backlog a run would refuse
 
   Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
   An option that is neither one of these nor a loop flag is refused, never read as task text:
@@ -109,6 +122,9 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
 pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.help {
         return Outcome::ok(usage());
+    }
+    if backlog::fleet_asked(options) {
+        return backlog::fleet(env, options);
     }
     if let Some(wrong) = backlog::misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };

@@ -61,6 +61,17 @@ pub(crate) struct RunOptions {
     /// The words as given, kept so that a backlog run resumed later starts its tasks not
     /// started yet with the same options.
     pub words: Words,
+    /// A backlog across machines: `--task N`, `--merge` or `--list`.
+    pub fleet: Option<Fleet>,
+}
+
+/// What a backlog across machines is asked: `--task N` works task N alone and pushes it,
+/// `--merge` judges and merges the pushed tasks, `--list` names the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fleet {
+    Task(u32),
+    Merge,
+    List,
 }
 
 /// The words of a command line, as text. Not part of what the options mean: any two are equal.
@@ -86,7 +97,7 @@ enum Takes {
     OptionalCount,
 }
 
-const OWN: [(&str, Takes); 21] = [
+const OWN: [(&str, Takes); 24] = [
     ("--agent", Takes::Value),
     ("--agent-arg", Takes::AnyValue),
     ("--json", Takes::Nothing),
@@ -109,6 +120,9 @@ const OWN: [(&str, Takes); 21] = [
     ("--require-strict", Takes::Nothing),
     ("--backlog", Takes::Value),
     ("--max-merge-tries", Takes::Value),
+    ("--task", Takes::Value),
+    ("--merge", Takes::Nothing),
+    ("--list", Takes::Nothing),
 ];
 
 /// The name of the option `word` is (`--verify` for `--verify=x`), or `None` for task text. A
@@ -237,6 +251,15 @@ impl RunOptions {
     }
 
     /// The loop the run starts: its task and loop flags, checked as `/for-loop` checks them.
+    /// `--task N`, `--merge` or `--list`, each asking for something else: one of them.
+    fn fleet_mode(&mut self, asked: Fleet) -> Result<(), String> {
+        if self.fleet.is_some_and(|given| given != asked) {
+            return Err("--task N, --merge and --list each ask for something else: give one".into());
+        }
+        self.fleet = Some(asked);
+        Ok(())
+    }
+
     pub(crate) fn loop_request(&self) -> Result<LoopRequest, RequestError> {
         let mut request = LoopRequest::from_args(&self.task, &self.loop_flags)?;
         if let Some(check) = &self.task_check {
@@ -296,6 +319,15 @@ impl RunOptions {
                     format!("--max-merge-tries {text}: give a number from 1 to {MAX_MERGE_TRIES}")
                 })?);
             }
+            "--task" => {
+                let text = value(parser, name, takes)?;
+                let n = text.parse::<u32>().ok().filter(|n| *n >= 1);
+                let n =
+                    n.ok_or_else(|| format!("--task {text}: give the task's number in the backlog, from 1"))?;
+                self.fleet_mode(Fleet::Task(n))?;
+            }
+            "--merge" => self.fleet_mode(Fleet::Merge)?,
+            "--list" => self.fleet_mode(Fleet::List)?,
             "--no-sandbox" | "--require-strict" => {
                 let asked = if name == "--no-sandbox" { SandboxAsked::Off } else { SandboxAsked::Required };
                 if self.sandbox != SandboxAsked::Default && self.sandbox != asked {

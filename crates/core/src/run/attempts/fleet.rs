@@ -205,7 +205,7 @@ pub(crate) fn attempt(env: &Environment, options: &RunOptions, k: u32, n: u32) -
 
 /// The commit HEAD names, when the working tree is just that commit: every machine of a run
 /// starts from the same commit, which the pick checks each attempt against.
-fn clean_head(env: &Environment, user: &WorkTree) -> Result<String, String> {
+pub(in crate::run) fn clean_head(env: &Environment, user: &WorkTree) -> Result<String, String> {
     if !user.is_git() {
         return Err(format!(
             "{} is not in a git repository; an attempt starts from a commit every machine of the run has",

@@ -24,6 +24,7 @@
 
 mod apply;
 mod events;
+mod fleet;
 mod queue;
 mod record;
 mod schedule;
@@ -48,6 +49,8 @@ use queue::Queue;
 use record::{BacklogRun, Stage, TaskRun};
 use schedule::Schedule;
 
+/// A backlog across machines: `--task N`, `--merge` and `--list`.
+pub(super) use fleet::{asked as fleet_asked, run as fleet};
 pub(crate) use record::REFS;
 
 /// `loop-hook status --all`: the store's backlog runs after its loops.
