@@ -151,6 +151,13 @@ impl VerifySpec {
         self.run_line(&self.command, input)
     }
 
+    /// Runs the command with `input`, as before output had to end with it: a command whose
+    /// output is not judged (a notification) runs in no namespace of ours, and what it leaves
+    /// behind is cut off after a grace.
+    pub(crate) fn run_unjudged(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
+        self.run_contained(&self.command, input, Containment::Grace)
+    }
+
     /// Runs `program` (its own command line, not `command`) as the command would run: in its
     /// directory and sandbox, environment, deadline and process group, detached from the hook.
     /// Its words are quoted for the shell that runs every judged command, the supervisor's.
