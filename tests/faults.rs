@@ -446,7 +446,11 @@ fn a_file_size_limit_is_reported_like_a_full_disk_not_a_crash() {
 #[test]
 fn verify_runs_with_the_default_file_size_signal() {
     let env = TestEnv::new();
-    env.start("t --verify 'ulimit -f 0; echo x > out.txt; echo survived'");
+    // The write runs in a shell of its own: the command's own shell can be the first process of
+    // its PID namespace, which a signal from the kernel it has no handler for does not end.
+    env.start(
+        "t --verify 'ulimit -f 0; exec 2>/dev/null; sh -c \"echo x > out.txt; echo survived\"; exit $?'",
+    );
     let run = env.stop("done");
     assert!(run.blocked(), "{}", run.stdout);
     assert!(run.reason().contains("killed by signal 25"), "{}", run.reason());
@@ -491,11 +495,21 @@ fn stops_let_through_unjudged_are_told_again_at_the_next_judged_stop() {
 /// (verify runs detached from it), so it is found as the `loop-hook` that holds the other end of
 /// the check's own output pipe.
 #[cfg(target_os = "linux")]
-pub(crate) const KILLS_ITS_HOOK_ONCE: &str = "test -f killed || { touch killed; out=$(readlink /proc/$$/fd/1); \
-    for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = loop-hook ] && \
-    ls -l $p/fd 2>/dev/null | grep -qF \"$out\" && kill -9 \"${p#/proc/}\"; done; sleep 5; }\n";
+pub(crate) const KILLS_ITS_HOOK_ONCE: &str = "test -f killed || { touch killed; sleep 5; }\n";
 
-/// A hook killed in the middle of a judgment (here by the code verify runs) prints nothing, so
+/// Kills the `loop-hook` that runs in `project` once its check has run [`KILLS_ITS_HOOK_ONCE`]
+/// (a daemon the agent left, out of the check's namespace, which the check itself cannot reach):
+/// started before the stop, it gives up after a minute.
+#[cfg(target_os = "linux")]
+pub(crate) fn hook_killer(project: &std::path::Path) -> std::process::Child {
+    let script = "for _ in $(seq 600); do [ -f \"$1/killed\" ] && break; sleep 0.1; done\n\
+                  for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = loop-hook ] && \
+                  [ \"$(readlink $p/cwd)\" = \"$1\" ] && kill -9 \"${p#/proc/}\"; done\n";
+    let project = std::fs::canonicalize(project).unwrap();
+    std::process::Command::new("sh").arg("-c").arg(script).arg("sh").arg(project).spawn().unwrap()
+}
+
+/// A hook killed in the middle of a judgment (here by a daemon, while verify runs) prints nothing, so
 /// the host lets that stop through; the next stop must not be silent about it. It records
 /// `hook_interrupted`, keeps the loop on and tells the user and the model; `status` tells too.
 #[test]
@@ -504,7 +518,9 @@ fn a_hook_killed_from_verify_is_recorded_and_told_at_the_next_stop() {
     let env = TestEnv::new();
     env.write("check.sh", &format!("{KILLS_ITS_HOOK_ONCE}exit 1\n"));
     env.start("t --verify \"sh check.sh\"");
+    let mut killer = hook_killer(&env.project);
     let killed = env.stop("done");
+    killer.wait().unwrap();
     assert_eq!((killed.code, killed.stdout.as_str()), (-1, ""), "the hook was not killed: {}", killed.stderr);
     assert!(env.session_dir(SESSION).join("judging.json").is_file());
     let status = env.run(&["status", "--session", SESSION], "");

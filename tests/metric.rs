@@ -211,7 +211,9 @@ fn a_metric_script_rewritten_while_it_runs_does_not_count() {
 
 /// Output that counts ends when the command ends: code under test that leaves a process behind
 /// (in a session of its own, out of the command's process group) to print a better `METRIC`
-/// line after the metric command exited is not measured by that line, and the stop says so.
+/// line after the metric command exited is not measured by that line. Where the process is
+/// killed at the exit (a PID namespace, a subreaper) the command's own figure is measured;
+/// where output is read for a grace, the measurement fails and the stop says so.
 #[test]
 fn a_metric_line_printed_after_the_command_exited_is_not_counted() {
     let env = project();
@@ -229,7 +231,11 @@ fn a_metric_line_printed_after_the_command_exited_is_not_counted() {
     let run = env.stop("");
     assert!(run.blocked(), "the late line must not meet the target: {}", run.stdout);
     let reason = run.reason();
-    assert!(reason.contains("kept its output open after it exited"), "{reason}");
+    let measured = env.ledger().last().unwrap()["metric"]["value"].as_f64();
+    assert!(
+        reason.contains("kept its output open after it exited") || measured == Some(130.0),
+        "{reason} {measured:?}"
+    );
     let reasons = env.ledger_reasons(SESSION);
     assert!(!reasons.iter().any(|r| r == "target_met"), "{reasons:?}");
 }

@@ -16,6 +16,7 @@ use crate::util::{TestEnv, client_bin, copy_dir, run_bounded};
 
 mod hostile;
 mod limits;
+mod red_team_output;
 mod reviewers;
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
@@ -970,7 +971,7 @@ mod tampering {
         assert_eq!(world.env.ledger_reasons(SESSION_A), ["ledger_tampered", "verify_failed", "verified"]);
     }
 
-    /// The code under test kills the hook while verify runs: Claude Code shows a hook error and
+    /// A daemon kills the hook while verify runs: Claude Code shows a hook error and
     /// lets that stop through. At the next prompt's stop the loop is still on and says so.
     #[test]
     fn a_hook_killed_from_verify_is_told_and_the_loop_held() {
@@ -980,7 +981,9 @@ mod tampering {
             Script::new().text("Done.").text("Still here.").bash("touch fixed").text("Fixed."),
         )
         .unwrap();
+        let mut killer = crate::faults::hook_killer(&world.env.project);
         let first = world.run(&model, SESSION_A, "/for-loop make fixed --verify \"sh check.sh\"", &[]);
+        killer.wait().unwrap();
         first.assert_plugin_loaded();
         assert!(world.env.project.join("killed").exists(), "{}", first.dump());
         assert!(reinjections(&model).is_empty(), "{}", first.dump());

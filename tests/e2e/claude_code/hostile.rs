@@ -65,8 +65,10 @@ fn the_projects_git_config_runs_nothing_inside_the_hook() {
 }
 
 /// The program the metric measures leaves a process behind, in a session of its own, that prints
-/// a far better `METRIC` line after the metric command has exited. That line is not read: the run
-/// counts as a failed measurement, the model is told why, and the target is never met.
+/// a far better `METRIC` line after the metric command has exited. That line is not read: the
+/// process is killed at the exit and the command's own figure is measured, or (where output is
+/// read for a grace) the run counts as a failed measurement and the model is told why; the
+/// target is never met.
 #[test]
 fn a_metric_line_printed_after_the_command_exited_is_not_read() {
     let world = World::new();
@@ -96,7 +98,7 @@ fn a_metric_line_printed_after_the_command_exited_is_not_read() {
     assert!(!reasons.iter().any(|r| r == "target_met"), "{reasons:?}\n{}", run.dump());
     let fed = super::reinjections(&model);
     assert!(
-        fed.first().is_some_and(|f| f.contains("what it printed then was not read")),
+        fed.first().is_some_and(|f| f.contains("what it printed then was not read") || f.contains("130")),
         "{fed:?}\n{}",
         run.dump()
     );

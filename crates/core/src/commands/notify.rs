@@ -97,7 +97,7 @@ pub(crate) fn run(
         stdin,
         env: vec![("FOR_LOOP_SUMMARY", summary.clone()), ("FOR_LOOP_OUTCOME", receipt.outcome.to_string())],
     };
-    match spec.run_with(&input) {
+    match spec.run_unjudged(&input) {
         Ok(outcome) if outcome.passed() => Ok(()),
         Ok(outcome) => Err(NotifyFailure(failed(command, &outcome, timeout))),
         Err(e) => Err(NotifyFailure(format!("notify `{command}` could not run: {e}"))),

@@ -21,6 +21,8 @@ pub(crate) struct Captured {
     /// The command exited while a process it left behind still held its output open: what that
     /// process wrote afterwards was not read.
     cut_at_exit: bool,
+    /// How the command's descendants were kept from writing after its exit.
+    ended_by: crate::checks::verify::Containment,
 }
 
 /// The line the output ends with when it was cut at the command's exit. No digits: a metric's
@@ -86,6 +88,18 @@ impl Captured {
     /// ([`Captured::mark_cut_at_exit`]).
     pub(crate) fn cut_at_exit(&self) -> bool {
         self.cut_at_exit
+    }
+
+    /// Records how the command's descendants were kept from writing after its exit.
+    pub(crate) fn ended_by(&mut self, containment: crate::checks::verify::Containment) {
+        self.ended_by = containment;
+    }
+
+    /// How the command's descendants were kept from writing after its exit
+    /// ([`Captured::ended_by`]).
+    #[allow(dead_code)]
+    pub(crate) fn containment(&self) -> crate::checks::verify::Containment {
+        self.ended_by
     }
 
     /// Bytes seen in all.

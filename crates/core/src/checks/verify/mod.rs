@@ -4,9 +4,11 @@
 //! keep the hook waiting past the host's own timeout).
 
 mod capture;
+mod namespace;
 mod supervisor;
 
 pub(crate) use capture::Captured;
+pub(crate) use namespace::Containment;
 pub(crate) use supervisor::Untrusted;
 #[cfg(unix)]
 pub(crate) use supervisor::{Supervised, command};
@@ -149,6 +151,13 @@ impl VerifySpec {
         self.run_line(&self.command, input)
     }
 
+    /// Runs the command with `input`, as before output had to end with it: a command whose
+    /// output is not judged (a notification) runs in no namespace of ours, and what it leaves
+    /// behind is cut off after a grace.
+    pub(crate) fn run_unjudged(&self, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
+        self.run_contained(&self.command, input, Containment::Grace)
+    }
+
     /// Runs `program` (its own command line, not `command`) as the command would run: in its
     /// directory and sandbox, environment, deadline and process group, detached from the hook.
     /// Its words are quoted for the shell that runs every judged command, the supervisor's.
@@ -164,13 +173,27 @@ impl VerifySpec {
 
     /// Runs the shell command line `line` with `input` to completion or to its deadline.
     fn run_line(&self, line: &str, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
+        // A sandbox runs the command as a child of ours, and Windows has neither.
+        let containment =
+            if self.sandbox.is_empty() && cfg!(unix) { Containment::probed() } else { Containment::Grace };
+        self.run_contained(line, input, containment)
+    }
+
+    /// [`VerifySpec::run_line`], its descendants kept from writing after its exit as `containment`
+    /// says.
+    fn run_contained(
+        &self,
+        line: &str,
+        input: &CommandInput,
+        containment: Containment,
+    ) -> Result<VerifyOutcome, VerifyError> {
         if !self.cwd.is_dir() {
             return Err(VerifyError::MissingCwd(self.cwd.clone()));
         }
         let started = Instant::now();
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
-        let mut running = self.start(line, input, writer).map_err(VerifyError::Spawn)?;
-        let output = OutputReader::start(reader);
+        let mut running = self.start(line, input, writer, containment).map_err(VerifyError::Spawn)?;
+        let output = OutputReader::start(reader).map_err(VerifyError::Spawn)?;
         let group = running.group();
         let mut timed_out = false;
         let mut ended = running.wait_until(started + self.timeout);
@@ -188,13 +211,20 @@ impl VerifySpec {
         platform::kill_group(group);
         let ended = running.finish(ended, OUTPUT_GRACE);
         let duration = started.elapsed();
-        let output = output.finish(OUTPUT_GRACE);
+        let (mut output, held) = match containment {
+            Containment::Grace => (output.finish(OUTPUT_GRACE), false),
+            _ => output.finish_at_exit(timed_out),
+        };
+        output.ended_by(containment);
+        // A shell killed on the timeout ends without a status: that is the timeout's doing. So is
+        // a descendant a subreaper killed on the timeout could not find any more.
+        let untrusted = ended.untrusted.filter(|why| !(timed_out && *why == Untrusted::NoStatus));
+        let held = (held && !timed_out).then_some(Untrusted::OutputHeld);
         Ok(VerifyOutcome {
             exit_code: if timed_out { None } else { ended.code },
             signal: ended.signal,
             timed_out,
-            // A shell killed on the timeout ends without a status: that is the timeout's doing.
-            untrusted: ended.untrusted.filter(|why| !(timed_out && *why == Untrusted::NoStatus)),
+            untrusted: untrusted.or(held),
             duration,
             output,
         })
@@ -203,7 +233,14 @@ impl VerifySpec {
     /// Starts the command, its stdout and stderr into `output`: detached from the hook under a
     /// supervisor on Unix ([`crate::checks::verify`]), a child of ours in a sandbox (which
     /// gives it a PID namespace of its own) and on Windows.
-    fn start(&self, line: &str, input: &CommandInput, output: io::PipeWriter) -> io::Result<Running> {
+    #[cfg_attr(not(unix), allow(unused_variables))]
+    fn start(
+        &self,
+        line: &str,
+        input: &CommandInput,
+        output: io::PipeWriter,
+        containment: Containment,
+    ) -> io::Result<Running> {
         let mut command = match self.sandbox.split_first() {
             Some((program, args)) => {
                 let shell = shell_command(line);
@@ -223,7 +260,7 @@ impl VerifySpec {
         command.envs(input.env.iter().map(|(name, value)| (name, value)));
         #[cfg(unix)]
         if self.sandbox.is_empty() {
-            let supervised = crate::checks::verify::Supervised::spawn(command, &input.stdin)?;
+            let supervised = crate::checks::verify::Supervised::spawn(command, &input.stdin, containment)?;
             return Ok(Running::Supervised(supervised));
         }
         command.stdin(if input.stdin.is_empty() { Stdio::null() } else { Stdio::piped() });
@@ -328,6 +365,9 @@ impl Ended {
 struct OutputReader {
     shared: Arc<Mutex<ReadSoFar>>,
     done: mpsc::Receiver<()>,
+    /// The pipe's read end, to ask whether anything still holds its write end.
+    #[cfg(unix)]
+    pipe: std::os::fd::OwnedFd,
 }
 
 /// What the reading thread has read, and whether it is still wanted.
@@ -337,10 +377,14 @@ struct ReadSoFar {
     /// Set when the command's output stopped counting: later bytes are dropped unread.
     cut: bool,
     failed: bool,
+    /// How many more bytes count, once the output was held open past the command's end.
+    budget: Option<usize>,
 }
 
 impl OutputReader {
-    fn start(mut reader: io::PipeReader) -> OutputReader {
+    fn start(mut reader: io::PipeReader) -> io::Result<OutputReader> {
+        #[cfg(unix)]
+        let pipe = std::os::fd::AsFd::as_fd(&reader).try_clone_to_owned()?;
         let shared = Arc::new(Mutex::new(ReadSoFar::default()));
         let (done_tx, done) = mpsc::channel();
         let writer = Arc::clone(&shared);
@@ -360,11 +404,49 @@ impl OutputReader {
                 if read.cut {
                     break;
                 }
+                let n = read.budget.map_or(n, |budget| n.min(budget));
                 read.captured.push(&buf[..n]);
+                if let Some(budget) = read.budget.as_mut() {
+                    *budget -= n;
+                    if *budget == 0 {
+                        break;
+                    }
+                }
             }
             let _ = done_tx.send(());
         });
-        OutputReader { shared, done }
+        Ok(OutputReader {
+            shared,
+            done,
+            #[cfg(unix)]
+            pipe,
+        })
+    }
+
+    /// What was written before the command, and everything it started, ended: all of it when
+    /// nothing holds the pipe open any more (it is all in the pipe by then, and no grace is
+    /// waited); otherwise only what is in the pipe now, and `true`: a process outside the
+    /// command's tree holds it. After a timeout the kill is given a moment to finish.
+    #[cfg(unix)]
+    fn finish_at_exit(self, timed_out: bool) -> (Captured, bool) {
+        let settle = Instant::now() + if timed_out { KILL_GRACE } else { Duration::ZERO };
+        let mut held = !closed(&self.pipe);
+        while held && Instant::now() < settle {
+            thread::sleep(Duration::from_millis(5));
+            held = !closed(&self.pipe);
+        }
+        if !held {
+            // Every byte is in the pipe and its end is near: this waits only for the reading.
+            return (self.finish(READ_TO_END), false);
+        }
+        if let Ok(mut read) = self.shared.lock() {
+            // Bytes the reading thread has taken off the pipe but not yet added count against
+            // this: some written before the exit may be left out, none written after is read.
+            read.budget = Some(waiting(&self.pipe));
+        }
+        let mut captured = self.finish(HELD_READ);
+        captured.note(b"[for-loop: the check's output was held open after it ended; nothing written after that was read]\n");
+        (captured, true)
     }
 
     /// What was read by the end of the pipe, or by `grace` from now, whichever comes first: a
@@ -386,6 +468,36 @@ impl OutputReader {
         }
         captured
     }
+}
+
+/// How long the reading of a pipe nothing writes to any more may take: it is all there.
+#[cfg(unix)]
+const READ_TO_END: Duration = Duration::from_secs(5);
+/// How long the bytes in a pipe still held open get to be read: they are there already.
+#[cfg(unix)]
+const HELD_READ: Duration = Duration::from_millis(100);
+
+/// Whether every write end of the pipe whose read end is `pipe` is closed.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn closed(pipe: &std::os::fd::OwnedFd) -> bool {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd, valid for the call; no waiting.
+    let ready = unsafe { libc::poll(&raw mut fd, 1, 0) };
+    ready > 0 && fd.revents & libc::POLLHUP != 0
+}
+
+/// How many bytes are in the pipe whose read end is `pipe`, not yet read.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn waiting(pipe: &std::os::fd::OwnedFd) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut count: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a pointer to one.
+    let ok = unsafe { nix::libc::ioctl(pipe.as_raw_fd(), nix::libc::FIONREAD, &raw mut count) } == 0;
+    if ok { usize::try_from(count).unwrap_or(0) } else { 0 }
 }
 
 fn wait_into(mut child: Child, tx: &mpsc::Sender<Option<ExitStatus>>) {
@@ -578,14 +690,38 @@ mod tests {
         assert!(!marker.exists(), "a grandchild outlived the timeout");
     }
 
+    /// `command` run as [`run`] runs it, its descendants kept from writing after its exit as
+    /// `containment` says.
+    fn run_in(command: &str, timeout_ms: u64, containment: Containment) -> VerifyOutcome {
+        VerifySpec {
+            command: command.into(),
+            cwd: std::env::temp_dir(),
+            timeout: Duration::from_millis(timeout_ms),
+            sandbox: Vec::new(),
+        }
+        .run_contained(command, &CommandInput::default(), containment)
+        .unwrap()
+    }
+
+    /// The ways this system has to end a command's output at its exit: the subreaper on Linux,
+    /// and the namespace where it works.
+    fn contained() -> Vec<Containment> {
+        let mut all = vec![Containment::Subreaper];
+        if Containment::probed() == Containment::Namespace {
+            all.push(Containment::Namespace);
+        }
+        all
+    }
+
     #[test]
     fn output_written_after_the_command_exited_is_not_read_and_that_is_said() {
         let started = Instant::now();
         // It waits until the process is out of its group, which its exit would otherwise kill.
-        let outcome = run(
+        let outcome = run_in(
             "m=$(mktemp -u); echo early; setsid sh -c \"touch $m; sleep 0.6; echo late\" & \
              while [ ! -e $m ]; do sleep 0.02; done; rm -f $m; echo done",
             10_000,
+            Containment::Grace,
         );
         assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
         let output = outcome.output.excerpt(10_000);
@@ -593,29 +729,170 @@ mod tests {
         assert!(!output.contains("late\n"), "{output}");
         assert!(output.contains("output written after the check exited was not read"), "{output}");
         assert!(outcome.output.cut_at_exit());
-        let whole = run("echo one; (sleep 0.1; echo two) ; echo three", 10_000);
+        let whole = run_in("echo one; (sleep 0.1; echo two) ; echo three", 10_000, Containment::Grace);
         assert!(!whole.output.cut_at_exit());
         assert_eq!(whole.output.excerpt(1_000), "one\ntwo\nthree\n");
+    }
+
+    /// What a command leaves behind, however it leaves it (a new session, a double fork), that
+    /// waits for the command's exit and then writes a passing summary and a better metric, is
+    /// gone before the output is read, and nothing of it is read. Nothing waits for a grace.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_descendant_that_writes_after_the_exit_is_gone_and_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let forge = "while kill -0 $P 2>/dev/null; do sleep 0.005; done; \
+                     echo \"test result: ok. 999 passed; 0 failed\"; echo \"METRIC ms=1\"; touch ALIVE";
+        for containment in contained() {
+            for (how, leave) in [
+                ("setsid", format!("setsid sh -c '{forge}' &")),
+                ("double fork", format!("(sh -c '{forge}' &);")),
+            ] {
+                let alive = dir.path().join("ALIVE");
+                let command = format!(
+                    "cd '{}'; export P=$$; {leave} sleep 0.1; echo 'METRIC ms=324'",
+                    dir.path().display()
+                );
+                let started = Instant::now();
+                let outcome = run_in(&command, 10_000, containment);
+                let output = outcome.output.excerpt(10_000);
+                assert!(outcome.passed(), "{containment:?} {how}: {} {output}", outcome.describe());
+                assert_eq!(output, "METRIC ms=324\n", "{containment:?} {how}");
+                assert!(!outcome.output.cut_at_exit(), "{containment:?} {how}");
+                assert_eq!(outcome.output.containment(), containment);
+                assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+                thread::sleep(Duration::from_millis(300));
+                assert!(!alive.exists(), "{containment:?} {how}: the descendant outlived the command");
+            }
+        }
+    }
+
+    /// A descendant that waits on a pidfd for the command's exit wakes the moment it exits: in a
+    /// PID namespace the command is its first process, so the descendant is gone before that.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_descendant_waiting_on_a_pidfd_is_gone_before_the_exit() {
+        if Containment::probed() != Containment::Namespace {
+            return;
+        }
+        let forge = "import os, select, sys; fd = os.pidfd_open(int(sys.argv[1])); \
+                     os.setsid() if os.fork() == 0 else os._exit(0); \
+                     select.select([fd], [], []); os.write(1, b'METRIC ms=1\\n')";
+        let command = format!("python3 -c \"{forge}\" $$; sleep 0.2; echo 'METRIC ms=324'");
+        for _ in 0..5 {
+            let outcome = run_in(&command, 10_000, Containment::Namespace);
+            let output = outcome.output.excerpt(10_000);
+            assert!(outcome.passed(), "{} {output}", outcome.describe());
+            assert_eq!(output, "METRIC ms=324\n");
+        }
+    }
+
+    /// A process outside the command's tree that was handed its output (here over a socket, as
+    /// a daemon left by an earlier run would be) can write after the exit: its line is not
+    /// read, and the run is never a pass.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn output_passed_out_of_the_check_is_told_and_never_a_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("daemon.sock");
+        let daemon = "import socket, sys, time, os\n\
+                      s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)\n\
+                      while True:\n    c, _ = s.accept(); _, fds, _, _ = socket.recv_fds(c, 1, 1)\n    \
+                      time.sleep(0.3); os.write(fds[0], b'METRIC ms=1\\n'); time.sleep(0.5); os.close(fds[0])\n";
+        let mut holder = Command::new("python3").arg("-c").arg(daemon).arg(&socket).spawn().unwrap();
+        while !socket.exists() {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let pass = format!(
+            "python3 -c \"import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); \
+             socket.send_fds(s, [b'x'], [1])\" '{}'; echo 'METRIC ms=324'",
+            socket.display()
+        );
+        for containment in contained() {
+            let outcome = run_in(&pass, 10_000, containment);
+            let output = outcome.output.excerpt(10_000);
+            assert_eq!(outcome.untrusted, Some(Untrusted::OutputHeld), "{containment:?}: {output}");
+            assert!(!outcome.passed());
+            assert!(output.starts_with("METRIC ms=324\n"), "{output}");
+            assert!(!output.contains("ms=1\n"), "{output}");
+            assert!(outcome.describe().contains("still held open"), "{}", outcome.describe());
+        }
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_timeout_kills_what_left_the_group_too() {
+        let dir = tempfile::tempdir().unwrap();
+        for containment in contained() {
+            let marker = dir.path().join(format!("{containment:?}"));
+            let command = format!("setsid sh -c 'sleep 1; touch {}' & sleep 30", marker.display());
+            let started = Instant::now();
+            let outcome = run_in(&command, 300, containment);
+            assert!(outcome.timed_out, "{containment:?}");
+            assert_eq!(outcome.untrusted, None, "{containment:?}");
+            assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+            thread::sleep(Duration::from_millis(1_500));
+            assert!(!marker.exists(), "{containment:?}: a descendant outlived the timeout");
+        }
+    }
+
+    /// As the first process of a namespace, the command is not ended by a signal from inside
+    /// unless it handles it: a `trap` still runs, and a check that ignores the timeout's SIGTERM
+    /// is killed from outside.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_trap_still_runs_and_an_ignored_term_still_times_out() {
+        if Containment::probed() != Containment::Namespace {
+            return;
+        }
+        let trapped = run_in(
+            "trap 'echo trapped; exit 3' TERM; kill -TERM $$; sleep 5",
+            10_000,
+            Containment::Namespace,
+        );
+        assert_eq!(trapped.exit_code, Some(3));
+        assert_eq!(trapped.output.excerpt(100), "trapped\n");
+        let started = Instant::now();
+        let stubborn = run_in("trap '' TERM; sleep 30", 200, Containment::Namespace);
+        assert!(stubborn.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    }
+
+    /// Inside its namespace the command sees its own processes in `/proc`, itself first, and
+    /// runs as the same user.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_namespace_has_a_proc_of_its_own() {
+        if Containment::probed() != Containment::Namespace {
+            return;
+        }
+        let outcome = run_in("test -d /proc/$$ && echo $$ && id -u", 10_000, Containment::Namespace);
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+        assert_eq!(outcome.output.excerpt(100), format!("1\n{uid}\n"));
     }
 
     /// The command's parent processes, walked up to init: the test process (in the hook's place)
     /// is not among them, so code that looks for its judge there does not find it.
     #[test]
     fn the_command_runs_detached_from_the_process_that_judges_it() {
-        let outcome = run(
-            "p=$$; while [ \"$p\" -gt 1 ]; do echo \"$p\"; p=$(ps -o ppid= -p \"$p\" | tr -d ' '); done",
-            10_000,
-        );
-        assert!(outcome.passed(), "{}", outcome.output.excerpt(1_000));
-        let chain = outcome.output.excerpt(10_000);
-        let ours = std::process::id().to_string();
-        assert!(chain.lines().count() >= 2, "{chain}");
-        assert!(!chain.lines().any(|pid| pid == ours), "the judge {ours} is an ancestor: {chain}");
+        let walk = "p=$$; echo $p; while [ \"$p\" -gt 1 ]; do p=$(ps -o ppid= -p \"$p\" | tr -d ' '); echo \"$p\"; done";
+        for containment in [Containment::probed(), Containment::Grace] {
+            let outcome = run_in(walk, 10_000, containment);
+            assert!(outcome.passed(), "{}", outcome.output.excerpt(1_000));
+            let chain = outcome.output.excerpt(10_000);
+            let ours = std::process::id().to_string();
+            assert!(chain.lines().count() >= 1, "{chain}");
+            assert!(!chain.lines().any(|pid| pid == ours), "the judge {ours} is an ancestor: {chain}");
+        }
     }
 
+    /// The command's own shell is the first process of its namespace where there is one, which a
+    /// signal it sends itself does not end: what ends by a signal is what it runs.
     #[test]
     fn a_command_killed_by_a_signal_says_so() {
-        let outcome = run("kill -9 $$", 10_000);
+        let outcome = run("sleep 5 & kill -9 $!; wait $!", 10_000);
         assert_eq!((outcome.exit_code, outcome.signal), (Some(137), Some(9)));
         assert!(outcome.describe().contains("killed by signal 9"), "{}", outcome.describe());
         assert!(!outcome.passed());
@@ -626,6 +903,8 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_forged_or_missing_exit_status_is_never_a_pass() {
+        // The supervisor shell's way; in a namespace the supervisor is out of the command's sight.
+        let run = |command: &str, timeout_ms: u64| run_in(command, timeout_ms, Containment::Subreaper);
         let forged =
             run("readlink /proc/$PPID/fd/3; echo 'x 0' > /proc/$PPID/fd/3 && echo wrote; exit 3", 10_000);
         assert_eq!((forged.exit_code, forged.untrusted.as_ref()), (Some(3), None), "{}", forged.describe());

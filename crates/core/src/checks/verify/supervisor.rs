@@ -32,6 +32,10 @@ pub(crate) enum Untrusted {
     Second,
     /// The supervisor ended without a status: it was killed, or its channel was closed.
     NoStatus,
+    /// The command's output was still open for writing once the command and everything it
+    /// started were gone: a process outside the check holds it (its descriptor was passed out,
+    /// or opened through `/proc/<pid>/fd`), and could have written into it.
+    OutputHeld,
 }
 
 impl Untrusted {
@@ -50,6 +54,11 @@ impl Untrusted {
             Untrusted::NoStatus => {
                 "the shell that ran the check ended without reporting an exit status (it was killed, \
                  or its status channel was closed)"
+            }
+            Untrusted::OutputHeld => {
+                "the check's output was still held open for writing after the check and everything it \
+                 started had ended: a process outside the check got hold of it (its descriptor was passed \
+                 out, or opened through /proc), and what it wrote after the exit was not read"
             }
         }
     }
@@ -152,6 +161,7 @@ mod unix {
     use std::time::{Duration, Instant};
 
     use super::{Event, Origin, Report, Untrusted};
+    use crate::checks::verify::namespace::Containment;
 
     /// The descriptor the supervisor reports on.
     const STATUS_FD: RawFd = 3;
@@ -165,11 +175,28 @@ mod unix {
     /// waits.
     /// `STDIN` is where the command's stdin comes from: `/dev/null`, or the rest of the
     /// supervisor's own.
+    ///
+    /// As the first process of a PID namespace ([`Containment::Namespace`]) it is the command
+    /// itself: it skips the secret and execs the command, whose exit the process that entered the
+    /// namespace reports. As a subreaper it kills what the command left (every child of its own
+    /// but zombies, until none is left; a name cannot pass for a zombie, its state is read after
+    /// the last `) `), and closes its copies of the output, before it reports the status. It
+    /// outlives a timeout's SIGTERM for that (a handler, which the command does not inherit).
     const SCRIPT: &str = "IFS= read -r n || exit 125\n\
+                          [ $$ = 1 ] && exec /bin/sh -c \"$1\" 3>&- STDIN\n\
                           echo \"$n ready\" >&3\n\
+                          trap : TERM\n\
                           exec 4>&2 2>/dev/null\n\
                           (exec /bin/sh -c \"$1\" 2>&4 3>&- 4>&- STDIN)\n\
                           s=$?\n\
+                          exec 1>&- 4>&-\n\
+                          c=/proc/$$/task/$$/children\n\
+                          while [ -r $c ]; do\n\
+                          k=; read -r k <$c; l=\n\
+                          for p in $k; do t=; read -r t </proc/$p/stat; case ${t##*) } in Z*|X*|'') ;; *) l=\"$l $p\";; esac; done\n\
+                          [ -n \"$l\" ] || break\n\
+                          kill -9 $l\n\
+                          done\n\
                           echo \"$n $s\" >&3\n";
 
     /// The supervisor's command line for `command`: `/bin/sh -c SCRIPT sh COMMAND`. With `input`,
@@ -192,7 +219,11 @@ mod unix {
     impl Supervised {
         /// Starts `command` (from [`command`]), its stdout, stderr, directory and environment already
         /// set, detached from this process, with `input` after the secret on its stdin.
-        pub(crate) fn spawn(mut command: Command, input: &[u8]) -> io::Result<Supervised> {
+        pub(crate) fn spawn(
+            mut command: Command,
+            input: &[u8],
+            containment: Containment,
+        ) -> io::Result<Supervised> {
             let secret = secret()?;
             let (ours, theirs) = UnixStream::pair()?;
             // Above the standard descriptors, which the child's own stdin, stdout and stderr replace
@@ -205,7 +236,11 @@ mod unix {
             feed.write_all(format!("{secret}\n").as_bytes())?;
             command.stdin(stdin);
             let status_fd = theirs.as_raw_fd();
-            detach(&mut command, status_fd);
+            match containment {
+                #[cfg(target_os = "linux")]
+                Containment::Namespace => enter_namespace(&mut command, status_fd, &secret),
+                _ => detach(&mut command, status_fd, containment == Containment::Subreaper),
+            }
             let mut first = command.spawn()?;
             drop(command);
             drop(theirs);
@@ -263,9 +298,11 @@ mod unix {
 
     /// Makes `command` start detached: its first child opens a new session and forks the process
     /// that runs the program, then exits, so that the program's parent is init or a subreaper, never
-    /// us. `status_fd` becomes the program's descriptor 3.
+    /// us. `status_fd` becomes the program's descriptor 3. As a `subreaper`, what the program's
+    /// children leave is handed to the program, not to init.
     #[allow(unsafe_code)]
-    fn detach(command: &mut Command, status_fd: RawFd) {
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    fn detach(command: &mut Command, status_fd: RawFd, subreaper: bool) {
         use nix::libc;
         let in_child = move || {
             // SAFETY: between fork and exec only async-signal-safe calls are made: setsid, fork,
@@ -286,8 +323,67 @@ mod unix {
                 } else if libc::dup2(status_fd, STATUS_FD) < 0 {
                     return Err(io::Error::last_os_error());
                 }
+                // Kept across exec.
+                #[cfg(target_os = "linux")]
+                if subreaper && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             Ok(())
+        };
+        // SAFETY: the closure above is async-signal-safe, as `pre_exec` requires.
+        unsafe {
+            command.pre_exec(in_child);
+        }
+    }
+
+    /// Makes `command` start as the first process of a PID namespace of its own
+    /// ([`Containment::Namespace`]): its first child opens a new session and forks the process
+    /// that enters the namespaces, then exits. That process says it is ready on `status_fd` and
+    /// forks the namespace's first process, which mounts its `/proc` and runs the program; it
+    /// stays behind as the supervisor, out of the namespace and out of sight of everything in it,
+    /// and reports the program's exit status, which the kernel hands it only once every other
+    /// process in the namespace is gone.
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn enter_namespace(command: &mut Command, status_fd: RawFd, secret: &str) {
+        use crate::checks::verify::namespace;
+        use nix::libc;
+        let entry = namespace::Entry::new();
+        let ready = format!("{secret} ready\n").into_bytes();
+        let prefix = format!("{secret} ").into_bytes();
+        let in_child = move || {
+            // SAFETY: between fork and exec only async-signal-safe calls are made: setsid, fork,
+            // unshare, open, write, mount, close, waitpid and _exit, on descriptors and processes
+            // of this child alone; what they need was made before the fork.
+            unsafe {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                match libc::fork() {
+                    -1 => return Err(io::Error::last_os_error()),
+                    0 => {}
+                    _ => libc::_exit(0),
+                }
+                if !entry.unshare() {
+                    return Err(io::Error::last_os_error());
+                }
+                // Before the command exists, as the supervisor shell says it.
+                if !namespace::write_all(status_fd, &ready) {
+                    return Err(io::Error::last_os_error());
+                }
+                match libc::fork() {
+                    -1 => Err(io::Error::last_os_error()),
+                    0 => {
+                        if !namespace::mount_proc() {
+                            return Err(io::Error::last_os_error());
+                        }
+                        // `status_fd` closes on exec: the command never has it.
+                        Ok(())
+                    }
+                    first => namespace::supervise(first, status_fd, &prefix),
+                }
+            }
         };
         // SAFETY: the closure above is async-signal-safe, as `pre_exec` requires.
         unsafe {

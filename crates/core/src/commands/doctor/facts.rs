@@ -26,6 +26,8 @@ pub(crate) struct Facts {
     pub tier: TierFacts,
     pub opencode: Option<OpencodeFacts>,
     pub loops: Vec<LoopFact>,
+    /// How a judged command's descendants are kept from writing after its exit here.
+    pub containment: Option<crate::checks::verify::Containment>,
 }
 
 /// A `loop-hook` executable and the version it reports.

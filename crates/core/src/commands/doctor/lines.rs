@@ -72,7 +72,26 @@ pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
         out.extend(qwen_lines(qwen, &facts.binary, asked(Host::QwenCode)));
     }
     out.extend(loop_lines(facts));
+    out.extend(facts.containment.map(containment_line));
     out
+}
+
+/// Where a judged command's output ends: at its exit in a PID namespace; a moment after it
+/// otherwise, which a process it left behind can race (worth knowing, not a fault of the loop).
+fn containment_line(containment: crate::checks::verify::Containment) -> Check {
+    use crate::checks::verify::Containment;
+    let detail = format!("{} ({})", containment.words(), containment.name());
+    match containment {
+        Containment::Namespace => Check::pass("output ends with its command", detail),
+        _ if cfg!(target_os = "linux") => Check::fail(
+            "output ends with its command",
+            detail,
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu, \
+             kernel.apparmor_restrict_unprivileged_userns=0), or run the hooks as root",
+        )
+        .minor(),
+        _ => Check::pass("output ends with its command", detail),
+    }
 }
 
 /// The name of the check that fails when for-loop is installed for no host at all.
@@ -840,6 +859,23 @@ mod tests {
             .unwrap_or_else(|| panic!("no failing {name}: {checks:#?}"));
         assert!(found.matters && !all_pass(checks), "{found:?}");
         found
+    }
+
+    #[test]
+    fn where_output_ends_is_said_and_a_missing_namespace_is_minor() {
+        use crate::checks::verify::Containment;
+        let line = |containment| containment_line(containment);
+        assert!(line(Containment::Namespace).ok);
+        assert!(line(Containment::Namespace).detail.contains("pid-namespace"));
+        let subreaper = line(Containment::Subreaper);
+        assert!(!subreaper.matters, "{subreaper:?}");
+        assert!(subreaper.detail.contains("subreaper"));
+        assert_eq!(subreaper.ok, !cfg!(target_os = "linux"));
+        let shown = lines(&Facts { containment: Some(Containment::Grace), ..facts() });
+        assert!(
+            shown.iter().any(|c| c.name == "output ends with its command" && c.detail.contains("200 ms"))
+        );
+        assert!(all_pass(&shown) == all_pass(&lines(&facts())));
     }
 
     #[test]

@@ -108,6 +108,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
             .map(|dir| opencode::facts(dir, &project)),
         loops: project::loops(env, &project, store.as_ref()),
         asked,
+        containment: Some(crate::checks::verify::Containment::probed()),
         project,
     }
 }

@@ -1,0 +1,354 @@
+//! Where a judged command's output ends: at the command's exit, with nothing it started left to
+//! write after it.
+//!
+//! A grace after the exit is no boundary: a process the command left behind (`setsid`, a double
+//! fork) that waits for the exit, by polling or on a pidfd, writes a passing summary or a better
+//! `METRIC` line inside any grace. So what the command started must be gone by the time its
+//! output is read, and which way that is made sure of is decided once per process:
+//!
+//! - [`Containment::Namespace`]: the command is the first process of a PID namespace of its own
+//!   (a user namespace too when not root, with the same uid and gid, and a `/proc` of its own).
+//!   When that process exits, the kernel kills everything left in the namespace before the exit
+//!   is reported to the supervisor, so no descendant can write after the exit.
+//! - [`Containment::Subreaper`]: the supervisor is a subreaper, so what the command leaves is
+//!   handed to it instead of to init; when the command exits the supervisor kills it all (until
+//!   none is left) before it reports. A descendant that waits for the exit can still write in
+//!   the moment between the exit and the kill.
+//! - [`Containment::Grace`]: neither (not Linux): output is read for a short grace after the
+//!   exit, and a process still holding it then is cut off and said.
+//!
+//! Either way the output is then read only to what is in the pipe: a write end still open after
+//! the first two is held by a process outside the command's tree (its descriptor was passed out),
+//! which is never a pass.
+
+use std::sync::OnceLock;
+
+/// How a judged command's descendants are kept from writing after its exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Containment {
+    /// The command is PID 1 of a PID namespace of its own.
+    Namespace,
+    /// The supervisor is a subreaper and kills what is left at the command's exit.
+    Subreaper,
+    /// Output is read for a grace after the exit.
+    #[default]
+    Grace,
+}
+
+impl Containment {
+    /// The one this process uses, probed the first time it is asked.
+    pub(crate) fn probed() -> Containment {
+        static PROBED: OnceLock<Containment> = OnceLock::new();
+        *PROBED.get_or_init(probe)
+    }
+
+    /// Its name, for the ledger and `doctor`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Containment::Namespace => "pid-namespace",
+            Containment::Subreaper => "subreaper",
+            Containment::Grace => "grace",
+        }
+    }
+
+    /// What it means for the output of a judged command, in a sentence.
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            Containment::Namespace => {
+                "each judged command runs as the first process of a PID namespace of its own: what it \
+                 leaves running is killed by the kernel before its exit is seen, so nothing writes to \
+                 its output after it"
+            }
+            Containment::Subreaper => {
+                "PID namespaces are not available here, so what a judged command leaves running is \
+                 killed by its supervisor (a subreaper) when it exits; a process that waits for that \
+                 exit can still write in the moment before the kill"
+            }
+            Containment::Grace => {
+                "neither a PID namespace nor a subreaper is available here, so a judged command's output \
+                 is read for 200 ms after it exits; a process it left behind can write in that time"
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn probe() -> Containment {
+    if linux::namespace_works() {
+        Containment::Namespace
+    } else if std::path::Path::new("/proc/thread-self/children").exists() {
+        Containment::Subreaper
+    } else {
+        Containment::Grace
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe() -> Containment {
+    Containment::Grace
+}
+
+#[cfg(target_os = "linux")]
+pub(crate) use linux::{Entry, mount_proc, supervise, write_all};
+
+/// Entering a PID namespace, in a child between fork and exec.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+mod linux {
+    use std::ffi::CStr;
+    use std::os::fd::RawFd;
+
+    use nix::libc;
+
+    /// What a child needs to enter the namespaces, made before it is forked: a forked child of a
+    /// process with threads may not allocate.
+    pub(crate) struct Entry {
+        root: bool,
+        uid_map: Vec<u8>,
+        gid_map: Vec<u8>,
+    }
+
+    impl Entry {
+        pub(crate) fn new() -> Entry {
+            // SAFETY: these never fail and touch no memory.
+            let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
+            Entry {
+                root: euid == 0,
+                uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+                gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            }
+        }
+
+        /// Makes the caller's next child the first process of a new PID namespace, in a mount
+        /// namespace of its own; not root, in a user namespace that maps the caller's own uid and
+        /// gid (so files keep their owners and the command is no more privileged than it was).
+        ///
+        /// # Safety
+        /// Async-signal-safe: to be called in a forked child before exec.
+        pub(crate) unsafe fn unshare(&self) -> bool {
+            let user = if self.root { 0 } else { libc::CLONE_NEWUSER };
+            // SAFETY: system calls on this process alone.
+            unsafe {
+                if libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | user) != 0 {
+                    return false;
+                }
+                if self.root {
+                    return true;
+                }
+                // Older kernels have no setgroups file, and need none written.
+                write_file(c"/proc/self/setgroups", b"deny");
+                write_file(c"/proc/self/uid_map", &self.uid_map)
+                    && write_file(c"/proc/self/gid_map", &self.gid_map)
+            }
+        }
+    }
+
+    /// Mounts a `/proc` of the namespace's own over `/proc`, so `/proc/$$` and `ps` show the
+    /// command's processes; the mount stays in its mount namespace.
+    ///
+    /// # Safety
+    /// Async-signal-safe: to be called in the namespace's first process before exec.
+    pub(crate) unsafe fn mount_proc() -> bool {
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        // SAFETY: mounts in this process's own mount namespace, with constant strings.
+        unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+                && libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null())
+                    == 0
+        }
+    }
+
+    /// # Safety
+    /// Async-signal-safe.
+    unsafe fn write_file(path: &CStr, bytes: &[u8]) -> bool {
+        // SAFETY: a descriptor opened and closed here.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return false;
+            }
+            let written = write_all(fd, bytes);
+            libc::close(fd);
+            written
+        }
+    }
+
+    /// # Safety
+    /// Async-signal-safe.
+    pub(crate) unsafe fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            // SAFETY: `bytes` is valid for its length.
+            let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+            if n < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return false;
+            }
+            bytes = &bytes[n.unsigned_abs()..];
+        }
+        true
+    }
+
+    /// The supervisor of a command that is `pid`, the first process of its namespace: it keeps
+    /// only `status_fd`, waits for the command, whose exit the kernel reports once everything
+    /// else in the namespace is gone, and writes `prefix` and its exit status (128 + N for a
+    /// signal N, as a shell reports it) there. Never returns.
+    ///
+    /// # Safety
+    /// Async-signal-safe: to be called in a forked child instead of exec.
+    pub(crate) unsafe fn supervise(pid: libc::pid_t, status_fd: RawFd, prefix: &[u8]) -> ! {
+        // SAFETY: signal dispositions, descriptors and the child of this process alone.
+        unsafe {
+            // The hook's own handlers are no use here: a signal ends the supervisor, and an ended
+            // supervisor is never a pass.
+            for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            // Every descriptor the hook had, the output pipe among them: a copy kept here would
+            // look like a process outside the check holding it open.
+            close_all_but(status_fd);
+            let mut status = 0;
+            while libc::waitpid(pid, &raw mut status, 0) < 0 {
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    libc::_exit(1);
+                }
+            }
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else if libc::WIFSIGNALED(status) {
+                128 + libc::WTERMSIG(status)
+            } else {
+                255
+            };
+            let mut line = [0u8; 96];
+            let len = status_line(prefix, code, &mut line);
+            write_all(status_fd, &line[..len]);
+            libc::_exit(0)
+        }
+    }
+
+    /// `prefix`, `code` in decimal and a newline, into `out`; its length.
+    fn status_line(prefix: &[u8], code: i32, out: &mut [u8; 96]) -> usize {
+        let prefix = &prefix[..prefix.len().min(out.len() - 12)];
+        out[..prefix.len()].copy_from_slice(prefix);
+        let mut len = prefix.len();
+        let mut digits = [0u8; 11];
+        let mut n = code.unsigned_abs();
+        let mut count = 0;
+        loop {
+            digits[count] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+            count += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if code < 0 {
+            out[len] = b'-';
+            len += 1;
+        }
+        for digit in digits[..count].iter().rev() {
+            out[len] = *digit;
+            len += 1;
+        }
+        out[len] = b'\n';
+        len + 1
+    }
+
+    /// # Safety
+    /// Async-signal-safe.
+    unsafe fn close_all_but(keep: RawFd) {
+        // SAFETY: closing descriptors of this process.
+        unsafe {
+            let keep = libc::c_uint::try_from(keep).unwrap_or(0);
+            let below = keep == 0 || libc::syscall(libc::SYS_close_range, 0, keep - 1, 0) == 0;
+            let above = libc::syscall(libc::SYS_close_range, keep + 1, libc::c_uint::MAX, 0) == 0;
+            if !(below && above) {
+                // Kernels before 5.9.
+                for fd in 0..65_536 {
+                    if fd != keep.cast_signed() {
+                        libc::close(fd);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a child can enter the namespaces and mount its `/proc`: user namespaces can be
+    /// turned off, restricted (by `AppArmor`), or a container can refuse the mount.
+    pub(crate) fn namespace_works() -> bool {
+        let entry = Entry::new();
+        // SAFETY: the children make only system calls and exit; the entry was made before.
+        unsafe {
+            match libc::fork() {
+                -1 => false,
+                0 => {
+                    if !entry.unshare() {
+                        libc::_exit(1);
+                    }
+                    let first = libc::fork();
+                    if first == 0 {
+                        libc::_exit(i32::from(!mount_proc()));
+                    }
+                    libc::_exit(i32::from(first < 0 || !exited_cleanly(first)))
+                }
+                child => exited_cleanly(child),
+            }
+        }
+    }
+
+    /// # Safety
+    /// Async-signal-safe.
+    unsafe fn exited_cleanly(pid: libc::pid_t) -> bool {
+        let mut status = 0;
+        // SAFETY: waits for a child of this process.
+        unsafe {
+            while libc::waitpid(pid, &raw mut status, 0) < 0 {
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    return false;
+                }
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_status_line_is_the_prefix_and_the_code() {
+            let mut out = [0u8; 96];
+            for (code, text) in
+                [(0, "s 0\n"), (137, "s 137\n"), (-1, "s -1\n"), (i32::MIN, "s -2147483648\n")]
+            {
+                let len = status_line(b"s ", code, &mut out);
+                assert_eq!(std::str::from_utf8(&out[..len]).unwrap(), text);
+            }
+            let long = [b'x'; 200];
+            let len = status_line(&long, 7, &mut out);
+            assert!(out[..len].ends_with(b"x7\n"), "a long prefix is cut, the code kept");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_containment_has_a_name_and_says_what_is_read() {
+        let all = [Containment::Namespace, Containment::Subreaper, Containment::Grace];
+        let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["pid-namespace", "subreaper", "grace"]);
+        assert!(all.iter().all(|c| !c.words().is_empty()));
+        assert_eq!(Containment::probed(), Containment::probed());
+    }
+}
