@@ -93,6 +93,9 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     if let Some(forgery) = from_the_agents_shell(stop) {
         return forgery;
     }
+    if let Some(forgery) = from_the_agents_process_tree(stop) {
+        return forgery;
+    }
     let Some((trusted, transcript)) = loop_and_transcript(stop) else {
         return Forgery::Judge(Seen::default());
     };
@@ -130,6 +133,28 @@ fn from_the_agents_shell(stop: &StopContext<'_>) -> Option<Forgery> {
         seen,
         "from its shell (a hook started where the host's agent-shell variable is set)",
     ))
+}
+
+/// A Stop hook whose process tree shows the agent started it (under its tool shell, left behind
+/// by it, a copy of the host it ran): a forged stop of the running loop, whatever its payload and
+/// the transcript say. The tree is read only for a running loop of this session, by the loop's
+/// own host's rule.
+fn from_the_agents_process_tree(stop: &StopContext<'_>) -> Option<Forgery> {
+    if !stop.has_loop_files() {
+        return None;
+    }
+    let trusted = stop.settled(crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??).0;
+    if decision::gate(&trusted, &stop.event.session_id) != Gate::Judge {
+        return None;
+    }
+    let crate::provenance::ancestry::Provenance::Agent(path) =
+        crate::provenance::ancestry::of_this_hook(trusted.meta.host)
+    else {
+        return None;
+    };
+    let seen = Seen { reply: Reply::Missing, gave_way: true };
+    let how = format!("{} (the hook's process tree shows it)", path.how());
+    Some(not_judged(stop, &trusted.meta.loop_id, seen, &how))
 }
 
 /// Records a stop taken for forged, `how` it arrived, and answers it without judging it; or,
