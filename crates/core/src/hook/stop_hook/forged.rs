@@ -93,17 +93,16 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     if let Some(forgery) = from_the_agents_shell(stop) {
         return forgery;
     }
-    if let Some(forgery) = from_the_agents_process_tree(stop) {
-        return forgery;
-    }
+    // The process tree is asked about a stop the transcript takes for real: the agent can write
+    // the transcript (close its own tool call, add a reply), never its tree.
     let Some((trusted, transcript)) = loop_and_transcript(stop) else {
-        return Forgery::Judge(Seen::default());
+        return from_the_agents_process_tree(stop).unwrap_or_else(|| Forgery::Judge(Seen::default()));
     };
     let pending = transcript::tool_call_still_pending(&transcript);
     let reply = if pending { Reply::Missing } else { settled_reply(&trusted, &transcript) };
     let seen = Seen { reply, gave_way: false };
     if !pending && decision::reply_is_new(&trusted, seen.reply()) {
-        return Forgery::Judge(seen);
+        return from_the_agents_process_tree(stop).unwrap_or(Forgery::Judge(seen));
     }
     let how = if pending {
         "from a tool call"
