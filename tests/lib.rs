@@ -47,6 +47,8 @@
 //!   `loop-hook` subcommand and flag they show exists.
 //! - `windows`: Claude Code's events as Windows sends them, verify commands for `cmd.exe`, and
 //!   the hook commands through Git Bash and PowerShell.
+//! - `origin`: who sent a hook event, told from a real process tree: a stand-in host's hook
+//!   runner and its tool shell, plain, `exec`ed and left behind (Linux).
 //! - `windows_workflow`: the windows workflow, validated against the schema, running what
 //!   `scripts/test-windows` runs under Wine.
 //!
@@ -86,6 +88,8 @@ mod layers;
 mod metric;
 #[cfg(unix)]
 mod notify;
+#[cfg(target_os = "linux")]
+mod origin;
 #[cfg(unix)]
 mod packaging;
 #[cfg(unix)]

@@ -85,6 +85,13 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
     let paths = store.paths(&session_id);
     let dir = paths.dir.clone();
+    // Sent by a process of the agent's (its process tree shows it): before anything is settled,
+    // taken or carried out.
+    match crate::provenance::sender::prompt_from_the_agent(env, host, &paths, &prompt) {
+        Some(crate::provenance::sender::AgentPrompt::Refused(why)) => return not_run(why, None),
+        Some(crate::provenance::sender::AgentPrompt::Ignored) => return PromptResponse::default(),
+        None => {}
+    }
     let mut notice = waiting_notice(env, &session_id, &dir);
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one

@@ -454,6 +454,23 @@ pub(crate) fn object_line(pairs: impl IntoIterator<Item = (&'static str, Value)>
     Value::Object(object).to_string()
 }
 
+impl Host {
+    /// How this host starts its hooks, as the hook sees it in its process tree, where it was
+    /// measured (Linux); `None` for a host not measured, whose events the transcript checks
+    /// alone judge.
+    pub(crate) fn hook_runner(self) -> Option<origin::HookRunner> {
+        match self {
+            Host::ClaudeCode => Some(claude_code::HOOK_RUNNER),
+            Host::GeminiCli => Some(gemini_cli::HOOK_RUNNER),
+            Host::Codex => Some(codex::HOOK_RUNNER),
+            Host::CopilotCli => Some(copilot_cli::HOOK_RUNNER),
+            Host::Opencode => Some(opencode::HOOK_RUNNER),
+            Host::QwenCode => Some(qwen_code::HOOK_RUNNER),
+            Host::Antigravity | Host::Cursor => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

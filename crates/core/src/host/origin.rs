@@ -60,3 +60,33 @@ pub(crate) const AGENT_SHELL_VARS: &[&str] = &[
     // Qwen Code's shell tool (0.24.4); its hooks and commands' `!{…}` lines do not get it.
     "QWEN_CODE",
 ];
+
+/// How a host starts its hooks, as a hook sees it in its own process tree: what
+/// [`crate::provenance::ancestry`] tells the host's hook runner from the agent's shell by.
+/// Each adapter states its host's, as measured on the real client (docs/integrity.md, "Who sent
+/// an event").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HookRunner {
+    /// The host's own processes: the kernel's name of each (`comm`) and a word its command line
+    /// holds (empty: any), for hosts that run as a generic `node`.
+    pub(crate) names: &'static [(&'static str, &'static str)],
+    /// Where the host starts a hook.
+    pub(crate) session: HookSession,
+    /// The hook reads its event from a Unix socket the host process made (Node and Bun hosts),
+    /// which no process of the agent's can make.
+    pub(crate) stdin_from_host: bool,
+    /// The name of the process that is the first (pid 1) of the PID namespace the host runs
+    /// the agent's commands in, when it runs them in one (Codex's sandbox).
+    pub(crate) tool_sandbox: Option<&'static str>,
+}
+
+/// Where a host starts a hook, measured; the agent's tool shell is in a session of its own on
+/// every host measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookSession {
+    /// The hook leads a session of its own, as a direct child of the host. So does the agent's
+    /// tool shell, which the hook is told apart from by its stdin or the tool's sandbox.
+    Own,
+    /// The hook runs in the host's own session, which no process of the agent's can rejoin.
+    Host,
+}

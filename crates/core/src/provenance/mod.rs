@@ -2,6 +2,8 @@
 //! confirmation of the user's commands by the host's transcript, and claims of loops started
 //! without a session id.
 
+pub(crate) mod ancestry;
 pub(crate) mod claim;
 pub(crate) mod confirmation;
 pub(crate) mod origin;
+pub(crate) mod sender;

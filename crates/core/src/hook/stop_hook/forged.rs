@@ -93,14 +93,16 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
     if let Some(forgery) = from_the_agents_shell(stop) {
         return forgery;
     }
+    // The process tree is asked about a stop the transcript takes for real: the agent can write
+    // the transcript (close its own tool call, add a reply), never its tree.
     let Some((trusted, transcript)) = loop_and_transcript(stop) else {
-        return Forgery::Judge(Seen::default());
+        return from_the_agents_process_tree(stop).unwrap_or_else(|| Forgery::Judge(Seen::default()));
     };
     let pending = transcript::tool_call_still_pending(&transcript);
     let reply = if pending { Reply::Missing } else { settled_reply(&trusted, &transcript) };
     let seen = Seen { reply, gave_way: false };
     if !pending && decision::reply_is_new(&trusted, seen.reply()) {
-        return Forgery::Judge(seen);
+        return from_the_agents_process_tree(stop).unwrap_or(Forgery::Judge(seen));
     }
     let how = if pending {
         "from a tool call"
@@ -130,6 +132,28 @@ fn from_the_agents_shell(stop: &StopContext<'_>) -> Option<Forgery> {
         seen,
         "from its shell (a hook started where the host's agent-shell variable is set)",
     ))
+}
+
+/// A Stop hook whose process tree shows the agent started it (under its tool shell, left behind
+/// by it, a copy of the host it ran): a forged stop of the running loop, whatever its payload and
+/// the transcript say. The tree is read only for a running loop of this session, by the loop's
+/// own host's rule.
+fn from_the_agents_process_tree(stop: &StopContext<'_>) -> Option<Forgery> {
+    if !stop.has_loop_files() {
+        return None;
+    }
+    let trusted = stop.settled(crate::store::custody::trusted_state_known(&stop.paths, &stop.known).ok()??).0;
+    if decision::gate(&trusted, &stop.event.session_id) != Gate::Judge {
+        return None;
+    }
+    let crate::provenance::ancestry::Provenance::Agent(path) =
+        crate::provenance::ancestry::of_this_hook(trusted.meta.host)
+    else {
+        return None;
+    };
+    let seen = Seen { reply: Reply::Missing, gave_way: true };
+    let how = format!("{} (the hook's process tree shows it)", path.how());
+    Some(not_judged(stop, &trusted.meta.loop_id, seen, &how))
 }
 
 /// Records a stop taken for forged, `how` it arrived, and answers it without judging it; or,

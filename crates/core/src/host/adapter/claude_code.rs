@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker};
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -48,6 +49,17 @@ pub(in crate::host) fn render_session_context(text: &str) -> String {
     serde_json::json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
         .to_string()
 }
+
+/// How Claude Code 2.1.332 starts a hook on Linux: each in a session of its own, a direct child of
+/// the `claude` process, reading its event from a socket `claude` made. The agent's Bash tool
+/// shell is a session of its own under `claude` too; `exec`ed into the hook it still reads a
+/// socket it did not get from `claude`.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("claude", "")],
+    session: HookSession::Own,
+    stdin_from_host: true,
+    tool_sandbox: None,
+};
 
 #[cfg(test)]
 mod tests {

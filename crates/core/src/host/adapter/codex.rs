@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker, object_line};
 
 /// Codex refuses an empty block reason; ours always has the task, but never send an empty one.
@@ -35,6 +36,17 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
         (None, None) => String::new(),
     }
 }
+
+/// How Codex 0.171.0 starts a hook on Linux: in a session of its own, a direct child of the
+/// `codex` process, reading a pipe. The agent's commands run in its sandbox, a PID namespace
+/// whose first process is `codex-linux-sandbox` (the kernel keeps 15 bytes of the name), from
+/// which no process sees `codex`.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("codex", "")],
+    session: HookSession::Own,
+    stdin_from_host: false,
+    tool_sandbox: Some("codex-linux-san"),
+};
 
 #[cfg(test)]
 mod tests {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker, object_line};
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -57,6 +58,16 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
         None => "{}".to_string(),
     }
 }
+
+/// How Copilot CLI 1.0.102 starts a hook on Linux: in the session of its process (named
+/// `MainThread`, started by the `copilot` launcher), as a direct child in a process group of its
+/// own, reading a pipe. The agent's shell tool runs in a session of its own.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("MainThread", "copilot"), ("node", "copilot")],
+    session: HookSession::Host,
+    stdin_from_host: false,
+    tool_sandbox: None,
+};
 
 #[cfg(test)]
 mod tests {

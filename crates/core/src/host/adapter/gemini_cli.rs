@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker, object_line};
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -48,6 +49,16 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
     }
     object_line(pairs)
 }
+
+/// How Gemini CLI 0.61.0 starts a hook on Linux: in the session of its `node` process (the one
+/// it relaunches itself as), as a direct child, reading a socket that process made. Its shell
+/// tool and its commands' `!{…}` lines run in sessions of their own.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("node", "gemini")],
+    session: HookSession::Host,
+    stdin_from_host: true,
+    tool_sandbox: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker, object_line};
 
 /// The field every payload of the plugin carries, and no other host's.
@@ -130,6 +131,16 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
     }
     object_line(pairs)
 }
+
+/// How opencode 1.18.33 starts for-loop's plugin programs on Linux: in the session of the
+/// `opencode` process, as its direct children, reading a socket it made. Its bash tool runs in
+/// a session of its own.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("opencode", "")],
+    session: HookSession::Host,
+    stdin_from_host: true,
+    tool_sandbox: None,
+};
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
+use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker};
 use crate::support::environment::Environment;
 
@@ -126,6 +127,16 @@ fn setting(path: &Path) -> Option<i64> {
     let floored = cap.as_f64().filter(|f| f.is_finite()).map(|f| f.floor().clamp(-1.0, 1000.0) as i64);
     cap.as_i64().or(floored)
 }
+
+/// How Qwen Code 0.24.4 starts a hook on Linux: each in a session of its own, a direct child of
+/// its innermost `node` process (it relaunches itself twice), reading a socket that process
+/// made. Its shell tool runs in a session of its own under the same process.
+pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
+    names: &[("node", "qwen")],
+    session: HookSession::Own,
+    stdin_from_host: true,
+    tool_sandbox: None,
+};
 
 #[cfg(test)]
 mod tests {
