@@ -83,6 +83,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::ContextExhausted => "turn ended: context window full",
         ReasonCode::AgentError => "turn ended on an API error",
         ReasonCode::HandedOver => "handed over to loop-hook run",
+        ReasonCode::HooksChanged => "passed, but for-loop's hook settings changed",
     }
 }
 

@@ -161,6 +161,12 @@ pub(crate) enum ReasonCode {
     /// run --resume LOOP`): the session's copy ends with this outcome, and the run's copy goes on
     /// with the same loop id, ledger and iteration.
     HandedOver,
+
+    // Issue 32: the host's configuration watched at every hook.
+    /// The check passed, but something that decides whether for-loop's hooks run at all (a
+    /// setting, a hook file, the launcher, the binary) changed since the last judged stop: the
+    /// pass does not count, and the stop is blocked with the change named.
+    HooksChanged,
 }
 
 impl ReasonCode {
@@ -222,6 +228,7 @@ impl ReasonCode {
             ReasonCode::ContextExhausted => "context_exhausted",
             ReasonCode::AgentError => "agent_error",
             ReasonCode::HandedOver => "handed_over",
+            ReasonCode::HooksChanged => "hooks_changed",
         }
     }
 
@@ -341,6 +348,7 @@ mod tests {
             ReasonCode::ContextExhausted,
             ReasonCode::AgentError,
             ReasonCode::HandedOver,
+            ReasonCode::HooksChanged,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -54,7 +54,12 @@ impl LedgerEntry {
             {
                 break;
             }
-            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop {
+            // A change of the host's configuration the agent made, told at a tool call or a
+            // prompt, is told again at the next judged stop, whose pass it takes away.
+            let hooks_changed = entry.reason == ReasonCode::HostConfigChanged
+                && entry.origin == Some(crate::host::origin::Origin::Agent);
+            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop || hooks_changed
+            {
                 since.push(entry);
             }
         }
