@@ -16,6 +16,7 @@ use crate::util::{TestEnv, client_bin, copy_dir, run_bounded};
 
 mod hostile;
 mod limits;
+mod red_team_watch;
 mod reviewers;
 
 const SESSION_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
