@@ -6,29 +6,7 @@
 use mock_model::{MockModel, Script};
 
 use super::{SESSION_A, World, reinjections};
-use crate::util::copy_dir;
-
-/// `code` (python) run from base64, so that neither the guard nor a reader of the command line
-/// sees what it writes.
-pub(crate) fn python_base64(code: &str) -> String {
-    format!("python3 -c \"import base64; exec(base64.b64decode('{}'))\"", base64(code.as_bytes()))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+use crate::util::{copy_dir, python_base64};
 
 /// A world whose plugin is a copy the model may write, as an installed plugin is.
 fn world_with_own_plugin() -> World {
