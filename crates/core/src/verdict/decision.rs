@@ -1075,6 +1075,39 @@ mod tests {
         ");
     }
 
+    /// Issue 32: a pass at a stop after a change of what decides whether for-loop's hooks run
+    /// does not count: the stop is blocked with the change named, and the note recorded as the
+    /// agent's. A failing check is judged as usual, the change told beside it.
+    #[test]
+    fn a_pass_after_the_hosts_configuration_changed_does_not_count() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let passed = outcome(Some(0), false, "ok\n");
+        let at: Timestamp = "2026-11-22T03:10:00Z".parse().unwrap();
+        let changed = [Incident::new(
+            ReasonCode::HostConfigChanged,
+            at,
+            "for-loop's hook list /p/hooks.json (changed)",
+        )];
+        let decision = decide(&state, StopFacts { incidents: &changed, ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::HooksChanged);
+        assert!(matches!(&decision.verdict, Verdict::Block { reason } if reason.contains("/p/hooks.json")));
+        assert!(decision.system_message.contains("/p/hooks.json"), "{}", decision.system_message);
+        assert_eq!(decision.ledger[0].origin, Some(crate::host::origin::Origin::Agent));
+        assert_eq!(decision.next.meta.status, Status::Active);
+        // Told at a tool call before: told again, and the pass still does not count.
+        let told = [Incident { recorded: true, ..changed[0].clone() }];
+        let decision = decide(&state, StopFacts { incidents: &told, ..facts(Some(&passed), None) });
+        assert_eq!((decision.code, decision.ledger.len()), (ReasonCode::HooksChanged, 1));
+        let failed = outcome(Some(1), false, "FAILED\n");
+        let decision = decide(&state, StopFacts { incidents: &changed, ..facts(Some(&failed), None) });
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        // Another incident takes no pass away.
+        let other = [Incident::new(ReasonCode::StateDeleted, at, "the state was deleted")];
+        let decision = decide(&state, StopFacts { incidents: &other, ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::Verified);
+        assert_eq!(decision.ledger[0].origin, None);
+    }
+
     #[test]
     fn snapshot_verify_not_run() {
         let state = with(Some("cargo test"), None, 2, 30);
