@@ -80,6 +80,8 @@ mod guard;
 #[cfg(unix)]
 mod handoff;
 #[cfg(unix)]
+mod host_config_watch;
+#[cfg(unix)]
 mod hosts;
 #[cfg(unix)]
 mod latest_clients;

@@ -164,7 +164,7 @@ fn pretty(value: &Value) -> String {
 fn generated() -> Vec<(&'static str, String)> {
     let claude = claude_command;
     let claude_hooks = json!({
-        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user; after a compaction, give the agent its loop back (SessionStart compact). Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
+        "description": "for-loop: at every turn end, run the loop's verify command and keep the agent working until it passes; carry out the user's own /for-loop, /cancel-loop, /loop-status, resume and rollback from the prompt they submit (outside the model's sandbox); while a loop runs, refuse edits to its verify check; record a turn that ends on an API error (StopFailure) without counting it, and tell the user; after a compaction, give the agent its loop back (SessionStart compact); while a loop runs, tell at once a change of the settings that decide whether its hooks run, and keep it out of the session (ConfigChange). Every command runs scripts/loop-hook, which finds the loop-hook binary (see that file for where it looks and why).",
         "hooks": {
             "Stop": [{"hooks": [{
                 "type": "command",
@@ -193,6 +193,11 @@ fn generated() -> Vec<(&'static str, String)> {
             "SessionStart": [{
                 "matcher": "compact",
                 "hooks": [{"type": "command", "command": claude("session-start"), "timeout": 30}],
+            }],
+            // A settings file changed while the session runs: the guard's command line answers it.
+            "ConfigChange": [{
+                "matcher": "user_settings|project_settings|local_settings|policy_settings",
+                "hooks": [{"type": "command", "command": claude("guard"), "timeout": 30}],
             }],
         },
     });

@@ -427,3 +427,18 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `code` (python) run from base64, as a model that was refused once would send it: neither the
+/// guard nor a reader of the command line sees what it writes.
+pub(crate) fn python_base64(code: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut encoded = String::new();
+    for chunk in code.as_bytes().chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            let sextet = (n >> (18 - 6 * i)) as usize & 63;
+            encoded.push(if i <= chunk.len() { char::from(ALPHABET[sextet]) } else { '=' });
+        }
+    }
+    format!("python3 -c \"import base64; exec(base64.b64decode('{encoded}'))\"")
+}

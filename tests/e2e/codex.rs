@@ -9,6 +9,8 @@ use mock_model::{Agent, MockModel, Script};
 use super::{only_session, run_text};
 use crate::util::{TestEnv, client_bin, repo};
 
+mod watch;
+
 /// What Codex says when the Stop hook it would skip is the one a loop needs.
 const UNTRUSTED: &str = "Codex has no trust record for for-loop's Stop hook";
 

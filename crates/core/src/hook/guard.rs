@@ -148,6 +148,10 @@ pub(crate) fn run(env: &Environment, stdin: impl Read) -> String {
     let opencode = crate::host::opencode_tool_call(&object);
     let from_opencode = opencode.is_some();
     let object = opencode.unwrap_or(object);
+    // Claude Code's `ConfigChange` comes through the guard's command line too (issue 32).
+    if object.get("hook_event_name").and_then(Value::as_str) == Some(crate::hook::config_change::EVENT) {
+        return crate::hook::config_change::run(env, &object);
+    }
     let Some((store, paths, state)) = running_loop(env, &Fields(&object)) else { return String::new() };
     // The user hears of hooks being switched off at the first tool call after it.
     let told = crate::hook::guard_host_config::notice(env, &paths, &state);

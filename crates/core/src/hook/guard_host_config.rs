@@ -1,13 +1,20 @@
-//! The guard's watch on what decides whether for-loop runs at all: at each tool call while a loop
-//! runs, the host's settings keys, the plugin's hook list and launcher and the binary's identity
-//! are compared with how they were ([`crate::host::config_watch`]), and a change is told to the
-//! user at once, in words, and recorded (`host_config_changed`, origin agent). Once the hooks are
-//! switched off nothing of for-loop's runs to say so, so the time to say it is the tool call right
-//! after the change, while the guard still runs.
+//! The watch on what decides whether for-loop runs at all: at each tool call, stop and prompt
+//! while a loop runs, the host's settings keys, for-loop's hook files and launcher and the
+//! binary's identity are compared with how they were ([`crate::host::config_watch`]), and a
+//! change is told to the user at once, in words, and recorded (`host_config_changed`, origin
+//! agent). Once the hooks are switched off nothing of for-loop's runs to say so, so the time to
+//! say it is the first hook that runs after the change, while the host still runs them (it loaded
+//! them when the session started).
+//!
+//! At a stop the change is one of the stop's incidents: told to the user and the agent, recorded
+//! by the stop's own commit, and a pass at that stop does not count (`hooks_changed`). A change a
+//! tool call or a prompt told is told again at the next judged stop, whose pass it takes away
+//! too: the loop never ends as verified at a stop that has not said so.
 
 use crate::host::Host;
 use crate::host::config_watch;
 use crate::host::origin::Origin;
+use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
@@ -19,9 +26,9 @@ use crate::support::environment::Environment;
 /// What to tell the user about a change since the last look, if any. The loop's start took the
 /// snapshot; each change is told once, and becomes the snapshot later looks compare with. A loop
 /// started before snapshots were taken is not watched.
-pub(super) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> Option<String> {
+pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> Option<String> {
     let before = seen.meta.host_config.as_ref()?;
-    let now = config_watch::snapshot(env, &seen.meta.cwd);
+    let now = seen.meta.host.config_snapshot(env, &seen.meta.cwd);
     if config_watch::changes(before, &now).is_empty() {
         return None;
     }
@@ -54,6 +61,26 @@ pub(super) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> 
     Some(words(&changes, state.meta.host, recorded))
 }
 
+/// At a judged stop of `state`'s loop: the change since the last look, as an incident for the
+/// stop to tell and record, and the snapshot the loop keeps from now on; `None` when nothing
+/// changed or the loop is not watched. Nothing is written here: the stop's one commit records it.
+pub(crate) fn at_stop(env: &Environment, state: &LoopState) -> Option<(Incident, config_watch::Snapshot)> {
+    let before = state.meta.host_config.as_ref()?;
+    let now = state.meta.host.config_snapshot(env, &state.meta.cwd);
+    let changes = config_watch::changes(before, &now);
+    if changes.is_empty() {
+        return None;
+    }
+    let what = format!(
+        "something that decides whether for-loop's hooks run at all changed while the loop ran: {}. \
+         With the hooks switched off or pointed elsewhere, for-loop can neither hold the agent nor \
+         judge its stops from the next session on; put it back, or {} if you meant to end the loop",
+        changes.join("; "),
+        state.meta.host.commands().cancel
+    );
+    Some((Incident::new(ReasonCode::HostConfigChanged, env.now, what), now))
+}
+
 /// Takes the snapshot again after the user's own change of the settings (`/for-loop:strict`), so
 /// that the guard does not report it as the agent's. Recorded as a change with origin user.
 pub(crate) fn user_changed(env: &Environment, paths: &LoopPaths, why: &str) {
@@ -64,7 +91,7 @@ pub(crate) fn user_changed(env: &Environment, paths: &LoopPaths, why: &str) {
     else {
         return;
     };
-    let now = config_watch::snapshot(env, &state.meta.cwd);
+    let now = state.meta.host.config_snapshot(env, &state.meta.cwd);
     let changes = config_watch::changes(before, &now);
     if changes.is_empty() {
         return;

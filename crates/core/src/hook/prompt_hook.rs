@@ -104,6 +104,15 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     {
         notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
     }
+    // What decides whether for-loop's hooks run, looked at again (issue 32): a change since the
+    // last look is told now, and recorded.
+    if let Some(line) = trusted
+        .as_ref()
+        .filter(|state| state.is_active() && state.is_owned_by(&session_id))
+        .and_then(|state| crate::hook::guard_host_config::notice(env, &paths, state))
+    {
+        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+    }
     let loop_transcript =
         trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
     // A loop without one (started from a terminal) has only the event's to show a turn nobody

@@ -1,12 +1,14 @@
-//! What decides whether for-loop runs at all on Claude Code, as a snapshot to compare: the keys
-//! of the host's settings files that can switch its hooks off or point them elsewhere
-//! (`disableAllHooks`, `hooks`, `env` for for-loop's own variables, `enabledPlugins`, `sandbox`),
-//! the plugin's `hooks.json` and launcher, and the identity of the binary answering.
+//! What decides whether for-loop runs at all on a host, as a snapshot to compare: the keys of
+//! the host's settings that can switch its hooks off or point them elsewhere, for-loop's hook
+//! list, launcher and manifest where the host installed them, a folder of hook files, and the
+//! identity of the binary answering. Each host's adapter names what it reads ([`Watched`]); this
+//! module is the one that looks at them and tells two looks apart.
 //!
 //! The model's tools run as the user and can change any of these: with `disableAllHooks` or an
 //! emptied `hooks.json`, no hook of for-loop's runs again and the loop is silently over. The
-//! guard compares this snapshot at every tool call while a loop runs, so the user hears of such a
-//! change at once, while a hook still runs ([`crate::hook::guard_host_config`]).
+//! snapshot is compared at every hook that runs while a loop runs (a tool call, a stop, a
+//! prompt), so the user hears of such a change at the first one after it
+//! ([`crate::hook::guard_host_config`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,22 +22,68 @@ use crate::support::environment::Environment;
 /// and its state in short (a digest, `absent`, `unreadable`).
 pub(crate) type Snapshot = BTreeMap<String, String>;
 
-/// The settings keys that decide whether and how for-loop's hooks run.
-const KEYS: &[&str] =
-    &["disableAllHooks", "hooks", "enabledPlugins", "sandbox", "disableSkillShellExecution"];
+/// How much of a watched file is read: settings and hook files are a few kilobytes.
+const FILE_BYTES: u64 = 4 << 20;
+/// How many files of a watched folder are looked at.
+const FOLDER_FILES: usize = 256;
 
-/// The snapshot now, for a loop in `project`.
-pub(crate) fn snapshot(env: &Environment, project: &Path) -> Snapshot {
-    let mut snapshot = Snapshot::new();
-    for path in settings_files(env, project) {
-        snapshot.insert(format!("settings:{}", path.display()), settings_state(&path));
+/// One thing a host reads that decides whether for-loop runs there, and how much of it counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Watched {
+    pub(crate) kind: Kind,
+    pub(crate) path: PathBuf,
+}
+
+/// What part of a watched file counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A JSON settings file, of which only these top-level keys count, and in `env` the
+    /// variables for-loop and its launcher read: other settings (permissions, a model) are none
+    /// of for-loop's business.
+    Settings(&'static [&'static str]),
+    /// A TOML config, of which only the tables whose names start with one of `tables`, and the
+    /// top-level `keys`, count.
+    Toml { tables: &'static [&'static str], keys: &'static [&'static str] },
+    /// for-loop's hook list, or a host's file of hooks: all of it.
+    Hooks,
+    /// for-loop's launcher script: all of it.
+    Launcher,
+    /// A plugin's or extension's manifest, or the host's record of which extensions are on.
+    Manifest,
+    /// A folder of hook files: the name and content of every file in it.
+    Folder,
+}
+
+impl Watched {
+    pub(crate) fn new(kind: Kind, path: impl Into<PathBuf>) -> Watched {
+        Watched { kind, path: path.into() }
     }
-    if let Some(root) = env.var("CLAUDE_PLUGIN_ROOT").map(PathBuf::from) {
-        for (kind, file) in [("hooks", "hooks/hooks.json"), ("launcher", "scripts/loop-hook")] {
-            let path = root.join(file);
-            snapshot.insert(format!("{kind}:{}", path.display()), file_state(&path));
+
+    /// The snapshot's key: the kind's label and the path.
+    fn key(&self) -> String {
+        let label = match self.kind {
+            Kind::Settings(_) | Kind::Toml { .. } => "settings",
+            Kind::Hooks => "hooks",
+            Kind::Launcher => "launcher",
+            Kind::Manifest => "manifest",
+            Kind::Folder => "folder",
+        };
+        format!("{label}:{}", self.path.display())
+    }
+
+    fn state(&self) -> String {
+        match self.kind {
+            Kind::Settings(keys) => settings_state(&self.path, keys),
+            Kind::Toml { tables, keys } => toml_state(&self.path, tables, keys),
+            Kind::Hooks | Kind::Launcher | Kind::Manifest => file_state(&self.path),
+            Kind::Folder => folder_state(&self.path),
         }
     }
+}
+
+/// The snapshot now of what a host reads (`watched`, from its adapter), with the binary answering.
+pub(crate) fn snapshot(env: &Environment, watched: &[Watched]) -> Snapshot {
+    let mut snapshot: Snapshot = watched.iter().map(|w| (w.key(), w.state())).collect();
     let binaries = std::env::current_exe().ok().into_iter().chain(env.var("FOR_LOOP_BIN").map(PathBuf::from));
     for path in binaries {
         snapshot.insert(format!("binary:{}", path.display()), identity(&path));
@@ -53,11 +101,11 @@ pub(crate) fn changes(before: &Snapshot, now: &Snapshot) -> Vec<String> {
         .map(|key| {
             let (kind, path) = key.split_once(':').unwrap_or(("", key));
             let what = match kind {
-                "settings" => {
-                    format!("`disableAllHooks`, `hooks`, `env`, `enabledPlugins` or `sandbox` in {path}")
-                }
+                "settings" => format!("the settings that switch hooks off or point them elsewhere in {path}"),
                 "hooks" => format!("for-loop's hook list {path}"),
                 "launcher" => format!("for-loop's launcher {path}"),
+                "manifest" => format!("for-loop's manifest or the host's list of extensions {path}"),
+                "folder" => format!("the hook files in {path}"),
                 _ => format!("the loop-hook binary {path}"),
             };
             let state = |s: Option<&String>| match s.map(String::as_str) {
@@ -71,36 +119,22 @@ pub(crate) fn changes(before: &Snapshot, now: &Snapshot) -> Vec<String> {
         .collect()
 }
 
-/// Claude Code's settings files for `project`: the user's, the project's, its local one and the
-/// managed one; for the hooks' own project directory too when it differs.
-fn settings_files(env: &Environment, project: &Path) -> Vec<PathBuf> {
-    let config = env
-        .var("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".claude")));
-    let mut files: Vec<PathBuf> = config.map(|c| c.join("settings.json")).into_iter().collect();
-    let mut projects = vec![project.to_path_buf()];
-    projects.extend(env.var("CLAUDE_PROJECT_DIR").map(PathBuf::from).filter(|p| p != project));
-    for project in projects {
-        files.push(project.join(".claude/settings.json"));
-        files.push(project.join(".claude/settings.local.json"));
-    }
-    files.push(PathBuf::from("/etc/claude-code/managed-settings.json"));
-    files
+/// A path under the user's home, or `None` without one.
+pub(crate) fn home(env: &Environment, rest: &str) -> Option<PathBuf> {
+    env.var("HOME").map(|home| Path::new(home).join(rest))
 }
 
-/// The watched keys of one settings file, as a digest: other changes of the file (permissions,
-/// a model) are none of for-loop's business, and a missing file sets none of them.
-fn settings_state(path: &Path) -> String {
-    let Ok(bytes) = crate::support::read::bounded_read::read(path, 4 << 20) else {
+/// The watched keys of one settings file, as a digest; a missing file sets none of them.
+fn settings_state(path: &Path, keys: &[&str]) -> String {
+    let Ok(bytes) = crate::support::read::bounded_read::read(path, FILE_BYTES) else {
         return if path.exists() { "unreadable".into() } else { watched_digest(&Map::new()) };
     };
     let Ok(Value::Object(settings)) = serde_json::from_slice::<Value>(&bytes) else {
-        // Claude Code ignores a file it cannot parse; one made unparseable is still a change.
+        // A host ignores a file it cannot parse; one made unparseable is still a change.
         return format!("unparsed:{}", sha256_hex(&bytes));
     };
     let mut watched: Map<String, Value> =
-        KEYS.iter().filter_map(|key| Some(((*key).to_string(), settings.get(*key)?.clone()))).collect();
+        keys.iter().filter_map(|key| Some(((*key).to_string(), settings.get(*key)?.clone()))).collect();
     if let Some(Value::Object(vars)) = settings.get("env") {
         let ours: Map<String, Value> = vars
             .iter()
@@ -118,13 +152,56 @@ fn watched_digest(watched: &Map<String, Value>) -> String {
     sha256_hex(Value::Object(watched.clone()).to_string().as_bytes())
 }
 
+/// The watched tables and keys of a TOML config, as a digest of their lines (blank lines and
+/// comments left out); a missing file has none. Read line by line: a table header is a line
+/// that starts with `[`, which is all of TOML this needs.
+fn toml_state(path: &Path, tables: &[&str], keys: &[&str]) -> String {
+    let Ok(bytes) = crate::support::read::bounded_read::read(path, FILE_BYTES) else {
+        return if path.exists() { "unreadable".into() } else { sha256_hex(b"") };
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut watched = String::new();
+    let mut in_table: Option<bool> = None;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let keep = if let Some(header) = line.strip_prefix('[') {
+            let name = header.trim_start_matches('[').trim_start();
+            let watched_table = tables.iter().any(|table| name.starts_with(table));
+            in_table = Some(watched_table);
+            watched_table
+        } else {
+            in_table.unwrap_or_else(|| {
+                line.split_once('=').is_some_and(|(key, _)| keys.contains(&key.trim().trim_matches('"')))
+            })
+        };
+        if keep {
+            watched.push_str(line);
+            watched.push('\n');
+        }
+    }
+    sha256_hex(watched.as_bytes())
+}
+
 /// A file's content, as a digest.
 fn file_state(path: &Path) -> String {
-    match crate::support::read::bounded_read::read(path, 4 << 20) {
+    match crate::support::read::bounded_read::read(path, FILE_BYTES) {
         Ok(bytes) => sha256_hex(&bytes),
         Err(_) if !path.exists() => "absent".into(),
         Err(_) => "unreadable".into(),
     }
+}
+
+/// A folder's files, by name and content, as a digest.
+fn folder_state(path: &Path) -> String {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return if path.exists() { "unreadable".into() } else { "absent".into() };
+    };
+    let mut files: Vec<(String, String)> = entries
+        .filter_map(Result::ok)
+        .take(FOLDER_FILES)
+        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), file_state(&entry.path())))
+        .collect();
+    files.sort();
+    sha256_hex(format!("{files:?}").as_bytes())
 }
 
 /// A binary's identity without reading it (it is large, and this runs at every tool call): its
@@ -154,65 +231,229 @@ fn identity(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Host;
 
-    fn env(home: &Path, plugin: &Path) -> Environment {
+    fn env(dir: &Path) -> Environment {
+        let plugin = dir.join("plugin").display().to_string();
         Environment::new(
             [
-                ("HOME".to_string(), home.display().to_string()),
-                ("CLAUDE_PLUGIN_ROOT".to_string(), plugin.display().to_string()),
+                ("HOME".to_string(), dir.join("home").display().to_string()),
+                ("CLAUDE_PLUGIN_ROOT".to_string(), plugin.clone()),
+                ("PLUGIN_ROOT".to_string(), plugin.clone()),
+                ("CURSOR_PLUGIN_ROOT".to_string(), plugin),
             ],
-            home.to_path_buf(),
+            dir.to_path_buf(),
             jiff::Timestamp::UNIX_EPOCH,
         )
     }
 
-    #[test]
-    fn each_switch_of_the_hooks_is_a_change_and_other_settings_are_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let (home, project, plugin) =
-            (dir.path().join("home"), dir.path().join("p"), dir.path().join("plugin"));
-        for d in [home.join(".claude"), project.join(".claude"), plugin.join("hooks"), plugin.join("scripts")]
-        {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(plugin.join("hooks/hooks.json"), r#"{"hooks":{"Stop":[]}}"#).unwrap();
-        std::fs::write(plugin.join("scripts/loop-hook"), "#!/bin/sh\n").unwrap();
-        let env = env(&home, &plugin);
-        let local = project.join(".claude/settings.local.json");
-        let start = snapshot(&env, &project);
-        assert!(changes(&start, &snapshot(&env, &project)).is_empty(), "nothing changed");
+    /// A file a host reads (under `home/`, the project `p/` or the plugin's root `plugin/`),
+    /// contents that change nothing for-loop depends on, and contents that each do.
+    struct Case {
+        host: Host,
+        file: &'static str,
+        unrelated: &'static [&'static str],
+        watched: &'static [&'static str],
+    }
 
-        std::fs::write(&local, r#"{"permissions":{"allow":["Bash"]},"env":{"OTHER":"1"}}"#).unwrap();
-        assert!(changes(&start, &snapshot(&env, &project)).is_empty(), "an unrelated setting");
-        let changed = |text: &str| {
-            std::fs::write(&local, text).unwrap();
-            changes(&start, &snapshot(&env, &project))
-        };
-        for text in [
-            r#"{"disableAllHooks":true}"#,
-            r#"{"env":{"FOR_LOOP_BIN":"/tmp/x"}}"#,
-            r#"{"env":{"FOR_LOOP_HOME":"/tmp/x"}}"#,
-            r#"{"hooks":{"Stop":[]}}"#,
-            r#"{"enabledPlugins":{"for-loop@m":false}}"#,
-            "not json",
-        ] {
-            let found = changed(text);
-            assert_eq!(found.len(), 1, "{text}: {found:?}");
-            assert!(found[0].contains(&local.display().to_string()), "{found:?}");
+    const CASES: &[Case] = &[
+        Case {
+            host: Host::ClaudeCode,
+            file: "p/.claude/settings.local.json",
+            unrelated: &[r#"{"permissions":{"allow":["Bash"]},"env":{"OTHER":"1"}}"#],
+            watched: &[
+                r#"{"disableAllHooks":true}"#,
+                r#"{"env":{"FOR_LOOP_BIN":"/tmp/x"}}"#,
+                r#"{"env":{"FOR_LOOP_HOME":"/tmp/x"}}"#,
+                r#"{"hooks":{"Stop":[]}}"#,
+                r#"{"enabledPlugins":{"for-loop@m":false}}"#,
+                "not json",
+            ],
+        },
+        Case {
+            host: Host::ClaudeCode,
+            file: "home/.claude/settings.json",
+            unrelated: &[r#"{"model":"x"}"#],
+            watched: &[r#"{"disableAllHooks":true}"#],
+        },
+        Case { host: Host::ClaudeCode, file: "plugin/hooks/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::ClaudeCode,
+            file: "plugin/scripts/loop-hook",
+            unrelated: &[],
+            watched: &["exit 0"],
+        },
+        Case {
+            host: Host::GeminiCli,
+            file: "home/.gemini/settings.json",
+            unrelated: &[r#"{"model":{"name":"x"},"security":{"auth":{}}}"#],
+            watched: &[
+                r#"{"hooksConfig":{"enabled":false}}"#,
+                r#"{"hooksConfig":{"disabled":["for-loop"]}}"#,
+                r#"{"hooks":{"AfterAgent":[]}}"#,
+            ],
+        },
+        Case {
+            host: Host::GeminiCli,
+            file: "p/.gemini/settings.json",
+            unrelated: &[r#"{"ui":{}}"#],
+            watched: &[r#"{"hooks":{}}"#],
+        },
+        Case {
+            host: Host::GeminiCli,
+            file: "home/.gemini/extensions/for-loop/hooks/hooks.json",
+            unrelated: &[],
+            watched: &["{}"],
+        },
+        Case {
+            host: Host::GeminiCli,
+            file: "home/.gemini/extensions/extension-enablement.json",
+            unrelated: &[],
+            watched: &[r#"{"for-loop":{"overrides":["!/*"]}}"#],
+        },
+        Case {
+            host: Host::QwenCode,
+            file: "home/.qwen/settings.json",
+            unrelated: &[r#"{"model":{"name":"x"},"memory":{}}"#],
+            watched: &[r#"{"disableAllHooks":true}"#, r#"{"stopHookBlockingCap":1}"#, r#"{"hooks":{}}"#],
+        },
+        Case {
+            host: Host::QwenCode,
+            file: "home/.qwen/extensions/for-loop/hooks/hooks.json",
+            unrelated: &[],
+            watched: &["{}"],
+        },
+        Case {
+            host: Host::QwenCode,
+            file: "home/.qwen/extensions/for-loop/qwen-extension.json",
+            unrelated: &[],
+            watched: &["{}"],
+        },
+        Case {
+            host: Host::Codex,
+            file: "home/.codex/config.toml",
+            unrelated: &["model = \"o3\"\n\n[profiles.x]\nmodel = \"y\"\n# notify = 1\n"],
+            watched: &[
+                "notify = [\"x\"]\n",
+                "[features]\nhooks = false\n",
+                "[hooks.state.\"for-loop@m:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n",
+                "[plugins.\"for-loop@m\"]\nenabled = false\n",
+            ],
+        },
+        Case { host: Host::Codex, file: "home/.codex/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case { host: Host::Codex, file: "p/.codex/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case { host: Host::Codex, file: "plugin/hooks/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::CopilotCli,
+            file: "home/.copilot/hooks/for-loop.json",
+            unrelated: &[],
+            watched: &["{}", ""],
+        },
+        Case {
+            host: Host::CopilotCli,
+            file: "home/.copilot/hooks/other.json",
+            unrelated: &[],
+            watched: &["{}"],
+        },
+        Case { host: Host::CopilotCli, file: "p/.github/hooks/x.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::CopilotCli,
+            file: "home/.copilot/config.json",
+            unrelated: &[r#"{"model":"x"}"#],
+            watched: &[r#"{"disableAllHooks":true}"#],
+        },
+        Case { host: Host::Cursor, file: "home/.cursor/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case { host: Host::Cursor, file: "p/.cursor/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::Opencode,
+            file: "home/.config/opencode/plugins/for-loop.js",
+            unrelated: &[],
+            watched: &["export default {}"],
+        },
+        Case {
+            host: Host::Opencode,
+            file: "home/.config/opencode/opencode.json",
+            unrelated: &[r#"{"model":"x","provider":{}}"#],
+            watched: &[r#"{"plugin":[]}"#],
+        },
+        Case {
+            host: Host::Opencode,
+            file: "p/opencode.json",
+            unrelated: &[r#"{"model":"x"}"#],
+            watched: &[r#"{"plugin":["file:///tmp/x.js"]}"#],
+        },
+        Case { host: Host::Antigravity, file: "p/.agents/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::Antigravity,
+            file: "home/.gemini/config/plugins/for-loop/hooks.json",
+            unrelated: &[],
+            watched: &["{}"],
+        },
+    ];
+
+    /// For each host, a change to each watched key or file is seen, once, naming the file; a
+    /// change of the same file that touches nothing for-loop depends on is not.
+    #[test]
+    fn each_hosts_watched_keys_and_files_are_seen_and_unrelated_settings_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let project = dir.path().join("p");
+        for case in CASES {
+            let path = dir.path().join(case.file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let start = case.host.config_snapshot(&env, &project);
+            let now = || changes(&start, &case.host.config_snapshot(&env, &project));
+            assert!(now().is_empty(), "{}: nothing changed", case.file);
+            for text in case.unrelated {
+                std::fs::write(&path, text).unwrap();
+                assert!(now().is_empty(), "{}: {text} is not for-loop's business", case.file);
+            }
+            for text in case.watched {
+                std::fs::write(&path, text).unwrap();
+                let found = now();
+                assert_eq!(found.len(), 1, "{} {}: {text}: {found:?}", case.host.name(), case.file);
+                let shown = path.display().to_string();
+                let named =
+                    if case.file.starts_with("home/.copilot/hooks/") || case.file.starts_with("p/.github/") {
+                        path.parent().unwrap().display().to_string()
+                    } else {
+                        shown
+                    };
+                assert!(found[0].contains(&named), "{found:?}");
+            }
+            std::fs::remove_file(&path).unwrap();
+            assert!(now().is_empty(), "{}: back as it was", case.file);
         }
-        std::fs::remove_file(&local).unwrap();
-        std::fs::write(plugin.join("hooks/hooks.json"), "{}").unwrap();
-        let found = changes(&start, &snapshot(&env, &project));
-        assert_eq!(
-            found,
-            [format!("for-loop's hook list {} (changed)", plugin.join("hooks/hooks.json").display())]
-        );
-        std::fs::remove_file(plugin.join("scripts/loop-hook")).unwrap();
-        let found = changes(&start, &snapshot(&env, &project));
-        assert!(
-            found.iter().any(|c| c.contains("launcher") && c.contains("(present before, absent now)")),
-            "{found:?}"
-        );
+    }
+
+    #[test]
+    fn a_change_is_told_in_words_that_name_the_file_and_what_became_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let hooks = dir.path().join("plugin/hooks/hooks.json");
+        std::fs::create_dir_all(hooks.parent().unwrap()).unwrap();
+        std::fs::write(&hooks, r#"{"hooks":{"Stop":[]}}"#).unwrap();
+        let start = Host::ClaudeCode.config_snapshot(&env, &dir.path().join("p"));
+        std::fs::write(&hooks, "{}").unwrap();
+        let found = changes(&start, &Host::ClaudeCode.config_snapshot(&env, &dir.path().join("p")));
+        assert_eq!(found, [format!("for-loop's hook list {} (changed)", hooks.display())]);
+        std::fs::remove_file(&hooks).unwrap();
+        let found = changes(&start, &Host::ClaudeCode.config_snapshot(&env, &dir.path().join("p")));
+        assert_eq!(found, [format!("for-loop's hook list {} (present before, absent now)", hooks.display())]);
+    }
+
+    /// A folder that is gone, and a file of it that is removed, are changes too.
+    #[test]
+    fn a_hook_folder_emptied_or_removed_is_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("hooks");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("for-loop.json"), "{}").unwrap();
+        let before = folder_state(&folder);
+        std::fs::remove_file(folder.join("for-loop.json")).unwrap();
+        assert_ne!(folder_state(&folder), before);
+        std::fs::remove_dir(&folder).unwrap();
+        assert_eq!(folder_state(&folder), "absent");
     }
 
     #[test]

@@ -189,9 +189,20 @@ impl Host {
     }
 
     /// Whether the settings that switch the host's hooks off can be watched while a loop runs
-    /// ([`crate::host::config_watch`] reads Claude Code's).
+    /// ([`crate::host::config_watch`]; each adapter names what its host reads).
     pub(crate) fn hook_settings_can_be_watched(self) -> bool {
-        self == Host::ClaudeCode
+        // Every host's adapter names files the agent can edit (issue 32).
+        matches!(
+            self,
+            Host::ClaudeCode
+                | Host::Antigravity
+                | Host::GeminiCli
+                | Host::Codex
+                | Host::Cursor
+                | Host::CopilotCli
+                | Host::Opencode
+                | Host::QwenCode
+        )
     }
 
     /// Whether the prompt hook's answer takes the place of the text the user's command sends
@@ -394,6 +405,38 @@ impl Host {
     }
 }
 
+/// The watch of what decides whether for-loop runs on a host (issue 32): each adapter names
+/// what its host reads; [`config_watch`] looks at it.
+impl Host {
+    /// What this host reads that decides whether for-loop runs at all, for a loop in `project`.
+    pub(crate) fn watched_config(
+        self,
+        env: &crate::support::environment::Environment,
+        project: &std::path::Path,
+    ) -> Vec<config_watch::Watched> {
+        match self {
+            Host::ClaudeCode => claude_code::watched(env, project),
+            Host::Antigravity => antigravity::watched(env, project),
+            Host::GeminiCli => gemini_cli::watched(env, project),
+            Host::Codex => codex::watched(env, project),
+            Host::Cursor => cursor::watched(env, project),
+            Host::CopilotCli => copilot_cli::watched(env, project),
+            Host::Opencode => opencode::watched(env, project),
+            Host::QwenCode => qwen_code::watched(env, project),
+        }
+    }
+
+    /// The snapshot now of what decides whether for-loop runs on this host, for a loop in
+    /// `project`, with the binary answering.
+    pub(crate) fn config_snapshot(
+        self,
+        env: &crate::support::environment::Environment,
+        project: &std::path::Path,
+    ) -> config_watch::Snapshot {
+        config_watch::snapshot(env, &self.watched_config(env, project))
+    }
+}
+
 /// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
 /// adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
@@ -489,7 +532,11 @@ mod tests {
         assert_eq!(having(Host::prompt_hook_answers_in_place), ["copilot-cli"]);
         assert_eq!(having(Host::confirms_commands_from_transcript), ["claude-code"]);
         assert_eq!(having(Host::skips_untrusted_hooks), ["codex"]);
-        assert_eq!(having(Host::hook_settings_can_be_watched), ["claude-code"]);
+        assert_eq!(
+            having(Host::hook_settings_can_be_watched).len(),
+            Host::ALL.len(),
+            "every host is watched"
+        );
         let starts: Vec<(&str, &str)> =
             Host::ALL.iter().map(|h| (h.commands().start, h.commands().rollback)).collect();
         assert_eq!(starts[0], ("/for-loop", "/for-loop:rollback"));

@@ -84,6 +84,7 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::AgentError => "turn ended on an API error",
         ReasonCode::HandedOver => "handed over to loop-hook run",
         ReasonCode::MergeFailed => "parked: failed to merge",
+        ReasonCode::HooksChanged => "passed, but for-loop's hook settings changed",
     }
 }
 

@@ -38,6 +38,9 @@ impl Incident {
     pub(crate) fn from_ledger(entry: &LedgerEntry) -> Incident {
         let what = match &entry.detail {
             Some(detail) if entry.reason == ReasonCode::ForgedStop => detail.clone(),
+            Some(detail) if entry.reason == ReasonCode::HostConfigChanged => {
+                format!("something that decides whether for-loop's hooks run at all changed: {detail}")
+            }
             Some(detail) => format!("a stop was let through unjudged: {detail}"),
             None => format!("a stop was let through unjudged ({})", entry.reason),
         };

@@ -166,6 +166,11 @@ pub(crate) enum ReasonCode {
     /// integration branch `--max-merge-tries` times (a conflict, or a check broken on the merged
     /// tree): the task is parked, its work tree and branch kept.
     MergeFailed,
+    // The host's configuration watched at every hook.
+    /// The check passed, but something that decides whether for-loop's hooks run at all (a
+    /// setting, a hook file, the launcher, the binary) changed since the last judged stop: the
+    /// pass does not count, and the stop is blocked with the change named.
+    HooksChanged,
 }
 
 impl ReasonCode {
@@ -228,6 +233,7 @@ impl ReasonCode {
             ReasonCode::AgentError => "agent_error",
             ReasonCode::HandedOver => "handed_over",
             ReasonCode::MergeFailed => "merge_failed",
+            ReasonCode::HooksChanged => "hooks_changed",
         }
     }
 
@@ -348,6 +354,7 @@ mod tests {
             ReasonCode::AgentError,
             ReasonCode::HandedOver,
             ReasonCode::MergeFailed,
+            ReasonCode::HooksChanged,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -54,7 +54,12 @@ impl LedgerEntry {
             {
                 break;
             }
-            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop {
+            // A change of the host's configuration the agent made, told at a tool call or a
+            // prompt, is told again at the next judged stop, whose pass it takes away.
+            let hooks_changed = entry.reason == ReasonCode::HostConfigChanged
+                && entry.origin == Some(crate::host::origin::Origin::Agent);
+            if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop || hooks_changed
+            {
                 since.push(entry);
             }
         }
@@ -147,6 +152,29 @@ mod tests {
             stop_hook_active: Some(false),
             ..LedgerEntry::new(&crate::state::sample(), time, LedgerDecision::Block, ReasonCode::VerifyFailed)
         }
+    }
+
+    /// Issue 32: a change of the host's configuration the agent made, told at a tool call or a
+    /// prompt, is told again at the next judged stop; the user's own change is not.
+    #[test]
+    fn the_agents_host_config_change_since_the_last_verdict_is_told_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        let note = |origin| LedgerEntry {
+            decision: LedgerDecision::Note,
+            reason: ReasonCode::HostConfigChanged,
+            origin: Some(origin),
+            detail: Some("changed".into()),
+            ..entry(1)
+        };
+        entry(1).append_to(&path).unwrap();
+        note(crate::host::origin::Origin::User).append_to(&path).unwrap();
+        note(crate::host::origin::Origin::Agent).append_to(&path).unwrap();
+        let since = LedgerEntry::since_last_verdict(&path, "l");
+        assert_eq!(since.len(), 1, "{since:?}");
+        assert_eq!(since[0].origin, Some(crate::host::origin::Origin::Agent));
+        entry(2).append_to(&path).unwrap();
+        assert!(LedgerEntry::since_last_verdict(&path, "l").is_empty(), "a verdict told it");
     }
 
     #[test]

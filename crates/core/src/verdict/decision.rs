@@ -342,7 +342,10 @@ fn classify(
     let (checked, promise_kept) = check_passes(state, facts, tests);
     // A change outside the scope takes the pass away, before any reviewer is asked.
     let outside = checked && scope::breach(state, facts.scope).is_some();
-    let passes = checked && !outside;
+    // So does a change of what decides whether for-loop's hooks run at all (issue 32).
+    // A doubtful stop's pass counts for nothing anyway, and is told so.
+    let unhooked = checked && !outside && !doubtful && hooks_changed(facts);
+    let passes = checked && !outside && !unhooked;
     // A reviewer can only take a pass away: it is asked only when the check passed.
     let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
     let oracle_intact = facts.oracle_changes.is_empty();
@@ -361,6 +364,7 @@ fn classify(
     if let Some(step) = metric {
         let code = match classify_metric(state, facts, streaks, step, (out_of_time, over_tokens)) {
             ReasonCode::TargetMet if doubtful => ReasonCode::PassNotCounted,
+            ReasonCode::TargetMet if hooks_changed(facts) => ReasonCode::HooksChanged,
             code => code,
         };
         return (code, promise_kept);
@@ -378,6 +382,8 @@ fn classify(
         ReasonCode::TokenBudget
     } else if outside {
         ReasonCode::OutOfScope
+    } else if unhooked {
+        ReasonCode::HooksChanged
     } else if vetoed {
         veto_code(state, streaks)
     } else if let Some(step) = step {
@@ -402,6 +408,13 @@ fn classify(
         ReasonCode::NoCriterion
     };
     (code, promise_kept)
+}
+
+/// Whether something that decides whether for-loop's hooks run at all changed since the last
+/// judged stop (found at this stop, or told at a tool call or prompt since): a pass at such a
+/// stop does not count, so that the change is never met by a loop that ends as verified.
+fn hooks_changed(facts: &StopFacts<'_>) -> bool {
+    facts.incidents.iter().any(|incident| incident.code == ReasonCode::HostConfigChanged)
 }
 
 /// Whether `reply` is a final reply the loop has not judged yet. A host without a transcript the
@@ -661,6 +674,10 @@ fn notes(state: &LoopState, facts: &StopFacts<'_>, harness_override: bool) -> Ve
         .map(|incident| LedgerEntry {
             time: incident.at,
             detail: Some(incident.what.clone()),
+            // A stop cannot tell who changed the host's configuration; the user's own change
+            // (`/for-loop:strict`) takes the snapshot again itself, so what is left is the agent's.
+            origin: (incident.code == ReasonCode::HostConfigChanged)
+                .then_some(crate::host::origin::Origin::Agent),
             ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, incident.code)
         })
         .collect();
@@ -1056,6 +1073,39 @@ mod tests {
         ledger: note state_deleted
         ledger: block verify_failed
         ");
+    }
+
+    /// Issue 32: a pass at a stop after a change of what decides whether for-loop's hooks run
+    /// does not count: the stop is blocked with the change named, and the note recorded as the
+    /// agent's. A failing check is judged as usual, the change told beside it.
+    #[test]
+    fn a_pass_after_the_hosts_configuration_changed_does_not_count() {
+        let state = with(Some("cargo test"), None, 2, 30);
+        let passed = outcome(Some(0), false, "ok\n");
+        let at: Timestamp = "2026-11-22T03:10:00Z".parse().unwrap();
+        let changed = [Incident::new(
+            ReasonCode::HostConfigChanged,
+            at,
+            "for-loop's hook list /p/hooks.json (changed)",
+        )];
+        let decision = decide(&state, StopFacts { incidents: &changed, ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::HooksChanged);
+        assert!(matches!(&decision.verdict, Verdict::Block { reason } if reason.contains("/p/hooks.json")));
+        assert!(decision.system_message.contains("/p/hooks.json"), "{}", decision.system_message);
+        assert_eq!(decision.ledger[0].origin, Some(crate::host::origin::Origin::Agent));
+        assert_eq!(decision.next.meta.status, Status::Active);
+        // Told at a tool call before: told again, and the pass still does not count.
+        let told = [Incident { recorded: true, ..changed[0].clone() }];
+        let decision = decide(&state, StopFacts { incidents: &told, ..facts(Some(&passed), None) });
+        assert_eq!((decision.code, decision.ledger.len()), (ReasonCode::HooksChanged, 1));
+        let failed = outcome(Some(1), false, "FAILED\n");
+        let decision = decide(&state, StopFacts { incidents: &changed, ..facts(Some(&failed), None) });
+        assert_eq!(decision.code, ReasonCode::VerifyFailed);
+        // Another incident takes no pass away.
+        let other = [Incident::new(ReasonCode::StateDeleted, at, "the state was deleted")];
+        let decision = decide(&state, StopFacts { incidents: &other, ..facts(Some(&passed), None) });
+        assert_eq!(decision.code, ReasonCode::Verified);
+        assert_eq!(decision.ledger[0].origin, None);
     }
 
     #[test]

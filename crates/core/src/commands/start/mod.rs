@@ -365,7 +365,7 @@ fn new_state(
             handoff: None,
             // What decides whether the hooks run at all, for the guard to compare with.
             host_config: (options.host.unwrap_or_default().hook_settings_can_be_watched())
-                .then(|| crate::host::config_watch::snapshot(env, cwd)),
+                .then(|| options.host.unwrap_or_default().config_snapshot(env, cwd)),
             failed_turn: None,
         },
         task: request.task.clone(),

@@ -95,6 +95,13 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
         }
         Gate::Judge => {}
     }
+    // What decides whether for-loop's hooks run, looked at again (issue 32): a change is told
+    // and recorded by this stop's commit, and takes this stop's pass away.
+    let mut state = state;
+    if let Some((incident, now)) = crate::hook::guard_host_config::at_stop(env, &state) {
+        incidents.push(incident);
+        state.meta.host_config = Some(now);
+    }
     // Stops let through unjudged since the last verdict are told again.
     incidents.extend(
         LedgerEntry::since_last_verdict(&paths.ledger, &state.meta.loop_id).iter().map(Incident::from_ledger),

@@ -20,6 +20,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
+
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
 use crate::host::{Host, foreign_marker, object_line};
@@ -105,6 +108,21 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
         Some(reason) => object_line([("decision", json!("continue")), ("reason", json!(reason))]),
         None => object_line([("decision", json!("stop"))]),
     }
+}
+
+/// What decides whether for-loop runs on Antigravity, for the watch of the host's
+/// configuration: the global and the workspace's `hooks.json`, and the plugin's hook list and
+/// manifest in either place.
+pub(in crate::host) fn watched(env: &Environment, project: &std::path::Path) -> Vec<Watched> {
+    let mut dirs = vec![project.join(".agents")];
+    dirs.extend(env.var("HOME").map(|home| PathBuf::from(home).join(".gemini/config")));
+    let mut watched = Vec::new();
+    for dir in dirs {
+        watched.push(Watched::new(Kind::Hooks, dir.join("hooks.json")));
+        watched.push(Watched::new(Kind::Hooks, dir.join("plugins/for-loop/hooks.json")));
+        watched.push(Watched::new(Kind::Manifest, dir.join("plugins/for-loop/plugin.json")));
+    }
+    watched
 }
 
 #[cfg(test)]

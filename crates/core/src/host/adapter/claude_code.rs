@@ -4,11 +4,15 @@
 //! Cursor and Copilot CLI also run the hooks in Claude Code's settings, with their own payloads;
 //! those are refused here, so one turn end is never judged twice or answered in the wrong shape.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value};
 
+use crate::host::config_watch::{self, Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Host, foreign_marker};
+use crate::support::environment::Environment;
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     if let Some(what) = foreign_marker(Host::ClaudeCode, &Fields(object)) {
@@ -60,6 +64,30 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: true,
     tool_sandbox: None,
 };
+/// What decides whether for-loop runs on Claude Code, for the watch of the host's configuration:
+/// the keys of every settings file that can switch its hooks off or point them elsewhere, and
+/// the plugin's hook list and launcher.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const KEYS: &[&str] =
+        &["disableAllHooks", "hooks", "enabledPlugins", "sandbox", "disableSkillShellExecution"];
+    let config =
+        env.var("CLAUDE_CONFIG_DIR").map(PathBuf::from).or_else(|| config_watch::home(env, ".claude"));
+    let mut files: Vec<PathBuf> = config.map(|c| c.join("settings.json")).into_iter().collect();
+    let mut projects = vec![project.to_path_buf()];
+    projects.extend(env.var("CLAUDE_PROJECT_DIR").map(PathBuf::from).filter(|p| p != project));
+    for project in projects {
+        files.push(project.join(".claude/settings.json"));
+        files.push(project.join(".claude/settings.local.json"));
+    }
+    files.push(PathBuf::from("/etc/claude-code/managed-settings.json"));
+    let mut watched: Vec<Watched> =
+        files.into_iter().map(|f| Watched::new(Kind::Settings(KEYS), f)).collect();
+    if let Some(root) = env.var("CLAUDE_PLUGIN_ROOT").map(PathBuf::from) {
+        watched.push(Watched::new(Kind::Hooks, root.join("hooks/hooks.json")));
+        watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook")));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

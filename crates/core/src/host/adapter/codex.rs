@@ -6,7 +6,12 @@
 //! third makes the hook count as failed instead of blocking. An allow with a message is
 //! `{"systemMessage":…}` (an allowed key), a plain allow prints nothing.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
@@ -47,6 +52,27 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: false,
     tool_sandbox: Some("codex-linux-san"),
 };
+/// What decides whether for-loop runs on Codex, for the watch of the host's configuration: in
+/// each `config.toml` (the user's and the project's) the hook tables (trust records included),
+/// the features, the plugins' switches and `notify`; each layer's `hooks.json`; and the
+/// installed plugin's hook list and launcher, where the hook was told its root.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const TOML: Kind = Kind::Toml { tables: &["hooks", "features", "plugins"], keys: &["notify"] };
+    let user = env
+        .var("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|h| PathBuf::from(h).join(".codex")));
+    let mut watched = Vec::new();
+    for layer in user.into_iter().chain([project.join(".codex")]) {
+        watched.push(Watched::new(TOML, layer.join("config.toml")));
+        watched.push(Watched::new(Kind::Hooks, layer.join("hooks.json")));
+    }
+    if let Some(root) = env.var("PLUGIN_ROOT").or_else(|| env.var("CLAUDE_PLUGIN_ROOT")).map(PathBuf::from) {
+        watched.push(Watched::new(Kind::Hooks, root.join("hooks/hooks.json")));
+        watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook")));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,12 @@
 //! hook configured under Claude's event name. Measured on 1.0.102, the CLI's own `agentStop` is
 //! the only one of these with neither field. Only `stopReason:"end_turn"` is judged.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
@@ -68,6 +73,23 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: false,
     tool_sandbox: None,
 };
+/// What decides whether for-loop runs on Copilot CLI, for the watch of the host's
+/// configuration: its hook folders (the user's, where for-loop's hook file is installed, and
+/// the repository's), and the hook keys of its settings.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const KEYS: &[&str] = &["hooks", "disableAllHooks"];
+    let home = env
+        .var("COPILOT_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|h| PathBuf::from(h).join(".copilot")));
+    let mut watched = vec![Watched::new(Kind::Folder, project.join(".github/hooks"))];
+    if let Some(home) = home {
+        watched.push(Watched::new(Kind::Folder, home.join("hooks")));
+        watched.push(Watched::new(Kind::Settings(KEYS), home.join("config.json")));
+        watched.push(Watched::new(Kind::Settings(KEYS), home.join("settings.json")));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,12 @@
 //! Only a `completed` turn is judged: an aborted or failed turn is the user's or the model's
 //! business, not a claim of done.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;
@@ -69,6 +74,21 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
         Some(reason) => object_line([("followup_message", json!(reason))]),
         None => "{}".to_string(),
     }
+}
+
+/// What decides whether for-loop runs on Cursor, for the watch of the host's configuration: the
+/// user's and the project's `hooks.json`, and the plugin's hook list and launcher where the hook
+/// was told the plugin's root.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    let mut watched = vec![Watched::new(Kind::Hooks, project.join(".cursor/hooks.json"))];
+    if let Some(home) = env.var("HOME") {
+        watched.push(Watched::new(Kind::Hooks, PathBuf::from(home).join(".cursor/hooks.json")));
+    }
+    if let Some(root) = env.var("CURSOR_PLUGIN_ROOT").map(PathBuf::from) {
+        watched.push(Watched::new(Kind::Hooks, root.join("hooks/hooks.json")));
+        watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook")));
+    }
+    watched
 }
 
 #[cfg(test)]

@@ -7,7 +7,12 @@
 //! `{"decision":"allow"}` rather than nothing: with an empty stdout the CLI parses stderr instead
 //! and shows it, and our stderr carries diagnostics.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
@@ -59,6 +64,26 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: true,
     tool_sandbox: None,
 };
+/// What decides whether for-loop runs on Gemini CLI, for the watch of the host's configuration:
+/// the hook keys of its settings (the user's, the project's, the system's), and the installed
+/// extension's manifest, hook list and launcher, and which extensions are on.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", "extensions"];
+    let mut watched = vec![
+        Watched::new(Kind::Settings(KEYS), project.join(".gemini/settings.json")),
+        Watched::new(Kind::Settings(KEYS), "/etc/gemini-cli/settings.json"),
+    ];
+    if let Some(home) = env.var("GEMINI_CLI_HOME").or_else(|| env.var("HOME")) {
+        let gemini = PathBuf::from(home).join(".gemini");
+        let extensions = gemini.join("extensions");
+        watched.push(Watched::new(Kind::Settings(KEYS), gemini.join("settings.json")));
+        watched.push(Watched::new(Kind::Manifest, extensions.join("extension-enablement.json")));
+        watched.push(Watched::new(Kind::Manifest, extensions.join("for-loop/gemini-extension.json")));
+        watched.push(Watched::new(Kind::Hooks, extensions.join("for-loop/hooks/hooks.json")));
+        watched.push(Watched::new(Kind::Launcher, extensions.join("for-loop/scripts/loop-hook")));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,12 @@
 //! call must not run, and why). `{}` is "do nothing": let the session stay idle, let the command
 //! and the tool call go ahead unchanged.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+
+use crate::host::config_watch::{Kind, Watched};
+use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;
@@ -141,6 +146,26 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: true,
     tool_sandbox: None,
 };
+/// What decides whether for-loop runs on opencode, for the watch of the host's configuration:
+/// the plugin file in the user's and the project's config folders, and the `plugin` key of
+/// their `opencode.json` (which can name the plugin and its binary).
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const KEYS: &[&str] = &["plugin"];
+    let user = env
+        .var("XDG_CONFIG_HOME")
+        .map(|config| PathBuf::from(config).join("opencode"))
+        .or_else(|| env.var("HOME").map(|home| PathBuf::from(home).join(".config/opencode")));
+    let mut watched = Vec::new();
+    for dir in user.into_iter().chain([project.join(".opencode")]) {
+        watched.push(Watched::new(Kind::Hooks, dir.join("plugins/for-loop.js")));
+        watched.push(Watched::new(Kind::Settings(KEYS), dir.join("opencode.json")));
+    }
+    watched.push(Watched::new(Kind::Settings(KEYS), project.join("opencode.json")));
+    if let Some(config) = env.var("OPENCODE_CONFIG") {
+        watched.push(Watched::new(Kind::Settings(KEYS), config));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::host::config_watch::{Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::origin::{HookRunner, HookSession};
@@ -137,6 +138,31 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     stdin_from_host: true,
     tool_sandbox: None,
 };
+/// What decides whether for-loop runs on Qwen Code, for the watch of the host's configuration:
+/// the hook keys and the block cap of its settings (the user's, the project's, the system's),
+/// and the installed extension's manifest, hook list and launcher, and which extensions are on.
+pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
+    const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", BLOCK_CAP_SETTING];
+    let system = env
+        .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .map_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"), PathBuf::from);
+    let mut watched = vec![
+        Watched::new(Kind::Settings(KEYS), project.join(".qwen/settings.json")),
+        Watched::new(Kind::Settings(KEYS), system),
+    ];
+    let home = env.var("HOME").map(|home| PathBuf::from(home).join(".qwen"));
+    if let Some(user) = &home {
+        watched.push(Watched::new(Kind::Settings(KEYS), user.join("settings.json")));
+    }
+    if let Some(dir) = env.var("QWEN_HOME").map(PathBuf::from).or(home) {
+        let extensions = dir.join("extensions");
+        watched.push(Watched::new(Kind::Manifest, extensions.join("extension-enablement.json")));
+        watched.push(Watched::new(Kind::Manifest, extensions.join("for-loop/qwen-extension.json")));
+        watched.push(Watched::new(Kind::Hooks, extensions.join("for-loop/hooks/hooks.json")));
+        watched.push(Watched::new(Kind::Launcher, extensions.join("for-loop/scripts/loop-hook")));
+    }
+    watched
+}
 
 #[cfg(test)]
 mod tests {

@@ -111,6 +111,11 @@ fn finding(state: &LoopState, code: ReasonCode, facts: &StopFacts<'_>) -> Findin
         }
         // The shortfall is one of the sections.
         (ReasonCode::TestsDropped, _) => Finding::default(),
+        (ReasonCode::HooksChanged, _) => Finding::said(
+            "\nThe check passed, but that does not count at this stop: something that decides whether \
+             for-loop's hooks run at all changed (named above). Put it back as it was; the next stop \
+             is judged as usual.\n",
+        ),
         (ReasonCode::OracleChanged, _) => {
             let said = if settings.verify.is_some() {
                 "\nVerify passed, but that does not count while the check itself is changed.\n"
@@ -230,6 +235,10 @@ pub(crate) fn status_line(
         }
         (ReasonCode::StoryVerified, _) => "story done; next story".to_string(),
         (ReasonCode::StoryBroken, _) => "a done story's check failed at the end".to_string(),
+        (ReasonCode::HooksChanged, _) => {
+            "the check passed, but for-loop's hook settings changed (named above); this pass does not count"
+                .into()
+        }
         _ => "no verify command, running to the cap".to_string(),
     };
     format!("{head} · {what}")
