@@ -20,7 +20,6 @@ use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 
 pub(crate) use backlog::add_to_status as add_backlogs_to_status;
-pub(crate) use backlog::{TaskRow as BacklogTaskRow, rows_of as backlog_rows};
 pub(crate) use options::RunOptions;
 
 /// `loop-hook run --help`: `run`'s own options, then the loop flags from `/for-loop`'s table.

@@ -49,7 +49,6 @@ use record::{BacklogRun, Stage, TaskRun};
 use schedule::Schedule;
 
 pub(crate) use record::REFS;
-pub(crate) use status::{TaskRow, rows_of};
 
 /// `loop-hook status --all`: the store's backlog runs after its loops.
 pub(crate) fn add_to_status(env: &Environment, stdout: &mut String, as_json: bool) {
