@@ -220,6 +220,17 @@ fn max_merge_tries_parks_a_task_that_keeps_failing_to_merge() {
     assert_eq!(listed["backlogs"][0]["landed"], serde_json::json!([1]));
     assert_eq!(listed["backlogs"][0]["tasks"][1]["stage"]["reason"], "merge_failed");
     assert_eq!(listed["backlogs"][0]["tasks"][1]["merge_tries"], 1);
+
+    // The report on a task's loop shows the whole backlog: each task and the landing order.
+    let out = env.home.join("report.html");
+    let report =
+        env.run(&["report", "--session", &format!("backlog-{id}-2"), "--out", out.to_str().unwrap()], b"");
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.contains("<section id=\"backlog\">"), "no backlog section");
+    assert!(page.contains("1 of 2 tasks landed, in this order: task 1"), "{page}");
+    assert!(page.contains("<td>parked (merge_failed)</td>"), "{page}");
+    assert!(page.contains("<tr class=\"this\"><td class=\"num\">2</td><td>Say TWO</td>"), "{page}");
 }
 
 /// Ctrl-C parks every task and leaves their work trees; `run --resume RUN` goes on with them and
