@@ -178,6 +178,35 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
         let files = git(&env.project, &["ls-tree", "--name-only", &commit]);
         assert!(!files.contains("broken.txt"), "the integration ref held a broken merge: {commit}");
     }
+
+    // The integration ref moved by hand: --apply refuses it, and --resume puts it back.
+    let integration = format!("refs/for-loop/backlog/{id}/integration");
+    let landed = git(&env.project, &["rev-parse", &integration]);
+    git(&env.project, &["update-ref", &integration, "HEAD"]);
+    let refused = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stdout.contains("moved outside the queue, so nothing is applied"), "{}", refused.stdout);
+    let resumed = run_command(driver(&env, &bin, &["--resume", &id, "--json"]), b"");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert_eq!(named(&events(&resumed.stdout), "integration_restored").len(), 1, "{}", resumed.stdout);
+    assert_eq!(git(&env.project, &["rev-parse", &integration]), landed);
+
+    // A check that fails in the user's own tree takes the applied change back.
+    env.write("broken.txt", "");
+    let taken_back = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(taken_back.code, 1, "{}{}", taken_back.stdout, taken_back.stderr);
+    assert!(
+        taken_back.stdout.contains("`sh checks/whole.sh` fails in your working tree"),
+        "{}",
+        taken_back.stdout
+    );
+    assert!(taken_back.stdout.contains("The change was taken back"), "{}", taken_back.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("a.txt")).unwrap(), "one\ntwo\nthree\n");
+    assert!(!env.project.join("three.txt").exists());
+    std::fs::remove_file(env.project.join("broken.txt")).unwrap();
+    let applied = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(env.project.join("three.txt").is_file());
 }
 
 /// `--max-merge-tries 1`: a task that conflicts once parks `merge_failed`, its branch kept; the

@@ -116,12 +116,6 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.backlog.is_some() {
         return backlog::run(env, options);
     }
-    if let Some(outcome) = backlog::resume(env, options) {
-        return outcome;
-    }
-    if let Some(outcome) = options.apply.as_deref().and_then(|wanted| backlog::apply(env, wanted)) {
-        return outcome;
-    }
     if let Some(wrong) = attempts::misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
     }
@@ -130,6 +124,12 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     }
     if let Some(wrong) = misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
+    }
+    if let Some(outcome) = backlog::resume(env, options) {
+        return outcome;
+    }
+    if let Some(outcome) = options.apply.as_deref().and_then(|wanted| backlog::apply(env, wanted)) {
+        return outcome;
     }
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
