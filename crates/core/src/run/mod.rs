@@ -195,6 +195,27 @@ mod tests {
     }
 
     #[test]
+    fn backlog_options_that_do_not_go_together_are_usage_errors() {
+        let misused = |args: &[&str]| backlog::misuse(&parse(args).unwrap());
+        assert_eq!(misused(&["--backlog", "B.md", "--parallel", "3", "--max-merge-tries", "2"]), None);
+        assert_eq!(misused(&["--backlog", "B.md", "--verify", "make test"]), None);
+        assert_eq!(misused(&["t", "--attempts", "2", "--parallel"]), None, "best-of-K's --parallel");
+        for (wrong, says) in [
+            (&["--backlog", "B.md", "--attempts", "2"][..], "leave out --attempts"),
+            (&["--backlog", "B.md", "fix it"], "leave out the task text"),
+            (&["--backlog", "B.md", "--plan", "P.md"], "leave out --plan"),
+            (&["--backlog", "B.md", "--resume"], "--backlog starts a new run"),
+            (&["--backlog", "B.md", "--apply"], "--backlog starts a new run"),
+            (&["--backlog", "B.md", "--parallel"], "--parallel N"),
+            (&["t", "--attempts", "2", "--parallel", "2"], "--parallel N goes with --backlog"),
+            (&["t", "--max-merge-tries", "2"], "--max-merge-tries goes with --backlog"),
+        ] {
+            let said = misused(wrong).unwrap_or_else(|| panic!("{wrong:?} was not refused"));
+            assert!(said.contains(says), "{wrong:?}: {said}");
+        }
+    }
+
+    #[test]
     fn options_that_do_not_go_together_are_usage_errors() {
         let misused = |args: &[&str]| misuse(&parse(args).unwrap());
         assert_eq!(misused(&["t", "--verify", "true"]), None);

@@ -227,6 +227,10 @@ impl<'a> Schedule<'a> {
             return;
         }
         while let Some(index) = self.run.tasks.iter().position(|t| matches!(t.stage, Stage::Queued { .. })) {
+            // Ctrl-C between two merges: the rest stay queued, and --resume judges them.
+            if interrupted() {
+                return;
+            }
             let task = &self.run.tasks[index];
             let Stage::Queued { commit } = &task.stage else { return };
             let offered = Offered { n: task.task.n, check: task.task.check.clone(), commit: commit.clone() };
