@@ -408,6 +408,55 @@ fn a_limit_one_agent_hits_holds_every_task_until_it_resets() {
     assert!(waited, "{}", run.stdout);
 }
 
+/// A merge step that fails (git cannot write: a full disk) leaves the integration ref where it
+/// was and parks the task with its passing work kept; `--resume` offers the kept commit to the
+/// queue again, without running its agent again, and it lands.
+#[test]
+fn a_merge_that_fails_to_write_moves_nothing_and_resume_lands_the_kept_work() {
+    let env = project("- [ ] Add b\n  verify: test -f b.txt\n");
+    let bin = agent(&env, "1) echo run >> \"$M/runs\"; touch b.txt ;;");
+    let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout)
+        .unwrap();
+    let full = marks(&env).join("disk-full");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = merge-tree ] && [ -e {full} ]; then \
+             echo 'fatal: unable to write new object: No space left on device' >&2; exit 128; fi; done\nexec {real} \"$@\"\n",
+            full = full.display(),
+            real = real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("git"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(&full, "").unwrap();
+    let run = run_command(driver(&env, &bin, &["--backlog", "BACKLOG.md", "--json"]), b"");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let all = events(&run.stdout);
+    let end = finished(&all);
+    assert_eq!(end["not_landed"][0]["reason"], "merge_fault", "{}", run.stdout);
+    assert!(
+        end["not_landed"][0]["what"].as_str().unwrap().contains("No space left on device"),
+        "{}",
+        run.stdout
+    );
+    let id = end["run"].as_str().unwrap().to_string();
+    let integration = format!("refs/for-loop/backlog/{id}/integration");
+    let base = git(&env.project, &["rev-parse", &format!("refs/for-loop/backlog/{id}/base")]);
+    assert_eq!(
+        git(&env.project, &["rev-parse", &integration]),
+        base,
+        "a failed merge moved the integration ref"
+    );
+
+    std::fs::remove_file(&full).unwrap();
+    let resumed = run_command(driver(&env, &bin, &["--resume", &id, "--json"]), b"");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert_eq!(finished(&events(&resumed.stdout))["landed"], serde_json::json!([1]));
+    assert_eq!(std::fs::read_to_string(marks(&env).join("runs")).unwrap(), "run\n", "the agent ran again");
+    assert_eq!(git(&env.project, &["show", &format!("{integration}:b.txt")]), "");
+}
+
 /// Each bad input is refused in one line that says what to change, and starts nothing.
 #[test]
 fn bad_backlogs_and_options_are_refused_in_one_line() {
