@@ -122,7 +122,12 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
     assert!(prompt.contains("conflicts with tasks landed meanwhile, in a.txt"), "{prompt}");
     assert!(prompt.contains("CONFLICT"), "git's words reach the agent: {prompt}");
     assert_eq!(named(&all, "queued").len(), 3, "two first passes and one after the conflict");
-    assert!(named(&all, "task_iteration").iter().any(|e| e["task"] == 3 && e["check"] == "failed"));
+    let never: Vec<(u64, &str)> = named(&all, "task_iteration")
+        .iter()
+        .filter(|e| e["task"] == 3)
+        .map(|e| (e["iteration"].as_u64().unwrap(), e["check"].as_str().unwrap()))
+        .collect();
+    assert_eq!(never, [(1, "failed"), (2, "failed")], "each judged iteration is said once");
     let orders: Vec<&Value> = named(&all, "landed").iter().map(|e| &e["order"]).collect();
     assert_eq!(orders, [&Value::from(1), &Value::from(2)]);
 
@@ -170,6 +175,12 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
     assert_eq!(sent[0]["task"], 2);
     assert_eq!(sent[0]["why"], "check_failed");
     assert_eq!(sent[0]["failing"], serde_json::json!([1]));
+    let said: Vec<(u64, &str)> = named(&all, "task_iteration")
+        .iter()
+        .filter(|e| e["task"] == 2)
+        .map(|e| (e["iteration"].as_u64().unwrap(), e["check"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said, [(1, "passed"), (2, "passed")], "the iteration after the send-back is said too");
     let told = std::fs::read_to_string(marks(&env).join("told")).unwrap();
     assert!(told.contains("task 1's check failed on the merged tree"), "{told}");
     assert_eq!(finished(&all)["landed"], serde_json::json!([1, 2]));
