@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -103,19 +104,31 @@ impl<'a> Schedule<'a> {
     pub(crate) fn drive(&mut self) {
         let (sender, receiver) = mpsc::channel::<(u32, Ended, u64)>();
         let mut working: BTreeMap<u32, Arc<AtomicBool>> = BTreeMap::new();
-        let mut seen: BTreeMap<u32, (u32, Option<i32>)> = BTreeMap::new();
+        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
         loop {
             self.notice_file_change();
             self.judge_queued();
             if !interrupted() {
                 while working.len() < self.run.parallel as usize {
                     let Some(job) = self.next_job() else { break };
+                    // Iterations an earlier driver of the run judged were said then.
+                    seen.entry(job.n).or_insert_with(|| {
+                        judged_stops(&job.paths).last().map_or(0, |(iteration, _)| *iteration)
+                    });
                     working.insert(job.n, Arc::clone(&job.cancel));
                     let sender = sender.clone();
                     thread::spawn(move || {
                         let started = Instant::now();
                         let n = job.n;
-                        let ended = work(&job);
+                        // A fault of ours in one task's driver parks that task, never the run.
+                        let ended =
+                            panic::catch_unwind(AssertUnwindSafe(|| work(&job))).unwrap_or_else(|_| {
+                                Ended::Parked {
+                                reason: "internal_error".into(),
+                                what: "its driver stopped on a fault of for-loop's own; --resume continues it"
+                                    .into(),
+                            }
+                            });
                         let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                         let _ = sender.send((n, ended, millis));
                     });
@@ -181,24 +194,22 @@ impl<'a> Schedule<'a> {
         Some(job)
     }
 
-    /// Says each running task's iterations as they are judged, from its loop's state.
-    fn watch(&self, running: &[u32], seen: &mut BTreeMap<u32, (u32, Option<i32>)>) {
+    /// Says each running task's iterations as they are judged, from its loop's ledger: every
+    /// judged stop since the last one said (`seen`: the iteration said last, per task).
+    fn watch(&self, running: &[u32], seen: &mut BTreeMap<u32, u32>) {
         for &n in running {
             let Some(task) = self.run.tasks.iter().find(|t| t.task.n == n) else { continue };
-            let Ok(Some(state)) = self.store.paths(&task.loop_id).load() else { continue };
-            let Some(last) = state.meta.last_verify.as_ref() else { continue };
-            let judged =
-                if state.is_active() { state.meta.iteration.saturating_sub(1) } else { state.meta.iteration };
-            let now = (judged, last.exit_code);
-            if judged == 0 || seen.get(&n) == Some(&now) {
-                continue;
+            let judged = judged_stops(&self.store.paths(&task.loop_id));
+            let last = seen.entry(n).or_insert(0);
+            let since = *last;
+            for (iteration, passed) in judged.into_iter().filter(|(iteration, _)| *iteration > since) {
+                *last = iteration;
+                let check = if passed { "passed" } else { "failed" };
+                self.events.say(
+                    json!({"event": "task_iteration", "task": n, "iteration": iteration, "check": check}),
+                    &format!("task {n}: iteration {iteration}, check {check}"),
+                );
             }
-            seen.insert(n, now);
-            let check = if last.exit_code == Some(0) { "passed" } else { "failed" };
-            self.events.say(
-                json!({"event": "task_iteration", "task": n, "iteration": judged, "check": check}),
-                &format!("task {n}: iteration {judged}, check {check}"),
-            );
         }
     }
 
@@ -227,11 +238,18 @@ impl<'a> Schedule<'a> {
             return;
         }
         while let Some(index) = self.run.tasks.iter().position(|t| matches!(t.stage, Stage::Queued { .. })) {
+            // Ctrl-C between two merges: the rest stay queued, and --resume judges them.
+            if interrupted() {
+                return;
+            }
             let task = &self.run.tasks[index];
             let Stage::Queued { commit } = &task.stage else { return };
             let offered = Offered { n: task.task.n, check: task.task.check.clone(), commit: commit.clone() };
             match self.queue.judge(&offered) {
-                Judged::Landed { .. } => self.landed(index),
+                Judged::Landed { head } => {
+                    self.run.head = Some(head);
+                    self.landed(index);
+                }
                 Judged::Conflict { files, said, marked } => {
                     let why = format!(
                         "your change conflicts with tasks landed meanwhile, in {}. Your work tree now holds the \
@@ -291,8 +309,22 @@ impl<'a> Schedule<'a> {
         let title = task.task.title.clone();
         let check = task.task.check.clone();
         let paths = self.store.paths(&task.loop_id);
+        // The work tree takes the merge and the prompt says why, even for a task that parks now:
+        // `--resume` then goes on from there.
+        let tree = BacklogRun::task_tree(self.store, &self.run.id, n);
+        let reset = if tree_exists(&tree) {
+            WorkTree::open(&tree).reset_to(onto).map_err(|e| e.to_string())
+        } else {
+            Err(format!("its work tree {} is gone", tree.display()))
+        };
+        let prompt = format!(
+            "Task {n} ({title}): your change passed its check `{check}` in your work tree, but the merge queue \
+             did not land it: {why}\n\nThe queue has sent this task back {tries} time(s); the task lands only \
+             when every check passes on the merged tree."
+        );
+        let ready = reset
+            .and_then(|()| fs::write(paths.dir.join("next-prompt.md"), prompt).map_err(|e| e.to_string()));
         if tries >= max {
-            task.stage = Stage::Parked { reason: String::new(), what: String::new() };
             let what =
                 format!("its change failed to merge {tries} times (--max-merge-tries {max}); last: {kind}");
             let _ = park_loop(&paths, ReasonCode::MergeFailed, &what);
@@ -303,23 +335,7 @@ impl<'a> Schedule<'a> {
             json!({"event": "sent_back", "task": n, "try": tries, "why": kind, "failing": failing}),
             &format!("task {n}: sent back to its agent ({kind}), merge try {tries} of {max}"),
         );
-        let tree = BacklogRun::task_tree(self.store, &self.run.id, n);
-        let reset = if tree_exists(&tree) {
-            WorkTree::open(&tree).reset_to(onto).map_err(|e| e.to_string())
-        } else {
-            Err(format!("its work tree {} is gone", tree.display()))
-        };
-        let prompt = format!(
-            "Task {n} ({title}): your change passed its check `{check}` in your work tree, but the merge queue \
-             did not land it: {why}\n\nThis is merge try {} of {max}; the task lands only when every check passes \
-             on the merged tree.",
-            tries + 1
-        );
-        let reopened = reset.and_then(|()| {
-            fs::write(paths.dir.join("next-prompt.md"), prompt).map_err(|e| e.to_string())?;
-            reopen(&paths, &format!("sent back by the merge queue: {kind}"))
-        });
-        match reopened {
+        match ready.and_then(|()| reopen(&paths, &format!("sent back by the merge queue: {kind}"))) {
             Ok(()) => {
                 self.run.tasks[index].stage = Stage::SentBack { why: kind.to_string() };
                 self.save();
@@ -363,6 +379,17 @@ impl<'a> Schedule<'a> {
     }
 }
 
+/// The judged stops of a task's loop among its last ledger lines, oldest first: each one's
+/// iteration and whether its check passed.
+fn judged_stops(paths: &LoopPaths) -> Vec<(u32, bool)> {
+    LedgerEntry::read_last(&paths.ledger, 64)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|entry| entry.reason.is_verdict())
+        .filter_map(|entry| entry.verify.map(|verify| (entry.iteration, verify.exit_code == Some(0))))
+        .collect()
+}
+
 /// Drives one task once: starts its loop in a new work tree, or continues it in its own.
 fn work(job: &Job) -> Ended {
     let gone = || Ended::Parked {
@@ -387,7 +414,8 @@ fn work(job: &Job) -> Ended {
         }
     }
     let env = job.env.with_cwd(job.tree.join(&job.prefix));
-    let attempt = Attempt { n: job.n, cancel: Arc::clone(&job.cancel), limit: job.limit.clone() };
+    let attempt =
+        Attempt { n: job.n, cancel: Arc::clone(&job.cancel), limit: job.limit.clone(), kind: "task" };
     let outcome = if job.resume {
         let options = RunOptions { resume: Some(job.loop_id.clone()), ..job.options.clone() };
         Driver::resume_attempt(&env, &options, attempt)
