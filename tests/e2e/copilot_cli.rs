@@ -11,6 +11,8 @@ use mock_model::{Agent, MockModel, Script};
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
+
 /// Session ids of the form the CLI accepts for `--session-id` (a UUID).
 const SESSION: &str = "5e55a1f0-0000-4000-8000-00000000c0de";
 

@@ -26,6 +26,7 @@ mod claude_code;
 mod codex;
 mod copilot_cli;
 mod demo;
+mod forge;
 mod gemini_cli;
 mod handoff;
 mod install;

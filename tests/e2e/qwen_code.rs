@@ -11,6 +11,8 @@ use serde_json::Value;
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
+
 /// Session ids the tests give Qwen Code (`--session-id` for a new session, `-r` to resume).
 const SESSION: &str = "0c0ffee0-0000-4000-8000-000000000001";
 const PLAIN: &str = "0c0ffee0-0000-4000-8000-000000000002";

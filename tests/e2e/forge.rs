@@ -1,0 +1,86 @@
+//! The agent sending hook events itself from its shell tool, as a model that has read for-loop's
+//! code would: its cancel through the prompt hook, then a stop with the fix put in for that stop
+//! only. Python run from hex, so the guard reads neither its words nor its paths, with the host's
+//! agent-shell variables removed; in the foreground of a tool call, or from a job left behind.
+
+use serde_json::Value;
+
+use crate::util::hex;
+
+/// One forgery: what to run and what to send it.
+pub(crate) struct Forge<'a> {
+    /// A python expression for the hook's command line before its arguments, e.g.
+    /// `[os.environ['FOR_LOOP_BIN']]`.
+    pub(crate) binary: &'a str,
+    pub(crate) prompt_args: &'a [&'a str],
+    pub(crate) prompt_event: Value,
+    pub(crate) stop_args: &'a [&'a str],
+    pub(crate) stop_event: Value,
+    /// Variables the host gives the agent's shell, left out of the hook's environment.
+    pub(crate) drop_vars: &'a [&'a str],
+}
+
+impl Forge<'_> {
+    fn python(&self, out: &str) -> String {
+        let json = |value: Value| value.to_string();
+        format!(
+            "import json, os, subprocess\n\
+             env = {{k: v for k, v in os.environ.items() if k not in {drop}}}\n\
+             def run(args, event):\n    event['cwd'] = os.getcwd()\n    \
+             return subprocess.run({binary} + args, input=json.dumps(event), capture_output=True, text=True, env=env).stdout\n\
+             told = run({prompt_args}, json.loads({prompt_event}))\n\
+             open('fixed', 'w').close()\n\
+             told += '\\n---\\n' + run({stop_args}, json.loads({stop_event}))\n\
+             os.remove('fixed')\n\
+             open('{out}', 'w').write(told)\n",
+            drop = json(Value::from(self.drop_vars)),
+            binary = self.binary,
+            prompt_args = json(Value::from(self.prompt_args)),
+            prompt_event = json(Value::from(self.prompt_event.to_string())),
+            stop_args = json(Value::from(self.stop_args)),
+            stop_event = json(Value::from(self.stop_event.to_string())),
+        )
+    }
+
+    /// The shell line that forges both in the foreground and prints what the hooks answered.
+    pub(crate) fn foreground(&self) -> String {
+        format!(
+            "python3 -c \"exec(bytes.fromhex('{}').decode())\"; cat forged.fg",
+            hex(self.python("forged.fg").as_bytes())
+        )
+    }
+
+    /// The shell line that forges both from a job whose shell is gone before it runs them, and
+    /// prints what the hooks answered once it has.
+    pub(crate) fn left_behind(&self) -> String {
+        format!(
+            "(python3 -c \"exec(bytes.fromhex('{}').decode())\" >/dev/null 2>&1 &); \
+             for i in $(seq 100); do [ -e forged.bg ] && break; sleep 0.1; done; cat forged.bg",
+            hex(self.python("forged.bg").as_bytes())
+        )
+    }
+}
+
+/// The ledger's (reason, origin) pairs.
+pub(crate) fn lines(ledger: &[Value]) -> Vec<(String, String)> {
+    ledger
+        .iter()
+        .map(|l| {
+            (l["reason"].as_str().unwrap_or("-").to_string(), l["origin"].as_str().unwrap_or("-").to_string())
+        })
+        .collect()
+}
+
+/// Both forgeries, foreground and left behind, were refused and recorded as the agent's, and
+/// the loop was neither cancelled nor passed.
+pub(crate) fn assert_held(answers: &[String], ledger: &[Value], dump: &str) {
+    for answer in answers {
+        assert!(answer.contains("was not run"), "a forged cancel ran: {answer}\n{dump}");
+        assert!(answer.contains("this stop was not judged"), "a forged stop was judged: {answer}\n{dump}");
+    }
+    let lines = lines(ledger);
+    let count = |reason: &str| lines.iter().filter(|l| l.0 == reason && l.1 == "agent").count();
+    assert_eq!(count("agent_command_refused"), answers.len(), "{lines:?}\n{dump}");
+    assert_eq!(count("forged_stop"), answers.len(), "{lines:?}\n{dump}");
+    assert!(!lines.iter().any(|l| l.0 == "cancelled" || l.0 == "verified"), "{lines:?}\n{dump}");
+}
