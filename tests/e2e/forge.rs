@@ -12,6 +12,8 @@ pub(crate) struct Forge<'a> {
     /// A python expression for the hook's command line before its arguments, e.g.
     /// `[os.environ['FOR_LOOP_BIN']]`.
     pub(crate) binary: &'a str,
+    /// Empty on a host without a prompt hook. A value `@session` in an event is the session
+    /// whose loop the store holds, as the agent finds it.
     pub(crate) prompt_args: &'a [&'a str],
     pub(crate) prompt_event: Value,
     pub(crate) stop_args: &'a [&'a str],
@@ -26,9 +28,11 @@ impl Forge<'_> {
         format!(
             "import json, os, subprocess\n\
              env = {{k: v for k, v in os.environ.items() if k not in {drop}}}\n\
+             store = os.path.expanduser('~/.local/state/for-loop/sessions')\n\
              def run(args, event):\n    event['cwd'] = os.getcwd()\n    \
+             event = {{k: (os.listdir(store)[0] if v == '@session' else v) for k, v in event.items()}}\n    \
              return subprocess.run({binary} + args, input=json.dumps(event), capture_output=True, text=True, env=env).stdout\n\
-             told = run({prompt_args}, json.loads({prompt_event}))\n\
+             told = run({prompt_args}, json.loads({prompt_event})) if {prompt_args} else ''\n\
              open('fixed', 'w').close()\n\
              told += '\\n---\\n' + run({stop_args}, json.loads({stop_event}))\n\
              os.remove('fixed')\n\
@@ -51,14 +55,23 @@ impl Forge<'_> {
     }
 
     /// The shell line that forges both from a job whose shell is gone before it runs them, and
-    /// prints what the hooks answered once it has.
+    /// prints what the hooks answered once it has (no `$(…)`: Gemini CLI refuses a line with one).
     pub(crate) fn left_behind(&self) -> String {
         format!(
             "(python3 -c \"exec(bytes.fromhex('{}').decode())\" >/dev/null 2>&1 &); \
-             for i in $(seq 100); do [ -e forged.bg ] && break; sleep 0.1; done; cat forged.bg",
+             sleep 4; cat forged.bg",
             hex(self.python("forged.bg").as_bytes())
         )
     }
+}
+
+/// What the foreground and the left-behind forgery were answered, from the files they wrote in
+/// `project`.
+pub(crate) fn answers(project: &std::path::Path) -> Vec<String> {
+    ["forged.fg", "forged.bg"]
+        .iter()
+        .map(|name| std::fs::read_to_string(project.join(name)).unwrap_or_default())
+        .collect()
 }
 
 /// The ledger's (reason, origin) pairs.
@@ -73,14 +86,15 @@ pub(crate) fn lines(ledger: &[Value]) -> Vec<(String, String)> {
 
 /// Both forgeries, foreground and left behind, were refused and recorded as the agent's, and
 /// the loop was neither cancelled nor passed.
-pub(crate) fn assert_held(answers: &[String], ledger: &[Value], dump: &str) {
+pub(crate) fn assert_held(answers: &[String], ledger: &[Value], prompt_hook: bool, dump: &str) {
     for answer in answers {
-        assert!(answer.contains("was not run"), "a forged cancel ran: {answer}\n{dump}");
+        assert!(!prompt_hook || answer.contains("was not run"), "a forged cancel ran: {answer}\n{dump}");
         assert!(answer.contains("this stop was not judged"), "a forged stop was judged: {answer}\n{dump}");
     }
     let lines = lines(ledger);
     let count = |reason: &str| lines.iter().filter(|l| l.0 == reason && l.1 == "agent").count();
-    assert_eq!(count("agent_command_refused"), answers.len(), "{lines:?}\n{dump}");
+    let refused = if prompt_hook { answers.len() } else { 0 };
+    assert_eq!(count("agent_command_refused"), refused, "{lines:?}\n{dump}");
     assert_eq!(count("forged_stop"), answers.len(), "{lines:?}\n{dump}");
     assert!(!lines.iter().any(|l| l.0 == "cancelled" || l.0 == "verified"), "{lines:?}\n{dump}");
 }

@@ -6,7 +6,7 @@ use mock_model::{MockModel, Script};
 use serde_json::json;
 
 use super::{Installed, SESSION};
-use crate::e2e::forge::{Forge, assert_held};
+use crate::e2e::forge::{Forge, answers, assert_held};
 
 #[test]
 fn copilot_cli_a_cancel_and_a_stop_the_agent_sends_itself_are_refused_and_recorded() {
@@ -30,10 +30,7 @@ fn copilot_cli_a_cancel_and_a_stop_the_agent_sends_itself_are_refused_and_record
         false,
         &["--allow-all-paths"],
     );
-    let requests = model.main_requests();
-    let answers: Vec<String> = (1..=2)
-        .map(|i| requests.get(i).map(|r| r.tool_results()[0].text.clone()).unwrap_or_default())
-        .collect();
-    assert_held(&answers, &installed.env.ledger_of_raw(SESSION), &dump);
+    let answers = answers(&installed.env.project);
+    assert_held(&answers, &installed.env.ledger_of_raw(SESSION), true, &dump);
     assert!(installed.state(SESSION).contains("outcome: cap_reached"), "{dump}");
 }
