@@ -12,8 +12,8 @@ pub(crate) struct Forge<'a> {
     /// A python expression for the hook's command line before its arguments, e.g.
     /// `[os.environ['FOR_LOOP_BIN']]`.
     pub(crate) binary: &'a str,
-    /// Empty on a host without a prompt hook. A value `@session` in an event is the session
-    /// whose loop the store holds, as the agent finds it.
+    /// Empty on a host without a prompt hook. A value `@session` anywhere in an event is the
+    /// session whose loop the store holds, as the agent finds it; `@cwd` the project.
     pub(crate) prompt_args: &'a [&'a str],
     pub(crate) prompt_event: Value,
     pub(crate) stop_args: &'a [&'a str],
@@ -29,8 +29,10 @@ impl Forge<'_> {
             "import json, os, subprocess\n\
              env = {{k: v for k, v in os.environ.items() if k not in {drop}}}\n\
              store = os.path.expanduser('~/.local/state/for-loop/sessions')\n\
-             def run(args, event):\n    event['cwd'] = os.getcwd()\n    \
-             event = {{k: (os.listdir(store)[0] if v == '@session' else v) for k, v in event.items()}}\n    \
+             def fill(v):\n    \
+             if isinstance(v, dict): return {{k: fill(x) for k, x in v.items()}}\n    \
+             return {{'@session': lambda: os.listdir(store)[0], '@cwd': os.getcwd}}.get(v, lambda: v)() if isinstance(v, str) else v\n\
+             def run(args, event):\n    event['cwd'] = os.getcwd()\n    event = fill(event)\n    \
              return subprocess.run({binary} + args, input=json.dumps(event), capture_output=True, text=True, env=env).stdout\n\
              told = run({prompt_args}, json.loads({prompt_event})) if {prompt_args} else ''\n\
              open('fixed', 'w').close()\n\

@@ -17,6 +17,8 @@ use mock_model::{MockModel, Script};
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
+
 /// How long a loop inside the server may take to settle.
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 
