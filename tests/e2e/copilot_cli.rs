@@ -11,6 +11,7 @@ use mock_model::{Agent, MockModel, Script};
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
 mod watch;
 
 /// Session ids of the form the CLI accepts for `--session-id` (a UUID).

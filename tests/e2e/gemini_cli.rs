@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{only_session, run_text};
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
 mod watch;
 
 /// A Gemini CLI home with `plugin/gemini-cli` installed the way users install it (the CLI asks to

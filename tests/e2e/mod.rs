@@ -13,6 +13,8 @@
 //! - `release`: `scripts/release --local` installed from its marketplace on a machine without Rust.
 //! - `qwen_code`: Qwen Code with `plugin/qwen-code` installed as an extension, and its built-in
 //!   `/goal` run on the same lying model.
+//! - `forge`: the agent sending its own cancel and stop through for-loop's hooks, as each
+//!   client's `red_team_origin` tests send them.
 //!
 //! Every test here needs a real CLI, and a missing one fails the test. `FOR_LOOP_SKIP_E2E=1
 //! scripts/test` filters this module out (`e2e::`), so its tests are reported as skipped; CI
@@ -26,6 +28,7 @@ mod claude_code;
 mod codex;
 mod copilot_cli;
 mod demo;
+mod forge;
 mod gemini_cli;
 mod handoff;
 mod install;

@@ -17,6 +17,7 @@ use mock_model::{MockModel, Script};
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
 mod watch;
 
 /// How long a loop inside the server may take to settle.

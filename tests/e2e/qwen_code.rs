@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::run_text;
 use crate::util::{TestEnv, client_bin, path_without_loop_hook, repo};
 
+mod red_team_origin;
 mod watch;
 
 /// Session ids the tests give Qwen Code (`--session-id` for a new session, `-r` to resume).

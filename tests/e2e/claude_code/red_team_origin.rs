@@ -117,3 +117,41 @@ open('job.out', 'w').write(out)
     assert!(!reasons.iter().any(|r| r == "verified"), "{reasons:?}");
     assert!(reinjections(&model).iter().all(|fed| !fed.contains("verified")));
 }
+
+/// The agent closes its pending tool call in the transcript, then sends `/for-loop:cancel-loop`
+/// through a copy of Claude Code it starts from its shell on its own session, with the plugin
+/// loaded: that copy's prompt hook is a real hook, and that copy itself writes the record of a
+/// prompt a hook blocked. Its place in the tree gives it away: it runs under the outer Claude
+/// Code's tool shell. Before, the cancel went through and the host's own record confirmed it.
+#[test]
+fn a_cancel_sent_through_a_copy_of_claude_code_the_agent_starts_is_refused() {
+    let world = World::new();
+    world.env.write("check.sh", "echo 'FAIL: not yet'; exit 1\n");
+    let close = FORGED_CANCEL.split("command = ").next().unwrap();
+    let nested = format!(
+        "{close}out = subprocess.run([{claude:?}, '-p', '/for-loop:' + 'cancel-loop', '--resume', sid, \
+         '--plugin-dir', {plugin:?}, '--output-format', 'stream-json', '--verbose', '--include-hook-events'], \
+         capture_output=True, text=True, stdin=subprocess.DEVNULL)\nprint('nested:', out.stdout[-4000:])\n",
+        claude = world.claude.display().to_string(),
+        plugin = world.plugin.display().to_string(),
+    );
+    let model =
+        MockModel::start(Script::new().bash(hidden(&nested)).text("Done.").text("Done again.")).unwrap();
+    let run = world.fix_it(&model);
+    run.assert_plugin_loaded();
+    let answer = &model.main_requests()[1].tool_results()[0];
+    assert!(answer.text.contains("nested:"), "the attack did not run: {answer:?}\n{}", run.dump());
+    let ledger = world.env.ledger_of_raw(SESSION_A);
+    let refused: Vec<&str> = ledger
+        .iter()
+        .filter(|l| l["reason"] == "agent_command_refused" && l["origin"] == "agent")
+        .filter_map(|l| l["detail"].as_str())
+        .collect();
+    assert!(
+        refused.iter().any(|d| d.contains("a copy of the host")),
+        "{refused:?}\n{answer:?}\n{ledger:#?}\n{}",
+        run.dump()
+    );
+    assert!(!ledger.iter().any(|l| l["reason"] == "cancelled"), "{ledger:#?}");
+    assert_eq!(ledger.last().map(|l| l["reason"].clone()), Some("cap_reached".into()), "{ledger:#?}");
+}

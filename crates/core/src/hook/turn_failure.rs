@@ -128,6 +128,13 @@ fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailur
     if host.agent_shell_marker().is_some_and(|marker| env.var(marker).is_some()) {
         return forged(&forged_note(&state, env.now, "from the agent's shell"), &transaction);
     }
+    // Nor does one its process tree shows the agent sent (provenance::ancestry).
+    if let crate::provenance::ancestry::Provenance::Agent(path) =
+        crate::provenance::ancestry::of_this_hook(state.meta.host)
+    {
+        let how = format!("{} (the hook's process tree shows it)", path.how());
+        return forged(&forged_note(&state, env.now, &how), &transaction);
+    }
     let transcript =
         state.meta.transcript.clone().filter(|t| t.is_file() && state.meta.host.keeps_claude_transcript());
     if let Some(transcript) = &transcript

@@ -150,6 +150,12 @@ mod imp {
     const MAX_DEPTH: usize = 64;
 
     pub(super) fn read() -> Option<Ancestry> {
+        // A parent that exits while its chain is read leaves its child to init or a subreaper,
+        // and its own file gone: read again once, the child's new parent then shows.
+        read_once().or_else(read_once)
+    }
+
+    fn read_once() -> Option<Ancestry> {
         let mut chain = Vec::new();
         let mut pid = std::process::id().cast_signed();
         while pid > 0 && chain.len() < MAX_DEPTH {

@@ -45,7 +45,7 @@ pub(crate) fn prompt_from_the_agent(
     if let Some(state) = &trusted {
         record(env, paths, state, &command, path);
     }
-    Some(AgentPrompt::Refused(refusal(&command, path)))
+    Some(AgentPrompt::Refused(refusal(&command, path, trusted.is_some())))
 }
 
 /// The ledger line and the user's notice for `command`, sent by the agent along `path`.
@@ -74,12 +74,14 @@ pub(crate) fn notice(command: &UserCommand, path: AgentPath, iteration: u32) -> 
     )
 }
 
-/// What the process that sent `command` is told.
-fn refusal(command: &UserCommand, path: AgentPath) -> String {
+/// What the process that sent `command` is told; `recorded`: the session has a loop, whose
+/// ledger and user hear of it.
+fn refusal(command: &UserCommand, path: AgentPath, recorded: bool) -> String {
+    let told = if recorded { " The attempt is recorded and the user is told." } else { "" };
     format!(
         "for-loop: `{}` was not run: this prompt hook was started {}, not by the host for a prompt \
-         the user typed. The attempt is recorded and the user is told. Keep working on the task; if \
-         you are stuck, say so and let the user decide.",
+         the user typed.{told} Keep working on the task; if you are stuck, say so and let the user \
+         decide.",
         command.name,
         path.how()
     )
@@ -95,8 +97,11 @@ mod tests {
         let told = notice(&command, AgentPath::ExecedToolShell, 3);
         assert!(told.contains("`/for-loop:cancel-loop`") && told.contains("exec'ed"), "{told}");
         assert!(told.contains("iteration 3") && told.contains("not carried out"), "{told}");
-        let refused = refusal(&command, AgentPath::LeftBehind);
+        let refused = refusal(&command, AgentPath::LeftBehind, true);
         assert!(refused.contains("was not run") && refused.contains("left behind"), "{refused}");
+        assert!(refused.contains("recorded"), "{refused}");
+        // A start with no loop yet: nothing to record it in.
+        assert!(!refusal(&command, AgentPath::NestedHost, false).contains("recorded"));
     }
 
     /// Outside a hook's process tree (this test's), with no loop and no start, nothing is read.
