@@ -153,32 +153,64 @@ fn watched_digest(watched: &Map<String, Value>) -> String {
 }
 
 /// The watched tables and keys of a TOML config, as a digest of their lines (blank lines and
-/// comments left out); a missing file has none. Read line by line: a table header is a line
-/// that starts with `[`, which is all of TOML this needs.
+/// comments left out); a missing file has none. Read line by line, which is all of TOML this
+/// needs: a table header starts with `[`; a key may be dotted or quoted (`features.hooks`,
+/// `"features".hooks`), and a value may go on over several lines until its brackets close.
 fn toml_state(path: &Path, tables: &[&str], keys: &[&str]) -> String {
     let Ok(bytes) = crate::support::read::bounded_read::read(path, FILE_BYTES) else {
         return if path.exists() { "unreadable".into() } else { sha256_hex(b"") };
     };
     let text = String::from_utf8_lossy(&bytes);
+    let bare =
+        |text: &str| -> String { text.chars().filter(|c| !matches!(c, '"' | '\'' | ' ' | '\t')).collect() };
+    let watched_name = |name: &str| {
+        let first = name.split('.').next().unwrap_or_default();
+        keys.contains(&first) || tables.iter().any(|table| name.starts_with(table))
+    };
     let mut watched = String::new();
+    // Inside a watched table (`Some(true)`), another one, or before any (`None`).
     let mut in_table: Option<bool> = None;
+    // A top-level value still open over several lines, and whether it is watched.
+    let (mut depth, mut open_watched) = (0i64, false);
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let keep = if let Some(header) = line.strip_prefix('[') {
-            let name = header.trim_start_matches('[').trim_start();
-            let watched_table = tables.iter().any(|table| name.starts_with(table));
+        let keep = if depth > 0 {
+            open_watched
+        } else if let Some(header) = line.strip_prefix('[') {
+            let watched_table = watched_name(bare(header).trim_start_matches('['));
             in_table = Some(watched_table);
             watched_table
+        } else if let Some(in_table) = in_table {
+            in_table
         } else {
-            in_table.unwrap_or_else(|| {
-                line.split_once('=').is_some_and(|(key, _)| keys.contains(&key.trim().trim_matches('"')))
-            })
+            open_watched = line.split_once('=').is_some_and(|(key, _)| watched_name(&bare(key)));
+            open_watched
         };
+        if in_table.is_none() {
+            depth = (depth + brackets(line)).max(0);
+        }
         if keep {
             watched.push_str(line);
             watched.push('\n');
         }
     }
     sha256_hex(watched.as_bytes())
+}
+
+/// How many more brackets `line` opens than it closes, outside quoted strings.
+fn brackets(line: &str) -> i64 {
+    let (mut depth, mut quote) = (0, None);
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth -= 1,
+            (None, '#') => break,
+            _ => {}
+        }
+    }
+    depth
 }
 
 /// A file's content, as a digest.
@@ -440,6 +472,33 @@ mod tests {
         std::fs::remove_file(&hooks).unwrap();
         let found = changes(&start, &Host::ClaudeCode.config_snapshot(&env, &dir.path().join("p")));
         assert_eq!(found, [format!("for-loop's hook list {} (present before, absent now)", hooks.display())]);
+    }
+
+    /// A Codex config can set a watched key at the top level with a dotted or quoted key, or
+    /// spread its value over lines: each is seen; other tables and keys are not.
+    #[test]
+    fn toml_keys_are_seen_dotted_quoted_and_over_several_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let state = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            toml_state(&path, &["hooks", "features", "plugins"], &["notify"])
+        };
+        let base = state("model = \"o3\"\n[projects.\"/p\"]\ntrust_level = \"trusted\"\n");
+        assert_eq!(state("model = \"o4\"\n[projects.\"/q\"]\ntrust_level = \"untrusted\"\n"), base);
+        for changed in [
+            "features.hooks = false\nmodel = \"o3\"\n",
+            "\"features\".hooks = false\n",
+            "notify = [\n  \"a\",\n]\n",
+            "[ \"features\" ]\nhooks = false\n",
+            "[[hooks.Stop]]\ncommand = \"true\"\n",
+        ] {
+            assert_ne!(state(changed), base, "{changed}");
+        }
+        let one = state("notify = [\n  \"a\",\n  \"b=c\",\n]\nmodel = \"x\"\n");
+        let other = state("notify = [\n  \"a\",\n  \"b=d\",\n]\nmodel = \"x\"\n");
+        assert_ne!(one, other, "the second line of a value is part of it");
+        assert_eq!(state("notify = [\"a\"]\nmodel = \"x\"\n"), state("notify = [\"a\"]\nmodel = \"y\"\n"));
     }
 
     /// A folder that is gone, and a file of it that is removed, are changes too.
