@@ -9,7 +9,9 @@
 //! - [`Containment::Namespace`]: the command is the first process of a PID namespace of its own
 //!   (a user namespace too when not root, with the same uid and gid, and a `/proc` of its own).
 //!   When that process exits, the kernel kills everything left in the namespace before the exit
-//!   is reported to the supervisor, so no descendant can write after the exit.
+//!   is reported to the supervisor, so nothing the command started outlives it. A descendant
+//!   that polls for the exit loses; one the kernel tells of the exit as it begins (a pidfd, on
+//!   recent kernels) can still write in the moment before the kill.
 //! - [`Containment::Subreaper`]: the supervisor is a subreaper, so what the command leaves is
 //!   handed to it instead of to init; when the command exits the supervisor kills it all (until
 //!   none is left) before it reports. A descendant that waits for the exit can still write in
@@ -56,8 +58,9 @@ impl Containment {
         match self {
             Containment::Namespace => {
                 "each judged command runs as the first process of a PID namespace of its own: what it \
-                 leaves running is killed by the kernel before its exit is seen, so nothing writes to \
-                 its output after it"
+                 leaves running is killed by the kernel before its exit is reported, so nothing it \
+                 started outlives it (a process woken by the exit as it begins, on a pidfd, can still \
+                 write in the moment before the kill)"
             }
             Containment::Subreaper => {
                 "PID namespaces are not available here, so what a judged command leaves running is \
