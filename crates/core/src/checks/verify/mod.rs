@@ -174,8 +174,11 @@ impl VerifySpec {
     /// Runs the shell command line `line` with `input` to completion or to its deadline.
     fn run_line(&self, line: &str, input: &CommandInput) -> Result<VerifyOutcome, VerifyError> {
         // A sandbox runs the command as a child of ours, and Windows has neither.
-        let containment =
-            if self.sandbox.is_empty() && cfg!(unix) { Containment::probed() } else { Containment::Grace };
+        let containment = if self.sandbox.is_empty() && cfg!(unix) {
+            Containment::first_tried()
+        } else {
+            Containment::Grace
+        };
         self.run_contained(line, input, containment)
     }
 
@@ -194,13 +197,14 @@ impl VerifySpec {
         let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
         let (mut running, reader, containment) = match self.start(line, input, writer, containment) {
             Ok(running) => (running, reader, containment),
-            // The probe said a namespace could be entered and this one could not (a limit on
-            // their number, say): the subreaper still ends the output with the command.
+            // No namespace could be entered here (user namespaces off or restricted, `/proc`
+            // not mountable, a limit on their number): the subreaper still ends the output with
+            // the command.
             Err(_) if containment == Containment::Namespace => {
+                let containment = Containment::namespace_failed();
                 let (reader, writer) = io::pipe().map_err(VerifyError::Spawn)?;
-                let running =
-                    self.start(line, input, writer, Containment::Subreaper).map_err(VerifyError::Spawn)?;
-                (running, reader, Containment::Subreaper)
+                let running = self.start(line, input, writer, containment).map_err(VerifyError::Spawn)?;
+                (running, reader, containment)
             }
             Err(error) => return Err(VerifyError::Spawn(error)),
         };
