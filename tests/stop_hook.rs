@@ -509,3 +509,16 @@ fn a_test_summary_printed_after_verify_exited_does_not_count() {
     let reasons = env.ledger_reasons(SESSION);
     assert!(!reasons.iter().any(|r| r == "verified"), "{reasons:?}");
 }
+
+/// The ledger says how verify's output was ended: on Linux by the kernel's kill of its PID
+/// namespace, or by its supervisor as a subreaper; elsewhere after a grace.
+#[test]
+fn the_ledger_says_how_verifys_output_was_ended() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let run = env.stop("done");
+    assert!(run.blocked(), "{}", run.stdout);
+    let ended = env.ledger().last().unwrap()["verify"]["output_ended_by"].clone();
+    let ways: &[&str] = if cfg!(target_os = "linux") { &["pid-namespace", "subreaper"] } else { &["grace"] };
+    assert!(ended.as_str().is_some_and(|way| ways.contains(&way)), "{ended}");
+}

@@ -590,7 +590,7 @@ mod tests {
             "max_iterations": 30, "decision": "block", "reason": "verify_failed",
             "stop_hook_active": false, "detail": task, "oracle_changed": [task],
             "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
-                output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into() },
+                output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into(), output_ended_by: None },
             "tokens": { task: {"input": 5, "output": 5} },
             "metric": {"value": 3.0, "name": task},
             "review": {"approved": false, "ended": task, "findings_digest": task, "tokens": 1200},
@@ -694,7 +694,8 @@ mod tests {
                     "max_iterations": 10000, "decision": "block", "reason": "verify_failed",
                     "stop_hook_active": false,
                     "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
-                        output_bytes: 1, output_digest: "d".into(), tail: format!("FAIL: step {word}") },
+                        output_bytes: 1, output_digest: "d".into(), tail: format!("FAIL: step {word}"),
+                        output_ended_by: None },
                 })
                 .to_string()
             })

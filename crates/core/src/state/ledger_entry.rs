@@ -126,6 +126,10 @@ pub(crate) struct VerifyRecord {
     pub(crate) output_bytes: u64,
     pub(crate) output_digest: String,
     pub(crate) tail: String,
+    /// How the command's descendants were kept from writing after its exit (`pid-namespace`,
+    /// `subreaper`, `grace`): what its output can be trusted to end with.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) output_ended_by: Option<String>,
 }
 
 impl VerifyRecord {
@@ -138,6 +142,7 @@ impl VerifyRecord {
             output_bytes: outcome.output.total_bytes(),
             output_digest: outcome.output.digest_hex(),
             tail: outcome.output.last_lines(5, 400),
+            output_ended_by: Some(outcome.output.containment().name().to_string()),
         }
     }
 }

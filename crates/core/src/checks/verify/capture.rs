@@ -97,7 +97,6 @@ impl Captured {
 
     /// How the command's descendants were kept from writing after its exit
     /// ([`Captured::ended_by`]).
-    #[allow(dead_code)]
     pub(crate) fn containment(&self) -> crate::checks::verify::Containment {
         self.ended_by
     }

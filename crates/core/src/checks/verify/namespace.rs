@@ -9,7 +9,9 @@
 //! - [`Containment::Namespace`]: the command is the first process of a PID namespace of its own
 //!   (a user namespace too when not root, with the same uid and gid, and a `/proc` of its own).
 //!   When that process exits, the kernel kills everything left in the namespace before the exit
-//!   is reported to the supervisor, so no descendant can write after the exit.
+//!   is reported to the supervisor, so nothing the command started outlives it. A descendant
+//!   that polls for the exit loses; one the kernel tells of the exit as it begins (a pidfd, on
+//!   recent kernels) can still write in the moment before the kill.
 //! - [`Containment::Subreaper`]: the supervisor is a subreaper, so what the command leaves is
 //!   handed to it instead of to init; when the command exits the supervisor kills it all (until
 //!   none is left) before it reports. A descendant that waits for the exit can still write in
@@ -22,6 +24,7 @@
 //! which is never a pass.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a judged command's descendants are kept from writing after its exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,11 +38,31 @@ pub(crate) enum Containment {
     Grace,
 }
 
+/// Set once entering a namespace failed in this process: later commands do not try again.
+static NAMESPACE_FAILED: AtomicBool = AtomicBool::new(false);
+
 impl Containment {
-    /// The one this process uses, probed the first time it is asked.
+    /// The one this system allows, probed the first time it is asked (for `doctor`).
     pub(crate) fn probed() -> Containment {
         static PROBED: OnceLock<Containment> = OnceLock::new();
         *PROBED.get_or_init(probe)
+    }
+
+    /// The one a judged command tries first: on Linux a namespace, until entering one failed
+    /// in this process. Trying is the probe: a failure is seen at the spawn, which then falls
+    /// back, and no process is spent on asking first at every stop.
+    pub(crate) fn first_tried() -> Containment {
+        if cfg!(target_os = "linux") && !NAMESPACE_FAILED.load(Ordering::Relaxed) {
+            Containment::Namespace
+        } else {
+            without_namespace()
+        }
+    }
+
+    /// What to fall back to once entering a namespace failed; later commands start there.
+    pub(crate) fn namespace_failed() -> Containment {
+        NAMESPACE_FAILED.store(true, Ordering::Relaxed);
+        without_namespace()
     }
 
     /// Its name, for the ledger and `doctor`.
@@ -56,8 +79,9 @@ impl Containment {
         match self {
             Containment::Namespace => {
                 "each judged command runs as the first process of a PID namespace of its own: what it \
-                 leaves running is killed by the kernel before its exit is seen, so nothing writes to \
-                 its output after it"
+                 leaves running is killed by the kernel before its exit is reported, so nothing it \
+                 started outlives it (a process woken by the exit as it begins, on a pidfd, can still \
+                 write in the moment before the kill)"
             }
             Containment::Subreaper => {
                 "PID namespaces are not available here, so what a judged command leaves running is \
@@ -74,18 +98,21 @@ impl Containment {
 
 #[cfg(target_os = "linux")]
 fn probe() -> Containment {
-    if linux::namespace_works() {
-        Containment::Namespace
-    } else if std::path::Path::new("/proc/thread-self/children").exists() {
-        Containment::Subreaper
-    } else {
-        Containment::Grace
-    }
+    if linux::namespace_works() { Containment::Namespace } else { without_namespace() }
 }
 
 #[cfg(not(target_os = "linux"))]
 fn probe() -> Containment {
     Containment::Grace
+}
+
+/// The subreaper where the supervisor can list its children, the grace elsewhere.
+fn without_namespace() -> Containment {
+    if cfg!(target_os = "linux") && std::path::Path::new("/proc/thread-self/children").exists() {
+        Containment::Subreaper
+    } else {
+        Containment::Grace
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -350,5 +377,17 @@ mod tests {
         assert_eq!(names, ["pid-namespace", "subreaper", "grace"]);
         assert!(all.iter().all(|c| !c.words().is_empty()));
         assert_eq!(Containment::probed(), Containment::probed());
+    }
+
+    /// Once entering a namespace failed, the process stops trying: what it falls back to is
+    /// what it tries first from then on.
+    #[test]
+    fn a_failed_namespace_is_not_tried_again() {
+        let linux = cfg!(target_os = "linux");
+        assert_eq!(Containment::first_tried() == Containment::Namespace, linux);
+        let fallback = Containment::namespace_failed();
+        assert_ne!(fallback, Containment::Namespace);
+        assert_eq!(Containment::first_tried(), fallback);
+        assert_eq!(fallback == Containment::Subreaper, linux);
     }
 }

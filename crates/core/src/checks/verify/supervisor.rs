@@ -180,7 +180,8 @@ mod unix {
     /// itself: it skips the secret and execs the command, whose exit the process that entered the
     /// namespace reports. As a subreaper it kills what the command left (every child of its own
     /// but zombies, until none is left; a name cannot pass for a zombie, its state is read after
-    /// the last `) `), and closes its copies of the output, before it reports the status. It
+    /// the last `) `; the list is read until it comes back clean twice, since the kernel builds
+    /// it without a lock), and closes its copies of the output, before it reports the status. It
     /// outlives a timeout's SIGTERM for that (a handler, which the command does not inherit).
     const SCRIPT: &str = "IFS= read -r n || exit 125\n\
                           [ $$ = 1 ] && exec /bin/sh -c \"$1\" 3>&- STDIN\n\
@@ -190,12 +191,12 @@ mod unix {
                           (exec /bin/sh -c \"$1\" 2>&4 3>&- 4>&- STDIN)\n\
                           s=$?\n\
                           exec 1>&- 4>&-\n\
-                          c=/proc/$$/task/$$/children\n\
+                          c=/proc/$$/task/$$/children; z=0\n\
                           while [ -r $c ]; do\n\
                           k=; read -r k <$c; l=\n\
                           for p in $k; do t=; read -r t </proc/$p/stat; case ${t##*) } in Z*|X*|'') ;; *) l=\"$l $p\";; esac; done\n\
-                          [ -n \"$l\" ] || break\n\
-                          kill -9 $l\n\
+                          if [ -z \"$l\" ]; then z=$((z + 1)); [ $z -lt 2 ] || break; continue; fi\n\
+                          z=0; kill -9 $l\n\
                           done\n\
                           echo \"$n $s\" >&3\n";
 

@@ -78,6 +78,7 @@ mod tests {
                 output_bytes: 3,
                 output_digest: String::new(),
                 tail: tail.into(),
+                output_ended_by: None,
             }),
             ..LedgerEntry::new(
                 state,
