@@ -178,6 +178,35 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
         let files = git(&env.project, &["ls-tree", "--name-only", &commit]);
         assert!(!files.contains("broken.txt"), "the integration ref held a broken merge: {commit}");
     }
+
+    // The integration ref moved by hand: --apply refuses it, and --resume puts it back.
+    let integration = format!("refs/for-loop/backlog/{id}/integration");
+    let landed = git(&env.project, &["rev-parse", &integration]);
+    git(&env.project, &["update-ref", &integration, "HEAD"]);
+    let refused = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stdout.contains("moved outside the queue, so nothing is applied"), "{}", refused.stdout);
+    let resumed = run_command(driver(&env, &bin, &["--resume", &id, "--json"]), b"");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert_eq!(named(&events(&resumed.stdout), "integration_restored").len(), 1, "{}", resumed.stdout);
+    assert_eq!(git(&env.project, &["rev-parse", &integration]), landed);
+
+    // A check that fails in the user's own tree takes the applied change back.
+    env.write("broken.txt", "");
+    let taken_back = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(taken_back.code, 1, "{}{}", taken_back.stdout, taken_back.stderr);
+    assert!(
+        taken_back.stdout.contains("`sh checks/whole.sh` fails in your working tree"),
+        "{}",
+        taken_back.stdout
+    );
+    assert!(taken_back.stdout.contains("The change was taken back"), "{}", taken_back.stdout);
+    assert_eq!(std::fs::read_to_string(env.project.join("a.txt")).unwrap(), "one\ntwo\nthree\n");
+    assert!(!env.project.join("three.txt").exists());
+    std::fs::remove_file(env.project.join("broken.txt")).unwrap();
+    let applied = env.run(&["run", "--apply", &id], b"");
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(env.project.join("three.txt").is_file());
 }
 
 /// `--max-merge-tries 1`: a task that conflicts once parks `merge_failed`, its branch kept; the
@@ -220,6 +249,17 @@ fn max_merge_tries_parks_a_task_that_keeps_failing_to_merge() {
     assert_eq!(listed["backlogs"][0]["landed"], serde_json::json!([1]));
     assert_eq!(listed["backlogs"][0]["tasks"][1]["stage"]["reason"], "merge_failed");
     assert_eq!(listed["backlogs"][0]["tasks"][1]["merge_tries"], 1);
+
+    // The report on a task's loop shows the whole backlog: each task and the landing order.
+    let out = env.home.join("report.html");
+    let report =
+        env.run(&["report", "--session", &format!("backlog-{id}-2"), "--out", out.to_str().unwrap()], b"");
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.contains("<section id=\"backlog\">"), "no backlog section");
+    assert!(page.contains("1 of 2 tasks landed, in this order: task 1"), "{page}");
+    assert!(page.contains("<td>parked (merge_failed)</td>"), "{page}");
+    assert!(page.contains("<tr class=\"this\"><td class=\"num\">2</td><td>Say TWO</td>"), "{page}");
 }
 
 /// Ctrl-C parks every task and leaves their work trees; `run --resume RUN` goes on with them and

@@ -5,6 +5,7 @@
 //! page shows and [`html`] renders it, both without touching anything.
 
 mod attempt;
+mod backlog;
 mod chart;
 mod cost;
 mod escape;
@@ -102,8 +103,9 @@ pub(crate) fn run(env: &Environment, options: &ReportOptions) -> Outcome {
             ));
         }
     };
-    let report =
+    let mut report =
         LoopReport::build(&state, ledger, file_changes(&store, &state), state.meta.tier.clone(), env.now);
+    report.backlog = backlog::BacklogSection::of(&store, &state.meta.session_id);
     let page = html::render(&report);
     let out = match &options.out {
         Some(out) => env.cwd.join(out),

@@ -150,6 +150,9 @@ pub(crate) fn render(report: &LoopReport) -> String {
         title = escape::text(&truncate(title_task.trim(), 80)),
     );
     header(&mut page, report);
+    if let Some(backlog) = &report.backlog {
+        backlog.render(&mut page);
+    }
     timeline(&mut page, report);
     failures(&mut page, report);
     if let Some(series) = report.metric() {

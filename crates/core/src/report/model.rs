@@ -131,6 +131,8 @@ pub(crate) struct LoopReport {
     pub(crate) version: &'static str,
     /// How the last turn ended, when the host ended it on an error and no judged stop came after.
     pub(crate) failed_turn: Option<String>,
+    /// The backlog run the loop is a task of, when it is one.
+    pub(crate) backlog: Option<super::backlog::BacklogSection>,
 }
 
 /// What was read of a ledger: its stops, oldest first, and how many lines did not parse.
@@ -225,6 +227,7 @@ impl LoopReport {
                 .failed_turn
                 .as_ref()
                 .map(|failed| crate::verdict::message::failed_turn::status_line(failed, now)),
+            backlog: None,
         }
     }
 

@@ -71,6 +71,8 @@ pub(crate) struct Attempt {
     pub(crate) cancel: Arc<AtomicBool>,
     /// A limit any loop of the run hit: every loop waits for it (the tasks of a backlog share one).
     pub(crate) limit: SharedLimit,
+    /// What the run calls it on its lines: `attempt` or `task`.
+    pub(crate) kind: &'static str,
 }
 
 /// The end of a rate or usage limit one agent of a run hit, shared by the run's loops: the agent
@@ -577,7 +579,9 @@ impl Driver {
         } else {
             if !line.is_empty() {
                 match &self.attempt {
-                    Some(attempt) => self.status.println(&format!("for-loop: attempt {}: {line}", attempt.n)),
+                    Some(attempt) => {
+                        self.status.println(&format!("for-loop: {} {}: {line}", attempt.kind, attempt.n));
+                    }
                     None => self.status.println(&format!("for-loop: {line}")),
                 }
             }

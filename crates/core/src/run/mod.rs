@@ -132,12 +132,6 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     if options.backlog.is_some() {
         return backlog::run(env, options);
     }
-    if let Some(outcome) = backlog::resume(env, options) {
-        return outcome;
-    }
-    if let Some(outcome) = options.apply.as_deref().and_then(|wanted| backlog::apply(env, wanted)) {
-        return outcome;
-    }
     if let Some(wrong) = attempts::misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
     }
@@ -146,6 +140,12 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
     }
     if let Some(wrong) = misuse(options) {
         return Outcome { code: Code::Usage, stdout: format!("loop-hook run: {wrong}\n\n{}", usage()) };
+    }
+    if let Some(outcome) = backlog::resume(env, options) {
+        return outcome;
+    }
+    if let Some(outcome) = options.apply.as_deref().and_then(|wanted| backlog::apply(env, wanted)) {
+        return outcome;
     }
     if let Some(wanted) = &options.apply {
         return attempts::apply(env, wanted);
@@ -207,6 +207,27 @@ mod tests {
         for spec in &crate::commands::request::flag_spec::FLAGS {
             let line = text.lines().find(|line| line.trim_start().starts_with(&spec.usage()));
             assert!(line.is_some_and(|line| line.contains(spec.help)), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn backlog_options_that_do_not_go_together_are_usage_errors() {
+        let misused = |args: &[&str]| backlog::misuse(&parse(args).unwrap());
+        assert_eq!(misused(&["--backlog", "B.md", "--parallel", "3", "--max-merge-tries", "2"]), None);
+        assert_eq!(misused(&["--backlog", "B.md", "--verify", "make test"]), None);
+        assert_eq!(misused(&["t", "--attempts", "2", "--parallel"]), None, "best-of-K's --parallel");
+        for (wrong, says) in [
+            (&["--backlog", "B.md", "--attempts", "2"][..], "leave out --attempts"),
+            (&["--backlog", "B.md", "fix it"], "leave out the task text"),
+            (&["--backlog", "B.md", "--plan", "P.md"], "leave out --plan"),
+            (&["--backlog", "B.md", "--resume"], "--backlog starts a new run"),
+            (&["--backlog", "B.md", "--apply"], "--backlog starts a new run"),
+            (&["--backlog", "B.md", "--parallel"], "--parallel N"),
+            (&["t", "--attempts", "2", "--parallel", "2"], "--parallel N goes with --backlog"),
+            (&["t", "--max-merge-tries", "2"], "--max-merge-tries goes with --backlog"),
+        ] {
+            let said = misused(wrong).unwrap_or_else(|| panic!("{wrong:?} was not refused"));
+            assert!(said.contains(says), "{wrong:?}: {said}");
         }
     }
 

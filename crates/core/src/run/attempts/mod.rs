@@ -306,7 +306,8 @@ impl Race<'_> {
     /// Drives attempt `n`'s loop in `tree`, keeps its end state under the run's refs, then
     /// removes the tree.
     fn drive(&self, tree: OwnedTree, n: u32, loop_id: String) -> AttemptRecord {
-        let attempt = Attempt { n, cancel: Arc::clone(&self.cancel), limit: SharedLimit::default() };
+        let attempt =
+            Attempt { n, cancel: Arc::clone(&self.cancel), limit: SharedLimit::default(), kind: "attempt" };
         let ran = Driver::run_attempt(
             &self.env.with_cwd(tree.dir.join(self.prefix)),
             self.options,

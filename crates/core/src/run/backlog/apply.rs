@@ -33,10 +33,19 @@ pub(super) fn apply(env: &Environment, store: &Store, run: &BacklogRun) -> Outco
         ));
     }
     let integration = run.integration_ref();
-    let diff = match user
-        .resolve(&format!("{integration}^{{commit}}"))
-        .and_then(|head| user.binary_diff(&run.base, &head))
-    {
+    match user.resolve(&format!("{integration}^{{commit}}")) {
+        Ok(head) if head == run.expected_head() => {}
+        Ok(head) => {
+            return refuse(format!(
+                "{integration} is on {head}, where the merge queue did not put it (it left it on {}): it was \
+                 moved outside the queue, so nothing is applied. `loop-hook run --resume {}` puts it back",
+                run.expected_head(),
+                run.id
+            ));
+        }
+        Err(e) => return refuse(format!("cannot read {integration}: {e}")),
+    }
+    let diff = match user.binary_diff(&run.base, run.expected_head()) {
         Ok(diff) => diff,
         Err(e) => return refuse(format!("cannot read the run's change ({integration}): {e}")),
     };

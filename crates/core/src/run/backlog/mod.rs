@@ -144,6 +144,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
                 millis: 0,
             })
             .collect(),
+        head: None,
         started_at: now,
         updated_at: now,
     };
@@ -174,6 +175,19 @@ fn drive(
     timeout_secs: u64,
 ) -> Outcome {
     let before = attempts::RepoLook::take(user);
+    if let Some(moved) = moved_integration(user, &run) {
+        // Moved outside the queue (by hand, or by an agent outside its sandbox): put back where
+        // the queue left it, so nothing lands on a head no check judged.
+        let _ = user.update_ref(&run.integration_ref(), run.expected_head());
+        Events::new(options.json).say(
+            json!({"event": "integration_restored", "run": run.id, "was": moved}),
+            &format!(
+                "{} was moved outside the merge queue (to {moved}); it is put back to {}",
+                run.integration_ref(),
+                run.expected_head()
+            ),
+        );
+    }
     let queue = Queue::open(
         user,
         &BacklogRun::queue_tree(store, &run.id),
@@ -205,6 +219,12 @@ fn drive(
     }
     let changed = before.changes(&before.again(user), user);
     attempts::with_changes(finished(&run, options.json), &changed, options.json)
+}
+
+/// Where the integration ref is, when that is not where the queue left it.
+fn moved_integration(user: &WorkTree, run: &BacklogRun) -> Option<String> {
+    let now = user.resolve(&format!("{}^{{commit}}", run.integration_ref())).ok()?;
+    (now != run.expected_head()).then_some(now)
 }
 
 /// What the checks of the queue may not write: the store, for-loop, the user's repository.
@@ -284,7 +304,11 @@ pub(crate) fn resume(env: &Environment, options: &RunOptions) -> Option<Outcome>
         )));
     }
     let original = match RunOptions::parse(run.words.iter().map(std::ffi::OsString::from).collect()) {
-        Ok(original) => RunOptions { json: options.json || original.json, ..original },
+        // This command line's --json and --more (room for the tasks whose loops hit a cap or a
+        // budget) go with the run's own options.
+        Ok(original) => {
+            RunOptions { json: options.json || original.json, more: options.more.clone(), ..original }
+        }
         Err(e) => return Some(refuse(format!("the run's own command line no longer parses ({e})"))),
     };
     let timeout = LoopRequest::checks_only(&original.loop_flags).map_or(600, |c| c.verify_timeout_secs);

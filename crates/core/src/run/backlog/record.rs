@@ -75,6 +75,10 @@ pub(crate) struct BacklogRun {
     /// The command line, for tasks a resumed run starts.
     pub(crate) words: Vec<String>,
     pub(crate) tasks: Vec<TaskRun>,
+    /// The commit the queue last moved the integration ref to; `None` while nothing landed.
+    /// A ref found elsewhere was moved outside the queue.
+    #[serde(default)]
+    pub(crate) head: Option<String>,
     pub(crate) started_at: Timestamp,
     pub(crate) updated_at: Timestamp,
 }
@@ -94,6 +98,11 @@ impl BacklogRun {
 
     pub(crate) fn integration_ref(&self) -> String {
         integration_ref(&self.id)
+    }
+
+    /// Where the integration ref must be: the queue's last landing, else the base.
+    pub(crate) fn expected_head(&self) -> &str {
+        self.head.as_deref().unwrap_or(&self.base)
     }
 
     pub(crate) fn task_ref(&self, n: u32) -> String {

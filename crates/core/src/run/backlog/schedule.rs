@@ -227,11 +227,18 @@ impl<'a> Schedule<'a> {
             return;
         }
         while let Some(index) = self.run.tasks.iter().position(|t| matches!(t.stage, Stage::Queued { .. })) {
+            // Ctrl-C between two merges: the rest stay queued, and --resume judges them.
+            if interrupted() {
+                return;
+            }
             let task = &self.run.tasks[index];
             let Stage::Queued { commit } = &task.stage else { return };
             let offered = Offered { n: task.task.n, check: task.task.check.clone(), commit: commit.clone() };
             match self.queue.judge(&offered) {
-                Judged::Landed { .. } => self.landed(index),
+                Judged::Landed { head } => {
+                    self.run.head = Some(head);
+                    self.landed(index);
+                }
                 Judged::Conflict { files, said, marked } => {
                     let why = format!(
                         "your change conflicts with tasks landed meanwhile, in {}. Your work tree now holds the \
@@ -387,7 +394,8 @@ fn work(job: &Job) -> Ended {
         }
     }
     let env = job.env.with_cwd(job.tree.join(&job.prefix));
-    let attempt = Attempt { n: job.n, cancel: Arc::clone(&job.cancel), limit: job.limit.clone() };
+    let attempt =
+        Attempt { n: job.n, cancel: Arc::clone(&job.cancel), limit: job.limit.clone(), kind: "task" };
     let outcome = if job.resume {
         let options = RunOptions { resume: Some(job.loop_id.clone()), ..job.options.clone() };
         Driver::resume_attempt(&env, &options, attempt)
