@@ -257,8 +257,12 @@ fn task(env: &Environment, options: &RunOptions, file: &str, tasks: &[Task], n: 
     let loop_id = format!("backlog-{id}-{n}");
     let one = RunOptions { task: task.brief(file), task_check: Some(task.check.clone()), ..options.clone() };
     let prefix = crate::run::attempts::prefix_in(env, user.root());
-    let attempt =
-        crate::run::driver::Attempt { n, cancel: std::sync::Arc::default(), limit: SharedLimit::default() };
+    let attempt = crate::run::driver::Attempt {
+        n,
+        cancel: std::sync::Arc::default(),
+        limit: SharedLimit::default(),
+        kind: "task",
+    };
     let ran = crate::run::driver::Driver::run_attempt(
         &env.with_cwd(tree.dir.join(prefix)),
         &one,
