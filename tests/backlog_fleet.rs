@@ -238,6 +238,20 @@ fn tasks_on_machines_are_pushed_and_the_merge_judges_them_on_the_merged_tree() {
     }
     let tree = |name: &str| git(&remote.origin, &["rev-parse", &format!("{name}^{{tree}}")]);
     assert_eq!(tree(&integration), tree(head.trim()), "the same merge gave other files");
+
+    // On another commit than the one the tasks started from, nothing is merged.
+    merger.write("later.txt", "a commit after the tasks started\n");
+    git(&merger.project, &["add", "later.txt"]);
+    git(&merger.project, &["commit", "-qm", "later"]);
+    let elsewhere = backlog(&merger, &["--merge", "--run-id", "r-5", "--json"]);
+    assert_eq!(elsewhere.code, 1, "{}{}", elsewhere.stdout, elsewhere.stderr);
+    let merged: Value = serde_json::from_str(elsewhere.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(merged["landed"], serde_json::json!([]), "{merged:#}");
+    let pushed_rows = merged["tasks"].as_array().unwrap().iter().filter(|t| t["commit"].is_string());
+    for row in pushed_rows {
+        let detail = row["detail"].as_str().unwrap();
+        assert!(detail.contains("does not start from this checkout's commit"), "{merged:#}");
+    }
 }
 
 /// Bad input to either side: refused in one line with what to do, nothing pushed or merged.
