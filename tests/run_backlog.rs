@@ -215,7 +215,12 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
 fn max_merge_tries_parks_a_task_that_keeps_failing_to_merge() {
     let env =
         project("- [ ] Say ONE\n  verify: sh checks/one.sh\n- [ ] Say TWO\n  verify: sh checks/two.sh\n");
-    let bin = agent(&env, "1) sed -i 's/^two$/ONE/' a.txt ;;\n2) sed -i 's/^two$/TWO/' a.txt ;;");
+    let bin = agent(
+        &env,
+        "1) sed -i 's/^two$/ONE/' a.txt ;;\n\
+         2) if grep -q '<<<<<<<' a.txt; then [ -e \"$M/resolve\" ] && printf 'one\\nONE\\nTWO\\nthree\\n' > a.txt; \
+         else sed -i 's/^two$/TWO/' a.txt; fi ;;",
+    );
     let run = run_command(driver(&env, &bin, &["--backlog", "BACKLOG.md", "--max-merge-tries", "1"]), b"");
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("1 of 2 tasks landed"), "{}", run.stdout);
@@ -260,6 +265,19 @@ fn max_merge_tries_parks_a_task_that_keeps_failing_to_merge() {
     assert!(page.contains("1 of 2 tasks landed, in this order: task 1"), "{page}");
     assert!(page.contains("<td>parked (merge_failed)</td>"), "{page}");
     assert!(page.contains("<tr class=\"this\"><td class=\"num\">2</td><td>Say TWO</td>"), "{page}");
+
+    // Resumed, the parked task goes on from the conflict in its work tree, told why, and lands.
+    std::fs::write(marks(&env).join("resolve"), "").unwrap();
+    let resumed = run_command(driver(&env, &bin, &["--resume", &id]), b"");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert!(
+        resumed.stdout.contains("2 of 2 tasks landed")
+            && resumed.stdout.contains("(in this order: task 1, task 2)"),
+        "{}",
+        resumed.stdout
+    );
+    let integration = format!("refs/for-loop/backlog/{id}/integration");
+    assert_eq!(git(&env.project, &["show", &format!("{integration}:a.txt")]), "one\nONE\nTWO\nthree\n");
 }
 
 /// Ctrl-C parks every task and leaves their work trees; `run --resume RUN` goes on with them and

@@ -205,6 +205,19 @@ impl Queue {
         if let Err(e) = reset {
             return Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"));
         }
+        let marked: Vec<&str> = changed
+            .iter()
+            .filter(|file| has_conflict_markers(&self.scratch.join(file)))
+            .map(String::as_str)
+            .collect();
+        if !marked.is_empty() {
+            // A check that greps for one side passes on a file holding both: never landed.
+            let output = format!(
+                "git's conflict markers are left in {}: resolve each conflict and remove the markers\n",
+                marked.join(", ")
+            );
+            return Judged::Broken { failing: vec![Failing::Task(*n)], output, merged: commit };
+        }
         let (failing, output) = self.run_checks(*n, check);
         if !failing.is_empty() {
             return Judged::Broken { failing, output, merged: commit };
@@ -280,6 +293,23 @@ impl Queue {
         landing.head.clone_from(&self.head);
         landing
     }
+}
+
+/// Whether `file` holds a conflict as git marks one: a `<<<<<<< ` line, then `=======`, then
+/// `>>>>>>> `. Files past 4 MiB, unreadable or binary ones are not looked at.
+fn has_conflict_markers(file: &Path) -> bool {
+    let Ok(bytes) = crate::support::read::bounded_read::read(file, 4 << 20) else { return false };
+    let Ok(text) = std::str::from_utf8(&bytes) else { return false };
+    let mut seen = 0;
+    for line in text.lines() {
+        seen = match (seen, line) {
+            (0, l) if l.starts_with("<<<<<<< ") => 1,
+            (1, "=======") => 2,
+            (2, l) if l.starts_with(">>>>>>> ") => return true,
+            (seen, _) => seen,
+        };
+    }
+    false
 }
 
 /// Which checks broke, in words: `the checks of tasks 1, 3 and verify fail on the merged tree`.
@@ -442,5 +472,25 @@ mod tests {
         assert_eq!(f.integration(), f.base);
         let honest = f.task(&[("b.txt", "b\n")]);
         assert!(matches!(queue.judge(&offered(2, "test -f b.txt", &honest)), Judged::Landed { .. }));
+    }
+
+    #[test]
+    fn a_merge_that_leaves_conflict_markers_does_not_land_though_its_checks_pass() {
+        let f = Fixture::new();
+        let scratch = tempfile::tempdir().unwrap();
+        let marked = "one\n<<<<<<< ours\nONE\n=======\nTWO\n>>>>>>> theirs\nthree\n";
+        let sloppy = f.task(&[("a.txt", marked)]);
+        let mut queue = f.queue(&scratch);
+        let Judged::Broken { failing, output, .. } = queue.judge(&offered(1, "grep -q TWO a.txt", &sloppy))
+        else {
+            panic!("a tree with conflict markers landed")
+        };
+        assert_eq!(failing, [Failing::Task(1)]);
+        assert!(output.contains("conflict markers are left in a.txt"), "{output}");
+        let dir = tempfile::tempdir().unwrap();
+        for (text, marks) in [(marked, true), ("<<<<<<< only\n", false), ("a\n=======\nb\n", false)] {
+            std::fs::write(dir.path().join("f"), text).unwrap();
+            assert_eq!(has_conflict_markers(&dir.path().join("f")), marks, "{text:?}");
+        }
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -115,7 +116,15 @@ impl<'a> Schedule<'a> {
                     thread::spawn(move || {
                         let started = Instant::now();
                         let n = job.n;
-                        let ended = work(&job);
+                        // A fault of ours in one task's driver parks that task, never the run.
+                        let ended =
+                            panic::catch_unwind(AssertUnwindSafe(|| work(&job))).unwrap_or_else(|_| {
+                                Ended::Parked {
+                                reason: "internal_error".into(),
+                                what: "its driver stopped on a fault of for-loop's own; --resume continues it"
+                                    .into(),
+                            }
+                            });
                         let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                         let _ = sender.send((n, ended, millis));
                     });
@@ -298,8 +307,22 @@ impl<'a> Schedule<'a> {
         let title = task.task.title.clone();
         let check = task.task.check.clone();
         let paths = self.store.paths(&task.loop_id);
+        // The work tree takes the merge and the prompt says why, even for a task that parks now:
+        // `--resume` then goes on from there.
+        let tree = BacklogRun::task_tree(self.store, &self.run.id, n);
+        let reset = if tree_exists(&tree) {
+            WorkTree::open(&tree).reset_to(onto).map_err(|e| e.to_string())
+        } else {
+            Err(format!("its work tree {} is gone", tree.display()))
+        };
+        let prompt = format!(
+            "Task {n} ({title}): your change passed its check `{check}` in your work tree, but the merge queue \
+             did not land it: {why}\n\nThe queue has sent this task back {tries} time(s); the task lands only \
+             when every check passes on the merged tree."
+        );
+        let ready = reset
+            .and_then(|()| fs::write(paths.dir.join("next-prompt.md"), prompt).map_err(|e| e.to_string()));
         if tries >= max {
-            task.stage = Stage::Parked { reason: String::new(), what: String::new() };
             let what =
                 format!("its change failed to merge {tries} times (--max-merge-tries {max}); last: {kind}");
             let _ = park_loop(&paths, ReasonCode::MergeFailed, &what);
@@ -310,23 +333,7 @@ impl<'a> Schedule<'a> {
             json!({"event": "sent_back", "task": n, "try": tries, "why": kind, "failing": failing}),
             &format!("task {n}: sent back to its agent ({kind}), merge try {tries} of {max}"),
         );
-        let tree = BacklogRun::task_tree(self.store, &self.run.id, n);
-        let reset = if tree_exists(&tree) {
-            WorkTree::open(&tree).reset_to(onto).map_err(|e| e.to_string())
-        } else {
-            Err(format!("its work tree {} is gone", tree.display()))
-        };
-        let prompt = format!(
-            "Task {n} ({title}): your change passed its check `{check}` in your work tree, but the merge queue \
-             did not land it: {why}\n\nThis is merge try {} of {max}; the task lands only when every check passes \
-             on the merged tree.",
-            tries + 1
-        );
-        let reopened = reset.and_then(|()| {
-            fs::write(paths.dir.join("next-prompt.md"), prompt).map_err(|e| e.to_string())?;
-            reopen(&paths, &format!("sent back by the merge queue: {kind}"))
-        });
-        match reopened {
+        match ready.and_then(|()| reopen(&paths, &format!("sent back by the merge queue: {kind}"))) {
             Ok(()) => {
                 self.run.tasks[index].stage = Stage::SentBack { why: kind.to_string() };
                 self.save();
