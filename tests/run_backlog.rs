@@ -122,7 +122,12 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
     assert!(prompt.contains("conflicts with tasks landed meanwhile, in a.txt"), "{prompt}");
     assert!(prompt.contains("CONFLICT"), "git's words reach the agent: {prompt}");
     assert_eq!(named(&all, "queued").len(), 3, "two first passes and one after the conflict");
-    assert!(named(&all, "task_iteration").iter().any(|e| e["task"] == 3 && e["check"] == "failed"));
+    let never: Vec<(u64, &str)> = named(&all, "task_iteration")
+        .iter()
+        .filter(|e| e["task"] == 3)
+        .map(|e| (e["iteration"].as_u64().unwrap(), e["check"].as_str().unwrap()))
+        .collect();
+    assert_eq!(never, [(1, "failed"), (2, "failed")], "each judged iteration is said once");
     let orders: Vec<&Value> = named(&all, "landed").iter().map(|e| &e["order"]).collect();
     assert_eq!(orders, [&Value::from(1), &Value::from(2)]);
 
@@ -170,6 +175,12 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
     assert_eq!(sent[0]["task"], 2);
     assert_eq!(sent[0]["why"], "check_failed");
     assert_eq!(sent[0]["failing"], serde_json::json!([1]));
+    let said: Vec<(u64, &str)> = named(&all, "task_iteration")
+        .iter()
+        .filter(|e| e["task"] == 2)
+        .map(|e| (e["iteration"].as_u64().unwrap(), e["check"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said, [(1, "passed"), (2, "passed")], "the iteration after the send-back is said too");
     let told = std::fs::read_to_string(marks(&env).join("told")).unwrap();
     assert!(told.contains("task 1's check failed on the merged tree"), "{told}");
     assert_eq!(finished(&all)["landed"], serde_json::json!([1, 2]));
@@ -406,6 +417,55 @@ fn a_limit_one_agent_hits_holds_every_task_until_it_resets() {
             && e["what"].as_str().unwrap_or("").contains("another agent")
     });
     assert!(waited, "{}", run.stdout);
+}
+
+/// A merge step that fails (git cannot write: a full disk) leaves the integration ref where it
+/// was and parks the task with its passing work kept; `--resume` offers the kept commit to the
+/// queue again, without running its agent again, and it lands.
+#[test]
+fn a_merge_that_fails_to_write_moves_nothing_and_resume_lands_the_kept_work() {
+    let env = project("- [ ] Add b\n  verify: test -f b.txt\n");
+    let bin = agent(&env, "1) echo run >> \"$M/runs\"; touch b.txt ;;");
+    let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout)
+        .unwrap();
+    let full = marks(&env).join("disk-full");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = merge-tree ] && [ -e {full} ]; then \
+             echo 'fatal: unable to write new object: No space left on device' >&2; exit 128; fi; done\nexec {real} \"$@\"\n",
+            full = full.display(),
+            real = real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("git"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(&full, "").unwrap();
+    let run = run_command(driver(&env, &bin, &["--backlog", "BACKLOG.md", "--json"]), b"");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let all = events(&run.stdout);
+    let end = finished(&all);
+    assert_eq!(end["not_landed"][0]["reason"], "merge_fault", "{}", run.stdout);
+    assert!(
+        end["not_landed"][0]["what"].as_str().unwrap().contains("No space left on device"),
+        "{}",
+        run.stdout
+    );
+    let id = end["run"].as_str().unwrap().to_string();
+    let integration = format!("refs/for-loop/backlog/{id}/integration");
+    let base = git(&env.project, &["rev-parse", &format!("refs/for-loop/backlog/{id}/base")]);
+    assert_eq!(
+        git(&env.project, &["rev-parse", &integration]),
+        base,
+        "a failed merge moved the integration ref"
+    );
+
+    std::fs::remove_file(&full).unwrap();
+    let resumed = run_command(driver(&env, &bin, &["--resume", &id, "--json"]), b"");
+    assert_eq!(resumed.code, 0, "{}{}", resumed.stdout, resumed.stderr);
+    assert_eq!(finished(&events(&resumed.stdout))["landed"], serde_json::json!([1]));
+    assert_eq!(std::fs::read_to_string(marks(&env).join("runs")).unwrap(), "run\n", "the agent ran again");
+    assert_eq!(git(&env.project, &["show", &format!("{integration}:b.txt")]), "");
 }
 
 /// Each bad input is refused in one line that says what to change, and starts nothing.

@@ -104,13 +104,17 @@ impl<'a> Schedule<'a> {
     pub(crate) fn drive(&mut self) {
         let (sender, receiver) = mpsc::channel::<(u32, Ended, u64)>();
         let mut working: BTreeMap<u32, Arc<AtomicBool>> = BTreeMap::new();
-        let mut seen: BTreeMap<u32, (u32, Option<i32>)> = BTreeMap::new();
+        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
         loop {
             self.notice_file_change();
             self.judge_queued();
             if !interrupted() {
                 while working.len() < self.run.parallel as usize {
                     let Some(job) = self.next_job() else { break };
+                    // Iterations an earlier driver of the run judged were said then.
+                    seen.entry(job.n).or_insert_with(|| {
+                        judged_stops(&job.paths).last().map_or(0, |(iteration, _)| *iteration)
+                    });
                     working.insert(job.n, Arc::clone(&job.cancel));
                     let sender = sender.clone();
                     thread::spawn(move || {
@@ -190,24 +194,22 @@ impl<'a> Schedule<'a> {
         Some(job)
     }
 
-    /// Says each running task's iterations as they are judged, from its loop's state.
-    fn watch(&self, running: &[u32], seen: &mut BTreeMap<u32, (u32, Option<i32>)>) {
+    /// Says each running task's iterations as they are judged, from its loop's ledger: every
+    /// judged stop since the last one said (`seen`: the iteration said last, per task).
+    fn watch(&self, running: &[u32], seen: &mut BTreeMap<u32, u32>) {
         for &n in running {
             let Some(task) = self.run.tasks.iter().find(|t| t.task.n == n) else { continue };
-            let Ok(Some(state)) = self.store.paths(&task.loop_id).load() else { continue };
-            let Some(last) = state.meta.last_verify.as_ref() else { continue };
-            let judged =
-                if state.is_active() { state.meta.iteration.saturating_sub(1) } else { state.meta.iteration };
-            let now = (judged, last.exit_code);
-            if judged == 0 || seen.get(&n) == Some(&now) {
-                continue;
+            let judged = judged_stops(&self.store.paths(&task.loop_id));
+            let last = seen.entry(n).or_insert(0);
+            let since = *last;
+            for (iteration, passed) in judged.into_iter().filter(|(iteration, _)| *iteration > since) {
+                *last = iteration;
+                let check = if passed { "passed" } else { "failed" };
+                self.events.say(
+                    json!({"event": "task_iteration", "task": n, "iteration": iteration, "check": check}),
+                    &format!("task {n}: iteration {iteration}, check {check}"),
+                );
             }
-            seen.insert(n, now);
-            let check = if last.exit_code == Some(0) { "passed" } else { "failed" };
-            self.events.say(
-                json!({"event": "task_iteration", "task": n, "iteration": judged, "check": check}),
-                &format!("task {n}: iteration {judged}, check {check}"),
-            );
         }
     }
 
@@ -375,6 +377,17 @@ impl<'a> Schedule<'a> {
             self.events.say(json!({"event": "save_failed", "what": e}), &e);
         }
     }
+}
+
+/// The judged stops of a task's loop among its last ledger lines, oldest first: each one's
+/// iteration and whether its check passed.
+fn judged_stops(paths: &LoopPaths) -> Vec<(u32, bool)> {
+    LedgerEntry::read_last(&paths.ledger, 64)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|entry| entry.reason.is_verdict())
+        .filter_map(|entry| entry.verify.map(|verify| (entry.iteration, verify.exit_code == Some(0))))
+        .collect()
 }
 
 /// Drives one task once: starts its loop in a new work tree, or continues it in its own.
