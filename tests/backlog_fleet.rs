@@ -6,14 +6,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::attempts_workflow::{Runner, workflow_at};
 use crate::release_workflow::assert_valid_github_workflow;
-use crate::run_driver::{driver, fake_claude};
+use crate::run_driver::{driver, fake_claude, wait_for};
 use crate::util::{TestEnv, git, run_command};
 
 const WORKFLOW: &str = "docs/ci/for-loop-backlog.yml";
@@ -23,7 +24,7 @@ const TOKEN: &str = "token-of-the-job";
 
 /// Seven tasks. Alpha and Eta land; Beta edits Alpha's line (a conflict); Gamma breaks Alpha's
 /// check; Delta's machine lies (its commit lacks its file, its claim says passed); Epsilon
-/// rewrites its own check; Zeta's machine never pushes.
+/// rewrites its own check; Zeta's machine is killed mid-task and pushes nothing.
 const BACKLOG: &str = "# Backlog
 
 - [ ] Alpha
@@ -62,6 +63,7 @@ const AGENT: &str = "case \"$2\" in
   Delta*) echo delta > delta.txt ;;
   Epsilon*) echo 'exit 0' > checks/epsilon.sh ;;
   Eta*) touch eta.txt ;;
+  Zeta*) touch \"$HOME/agent.started\"; exec sleep 60 ;;
 esac";
 
 /// The remote: a bare repository holding one commit with the backlog and the files its checks read.
@@ -120,14 +122,19 @@ fn backlog(machine: &TestEnv, args: &[&str]) -> crate::util::Run {
     machine.run(&all, b"")
 }
 
-/// Runs task `n` of run `id` on `machine` with the stand-in agent; its exit code and output.
-fn task(machine: &TestEnv, id: &str, n: u32) -> (i32, String) {
+/// `loop-hook run --backlog BACKLOG.md --task N --run-id ID` on `machine` with the stand-in agent.
+fn task_command(machine: &TestEnv, id: &str, n: u32) -> Command {
     let bin = fake_claude(machine, &format!("{AGENT}\n{DONE}"));
     let n = n.to_string();
     let args = ["--backlog", "BACKLOG.md", "--task", &n, "--run-id", id, "--max-iterations", "1"];
     let mut cmd = driver(machine, &bin, &args);
     cmd.stdin(Stdio::null());
-    let run = run_command(cmd, b"");
+    cmd
+}
+
+/// Runs task `n` of run `id` on `machine`; its exit code and output.
+fn task(machine: &TestEnv, id: &str, n: u32) -> (i32, String) {
+    let run = run_command(task_command(machine, id, n), b"");
     (run.code, format!("{}{}", run.stdout, run.stderr))
 }
 
@@ -139,10 +146,10 @@ fn checkout_state(dir: &Path) -> String {
         .collect()
 }
 
-/// Six machines, one task each (Zeta's never runs), then the merge on a seventh. What each
+/// Seven machines, one task each (Zeta's killed mid-task), then the merge on an eighth. What each
 /// machine claims is only shown: Alpha and Eta land, in that order; Beta conflicts with Alpha;
 /// Gamma breaks Alpha's check on the merged tree; Delta's forged commit claims passed and fails
-/// here; Epsilon rewrote its check; Zeta is missing. Nobody's branch or files change, and the
+/// here; Epsilon rewrote its check; Zeta, killed, is missing. Nobody's branch or files change, and the
 /// integration is pushed as a ref, never a branch.
 #[test]
 fn tasks_on_machines_are_pushed_and_the_merge_judges_them_on_the_merged_tree() {
@@ -156,6 +163,13 @@ fn tasks_on_machines_are_pushed_and_the_merge_judges_them_on_the_merged_tree() {
         assert!(said.contains(&format!("pushed to origin as {REFS}/r-5/tasks/{n}")), "task {n}: {said}");
         assert_eq!(checkout_state(&machine.project), before, "task {n} changed its checkout");
     }
+    // Zeta's machine is killed while its agent works (the agent's sandbox goes with its driver).
+    let killed = remote.machine();
+    let mut zeta =
+        task_command(&killed, "r-5", 6).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(&killed.home.join("agent.started"), Duration::from_secs(60));
+    zeta.kill().unwrap();
+    zeta.wait().unwrap();
     // Delta's machine pushes a commit of its own making: without delta.txt, claiming it passed.
     let forger = remote.machine();
     forger.write("other.txt", "not the task\n");
@@ -238,6 +252,20 @@ fn tasks_on_machines_are_pushed_and_the_merge_judges_them_on_the_merged_tree() {
     }
     let tree = |name: &str| git(&remote.origin, &["rev-parse", &format!("{name}^{{tree}}")]);
     assert_eq!(tree(&integration), tree(head.trim()), "the same merge gave other files");
+
+    // On another commit than the one the tasks started from, nothing is merged.
+    merger.write("later.txt", "a commit after the tasks started\n");
+    git(&merger.project, &["add", "later.txt"]);
+    git(&merger.project, &["commit", "-qm", "later"]);
+    let elsewhere = backlog(&merger, &["--merge", "--run-id", "r-5", "--json"]);
+    assert_eq!(elsewhere.code, 1, "{}{}", elsewhere.stdout, elsewhere.stderr);
+    let merged: Value = serde_json::from_str(elsewhere.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(merged["landed"], serde_json::json!([]), "{merged:#}");
+    let pushed_rows = merged["tasks"].as_array().unwrap().iter().filter(|t| t["commit"].is_string());
+    for row in pushed_rows {
+        let detail = row["detail"].as_str().unwrap();
+        assert!(detail.contains("does not start from this checkout's commit"), "{merged:#}");
+    }
 }
 
 /// Bad input to either side: refused in one line with what to do, nothing pushed or merged.

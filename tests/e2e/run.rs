@@ -12,6 +12,7 @@ use super::gemini_cli::gemini_settings;
 use super::run_text;
 use crate::util::{TestEnv, client_bin};
 
+mod backlog;
 mod hostile;
 
 /// `loop-hook run ARGS` in `env`'s project, with `cli` first on PATH and `agent`'s variables

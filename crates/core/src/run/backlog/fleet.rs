@@ -257,8 +257,12 @@ fn task(env: &Environment, options: &RunOptions, file: &str, tasks: &[Task], n: 
     let loop_id = format!("backlog-{id}-{n}");
     let one = RunOptions { task: task.brief(file), task_check: Some(task.check.clone()), ..options.clone() };
     let prefix = crate::run::attempts::prefix_in(env, user.root());
-    let attempt =
-        crate::run::driver::Attempt { n, cancel: std::sync::Arc::default(), limit: SharedLimit::default() };
+    let attempt = crate::run::driver::Attempt {
+        n,
+        cancel: std::sync::Arc::default(),
+        limit: SharedLimit::default(),
+        kind: "task",
+    };
     let ran = crate::run::driver::Driver::run_attempt(
         &env.with_cwd(tree.dir.join(prefix)),
         &one,
@@ -267,36 +271,47 @@ fn task(env: &Environment, options: &RunOptions, file: &str, tasks: &[Task], n: 
     );
     let state = store.paths(&loop_id).load().ok().flatten();
     let claim = Claim::of(n, state.as_ref());
-    let kept = WorkTree::open(&tree.dir)
-        .snapshot(Some(&base), &claim.message(id, &task.title))
-        .map_err(|e| format!("its end state could not be kept: {e}"))
-        .and_then(|commit| user.update_ref(&name, &commit).map(|()| commit).map_err(|e| e.to_string()));
+    let pushed = keep_and_push(&user, &tree.dir, (&base, &name), remote, &claim.message(id, &task.title));
     drop(tree);
-    let pushed = kept.and_then(|commit| {
-        user.push_ref(remote, &commit, &name).map(|()| commit).map_err(|e| {
-            format!("{e}\n  it is kept here as {name}: push it with `git push {remote} +{name}:{name}`")
-        })
-    });
-    let mut stdout = ran.stdout;
     let code = if pushed.is_ok() && claim.passed { Code::Success } else { Code::Refused };
-    if options.json {
-        let event = match &pushed {
+    let said = if options.json {
+        match &pushed {
             Ok(commit) => json!({"event": "pushed", "run": id, "task": n, "remote": remote, "ref": name,
-                "commit": commit, "claim": claim}),
-            Err(what) => json!({"event": "not_pushed", "run": id, "task": n, "remote": remote, "what": what}),
-        };
-        stdout.push_str(&format!("\n{event}"));
+                "commit": commit, "claim": claim})
+            .to_string(),
+            Err(what) => json!({"event": "not_pushed", "run": id, "task": n, "remote": remote, "what": what})
+                .to_string(),
+        }
     } else {
-        stdout.push_str(&match &pushed {
+        match &pushed {
             Ok(commit) => format!(
-                "\n  pushed to {remote} as {name} (commit {commit}), where {}; `loop-hook run --backlog {file} \
+                "  pushed to {remote} as {name} (commit {commit}), where {}; `loop-hook run --backlog {file} \
                  --merge --run-id {id}` judges it",
                 claim.describe()
             ),
-            Err(what) => format!("\n  for-loop: task {n} was not pushed: {what}"),
-        });
-    }
-    Outcome { code, stdout }
+            Err(what) => format!("  for-loop: task {n} was not pushed: {what}"),
+        }
+    };
+    Outcome { code, stdout: format!("{}\n{said}", ran.stdout) }
+}
+
+/// Keeps the work tree at `tree` as one commit on `base` with `message`, under the ref `name`,
+/// and pushes it (forced: a job run again replaces its own task). The commit pushed.
+fn keep_and_push(
+    user: &WorkTree,
+    tree: &Path,
+    (base, name): (&str, &str),
+    remote: &str,
+    message: &str,
+) -> Result<String, String> {
+    let commit = WorkTree::open(tree)
+        .snapshot(Some(base), message)
+        .map_err(|e| format!("its end state could not be kept: {e}"))?;
+    user.update_ref(name, &commit).map_err(|e| e.to_string())?;
+    user.push_ref(remote, &commit, name).map_err(|e| {
+        format!("{e}\n  it is kept here as {name}: push it with `git push {remote} +{name}:{name}`")
+    })?;
+    Ok(commit)
 }
 
 /// One task's line in the merge's table.
