@@ -80,7 +80,7 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
     );
     let bin = agent(
         &env,
-        "*) touch \"$M/started-$N\"; i=0; while [ $i -lt 100 ] && ! { [ -e \"$M/started-1\" ] && [ -e \"$M/started-2\" ] && [ -e \"$M/started-3\" ]; }; do sleep 0.1; i=$((i+1)); done; [ $i -lt 100 ] || touch \"$M/alone-$N\" ;;\n\
+        "*) touch \"$M/started-$N\"; i=0; while [ $i -lt 600 ] && ! { [ -e \"$M/started-1\" ] && [ -e \"$M/started-2\" ] && [ -e \"$M/started-3\" ]; }; do sleep 0.1; i=$((i+1)); done; [ $i -lt 600 ] || touch \"$M/alone-$N\" ;;\n\
          esac\ncase \"$N\" in\n\
          1|2) if grep -q '<<<<<<<' a.txt; then printf 'one\\nONE\\nTWO\\nthree\\n' > a.txt; echo \"$PROMPT\" > \"$M/sent-back-$N\"; \
          elif [ \"$N\" = 1 ]; then sed -i 's/^two$/ONE/' a.txt; else sed -i 's/^two$/TWO/' a.txt; fi ;;\n\
