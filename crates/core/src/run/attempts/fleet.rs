@@ -22,7 +22,7 @@ use crate::support::outcome::{Code, Outcome};
 use crate::worktree::WorkTree;
 
 /// The remote attempts are pushed to and picked from when `--remote` is not given.
-pub(super) const DEFAULT_REMOTE: &str = "origin";
+pub(in crate::run) const DEFAULT_REMOTE: &str = "origin";
 /// The line of an attempt's commit message that holds its claim, as JSON.
 const CLAIM_LINE: &str = "for-loop-claim: ";
 /// A run id becomes part of refs, loop ids and directory names.
@@ -139,8 +139,8 @@ pub(in crate::run) fn misuse(options: &RunOptions) -> Option<String> {
     None
 }
 
-/// Why `id` cannot be a run id, if it cannot.
-fn run_id_problem(id: &str) -> Option<String> {
+/// Why `id` cannot be a run id, if it cannot: the same rule for every run spread over machines.
+pub(in crate::run) fn run_id_problem(id: &str) -> Option<String> {
     let fits = id.len() <= MAX_RUN_ID && crate::worktree::check_loop_id(id).is_ok();
     (!fits).then(|| {
         format!(
@@ -153,7 +153,7 @@ fn run_id_problem(id: &str) -> Option<String> {
 
 /// Why `--remote` cannot be handed to git, if it cannot: git would read a leading dash as an
 /// option of its own.
-fn remote_problem(options: &RunOptions) -> Option<String> {
+pub(in crate::run) fn remote_problem(options: &RunOptions) -> Option<String> {
     let remote = options.remote.as_deref()?;
     let bad = remote.is_empty() || remote.starts_with('-') || remote.chars().any(char::is_control);
     bad.then(|| {

@@ -32,7 +32,7 @@ use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 use crate::worktree::WorkTree;
 use applied_check::AppliedCheck;
-pub(super) use fleet::{attempt, clean_head, misuse};
+pub(super) use fleet::{DEFAULT_REMOTE, attempt, clean_head, misuse, remote_problem, run_id_problem};
 pub(super) use pick::run as pick;
 pub(super) use users_repo::RepoLook;
 use winner::FirstVerified;

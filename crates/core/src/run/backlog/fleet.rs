@@ -25,6 +25,7 @@ use super::tasks::{self, Task};
 use crate::checks::oracle::Oracle;
 use crate::commands::request::LoopRequest;
 use crate::run::RunOptions;
+use crate::run::attempts::{DEFAULT_REMOTE, remote_problem, run_id_problem};
 use crate::run::driver::SharedLimit;
 use crate::run::options::Fleet;
 use crate::run::sandbox::GitDirs;
@@ -36,14 +37,10 @@ use crate::worktree::WorkTree;
 
 /// Where a backlog's refs live: `REFS/ID/tasks/N` and `REFS/ID/integration`.
 const REFS: &str = "refs/for-loop/backlog";
-/// The remote tasks are pushed to and merged from when `--remote` is not given.
-const DEFAULT_REMOTE: &str = "origin";
 /// The line of a task's commit message that holds its claim, as JSON.
 const CLAIM_LINE: &str = "for-loop-claim: ";
 /// A commit message longer than this holds no claim worth reading.
 const MAX_MESSAGE_BYTES: u64 = 64 << 10;
-/// A run id becomes part of refs, loop ids and directory names.
-const MAX_RUN_ID: usize = 100;
 
 /// What a task's machine says of it: shown beside what the merge finds, never trusted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,28 +159,6 @@ fn misuse(options: &RunOptions) -> Option<String> {
         );
     }
     run_id_problem(id).or_else(|| remote_problem(options))
-}
-
-/// Why `id` cannot be a run id, if it cannot.
-fn run_id_problem(id: &str) -> Option<String> {
-    let fits = id.len() <= MAX_RUN_ID && crate::worktree::check_loop_id(id).is_ok();
-    (!fits).then(|| {
-        format!(
-            "run id {:?} cannot name a git ref: use at most {MAX_RUN_ID} letters, digits, '-', '_' \
-             and inner '.' (in GitHub Actions, the workflow run's id)",
-            id.chars().take(MAX_RUN_ID + 20).collect::<String>()
-        )
-    })
-}
-
-/// Why `--remote` cannot be handed to git, if it cannot: git would read a leading dash as an
-/// option of its own.
-fn remote_problem(options: &RunOptions) -> Option<String> {
-    let remote = options.remote.as_deref()?;
-    let bad = remote.is_empty() || remote.starts_with('-') || remote.chars().any(char::is_control);
-    bad.then(|| {
-        format!("--remote {remote:?}: give the name or URL of a git remote, such as {DEFAULT_REMOTE}")
-    })
 }
 
 /// Runs what the options ask: `--list`, `--task N` or `--merge`.
