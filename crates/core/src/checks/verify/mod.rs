@@ -861,9 +861,9 @@ mod tests {
     }
 
     /// In a namespace `pidfd_open` fails as on a kernel without it, for the command and all it
-    /// starts: a descendant that would be woken by a pidfd on the command, as the exit begins
-    /// and before the kernel's kill, cannot get one. This waiter is told of the exit only
-    /// through the pidfd, so without one it never writes its line.
+    /// starts: a descendant that would be woken by a pidfd when a program the command runs
+    /// exits, while the command's shell still runs, cannot get one. This waiter is told of the
+    /// exit only through the pidfd, so without one it never writes its line.
     #[test]
     #[cfg(target_os = "linux")]
     fn in_a_namespace_a_pidfd_on_the_command_cannot_be_opened() {

@@ -10,10 +10,11 @@
 //!   (a user namespace too when not root, with the same uid and gid, and a `/proc` of its own).
 //!   When that process exits, the kernel kills everything left in the namespace before the exit
 //!   is reported to the supervisor, so nothing the command started outlives it. A descendant
-//!   that polls for the exit loses. One the kernel tells of the exit as it begins can still
-//!   write in the moment before the kill: a pidfd waiter would (recent kernels wake it first),
-//!   so `pidfd_open` is denied in the namespace; the end of a pipe the first process itself
-//!   held is left.
+//!   that watches the first process loses. One that watches a program the first process runs
+//!   (the shell's `sh bench.sh`) is told of that program's exit while the shell still runs,
+//!   and can write in that moment: a pidfd waiter would, so `pidfd_open` is denied in the
+//!   namespace; one that polls without pause still can, as can one woken by the end of a pipe
+//!   the first process held as it exits.
 //! - [`Containment::Subreaper`]: the supervisor is a subreaper, so what the command leaves is
 //!   handed to it instead of to init; when the command exits the supervisor kills it all (until
 //!   none is left) before it reports. A descendant that waits for the exit can still write in
@@ -82,9 +83,9 @@ impl Containment {
             Containment::Namespace => {
                 "each judged command runs as the first process of a PID namespace of its own, where \
                  pidfd_open is denied: what it leaves running is killed by the kernel before its exit \
-                 is reported, so nothing it started outlives it (a process woken by the exit as it \
-                 begins, through a pipe the command's own process held, can still write in the moment \
-                 before the kill)"
+                 is reported, so nothing it started outlives it (a process that polls without pause \
+                 for the end of a program the command runs, or is woken by the end of a pipe the \
+                 command's own process held, can still write in the moment before)"
             }
             Containment::Subreaper => {
                 "PID namespaces are not available here, so what a judged command leaves running is \
@@ -221,11 +222,11 @@ mod linux {
         libc::sock_filter { code, jt, jf, k }
     }
 
-    /// Takes `pidfd_open` away from this process and everything it starts, for good: the kernel
-    /// wakes a pidfd waiter as the namespace's first process begins to exit, before it kills the
-    /// rest of the namespace, so a descendant waiting on one could write in that moment. Code
-    /// written for kernels before 5.3 falls back to what it did there (polling, which the kill
-    /// wins). False if the filter could not be installed.
+    /// Takes `pidfd_open` away from this process and everything it starts, for good: a pidfd on
+    /// a program the command's shell runs wakes its waiter the moment that program exits, while
+    /// the shell, the namespace's first process, still runs, so the waiter could write a line
+    /// before the command's exit and the kernel's kill. Code written for kernels before 5.3
+    /// falls back to what it did there. False if the filter could not be installed.
     ///
     /// `PR_SET_NO_NEW_PRIVS`, which an unprivileged filter needs, takes nothing here: in a user
     /// namespace of our own a setuid program gains nothing anyway, and as root there is no

@@ -379,8 +379,8 @@ mod unix {
                         if !namespace::mount_proc() {
                             return Err(io::Error::last_os_error());
                         }
-                        // Without it a pidfd waiter may write in the moment of the exit, as
-                        // with a subreaper: not a reason to fail the check.
+                        // Without it a pidfd waiter can write as a program the command runs
+                        // exits, as before: not a reason to fail the check.
                         namespace::deny_pidfd_open();
                         // `status_fd` closes on exec: the command never has it.
                         Ok(())
