@@ -894,6 +894,19 @@ mod tests {
         assert!(!dir.path().join("ALIVE").exists(), "the waiter outlived the command");
     }
 
+    /// A subreaper gets no filter: `no_new_privs` would keep `sudo` from working in a check.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn with_a_subreaper_pidfd_open_and_setuid_are_left_alone() {
+        let outcome = run_in(
+            "python3 -c 'import os; os.close(os.pidfd_open(os.getpid())); print(\"opened\")'; \
+             grep NoNewPrivs /proc/self/status",
+            10_000,
+            Containment::Subreaper,
+        );
+        assert_eq!(outcome.output.excerpt(1_000), "opened\nNoNewPrivs:\t0\n");
+    }
+
     /// Inside its namespace the command sees its own processes in `/proc`, itself first, and
     /// runs as the same user.
     #[test]
