@@ -195,8 +195,8 @@ mod linux {
         }
     }
 
-    /// `pidfd_open`, the same number on every architecture that has it (new system calls share
-    /// one table since Linux 5.1).
+    /// `pidfd_open`, the same number wherever new system calls share one table (since Linux
+    /// 5.1): x86, Arm, RISC-V and others; on alpha and MIPS the filter denies nothing.
     const PIDFD_OPEN: u32 = 434;
     /// The bit x86-64 sets in the number of a call made through the x32 interface.
     const X32: u32 = 0x4000_0000;
