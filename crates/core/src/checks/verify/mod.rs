@@ -860,6 +860,53 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     }
 
+    /// In a namespace `pidfd_open` fails as on a kernel without it, for the command and all it
+    /// starts: a descendant that would be woken by a pidfd when a program the command runs
+    /// exits, while the command's shell still runs, cannot get one. This waiter is told of the
+    /// exit only through the pidfd, so without one it never writes its line.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn in_a_namespace_a_pidfd_on_the_command_cannot_be_opened() {
+        if Containment::probed() != Containment::Namespace {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let waiter = "import os, select\n\
+                      try:\n    fd = os.pidfd_open(1)\n\
+                      except OSError as e:\n    print('no pidfd: errno', e.errno, flush=True)\n\
+                      open('READY', 'w').close()\n\
+                      if 'fd' in dir():\n    select.select([fd], [], [])\n    \
+                      print('METRIC ms=1', flush=True); open('ALIVE', 'w').close()\n";
+        std::fs::write(dir.path().join("waiter.py"), waiter).unwrap();
+        let command = format!(
+            "cd '{}'; python3 -c 'import os; os.pidfd_open(1)' 2>&1 | tail -n 1; \
+             setsid python3 waiter.py & while [ ! -e READY ]; do sleep 0.01; done; echo 'METRIC ms=324'",
+            dir.path().display()
+        );
+        let outcome = run_in(&command, 10_000, Containment::Namespace);
+        let output = outcome.output.excerpt(10_000);
+        assert!(outcome.passed(), "{} {output}", outcome.describe());
+        assert_eq!(
+            output,
+            "OSError: [Errno 38] Function not implemented\nno pidfd: errno 38\nMETRIC ms=324\n"
+        );
+        thread::sleep(Duration::from_millis(300));
+        assert!(!dir.path().join("ALIVE").exists(), "the waiter outlived the command");
+    }
+
+    /// A subreaper gets no filter: `no_new_privs` would keep `sudo` from working in a check.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn with_a_subreaper_pidfd_open_and_setuid_are_left_alone() {
+        let outcome = run_in(
+            "python3 -c 'import os; os.close(os.pidfd_open(os.getpid())); print(\"opened\")'; \
+             grep NoNewPrivs /proc/self/status",
+            10_000,
+            Containment::Subreaper,
+        );
+        assert_eq!(outcome.output.excerpt(1_000), "opened\nNoNewPrivs:\t0\n");
+    }
+
     /// Inside its namespace the command sees its own processes in `/proc`, itself first, and
     /// runs as the same user.
     #[test]

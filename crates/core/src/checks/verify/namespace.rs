@@ -10,8 +10,11 @@
 //!   (a user namespace too when not root, with the same uid and gid, and a `/proc` of its own).
 //!   When that process exits, the kernel kills everything left in the namespace before the exit
 //!   is reported to the supervisor, so nothing the command started outlives it. A descendant
-//!   that polls for the exit loses; one the kernel tells of the exit as it begins (a pidfd, on
-//!   recent kernels) can still write in the moment before the kill.
+//!   that watches the first process loses. One that watches a program the first process runs
+//!   (the shell's `sh bench.sh`) is told of that program's exit while the shell still runs,
+//!   and can write in that moment: a pidfd waiter would, so `pidfd_open` is denied in the
+//!   namespace; one that polls without pause still can, as can one woken by the end of a pipe
+//!   the first process held as it exits.
 //! - [`Containment::Subreaper`]: the supervisor is a subreaper, so what the command leaves is
 //!   handed to it instead of to init; when the command exits the supervisor kills it all (until
 //!   none is left) before it reports. A descendant that waits for the exit can still write in
@@ -78,10 +81,11 @@ impl Containment {
     pub(crate) fn words(self) -> &'static str {
         match self {
             Containment::Namespace => {
-                "each judged command runs as the first process of a PID namespace of its own: what it \
-                 leaves running is killed by the kernel before its exit is reported, so nothing it \
-                 started outlives it (a process woken by the exit as it begins, on a pidfd, can still \
-                 write in the moment before the kill)"
+                "each judged command runs as the first process of a PID namespace of its own, where \
+                 pidfd_open is denied: what it leaves running is killed by the kernel before its exit \
+                 is reported, so nothing it started outlives it (a process that polls without pause \
+                 for the end of a program the command runs, or is woken by the end of a pipe the \
+                 command's own process held, can still write in the moment before)"
             }
             Containment::Subreaper => {
                 "PID namespaces are not available here, so what a judged command leaves running is \
@@ -116,7 +120,7 @@ fn without_namespace() -> Containment {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{Entry, mount_proc, supervise, write_all};
+pub(crate) use linux::{Entry, deny_pidfd_open, mount_proc, supervise, write_all};
 
 /// Entering a PID namespace, in a child between fork and exec.
 #[cfg(target_os = "linux")]
@@ -188,6 +192,57 @@ mod linux {
             ) == 0
                 && libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null())
                     == 0
+        }
+    }
+
+    /// `pidfd_open`, the same number wherever new system calls share one table (since Linux
+    /// 5.1): x86, Arm, RISC-V and others; on alpha and MIPS the filter denies nothing.
+    const PIDFD_OPEN: u32 = 434;
+    /// The bit x86-64 sets in the number of a call made through the x32 interface.
+    const X32: u32 = 0x4000_0000;
+
+    /// `pidfd_open` denied with `ENOSYS`, as on a kernel without it; every other call allowed.
+    /// The number is at the start of the `seccomp_data` the filter is given.
+    const DENY_PIDFD_OPEN: [libc::sock_filter; 5] = [
+        bpf(BPF_LD | BPF_W | BPF_ABS, 0, 0, 0),
+        bpf(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, PIDFD_OPEN),
+        bpf(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, PIDFD_OPEN | X32),
+        bpf(BPF_RET | BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+        bpf(BPF_RET | BPF_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS.unsigned_abs()),
+    ];
+    const BPF_LD: u16 = 0x00;
+    const BPF_W: u16 = 0x00;
+    const BPF_ABS: u16 = 0x20;
+    const BPF_JMP: u16 = 0x05;
+    const BPF_JEQ: u16 = 0x10;
+    const BPF_K: u16 = 0x00;
+    const BPF_RET: u16 = 0x06;
+
+    const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+        libc::sock_filter { code, jt, jf, k }
+    }
+
+    /// Takes `pidfd_open` away from this process and everything it starts, for good: a pidfd on
+    /// a program the command's shell runs wakes its waiter the moment that program exits, while
+    /// the shell, the namespace's first process, still runs, so the waiter could write a line
+    /// before the command's exit and the kernel's kill. Code written for kernels before 5.3
+    /// falls back to what it did there. False if the filter could not be installed.
+    ///
+    /// `PR_SET_NO_NEW_PRIVS`, which an unprivileged filter needs, takes nothing here: in a user
+    /// namespace of our own a setuid program gains nothing anyway, and as root there is no
+    /// privilege to gain. The subreaper has neither, and its checks may use `sudo`: it is not
+    /// done there.
+    ///
+    /// # Safety
+    /// Async-signal-safe: to be called in the namespace's first process before exec.
+    pub(crate) unsafe fn deny_pidfd_open() -> bool {
+        let mut filter = DENY_PIDFD_OPEN;
+        let program =
+            libc::sock_fprog { len: u16::try_from(filter.len()).unwrap_or(0), filter: filter.as_mut_ptr() };
+        // SAFETY: `program` points at `filter`, both alive for the calls, which only read them.
+        unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+                && libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const program) == 0
         }
     }
 

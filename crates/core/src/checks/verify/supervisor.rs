@@ -355,8 +355,8 @@ mod unix {
         let prefix = format!("{secret} ").into_bytes();
         let in_child = move || {
             // SAFETY: between fork and exec only async-signal-safe calls are made: setsid, fork,
-            // unshare, open, write, mount, close, waitpid and _exit, on descriptors and processes
-            // of this child alone; what they need was made before the fork.
+            // unshare, open, write, mount, prctl, seccomp, close, waitpid and _exit, on descriptors
+            // and processes of this child alone; what they need was made before the fork.
             unsafe {
                 if libc::setsid() < 0 {
                     return Err(io::Error::last_os_error());
@@ -379,6 +379,9 @@ mod unix {
                         if !namespace::mount_proc() {
                             return Err(io::Error::last_os_error());
                         }
+                        // Without it a pidfd waiter can write as a program the command runs
+                        // exits, as before: not a reason to fail the check.
+                        namespace::deny_pidfd_open();
                         // `status_fd` closes on exec: the command never has it.
                         Ok(())
                     }
