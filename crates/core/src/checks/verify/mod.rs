@@ -787,6 +787,55 @@ mod tests {
         }
     }
 
+    /// The issue's own shape: the check is one plain command (`sh bench.sh`), and what the code
+    /// under test leaves watches that command, its parent, without pause. The command is
+    /// `exec`ed, so it is the namespace's first process, and nothing is left to write once it
+    /// has gone; run as a child of the shell, its poller was read in most runs.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_poller_on_a_plain_command_writes_nothing_after_its_exit() {
+        if Containment::probed() != Containment::Namespace {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("prog.sh"),
+            "p=$PPID\nsetsid sh -c \"while kill -0 $p 2>/dev/null; do :; done; echo 'METRIC ms=1' >&2\" &\n",
+        )
+        .unwrap();
+        let bench = format!("echo 'METRIC ms=324'\nsh {}/prog.sh\nsleep 0.05\n", dir.path().display());
+        std::fs::write(dir.path().join("bench.sh"), bench).unwrap();
+        for run in 0..8 {
+            let command = format!("sh {}/bench.sh", dir.path().display());
+            let outcome = run_in(&command, 10_000, Containment::Namespace);
+            let output = outcome.output.excerpt(10_000);
+            assert_eq!(output, "METRIC ms=324\n", "run {run}: {}", outcome.describe());
+        }
+    }
+
+    #[test]
+    fn one_plain_command_is_execed_and_anything_else_is_left_as_it_is() {
+        use super::supervisor::execed;
+        assert_eq!(execed("sh bench.sh"), "exec sh bench.sh");
+        assert_eq!(execed("  cargo test --features=x -- login "), "exec cargo test --features=x -- login");
+        for left in [
+            "cargo build && cargo test",
+            "npm test; echo done",
+            "FOO=1 cargo test",
+            "exit 1",
+            "cd sub && make",
+            "test -f \"a b\"",
+            "echo $HOME",
+            "pytest > out.txt",
+            "ls *.rs",
+            "a | b",
+            "-x",
+            "",
+        ] {
+            assert_eq!(execed(left), left, "{left}");
+        }
+    }
+
     /// A process outside the command's tree that was handed its output (here over a socket, as
     /// a daemon left by an earlier run would be) can write after the exit: its line is not
     /// read, and the run is never a pass.

@@ -16,6 +16,8 @@
 //! - the command runs with that descriptor closed; a line without the secret, from another
 //!   process, a second status, or no status at all is never a pass, and says why.
 
+#[cfg(all(unix, test))]
+pub(crate) use unix::execed;
 #[cfg(unix)]
 pub(crate) use unix::{Supervised, command};
 
@@ -205,8 +207,35 @@ mod unix {
     pub(crate) fn command(command: &str, input: bool) -> Command {
         let mut shell = Command::new("/bin/sh");
         let script = SCRIPT.replace("STDIN", if input { "" } else { "</dev/null" });
-        shell.arg("-c").arg(script).arg("sh").arg(command);
+        shell.arg("-c").arg(script).arg("sh").arg(execed(command).as_ref());
         shell
+    }
+
+    /// `command` as the shell should run it: a single plain command is `exec`ed, so that the
+    /// program it names is the process whose exit ends the output (in a PID namespace, the
+    /// namespace's first process). `dash` does not `exec` the last command of `-c` by itself:
+    /// without this, `sh bench.sh` runs as a child of the shell, and what it left behind can
+    /// watch for that child's exit and write in the moment before the shell's own exit ends
+    /// everything. Anything that is not plainly one external program (operators, quotes,
+    /// expansions, redirections, an assignment, a builtin) is left as it is.
+    pub(crate) fn execed(command: &str) -> std::borrow::Cow<'_, str> {
+        /// Words a shell runs itself, whose `exec` would fail or mean something else.
+        const SHELL_OWN: &[&str] = &[
+            "exec", "exit", "cd", "export", "set", "unset", "source", ".", ":", "wait", "read", "eval",
+            "ulimit", "umask", "shift", "return", "trap", "alias", "unalias", "type", "command", "hash",
+            "times", "getopts", "jobs", "fg", "bg", "local", "readonly", "break", "continue", "if", "then",
+            "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac", "function",
+            "select", "time", "!", "{", "}",
+        ];
+        let plain = |c: char| c.is_ascii_alphanumeric() || " \t_./:@%+,=-".contains(c);
+        let trimmed = command.trim();
+        let first = trimmed.split([' ', '\t']).next().unwrap_or_default();
+        let simple = !first.is_empty()
+            && trimmed.chars().all(plain)
+            && !first.contains('=')
+            && !first.starts_with('-')
+            && !SHELL_OWN.contains(&first);
+        if simple { format!("exec {trimmed}").into() } else { command.into() }
     }
 
     /// A command running under its supervisor, out of the hook's process tree.
