@@ -128,16 +128,11 @@ fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailur
     if host.agent_shell_marker().is_some_and(|marker| env.var(marker).is_some()) {
         return forged(&forged_note(&state, env.now, "from the agent's shell"), &transaction);
     }
-    // Nor does one its process tree shows the agent sent (provenance::ancestry). Qwen Code
-    // 0.24.4 starts this hook, unlike its Stop hook, through a supervisor of its own (a `node
-    // --eval` child that outlives the CLI, reading the event from a file), which its Stop hook's
-    // rule would take for the agent's: there the transcript checks below decide.
-    let tree = if state.meta.host == crate::host::Host::QwenCode {
-        crate::provenance::ancestry::Provenance::Unreadable
-    } else {
-        crate::provenance::ancestry::of_this_hook(state.meta.host)
-    };
-    if let crate::provenance::ancestry::Provenance::Agent(path) = tree {
+    // Nor does one its process tree shows the agent sent (provenance::ancestry), by the rule for
+    // how the loop's host starts this hook.
+    if let crate::provenance::ancestry::Provenance::Agent(path) =
+        crate::provenance::ancestry::by_rule(state.meta.host.failure_hook_runner())
+    {
         let how = format!("{} (the hook's process tree shows it)", path.how());
         return forged(&forged_note(&state, env.now, &how), &transaction);
     }

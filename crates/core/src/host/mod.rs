@@ -512,6 +512,17 @@ impl Host {
             Host::Antigravity | Host::Cursor => None,
         }
     }
+
+    /// How this host starts the hook that reports a turn ended on an error (`StopFailure`), where
+    /// that differs from its other hooks. Qwen Code 0.24.4 starts it through a supervisor of its
+    /// own (a `node --eval` child that outlives the CLI and hands the event over in a file), which
+    /// its Stop hook's rule would take for the agent's: there the transcript checks decide.
+    pub(crate) fn failure_hook_runner(self) -> Option<origin::HookRunner> {
+        match self {
+            Host::QwenCode => None,
+            _ => self.hook_runner(),
+        }
+    }
 }
 
 #[cfg(test)]

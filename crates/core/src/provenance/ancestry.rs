@@ -128,12 +128,17 @@ pub(crate) fn decide(ancestry: &Ancestry, rule: &HookRunner) -> Provenance {
 /// Where this hook's event came from, for `host`: [`Provenance::Unreadable`] where the platform
 /// hides the process tree or the host's hook runner was never measured.
 pub(crate) fn of_this_hook(host: crate::host::Host) -> Provenance {
+    by_rule(host.hook_runner())
+}
+
+/// Where this hook's event came from, by `rule`, the way its host starts it; `None`: not known.
+pub(crate) fn by_rule(rule: Option<HookRunner>) -> Provenance {
     // The engine's own tests run in whatever tree started them (an agent's shell, even): they
     // decide on recorded chains instead, and the integration tests on real ones.
     if cfg!(test) {
         return Provenance::Unreadable;
     }
-    let Some(rule) = host.hook_runner() else { return Provenance::Unreadable };
+    let Some(rule) = rule else { return Provenance::Unreadable };
     read().map_or(Provenance::Unreadable, |ancestry| decide(&ancestry, &rule))
 }
 
