@@ -219,13 +219,14 @@ mod unix {
     /// everything. Anything that is not plainly one external program (operators, quotes,
     /// expansions, redirections, an assignment, a builtin) is left as it is.
     pub(crate) fn execed(command: &str) -> std::borrow::Cow<'_, str> {
-        /// Words a shell runs itself, whose `exec` would fail or mean something else.
+        /// Words a shell runs itself, whose `exec` would fail, mean something else, or look for
+        /// a program the `PATH` may not have (`test -f x` needs no `/usr/bin/test` in a shell).
         const SHELL_OWN: &[&str] = &[
-            "exec", "exit", "cd", "export", "set", "unset", "source", ".", ":", "wait", "read", "eval",
-            "ulimit", "umask", "shift", "return", "trap", "alias", "unalias", "type", "command", "hash",
-            "times", "getopts", "jobs", "fg", "bg", "local", "readonly", "break", "continue", "if", "then",
-            "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac", "function",
-            "select", "time", "!", "{", "}",
+            "test", "true", "false", "echo", "printf", "pwd", "kill", "exec", "exit", "cd", "export", "set",
+            "unset", "source", ".", ":", "wait", "read", "eval", "ulimit", "umask", "shift", "return",
+            "trap", "alias", "unalias", "type", "command", "hash", "times", "getopts", "jobs", "fg", "bg",
+            "local", "readonly", "break", "continue", "if", "then", "else", "elif", "fi", "while", "until",
+            "for", "do", "done", "case", "esac", "function", "select", "time", "!", "{", "}",
         ];
         let plain = |c: char| c.is_ascii_alphanumeric() || " \t_./:@%+,=-".contains(c);
         let trimmed = command.trim();
