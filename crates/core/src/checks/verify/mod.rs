@@ -226,10 +226,14 @@ impl VerifySpec {
         platform::kill_group(group);
         let ended = running.finish(ended, OUTPUT_GRACE);
         let duration = started.elapsed();
+        #[cfg(unix)]
         let (mut output, held) = match containment {
             Containment::Grace => (output.finish(OUTPUT_GRACE), false),
             _ => output.finish_at_exit(timed_out),
         };
+        // Elsewhere the grace is the only way there is.
+        #[cfg(not(unix))]
+        let (mut output, held) = (output.finish(OUTPUT_GRACE), false);
         output.ended_by(containment);
         // A shell killed on the timeout ends without a status: that is the timeout's doing. So is
         // a descendant a subreaper killed on the timeout could not find any more.
