@@ -462,7 +462,8 @@ mod tests {
     fn a_change_is_told_in_words_that_name_the_file_and_what_became_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        let hooks = dir.path().join("plugin/hooks/hooks.json");
+        // Joined as the watch joins it, so the path reads the same on Windows.
+        let hooks = dir.path().join("plugin").join("hooks/hooks.json");
         std::fs::create_dir_all(hooks.parent().unwrap()).unwrap();
         std::fs::write(&hooks, r#"{"hooks":{"Stop":[]}}"#).unwrap();
         let start = Host::ClaudeCode.config_snapshot(&env, &dir.path().join("p"));
