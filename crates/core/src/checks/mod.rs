@@ -4,6 +4,7 @@
 //! may veto a pass (a command or a built-in agent), the scope a pass's change must stay inside, and
 //! a plan with the boxes of its file. Nothing here reads or writes a loop's store.
 
+pub(crate) mod failures;
 pub(crate) mod oracle;
 pub(crate) mod plan;
 pub(crate) mod protect;

@@ -3,6 +3,7 @@
 //! Verify output can be gigabytes (a test suite stuck printing in a loop); the hook must neither
 //! run out of memory nor put more than a few kilobytes of it into the re-injected prompt.
 
+use crate::checks::failures::{FailureDigest, FailureScanner};
 use crate::checks::test_count::{Scanner, Tally};
 use crate::support::digest::Xxh64;
 
@@ -18,6 +19,7 @@ pub(crate) struct Captured {
     total: u64,
     digest: Xxh64,
     tests: Scanner,
+    failures: FailureScanner,
     /// The command exited while a process it left behind still held its output open: what that
     /// process wrote afterwards was not read.
     cut_at_exit: bool,
@@ -52,6 +54,7 @@ impl Captured {
         self.total += chunk.len() as u64;
         self.digest.update(chunk);
         self.tests.push(chunk);
+        self.failures.push(chunk);
         if self.head.len() < HEAD_BYTES {
             let take = chunk.len().min(HEAD_BYTES - self.head.len());
             self.head.extend_from_slice(&chunk[..take]);
@@ -73,9 +76,10 @@ impl Captured {
     /// by the test-summary parsers, not in the digest).
     pub(crate) fn note(&mut self, line: &[u8]) {
         let tests = std::mem::take(&mut self.tests);
+        let failures = std::mem::take(&mut self.failures);
         let digest = std::mem::take(&mut self.digest);
         self.push(line);
-        (self.tests, self.digest) = (tests, digest);
+        (self.tests, self.failures, self.digest) = (tests, failures, digest);
     }
 
     /// Records that the output was cut at the command's exit, and says so at its end.
@@ -109,6 +113,11 @@ impl Captured {
     /// What the test runners' summaries in the whole stream say.
     pub(crate) fn tests(&self) -> Tally {
         self.tests.tally()
+    }
+
+    /// The failures the whole stream reports, by name.
+    pub(crate) fn failures(&self) -> FailureDigest {
+        self.failures.digest()
     }
 
     /// The digest of the whole stream, named by its hash (`xxh64:<16 hex digits>`): ledgers
