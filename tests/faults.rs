@@ -217,6 +217,40 @@ mod tampering {
         drop(lock);
     }
 
+    /// A user's `loop-hook cancel` slowed at a write (as on a loaded machine) while a stop comes
+    /// in. The stop once took the lock over after 3 s and blocked the agent, and the cancel
+    /// failed: the user's command was lost. A for-loop command at work is waited for instead.
+    /// (The slowed write is a switch of debug builds, which is what cargo's tests run.)
+    #[cfg(all(target_os = "linux", debug_assertions))]
+    #[test]
+    fn a_cancel_slowed_at_a_write_is_waited_for_never_taken_over() {
+        use std::process::Stdio;
+        let env = TestEnv::new();
+        env.start("t --verify false");
+        let mut cancel = env.command(&["cancel", "--session", SESSION]);
+        cancel.env("FOR_LOOP_TEST_SLOW_COMMIT_MS", "4000").stdin(Stdio::null()).stdout(Stdio::piped());
+        let cancel = cancel.spawn().unwrap();
+        // The cancel holds the lock once the lock file's record names it.
+        let record = format!("{} ", cancel.id());
+        let lock = env.session_dir(SESSION).join("state.md.lock");
+        while !fs::read_to_string(&lock).is_ok_and(|text| text.starts_with(&record)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let started = Instant::now();
+        let stop = env.stop("done");
+        let cancelled = cancel.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&cancelled.stdout);
+        assert!(cancelled.status.success(), "{said}");
+        assert!(said.contains("cancelled"), "{said}");
+        assert!(!stop.blocked(), "{}", stop.stdout);
+        assert!(!stop.stdout.contains("took the lock over"), "{}", stop.stdout);
+        // It waited past the wait for anyone else, for as long as the cancel held the lock.
+        assert!(started.elapsed() > Duration::from_secs(3), "{:?}", started.elapsed());
+        let reasons = env.ledger_reasons(SESSION);
+        assert_eq!(reasons.last().map(String::as_str), Some("cancelled"), "{reasons:?}");
+        assert!(!reasons.iter().any(|r| r == "lock_held" || r == "verify_failed"), "{reasons:?}");
+    }
+
     /// The defect: with the ledger turned into a directory the stop was allowed and the
     /// state had already moved on. Now the directory is moved aside and the stop judged.
     #[test]

@@ -77,6 +77,16 @@ pub(crate) fn state_digest(text: &str) -> String {
     format!("sha256:{}", crate::support::digest::sha256_hex(text.as_bytes()))
 }
 
+/// A loaded machine, for the tests of debug builds: `FOR_LOOP_TEST_SLOW_COMMIT_MS` delays every
+/// commit by that many milliseconds, under the lock, before its journal is written. Release
+/// builds have no such switch.
+#[cfg(debug_assertions)]
+fn slowed_for_a_test() {
+    if let Some(ms) = std::env::var("FOR_LOOP_TEST_SLOW_COMMIT_MS").ok().and_then(|ms| ms.parse().ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 impl Journal {
     /// Commits `next` with `entries` (each stamped with the digest of `next`), for a
     /// [`crate::store::transaction::Transaction`], which holds the loop's lock. On `Err`, nothing changed.
@@ -112,6 +122,8 @@ impl Journal {
             active: next.is_active(),
         };
         fs::create_dir_all(&paths.dir).map_err(journal_error)?;
+        #[cfg(debug_assertions)]
+        slowed_for_a_test();
         let bytes = serde_json::to_vec(&journal).map_err(|e| journal_error(io::Error::other(e)))?;
         store::write_atomic(&paths.journal, &bytes, true).map_err(journal_error)?;
 

@@ -1,7 +1,8 @@
 //! One change to a loop, from its lock to its commit: the only way anything writes a loop.
 //!
 //! A [`Transaction`] takes the loop's lock (waiting at most [`LOCK_WAIT`], then taking over a
-//! lock a dead or stuck process left), reads the loop through [`Custody`] (which finishes an
+//! lock that a process which has ended or is not for-loop's holds; a for-loop process at work on
+//! the loop is waited for, up to [`LIVE_WAIT`], and never taken over), reads the loop through [`Custody`] (which finishes an
 //! interrupted commit and restores a state changed behind for-loop's back, each with its
 //! incident), lets the caller decide, and commits the caller's next state with its ledger lines
 //! through the [`Journal`] (ledger, state, last good copy, in the order that survives a kill).
@@ -30,7 +31,7 @@ use crate::store::LoopPaths;
 use crate::store::StoreError;
 use crate::store::custody::{Custody, Known};
 use crate::store::journal::{CommitError, Journal};
-use crate::store::lock::{LOCK_WAIT, LockError, StateLock};
+use crate::store::lock::{LIVE_WAIT, LOCK_WAIT, LockError, StateLock};
 
 /// How long a note outside a transaction waits for the loop's lock. A commit holds it for
 /// milliseconds; a holder past this is slow, stuck or hostile, and the note is kept for the next
@@ -75,7 +76,7 @@ impl<'p> Transaction<'p> {
 
     /// [`Transaction::lock`] with a wait of its own, for a caller that must answer sooner.
     pub(crate) fn lock_within(paths: &'p LoopPaths, wait: Duration) -> Result<Transaction<'p>, LockError> {
-        Ok(Transaction { paths, lock: StateLock::acquire(&paths.lock, wait)? })
+        Ok(Transaction { paths, lock: StateLock::acquire(&paths.lock, wait, LIVE_WAIT.max(wait))? })
     }
 
     /// Takes the lock and reads the loop as last committed. A lock that had to be taken over is
