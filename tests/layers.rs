@@ -789,3 +789,53 @@ fn no_loop_state_or_ledger_is_written_outside_store() {
     assert!(found[0].starts_with("commands/rollback.rs:2: `fs::write` on `.state`"), "{found:#?}");
     assert!(found[1].starts_with("run/driver.rs:1: `OpenOptions` on `\"ledger.jsonl\"`"), "{found:#?}");
 }
+
+/// Runs of twelve or more blanks inside a one-line string literal, between two words: what a line
+/// continuation without its `\` leaves in a message (the indentation of the next line). Aligned
+/// columns (`Tier:        ...`) are shorter; an indented line starts its literal.
+fn space_runs(sources: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in sources {
+        for (n, line) in source.text.lines().enumerate() {
+            let bytes = code_of(line).as_bytes();
+            let (mut in_string, mut run, mut after_word) = (false, 0, false);
+            for (i, &b) in bytes.iter().enumerate() {
+                match b {
+                    b'"' if i == 0 || bytes[i - 1] != b'\\' => {
+                        (in_string, run, after_word) = (!in_string, 0, false)
+                    }
+                    b' ' if in_string => run += 1,
+                    _ if in_string => {
+                        if after_word && run >= 12 {
+                            found.push(format!("{}:{}: {run} blanks in a string", source.file, n + 1));
+                        }
+                        (run, after_word) = (0, true);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_message_carries_the_indentation_of_a_line_continuation() {
+    let found = space_runs(&sources(&core_src()));
+    assert!(
+        found.is_empty(),
+        "end the line with `\\` so that the next line's indentation is dropped:\n{found:#?}"
+    );
+    let planted = vec![
+        source("run::driver", "fn f() { refuse(\"a loop is judged in                      one place\"); }\n"),
+        source(
+            "commands::start",
+            "fn g() { out.push_str(\"Tier:        {}\\n\"); out.push_str(\"             not ready\"); }\n",
+        ),
+        source(
+            "hook::prompt_hook",
+            "fn h() { let x = \"so \\\n                 nothing\"; } // \"a                    b\"\n",
+        ),
+    ];
+    assert_eq!(space_runs(&planted), ["run/driver.rs:1: 22 blanks in a string"]);
+}

@@ -106,7 +106,8 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         (Status::Ended, Some(ReasonCode::HandedOver)) => {
             let to = meta.handoff.as_ref().map_or("a run loop", |h| h.to.as_str());
             return Outcome::refused(format!(
-                "for-loop: this loop was handed over to loop-hook run ({to}) and goes on there:                  `loop-hook status --session {to}` follows it, `loop-hook run --resume {to}` continues it."
+                "for-loop: this loop was handed over to loop-hook run ({to}) and goes on there: \
+                 `loop-hook status --session {to}` follows it, `loop-hook run --resume {to}` continues it."
             ));
         }
         (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {

@@ -164,7 +164,9 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     {
         return not_run(
             format!(
-                "for-loop: `{}` was not run: this loop was started without its session's transcript, so                  nothing tells your prompt from a program's. Hand it over from your own terminal:                  loop-hook handoff --session {session_id}",
+                "for-loop: `{}` was not run: this loop was started without its session's transcript, so \
+                 nothing tells your prompt from a program's. Hand it over from your own terminal: \
+                 loop-hook handoff --session {session_id}",
                 command.name
             ),
             notice,

@@ -178,7 +178,8 @@ impl Driver {
             Ok(mark) => mark,
             Err(pid) => {
                 return refuse(format!(
-                    "loop-hook run (process {pid}) is already running this loop ({}); a loop is judged in                      one place at a time. `loop-hook status --session {}` follows it.",
+                    "loop-hook run (process {pid}) is already running this loop ({}); a loop is judged in \
+                     one place at a time. `loop-hook status --session {}` follows it.",
                     self.session_id, self.session_id
                 ));
             }
