@@ -74,15 +74,9 @@ pub(crate) enum Fleet {
     List,
 }
 
-/// The words of a command line, as text. Not part of what the options mean: any two are equal.
-#[derive(Debug, Clone, Default, Eq)]
+/// The words of a command line, as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Words(pub Vec<String>);
-
-impl PartialEq for Words {
-    fn eq(&self, _: &Words) -> bool {
-        true
-    }
-}
 
 /// What an option of `run` itself takes after its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -457,7 +451,10 @@ mod tests {
             "--max-iterations=4",
         ])
         .unwrap();
-        assert_eq!(spaced, joined);
+        // The same meaning from other words: equal but for the words kept as typed.
+        assert_ne!(spaced.words, joined.words);
+        let meaning = |options: &RunOptions| RunOptions { words: Words::default(), ..options.clone() };
+        assert_eq!(meaning(&spaced), meaning(&joined));
         assert_eq!(joined.agent_args, ["--model=x"]);
         assert_eq!(joined.task, "t");
         let loop_request = request(&["t", "--verify=make check", "--max-iterations=4"]);

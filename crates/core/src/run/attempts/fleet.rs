@@ -41,9 +41,21 @@ pub(super) struct Claim {
     pub(super) seconds: u64,
 }
 
-impl Claim {
-    /// Attempt `n` of `k` as its loop ended (`None`: it never started).
-    fn of(n: u32, k: u32, state: Option<&LoopState>) -> Claim {
+/// How a fleet's loop ended, as both fleets' claims tell it (the best of K's attempts, a
+/// backlog's tasks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::run) struct Ended {
+    /// The loop's outcome (`verified`), its status when it has none, or `not started`.
+    pub(in crate::run) outcome: String,
+    /// Whether it ended done: verified, or its promise kept.
+    pub(in crate::run) passed: bool,
+    pub(in crate::run) iterations: u32,
+    pub(in crate::run) seconds: u64,
+}
+
+impl Ended {
+    /// The loop as it ended (`None`: it never started).
+    pub(in crate::run) fn of(state: Option<&LoopState>) -> Ended {
         let outcome = state.map_or_else(
             || "not started".to_string(),
             |s| {
@@ -53,16 +65,22 @@ impl Claim {
             },
         );
         let elapsed = state.map_or(0, |s| s.meta.updated_at.duration_since(s.meta.started_at).as_secs());
-        Claim {
-            attempt: n,
-            attempts: k,
+        Ended {
             outcome,
-            verified: state
+            passed: state
                 .and_then(|s| s.meta.outcome)
                 .is_some_and(|r| matches!(r, ReasonCode::Verified | ReasonCode::Promise)),
             iterations: state.map_or(0, |s| s.meta.iteration),
             seconds: u64::try_from(elapsed).unwrap_or(0),
         }
+    }
+}
+
+impl Claim {
+    /// Attempt `n` of `k` as its loop ended (`None`: it never started).
+    fn of(n: u32, k: u32, state: Option<&LoopState>) -> Claim {
+        let Ended { outcome, passed, iterations, seconds } = Ended::of(state);
+        Claim { attempt: n, attempts: k, outcome, verified: passed, iterations, seconds }
     }
 
     /// The message of the commit pushed: a summary line, then the claim as one JSON line.

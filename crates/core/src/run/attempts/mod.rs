@@ -23,6 +23,8 @@ mod pick;
 mod users_repo;
 mod winner;
 
+pub(in crate::run) use fleet::Ended;
+
 pub(super) use super::RunOptions;
 use super::driver::{Attempt, Driver, SharedLimit, park_loop};
 use crate::state::ReasonCode;

@@ -25,11 +25,11 @@ use super::tasks::{self, Task};
 use crate::checks::oracle::Oracle;
 use crate::commands::request::LoopRequest;
 use crate::run::RunOptions;
-use crate::run::attempts::{DEFAULT_REMOTE, remote_problem, run_id_problem};
+use crate::run::attempts::{DEFAULT_REMOTE, Ended, remote_problem, run_id_problem};
 use crate::run::driver::SharedLimit;
 use crate::run::options::Fleet;
 use crate::run::sandbox::GitDirs;
-use crate::state::{LoopState, ReasonCode};
+use crate::state::LoopState;
 use crate::store::Store;
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
@@ -55,24 +55,8 @@ struct Claim {
 impl Claim {
     /// Task `n` as its loop ended (`None`: it never started).
     fn of(n: u32, state: Option<&LoopState>) -> Claim {
-        let outcome = state.map_or_else(
-            || "not started".to_string(),
-            |s| {
-                s.meta
-                    .outcome
-                    .map_or_else(|| format!("{:?}", s.meta.status).to_lowercase(), |r| r.as_str().into())
-            },
-        );
-        let elapsed = state.map_or(0, |s| s.meta.updated_at.duration_since(s.meta.started_at).as_secs());
-        Claim {
-            task: n,
-            outcome,
-            passed: state
-                .and_then(|s| s.meta.outcome)
-                .is_some_and(|r| matches!(r, ReasonCode::Verified | ReasonCode::Promise)),
-            iterations: state.map_or(0, |s| s.meta.iteration),
-            seconds: u64::try_from(elapsed).unwrap_or(0),
-        }
+        let Ended { outcome, passed, iterations, seconds } = Ended::of(state);
+        Claim { task: n, outcome, passed, iterations, seconds }
     }
 
     /// The message of the commit pushed: a summary line, then the claim as one JSON line.
