@@ -12,7 +12,8 @@ use crate::commands::status::StatusOptions;
 use crate::host::Host;
 use crate::report::ReportOptions;
 
-pub(crate) const HELP: &str = "\
+/// `loop-hook --help`, with `{HOSTS}` standing for `--host`'s list: see [`help`].
+const HELP: &str = "\
 loop-hook: the engine of for-loop, a verified agent loop.
 The user's verify command is the only judge of done.
 
@@ -82,8 +83,7 @@ Options:
                 whose transcript holds its token, and the other commands act on the loop started
                 in this directory (by --host's agent, when given).
   --cwd DIR     where verify runs (default: the current directory)
-  --host NAME   the agent host: claude-code (default), antigravity, gemini-cli, codex, cursor
-                or copilot-cli
+  --host NAME   {HOSTS}
   --json        machine-readable status
   --exit-zero   exit 0 even when refused (for slash commands whose host aborts on failure)
 
@@ -311,15 +311,50 @@ fn unknown(typed: &str, what: &str, known: &[&str], listing: &str) -> lexopt::Er
     lexopt::Error::Custom(message.into())
 }
 
+/// `loop-hook --help`. `--host`'s entry names every host the host layer knows ([`Host::ALL`]),
+/// so that a host added there is listed here too.
+pub(crate) fn help() -> String {
+    let names: Vec<String> =
+        Host::ALL
+            .iter()
+            .map(|&host| {
+                if host == Host::default() {
+                    format!("{} (default)", host.name())
+                } else {
+                    host.name().into()
+                }
+            })
+            .collect();
+    let list = match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    // Wrapped as the entries around it are: under 100 columns, under the entry's first word.
+    let mut entry = String::from("the agent host:");
+    let mut width = "  --host NAME   ".len() + entry.len();
+    for word in list.split(' ') {
+        if width + 1 + word.len() > 100 {
+            entry.push_str(&format!("\n{:16}{word}", ""));
+            width = 16 + word.len();
+        } else {
+            entry.push_str(&format!(" {word}"));
+            width += 1 + word.len();
+        }
+    }
+    HELP.replace("{HOSTS}", &entry)
+}
+
 /// `loop-hook COMMAND --help`: the command's usage lines, what it does and the options it
-/// takes, cut from [`HELP`] so that the two never disagree.
+/// takes, cut from [`help`] so that the two never disagree.
 pub(crate) fn command_help(command: &str) -> Result<String, lexopt::Error> {
     let command = if command == "stop" { "stop-hook" } else { command };
     if !COMMANDS.contains(&command) {
         return Err(unknown(command, "command", COMMANDS, &COMMANDS.join(", ")));
     }
+    let help = help();
     let section = |title: &str| {
-        let rest = HELP.split(&format!("\n{title}:\n")).nth(1).unwrap_or_default();
+        let rest = help.split(&format!("\n{title}:\n")).nth(1).unwrap_or_default();
         rest.split("\n\n").next().unwrap_or_default()
     };
     let names = |line: &str, name: &str| line.split_whitespace().next() == Some(name);
@@ -511,6 +546,28 @@ mod tests {
         }
         let far = parse(&["status", "--frobnicate"]).unwrap_err().to_string();
         assert!(!far.contains("did you mean"), "{far}");
+    }
+
+    /// `start --help` once named six hosts of eight: the list now comes from the host layer.
+    #[test]
+    fn start_help_names_every_host_the_host_layer_knows() {
+        let Ok(Cli::CommandHelp(start)) = parse(&["start", "--help"]) else { panic!() };
+        let entry: String =
+            start.split("  --host NAME").nth(1).unwrap().split("\n  --").next().unwrap().into();
+        for host in Host::ALL {
+            assert!(entry.contains(host.name()), "{} is missing: {entry}", host.name());
+        }
+        assert!(entry.contains("claude-code (default)"), "{entry}");
+        assert!(entry.trim_end().ends_with(&format!("or {}", Host::ALL.last().unwrap().name())), "{entry}");
+        let whole = help();
+        assert!(!whole.contains("{HOSTS}"));
+        let lines: Vec<&str> =
+            whole.lines().skip_while(|l| !l.starts_with("  --host NAME")).take(3).collect();
+        assert!(lines.iter().all(|line| line.len() <= 100), "{lines:#?}");
+        assert!(
+            lines[1].starts_with(&" ".repeat(16)) && !lines[1].starts_with(&" ".repeat(17)),
+            "{lines:#?}"
+        );
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub fn run(
         Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_) | Cli::Handoff(_)
     );
     let outcome = match cli {
-        Cli::Help => Outcome::ok(cli::HELP),
+        Cli::Help => Outcome::ok(cli::help()),
         Cli::CommandHelp(text) => Outcome::ok(text),
         Cli::Version => Outcome::ok(support::text::version::version_text(env)),
         Cli::StopHook { host } => Outcome::ok(stop_hook_never_failing(env, host, stdin)),
