@@ -101,8 +101,8 @@ pub(crate) enum ReasonCode {
     /// Something other than the ledger file stood at the ledger's path (a directory, a link); it
     /// was moved aside and a new ledger begun.
     LedgerTampered,
-    /// A process that is not a for-loop command held the loop's lock longer than any judgment
-    /// takes; the lock was taken over and the stop judged.
+    /// A process that is not a for-loop command at work on the loop (another program, one that has
+    /// ended) held the loop's lock past the wait; the lock was taken over and the stop judged.
     LockHeld,
     /// A hook was killed while it judged a stop (its marker was found with its process gone), so
     /// the host let that stop through unjudged.
