@@ -282,6 +282,29 @@ mod tests {
         RunOptions::parse(args.iter().map(std::ffi::OsString::from).collect()).unwrap()
     }
 
+    /// Both fleets' claims read how a loop ended here, once.
+    #[test]
+    fn a_loop_ends_as_its_outcome_else_its_status_else_not_started() {
+        let never = Ended::of(None);
+        assert_eq!(
+            (never.outcome.as_str(), never.passed, never.iterations, never.seconds),
+            ("not started", false, 0, 0)
+        );
+        let mut state = crate::state::sample();
+        state.meta.iteration = 4;
+        state.meta.updated_at = state.meta.started_at + jiff::SignedDuration::from_secs(90);
+        let running = Ended::of(Some(&state));
+        assert_eq!((running.passed, running.iterations, running.seconds), (false, 4, 90));
+        assert_eq!(running.outcome, format!("{:?}", state.meta.status).to_lowercase());
+        for (code, passed) in
+            [(ReasonCode::Verified, true), (ReasonCode::Promise, true), (ReasonCode::CapReached, false)]
+        {
+            state.meta.outcome = Some(code);
+            let ended = Ended::of(Some(&state));
+            assert_eq!((ended.outcome.as_str(), ended.passed), (code.as_str(), passed));
+        }
+    }
+
     #[test]
     fn a_claim_reads_back_from_its_message_and_hostile_text_is_cut() {
         let claim = Claim {
