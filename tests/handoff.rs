@@ -244,7 +244,7 @@ fn a_loop_is_driven_by_one_run_at_a_time() {
     assert_eq!(handed.code, 0, "{}", handed.stdout);
     assert!(handed.stdout.contains("running now in the background"), "{}", handed.stdout);
     let run_id = format!("run-{loop_id}");
-    crate::run_driver::wait_for(&started, Duration::from_secs(30));
+    crate::run_driver::wait_for(&started);
     let pid = std::fs::read_to_string(env.session_dir(&run_id).join("driver.pid")).unwrap();
 
     let mut second = driver(&env, &bin, &["--resume", &run_id, "--no-sandbox"]);
@@ -261,7 +261,7 @@ fn a_loop_is_driven_by_one_run_at_a_time() {
     std::process::Command::new("kill").args(["-INT", pid.trim()]).status().unwrap();
     let began = Instant::now();
     while crate::run_driver::alive(&pid) {
-        assert!(began.elapsed() < Duration::from_secs(30), "the run did not stop");
+        assert!(began.elapsed() < crate::util::PATIENCE, "the run did not stop");
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(state_field(&env, &run_id, "status"), "parked");
@@ -291,7 +291,7 @@ fn a_usage_limit_with_on_limit_handoff_goes_on_under_run_and_ends_verified() {
     assert_eq!(state_field(&env, SESSION, "outcome"), "handed_over");
     let began = Instant::now();
     while !whole_ledger(&env, &run_id).iter().any(|l| l["reason"] == "verified") {
-        assert!(began.elapsed() < Duration::from_secs(60), "{:#?}", whole_ledger(&env, &run_id));
+        assert!(began.elapsed() < crate::util::PATIENCE, "{:#?}", whole_ledger(&env, &run_id));
         std::thread::sleep(Duration::from_millis(100));
     }
     let ran = whole_ledger(&env, &run_id);

@@ -188,7 +188,7 @@ fn open_starts_the_platforms_opener_on_the_page() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(run.stdout.contains("opened with xdg-open"), "{}", run.stdout);
     let page = env.session_dir(SESSION).join("report.html");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + crate::util::PATIENCE;
     while !marker.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

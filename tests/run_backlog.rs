@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::run_driver::{driver, fake_claude, wait_for};
-use crate::util::{TestEnv, git, run_command};
+use crate::util::{PATIENCE, TestEnv, git, run_command};
 
 const DONE: &str = "echo '{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}'";
 
@@ -78,13 +78,18 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
         "- [ ] Say ONE\n  verify: sh checks/one.sh\n- [ ] Say TWO\n  verify: sh checks/two.sh\n\
          - [ ] Never\n  verify: test -f never.txt\n",
     );
+    // Each agent waits for the other two to start: on the event, for as long as the test may
+    // last (a busy machine starts three agents slowly, never wrongly).
+    let tenths = PATIENCE.as_secs() * 10;
     let bin = agent(
         &env,
-        "*) touch \"$M/started-$N\"; i=0; while [ $i -lt 600 ] && ! { [ -e \"$M/started-1\" ] && [ -e \"$M/started-2\" ] && [ -e \"$M/started-3\" ]; }; do sleep 0.1; i=$((i+1)); done; [ $i -lt 600 ] || touch \"$M/alone-$N\" ;;\n\
+        &format!(
+            "*) touch \"$M/started-$N\"; i=0; while [ $i -lt {tenths} ] && ! {{ [ -e \"$M/started-1\" ] && [ -e \"$M/started-2\" ] && [ -e \"$M/started-3\" ]; }}; do sleep 0.1; i=$((i+1)); done; [ $i -lt {tenths} ] || touch \"$M/alone-$N\" ;;\n\
          esac\ncase \"$N\" in\n\
          1|2) if grep -q '<<<<<<<' a.txt; then printf 'one\\nONE\\nTWO\\nthree\\n' > a.txt; echo \"$PROMPT\" > \"$M/sent-back-$N\"; \
          elif [ \"$N\" = 1 ]; then sed -i 's/^two$/ONE/' a.txt; else sed -i 's/^two$/TWO/' a.txt; fi ;;\n\
-         3) : ;;",
+         3) : ;;"
+        ),
     );
     let run = run_command(
         driver(
@@ -304,8 +309,8 @@ fn ctrl_c_parks_every_task_and_resume_lands_them() {
     let mut cmd = driver(&env, &bin, &["--backlog", "BACKLOG.md", "--parallel", "2", "--json"]);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
-    wait_for(&marks(&env).join("started-1"), Duration::from_secs(30));
-    wait_for(&marks(&env).join("started-2"), Duration::from_secs(30));
+    wait_for(&marks(&env).join("started-1"));
+    wait_for(&marks(&env).join("started-2"));
     interrupt(child.id());
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -341,7 +346,7 @@ fn a_killed_driver_is_resumed() {
     let mut cmd = driver(&env, &bin, &["--backlog", "BACKLOG.md", "--json"]);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    wait_for(&marks(&env).join("started"), Duration::from_secs(30));
+    wait_for(&marks(&env).join("started"));
     child.kill().unwrap();
     child.wait().unwrap();
     // The orphaned agent ends with nothing done; the resumed run does the task.
@@ -368,8 +373,8 @@ fn a_changed_backlog_is_said_and_a_deleted_work_tree_parks_only_its_task() {
     let mut cmd = driver(&env, &bin, &["--backlog", "BACKLOG.md", "--parallel", "2", "--json"]);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
-    wait_for(&marks(&env).join("started-1"), Duration::from_secs(30));
-    wait_for(&marks(&env).join("started-2"), Duration::from_secs(30));
+    wait_for(&marks(&env).join("started-1"));
+    wait_for(&marks(&env).join("started-2"));
     env.write("BACKLOG.md", "- [ ] Something else\n  verify: false\n");
     let id = only_run(&env);
     std::fs::remove_dir_all(env.store().join("backlog").join(&id).join("tasks/1")).unwrap();
@@ -506,7 +511,7 @@ fn only_run(env: &TestEnv) -> String {
         if let Some(entry) = std::fs::read_dir(env.store().join("backlog")).ok().and_then(|mut d| d.next()) {
             return entry.unwrap().file_name().to_string_lossy().into_owned();
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "no backlog run appeared");
+        assert!(started.elapsed() < PATIENCE, "no backlog run appeared");
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -24,10 +24,11 @@ pub(crate) fn driver(env: &TestEnv, bin: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-pub(crate) fn wait_for(path: &Path, limit: Duration) {
+/// Waits for `path` to appear, as long as a test may last ([`crate::util::PATIENCE`]).
+pub(crate) fn wait_for(path: &Path) {
     let started = Instant::now();
     while !path.exists() {
-        assert!(started.elapsed() < limit, "{} never appeared", path.display());
+        assert!(started.elapsed() < crate::util::PATIENCE, "{} never appeared", path.display());
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -72,8 +73,8 @@ fn ctrl_c_parks_the_run_and_resume_continues_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&env.home.join("pids.child"), Duration::from_secs(20));
-    wait_for(&pids, Duration::from_secs(5));
+    wait_for(&env.home.join("pids.child"));
+    wait_for(&pids);
     let grandchild = std::fs::read_to_string(env.home.join("pids.child")).unwrap();
     assert!(alive(&grandchild));
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
@@ -82,7 +83,7 @@ fn ctrl_c_parks_the_run_and_resume_continues_it() {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "the driver did not stop after Ctrl-C");
+        assert!(started.elapsed() < crate::util::PATIENCE, "the driver did not stop after Ctrl-C");
         std::thread::sleep(Duration::from_millis(50));
     };
     let output = child.wait_with_output().unwrap();
@@ -514,13 +515,13 @@ fn in_the_sandbox_ctrl_c_ends_the_agent_with_all_it_started() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&env.project.join("started"), Duration::from_secs(20));
+    wait_for(&env.project.join("started"));
     let running = |marker: &str| Command::new("pgrep").args(["-f", marker]).output().unwrap().stdout;
     assert_eq!(String::from_utf8_lossy(&running(&marker)).lines().count(), 2, "both were not started");
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(started.elapsed() < Duration::from_secs(20), "the driver did not stop after Ctrl-C");
+        assert!(started.elapsed() < crate::util::PATIENCE, "the driver did not stop after Ctrl-C");
         std::thread::sleep(Duration::from_millis(50));
     }
     let output = child.wait_with_output().unwrap();

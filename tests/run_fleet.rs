@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -130,7 +129,7 @@ fn attempts_on_five_machines_are_pushed_and_the_pick_re_checks_them() {
         machines.iter().zip(1..).map(|(machine, n)| start_attempt(machine, "run-7", n, 5)).collect();
 
     let killed_pid = machines[1].home.join("agent.pid");
-    wait_for(&killed_pid, Duration::from_secs(60));
+    wait_for(&killed_pid);
     running[1].kill().unwrap();
     let agent = std::fs::read_to_string(&killed_pid).unwrap();
     Command::new("kill").args(["-KILL", agent.trim()]).status().unwrap();

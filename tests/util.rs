@@ -136,6 +136,11 @@ impl TestEnv {
         ledger_lines(&self.ledger_path())
     }
 
+    /// `loop-hook ARGS` with a clean environment, in a session of its own. A hook reads who sent
+    /// its event from its process tree: one whose session's leader is gone is taken for a job an
+    /// agent's shell left behind, which is what this test process is when its runner was started
+    /// from a shell that has exited (`cargo nextest run &`, then the terminal closed). In a
+    /// session of its own, a hook's tree says nothing, wherever the tests were started.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_loop-hook"));
         cmd.args(args)
@@ -143,6 +148,7 @@ impl TestEnv {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .current_dir(&self.project);
+        own_session(&mut cmd);
         cmd
     }
 
@@ -151,12 +157,12 @@ impl TestEnv {
         run_command(self.command(args), stdin.as_ref())
     }
 
-    /// Runs `loop-hook ARGS` with `stdin`, failing the test if it takes more than ten seconds:
-    /// for inputs that once made the hook hang.
+    /// Runs `loop-hook ARGS` with `stdin`, failing the test (after [`PATIENCE`], not hanging it)
+    /// if it never ends: for inputs that once made the hook hang.
     pub(crate) fn run_quickly(&self, args: &[&str], stdin: impl AsRef<[u8]>) -> Run {
         let what = format!("loop-hook {}", args.join(" "));
         let Output { status, stdout, stderr } =
-            run_within(self.command(args), &what, stdin.as_ref(), Duration::from_secs(10));
+            run_within(self.command(args), &what, stdin.as_ref(), PATIENCE);
         Run {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -238,7 +244,32 @@ pub(crate) fn stop_event(session: &str, cwd: &Path, last_message: &str, stop_hoo
     })
 }
 
+/// Starts `cmd` as the leader of a new session ([`TestEnv::command`] says why). Twice is once:
+/// a session's leader cannot start another, and the second call changes nothing.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn own_session(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    unsafe extern "C" {
+        fn setsid() -> i32;
+    }
+    // SAFETY: between fork and exec only async-signal-safe calls are allowed; setsid is one, and
+    // it touches no memory of this process. It fails only for a process group leader, which a
+    // child just forked is not.
+    unsafe {
+        cmd.pre_exec(|| {
+            setsid();
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn own_session(_cmd: &mut Command) {}
+
+/// Runs `cmd` with `stdin` to its end, in a session of its own ([`TestEnv::command`] says why).
 pub(crate) fn run_command(mut cmd: Command, stdin: &[u8]) -> Run {
+    own_session(&mut cmd);
     let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut pipe = child.stdin.take().unwrap();
     let input = stdin.to_vec();
@@ -290,8 +321,13 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
 // ---------------------------------------------------------------------------------------------
 // Real agent CLIs (tests/clients).
 
+/// The longest a test waits for something to happen: nextest's own limit for a test
+/// (`.config/nextest.toml`: 60 s, ten times). A deadline shorter than that fails a loaded
+/// machine, not the code; a wait for an event that never comes still ends, as a failure.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(600);
+
 /// The longest one CLI run may take before the test fails instead of hanging CI.
-pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(180);
+pub(crate) const RUN_LIMIT: Duration = PATIENCE;
 
 /// The repository root: the Claude Code plugin, and the home of `plugin/` and `tests/clients`.
 pub(crate) fn repo() -> PathBuf {

@@ -21,7 +21,7 @@ mod red_team_origin;
 mod watch;
 
 /// How long a loop inside the server may take to settle.
-const SETTLE_LIMIT: Duration = Duration::from_secs(120);
+const SETTLE_LIMIT: Duration = crate::util::PATIENCE;
 
 /// A project whose check passes once `fixed` exists, and a home with opencode and for-loop
 /// installed as the docs say, loop-hook where `cargo install` puts it (not on PATH).
@@ -112,7 +112,7 @@ impl Installed {
         let server = Server { child, url: format!("http://127.0.0.1:{port}") };
         let started = Instant::now();
         while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(60), "opencode serve did not listen on {port}");
+            assert!(started.elapsed() < crate::util::PATIENCE, "opencode serve did not listen on {port}");
             std::thread::sleep(Duration::from_millis(100));
         }
         server
