@@ -17,7 +17,9 @@ use std::fs::File;
 /// The holder of a loop's lock, as far as this machine can tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::store) enum Holder {
-    /// A for-loop process that took this loop's lock and still runs: never taken over.
+    /// A for-loop process that took this loop's lock and still runs: never taken over. Only
+    /// the kernel can say so, and only Linux's does.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     ForLoop { pid: u32, what: String },
     /// Anyone else, in words: another program, a process that has ended, this process, or one
     /// that cannot be named.
@@ -48,11 +50,13 @@ impl std::fmt::Display for Holder {
 
 /// The record a holder writes: `<pid> <start time>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Record {
     pid: u32,
     start: u64,
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 impl Record {
     /// A record as written by [`Holder::stamp`]; `None` for anything else (empty, garbage, huge).
     fn parse(text: &str) -> Option<Record> {
