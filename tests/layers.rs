@@ -802,7 +802,7 @@ fn space_runs(sources: &[Source]) -> Vec<String> {
             for (i, &b) in bytes.iter().enumerate() {
                 match b {
                     b'"' if i == 0 || bytes[i - 1] != b'\\' => {
-                        (in_string, run, after_word) = (!in_string, 0, false)
+                        (in_string, run, after_word) = (!in_string, 0, false);
                     }
                     b' ' if in_string => run += 1,
                     _ if in_string => {

@@ -118,7 +118,7 @@ impl StateLock {
                     }
                     Err(TryLockError::WouldBlock) => match Holder::of(&file) {
                         Holder::ForLoop { .. } if started.elapsed() < live => {
-                            look_at = Instant::now() + LOOK_AGAIN
+                            look_at = Instant::now() + LOOK_AGAIN;
                         }
                         holder @ Holder::ForLoop { pid, .. } => {
                             return Err(LockError::Busy {
@@ -376,6 +376,8 @@ mod tests {
             "ended" => {
                 let file = raw();
                 file.write_all_at(format!("{me} {}\n", start(me)).as_bytes(), 0).unwrap();
+                // Never waited for: it is to outlive this process, holding the lock it inherited.
+                #[allow(clippy::zombie_processes)]
                 let heir = std::process::Command::new("sleep").arg("600").stdin(file).spawn().unwrap();
                 println!("\nheld {}", heir.id());
                 return;
