@@ -409,6 +409,18 @@ mod tests {
         assert!(said.contains(&format!("(kill {pid})")), "{said}");
         assert_eq!(inode(&path), theirs, "the holder's lock file was left in place");
 
+        // Stopped with a signal, it is not at work: the agent could stall every stop so.
+        let stopped = nix::unistd::Pid::from_raw(pid.parse().unwrap());
+        nix::sys::signal::kill(stopped, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        let taken = StateLock::acquire(&path, Duration::ZERO, Duration::from_secs(600));
+        let said = taken.unwrap().taken_over().unwrap().to_string();
+        assert!(said.contains(&format!("process {pid} (")) && said.contains(", stopped"), "{said}");
+        nix::sys::signal::kill(stopped, nix::sys::signal::Signal::SIGCONT).unwrap();
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        let (mut child, said) = holder(&path, "live");
+        assert!(said.starts_with("held "), "{said}");
+
         // Waited for (with the wait for anyone else long gone), the lock is taken once it is free.
         let waiting = {
             let path = path.clone();

@@ -106,6 +106,11 @@ mod platform {
         if !same_executable(pid) {
             return Holder::Other(named);
         }
+        // A for-loop process stopped with a signal (or under a debugger) is not at work: the
+        // agent could stop one of ours while it holds the lock to stall every stop.
+        if matches!(run_state(pid), Some('T' | 't' | 'Z' | 'X') | None) {
+            return Holder::Other(format!("{named}, stopped"));
+        }
         // A for-loop process writes its record just after it takes the lock: read once more
         // when it could be between the two.
         let recorded = || record(file).filter(|r| r.pid == pid && Some(r.start) == start_time(pid));
@@ -139,10 +144,21 @@ mod platform {
 
     /// When `pid` started, in clock ticks since boot (field 22 of `/proc/PID/stat`).
     pub(super) fn start_time(pid: u32) -> Option<u64> {
+        stat_field(pid, 19)?.parse().ok()
+    }
+
+    /// Whether `pid` runs (`R`), sleeps (`S`, `D`), is stopped (`T`, `t`) or has ended (`Z`,
+    /// `X`): field 3 of `/proc/PID/stat`.
+    fn run_state(pid: u32) -> Option<char> {
+        stat_field(pid, 0)?.chars().next()
+    }
+
+    /// Field `n` after the name in `/proc/PID/stat` (0 is the state, field 3).
+    fn stat_field(pid: u32, n: usize) -> Option<String> {
         let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         // The name, field 2, may hold blanks and parentheses: fields count from its last `)`.
         let (_, rest) = stat.rsplit_once(')')?;
-        rest.split_ascii_whitespace().nth(19)?.parse().ok()
+        rest.split_ascii_whitespace().nth(n).map(String::from)
     }
 
     /// Whether `pid` runs the very executable this process runs (its file, not its name).
