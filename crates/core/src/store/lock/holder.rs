@@ -3,9 +3,10 @@
 //!
 //! Every for-loop process that takes a loop's lock writes a record into the lock file: its pid
 //! and its start time. A holder counts as for-loop's own only when the kernel names it as the
-//! holder (`/proc/locks`), it runs the same executable as this process, and the record names it
-//! with the start time it has now, so that a reused pid, a record written by someone else, or a
-//! process that merely renamed itself does not count. The record alone proves nothing: the agent
+//! holder (`/proc/locks`), it runs the same executable as this process, it is not stopped, and
+//! the record names it with the start time it has now, so that a reused pid, a record written by
+//! someone else, a process that merely renamed itself, or one of ours the agent stopped with a
+//! signal does not count. The record alone proves nothing: the agent
 //! can write the lock file as well as read it.
 //!
 //! Where the kernel does not name the holder (every system but Linux), nobody counts as
