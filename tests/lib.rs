@@ -82,6 +82,8 @@ mod handoff;
 #[cfg(unix)]
 mod host_config_watch;
 #[cfg(unix)]
+mod host_config_watch_launch;
+#[cfg(unix)]
 mod hosts;
 #[cfg(unix)]
 mod latest_clients;
