@@ -281,7 +281,8 @@ fn settings_folder_state(path: &Path, keys: &[&str]) -> String {
 /// record the host cannot parse is a change too.
 fn plugin_record_state(path: &Path, object: &str, prefix: &str) -> String {
     let Ok(bytes) = crate::support::read::bounded_read::read(path, FILE_BYTES) else {
-        return if path.exists() { "unreadable".into() } else { "absent".into() };
+        // A missing record holds no entry of ours.
+        return if path.exists() { "unreadable".into() } else { watched_digest(&Map::new()) };
     };
     let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(&bytes) else {
         return format!("unparsed:{}", sha256_hex(&bytes));
@@ -381,6 +382,10 @@ mod tests {
                 r#"{"disableAllHooks":true}"#,
                 r#"{"env":{"FOR_LOOP_BIN":"/tmp/x"}}"#,
                 r#"{"env":{"FOR_LOOP_HOME":"/tmp/x"}}"#,
+                r#"{"env":{"CARGO_HOME":"/tmp/x"}}"#,
+                r#"{"env":{"XDG_STATE_HOME":"/tmp/x"}}"#,
+                r#"{"allowManagedHooksOnly":true}"#,
+                r#"{"strictKnownMarketplaces":[]}"#,
                 r#"{"hooks":{"Stop":[]}}"#,
                 r#"{"enabledPlugins":{"for-loop@m":false}}"#,
                 "not json",
@@ -393,6 +398,18 @@ mod tests {
             watched: &[r#"{"disableAllHooks":true}"#],
         },
         Case { host: Host::ClaudeCode, file: "plugin/hooks/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::ClaudeCode,
+            file: "plugin/.claude-plugin/plugin.json",
+            unrelated: &[],
+            watched: &["{\"name\":\"for-loop\"}", "x{}"],
+        },
+        Case {
+            host: Host::ClaudeCode,
+            file: "home/.claude/plugins/installed_plugins.json",
+            unrelated: &[r#"{"version":2,"plugins":{"other@m":[{"scope":"user"}]}}"#],
+            watched: &[r#"{"version":2,"plugins":{"for-loop@m":[{"scope":"user"}]}}"#, "not json"],
+        },
         Case {
             host: Host::ClaudeCode,
             file: "plugin/scripts/loop-hook",

@@ -77,7 +77,8 @@ mod tests {
     /// The names of environment variables `text` reads: `$NAME` and `${NAME` in shell (upper
     /// case: the launcher's own variables are lower case), `$env:NAME` in PowerShell and
     /// `process.env.NAME` in JavaScript.
-    fn read_in(text: &str) -> Vec<String> {
+    /// In a PowerShell file only `$env:NAME` is the environment (`$LASTEXITCODE` is the shell's).
+    fn read_in(text: &str, powershell: bool) -> Vec<String> {
         let mut names = Vec::new();
         let name_at = |rest: &str| -> String {
             rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
@@ -92,7 +93,7 @@ mod tests {
             let name = name_at(rest);
             let upper = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
                 && name.chars().all(|c| !c.is_ascii_lowercase());
-            if !name.is_empty() && (upper || any_case) {
+            if !name.is_empty() && (any_case || (upper && !powershell)) {
                 names.push(name);
             }
         }
@@ -105,7 +106,7 @@ mod tests {
     #[test]
     fn every_variable_the_launcher_and_the_hooks_read_is_watched() {
         for (file, text) in SOURCES {
-            for name in read_in(text) {
+            for name in read_in(text, file.ends_with(".ps1")) {
                 assert!(
                     decides(&name) || SHELL_OWN.contains(&name.as_str()),
                     "{file} reads ${name}, which a settings env can set: add it to launcher_env::READ"
@@ -116,8 +117,9 @@ mod tests {
 
     #[test]
     fn the_reader_finds_each_way_of_reading_a_variable() {
-        let names = read_in("a=${CARGO_HOME:-x} $HOME $env:Path ${for_loop_launcher} $x process.env.PATH");
+        let names = read_in("a=${CARGO_HOME:-x} $HOME $env:Path ${for_loop_launcher} $x process.env.PATH", false);
         assert_eq!(names, ["CARGO_HOME", "HOME", "Path", "PATH"]);
+        assert_eq!(read_in("$LASTEXITCODE $env:CARGO_HOME", true), ["CARGO_HOME"]);
         assert!(
             !decides("OTHER") && decides("FOR_LOOP_ANYTHING") && decides("CARGO_HOME") && decides("Path")
         );
