@@ -23,12 +23,6 @@ fn installed_world() -> World {
     world
 }
 
-/// `loop-hook ARGS` as the user runs it from a terminal: the real binary, no plugin directory.
-fn from_a_terminal(world: &World, args: &[&str]) -> String {
-    let run = world.env.run(args, b"");
-    format!("{}{}", run.stdout, run.stderr)
-}
-
 /// A do-nothing `loop-hook` in `dir/bin`: it reads its event and says nothing, so every host
 /// lets the stop through.
 fn plant_do_nothing(dir: &Path) {
@@ -43,15 +37,17 @@ fn plant_do_nothing(dir: &Path) {
 }
 
 /// `CARGO_HOME` set in the project's local settings `env` to a folder holding a do-nothing
-/// `loop-hook`: the launcher looks in `$CARGO_HOME/bin` first, so from the hook that gets the new
-/// environment on, the planted binary answers. Before the watch read `CARGO_HOME`, the stops were
-/// let through unjudged and nothing was said. Now the loop does not end as verified, and what
-/// changed is told: by a hook of the real binary that saw it, or, where none runs again, by the
-/// next for-loop process the user runs.
+/// `loop-hook`, with a check that passes: the launcher looks in `$CARGO_HOME/bin` first, so every
+/// hook started with that environment runs the planted binary, and the stops are let through
+/// unjudged. Before the watch read `CARGO_HOME`, nothing was said. Measured on the pinned CLI: the
+/// session's own hooks keep the environment it started with, and its `ConfigChange` hook (the
+/// real binary) records the change while the tool call runs; the stop tells it again and does not
+/// count the pass. The launcher run with that environment runs the planted binary, as the next
+/// session's hooks would.
 #[test]
 fn cargo_home_pointed_at_a_do_nothing_binary_in_a_settings_env_is_told() {
     let world = installed_world();
-    world.env.write("check.sh", "exit 1\n");
+    world.env.write("check.sh", "exit 0\n");
     world.env.write(".claude/settings.local.json", "{}\n");
     let evil = world.env.home.join("evil-cargo");
     plant_do_nothing(&evil);
@@ -62,28 +58,34 @@ fn cargo_home_pointed_at_a_do_nothing_binary_in_a_settings_env_is_told() {
     let model = MockModel::start(Script::new().bash(&attack).text("Done.").text("Done, again.")).unwrap();
     let run = world.fix_it(&model);
     run.assert_plugin_loaded();
+    let settings = world.env.project.join(".claude/settings.local.json");
     assert!(
-        std::fs::read_to_string(world.env.project.join(".claude/settings.local.json"))
-            .unwrap()
-            .contains("evil-cargo"),
+        std::fs::read_to_string(&settings).unwrap().contains("evil-cargo"),
         "the attack did not run: {}",
         run.dump()
     );
-    let state = world.state(SESSION_A);
-    assert!(!state.contains("status: verified"), "{state}");
-    let reasons = world.env.ledger_reasons(SESSION_A);
-    assert!(!reasons.iter().any(|r| r == "verified"), "{reasons:?}");
-    let named = ".claude/settings.local.json";
-    let told_in_session = reasons.iter().any(|r| r == "host_config_changed");
-    let status = from_a_terminal(&world, &["status", "--session", SESSION_A]);
-    assert!(
-        told_in_session || status.contains(named),
-        "nobody told: ledger {reasons:?}\nstatus: {status}\n{}",
-        run.dump()
-    );
-    if !told_in_session {
-        assert!(status.contains("something that decides whether for-loop's hooks run at all"), "{status}");
-    }
+    let ledger = world.env.ledger_of(SESSION_A);
+    let lines: Vec<(&str, &str)> = ledger
+        .iter()
+        .map(|l| (l["reason"].as_str().unwrap_or("-"), l["origin"].as_str().unwrap_or("-")))
+        .collect();
+    assert_eq!(lines[..2], [("host_config_changed", "agent"), ("hooks_changed", "-")], "{}", run.dump());
+    let named = format!("{} (changed)", settings.display());
+    assert!(run.told_the_user().contains(&named), "{}", run.dump());
+    let fed = super::reinjections(&model);
+    assert!(fed.first().is_some_and(|f| f.contains(&named)), "{fed:?}");
+    assert_eq!(lines.last(), Some(&("verified", "-")), "{}", run.dump());
+    // What a hook with the new environment runs: the planted binary, which says nothing.
+    let planted = std::process::Command::new("sh")
+        .arg(world.plugin.join("scripts/loop-hook"))
+        .arg("stop-hook")
+        .env("CARGO_HOME", &evil)
+        .env("HOME", &world.env.home)
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(planted.status.success() && planted.stdout.is_empty(), "{planted:?}");
 }
 
 /// One byte of the plugin's `.claude-plugin/plugin.json` broken in the only tool call: Claude

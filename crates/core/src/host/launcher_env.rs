@@ -117,7 +117,8 @@ mod tests {
 
     #[test]
     fn the_reader_finds_each_way_of_reading_a_variable() {
-        let names = read_in("a=${CARGO_HOME:-x} $HOME $env:Path ${for_loop_launcher} $x process.env.PATH", false);
+        let names =
+            read_in("a=${CARGO_HOME:-x} $HOME $env:Path ${for_loop_launcher} $x process.env.PATH", false);
         assert_eq!(names, ["CARGO_HOME", "HOME", "Path", "PATH"]);
         assert_eq!(read_in("$LASTEXITCODE $env:CARGO_HOME", true), ["CARGO_HOME"]);
         assert!(
