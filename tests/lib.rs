@@ -123,6 +123,8 @@ mod scope;
 #[cfg(unix)]
 mod stop_hook;
 #[cfg(unix)]
+mod store_private;
+#[cfg(unix)]
 mod stress;
 #[cfg(unix)]
 mod strict;

@@ -185,7 +185,11 @@ impl Driver {
         };
         let progress = self.paths.dir.join("progress.md");
         if !progress.exists() {
-            let _ = fs::write(&progress, "# Progress\n\nNotes each iteration leaves for the next one.\n");
+            let _ = crate::store::write_atomic(
+                &progress,
+                b"# Progress\n\nNotes each iteration leaves for the next one.\n",
+                false,
+            );
         }
         self.announce_tier();
         let mut failures = 0;
@@ -336,7 +340,8 @@ impl Driver {
         }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
-            let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
+            let _ =
+                crate::store::write_atomic(&self.paths.dir.join("next-prompt.md"), reason.as_bytes(), false);
         }
         let after = self.paths.load().ok().flatten();
         if let Some(after) = after.filter(LoopState::is_active) {
@@ -421,9 +426,9 @@ impl Driver {
     /// left in its group is killed when it ends, so no process of it outlives the iteration.
     fn run_agent(&self, prompt: &str, log: &Path) -> std::io::Result<(Option<i32>, String)> {
         if let Some(dir) = log.parent() {
-            fs::create_dir_all(dir)?;
+            crate::store::private::create_dir_all(dir)?;
         }
-        let file = File::create(log)?;
+        let file = crate::store::private::file_options().write(true).create(true).truncate(true).open(log)?;
         let agent = self.agent.command(&self.program, prompt, &self.agent_args);
         // The CLI's private settings live as long as this run, and go with it.
         let private = tempfile::Builder::new().prefix("for-loop-agent-").tempdir()?;
