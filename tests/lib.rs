@@ -71,6 +71,8 @@ mod cli;
 mod docs;
 #[cfg(unix)]
 mod doctor;
+#[cfg(target_os = "linux")]
+mod driver_mark;
 #[cfg(unix)]
 mod e2e;
 #[cfg(unix)]

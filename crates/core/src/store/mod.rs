@@ -14,6 +14,7 @@
 //! the loop, holding its lock, sweeps them ([`LoopPaths::sweep_temporaries`]).
 
 pub(crate) mod custody;
+pub(crate) mod driver_mark;
 pub(crate) mod incident;
 pub(crate) mod journal;
 pub(crate) mod judgment;
