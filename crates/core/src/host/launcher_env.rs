@@ -47,6 +47,7 @@ mod tests {
     use super::*;
 
     /// The launchers and every package's hook commands, as shipped.
+    /// Each file, whether it is PowerShell, and its text.
     const SOURCES: &[(&str, &str)] = &[
         ("scripts/loop-hook", include_str!("../../../../scripts/loop-hook")),
         ("scripts/loop-hook.ps1", include_str!("../../../../scripts/loop-hook.ps1")),
@@ -106,7 +107,9 @@ mod tests {
     #[test]
     fn every_variable_the_launcher_and_the_hooks_read_is_watched() {
         for (file, text) in SOURCES {
-            for name in read_in(text, file.ends_with(".ps1")) {
+            let powershell =
+                std::path::Path::new(file).extension().is_some_and(|e| e.eq_ignore_ascii_case("ps1"));
+            for name in read_in(text, powershell) {
                 assert!(
                     decides(&name) || SHELL_OWN.contains(&name.as_str()),
                     "{file} reads ${name}, which a settings env can set: add it to launcher_env::READ"

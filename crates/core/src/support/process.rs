@@ -44,7 +44,7 @@ pub(crate) fn look(pid: u32) -> Seen {
         use nix::sys::signal::kill;
         use nix::unistd::Pid;
         match i32::try_from(pid).map(|pid| kill(Pid::from_raw(pid), None)) {
-            Ok(Ok(())) | Ok(Err(nix::errno::Errno::EPERM)) => Seen::Unknown,
+            Ok(Ok(()) | Err(nix::errno::Errno::EPERM)) => Seen::Unknown,
             _ => Seen::Gone,
         }
     }
