@@ -365,11 +365,9 @@ pub(crate) fn start_driver(env: &Environment, handed: &Handed) -> std::io::Resul
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn()?;
-    let loop_id = handed.run_id.strip_prefix("run-").unwrap_or_default();
-    let ids = [handed.run_id.as_str(), loop_id];
     let began = std::time::Instant::now();
     loop {
-        if crate::store::driver_mark::taken_by(&handed.paths, &ids, child.id()) {
+        if crate::store::driver_mark::taken_by(&handed.paths, child.id()) {
             return Ok(log);
         }
         match child.try_wait() {

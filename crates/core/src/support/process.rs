@@ -7,6 +7,7 @@
 //! the program and arguments tell what it is.
 
 /// What was seen of a process.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Seen {
     /// No process has that pid.
@@ -18,6 +19,7 @@ pub(crate) enum Seen {
 }
 
 /// A running process, as `/proc` shows it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Process {
     /// Clock ticks after boot at which it started (`/proc/PID/stat`, field 22).
@@ -29,6 +31,7 @@ pub(crate) struct Process {
 }
 
 /// How much of a command line is read.
+#[cfg(target_os = "linux")]
 const ARGS_BYTES: u64 = 64 << 10;
 
 /// What the system shows of process `pid`.
