@@ -44,7 +44,7 @@ pub(crate) fn create_dir_all(dir: &Path) -> io::Result<()> {
     }
     builder.create(dir)?;
     for path in missing {
-        set_mode(path, true)?;
+        set_folder_mode(path)?;
     }
     Ok(())
 }
@@ -62,14 +62,15 @@ pub(crate) fn file_options() -> OpenOptions {
     options
 }
 
-/// Makes the file or folder at `path` its owner's alone, when it is more open; a link is left
-/// as it is (its target is not the store's).
+/// Makes the file or folder at `path` its owner's alone, when it is more open: the group's and
+/// others' bits taken away, the owner's kept (a script in a run's work tree stays executable); a
+/// link is left as it is (its target is not the store's).
 pub(crate) fn restrict(path: &Path) -> io::Result<bool> {
     let Ok(meta) = fs::symlink_metadata(path) else { return Ok(false) };
     if meta.file_type().is_symlink() || !loose(&meta) {
         return Ok(false);
     }
-    set_mode(path, meta.is_dir())?;
+    owner_only(path, &meta)?;
     Ok(true)
 }
 
@@ -115,13 +116,25 @@ fn loose(_: &fs::Metadata) -> bool {
 }
 
 #[cfg(unix)]
-fn set_mode(path: &Path, folder: bool) -> io::Result<()> {
+fn owner_only(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(if folder { FOLDER } else { FILE }))
+    let mode = meta.permissions().mode() & 0o700;
+    fs::set_permissions(path, fs::Permissions::from_mode(if meta.is_dir() { FOLDER } else { mode }))
 }
 
 #[cfg(not(unix))]
-fn set_mode(_: &Path, _: bool) -> io::Result<()> {
+fn owner_only(_: &Path, _: &fs::Metadata) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_folder_mode(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(FOLDER))
+}
+
+#[cfg(not(unix))]
+fn set_folder_mode(_: &Path) -> io::Result<()> {
     Ok(())
 }
 
@@ -160,7 +173,10 @@ mod tests {
             fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
         }
         fs::set_permissions(root.join("sessions/s/ledger.jsonl"), fs::Permissions::from_mode(0o644)).unwrap();
-        assert_eq!(tighten(&root), 4);
+        fs::write(root.join("sessions/s/run.sh"), "exit 0").unwrap();
+        fs::set_permissions(root.join("sessions/s/run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(tighten(&root), 5);
+        assert_eq!(mode(&root.join("sessions/s/run.sh")), 0o700, "its owner may still run it");
         assert_eq!(
             [mode(&root), mode(&root.join("sessions/s")), mode(&root.join("sessions/s/ledger.jsonl"))],
             [0o700, 0o700, 0o600]
