@@ -74,17 +74,24 @@ pub(crate) fn restrict(path: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Tightens a store made before it was private: when `root` is open to others, every folder
-/// and file under it is made its owner's alone. Returns how many were changed; 0 at once (one
-/// `stat`) for a store already private, which is every store after its first tightening.
-pub(crate) fn tighten(root: &Path) -> usize {
+/// Tightens a store made before it was private: when `root` is open to others, `root` itself and
+/// everything under its folders named `within` (the loops' own: `sessions`, `pending`; every
+/// folder when `within` is empty) are made their owner's alone. Only those: a store set at a
+/// folder that holds other things (`FOR_LOOP_HOME=$HOME`) has only its own files changed.
+/// Returns how many were changed; 0 at once (one `stat`) for a store already private, which is
+/// every store after its first tightening.
+pub(crate) fn tighten(root: &Path, within: &[&str]) -> usize {
     let Ok(meta) = fs::symlink_metadata(root) else { return 0 };
     if !meta.is_dir() || !loose(&meta) {
         return 0;
     }
-    let mut changed = 0;
+    let mut changed = usize::from(restrict(root).unwrap_or(false));
     let mut seen = 0;
-    let mut folders = vec![root.to_path_buf()];
+    let mut folders: Vec<std::path::PathBuf> = if within.is_empty() {
+        entries_of(root, &mut changed)
+    } else {
+        within.iter().map(|name| root.join(name)).filter(|path| path.is_dir()).collect()
+    };
     while let Some(folder) = folders.pop() {
         changed += usize::from(restrict(&folder).unwrap_or(false));
         let Ok(entries) = fs::read_dir(&folder) else { continue };
@@ -102,6 +109,20 @@ pub(crate) fn tighten(root: &Path) -> usize {
         }
     }
     changed
+}
+
+/// The folders directly in `root`, its files made private on the way.
+fn entries_of(root: &Path, changed: &mut usize) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = fs::read_dir(root) else { return Vec::new() };
+    let mut folders = Vec::new();
+    for entry in entries.flatten().take(MAX_ENTRIES) {
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => folders.push(entry.path()),
+            Ok(kind) if kind.is_file() => *changed += usize::from(restrict(&entry.path()).unwrap_or(false)),
+            _ => {}
+        }
+    }
+    folders
 }
 
 #[cfg(unix)]
@@ -175,14 +196,18 @@ mod tests {
         fs::set_permissions(root.join("sessions/s/ledger.jsonl"), fs::Permissions::from_mode(0o644)).unwrap();
         fs::write(root.join("sessions/s/run.sh"), "exit 0").unwrap();
         fs::set_permissions(root.join("sessions/s/run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(tighten(&root), 5);
+        fs::create_dir_all(root.join("other")).unwrap();
+        fs::set_permissions(root.join("other"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(tighten(&root, &["sessions", "pending"]), 5);
+        assert_eq!(mode(&root.join("other")), 0o755, "not the loops' own");
         assert_eq!(mode(&root.join("sessions/s/run.sh")), 0o700, "its owner may still run it");
         assert_eq!(
             [mode(&root), mode(&root.join("sessions/s")), mode(&root.join("sessions/s/ledger.jsonl"))],
             [0o700, 0o700, 0o600]
         );
         assert_eq!(mode(&outside), 0o644);
-        assert_eq!(tighten(&root), 0, "once");
-        assert_eq!(tighten(&dir.path().join("missing")), 0);
+        assert_eq!(tighten(&root, &["sessions"]), 0, "once");
+        assert_eq!(tighten(&dir.path().join("missing"), &[]), 0);
     }
 }

@@ -204,7 +204,7 @@ fn tighten_store(paths: &LoopPaths) -> Option<String> {
     let mut changed = 0;
     let mut where_ = Vec::new();
     for root in roots.into_iter().flatten() {
-        let n = crate::store::private::tighten(root);
+        let n = crate::store::private::tighten(root, &["sessions", "pending"]);
         if n > 0 {
             changed += n;
             where_.push(root.display().to_string());
