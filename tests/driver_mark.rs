@@ -131,7 +131,7 @@ fn a_mark_held_by_a_running_driver_keeps_the_new_one_out_and_the_handoff_says_so
     let env = TestEnv::new();
     let run_id = session_loop(&env);
     let started = env.home.join("other-agent-started");
-    // `exec`: a lingering process named after a host would look like one to other tests' hooks.
+    // `exec`: the agent is the `sleep` itself, which the kill of the driver's group below ends.
     let bin = fake_claude(&env, &format!("touch {}; exec sleep 300", started.display()));
     let other_dir = env.home.join("other");
     std::fs::create_dir_all(&other_dir).unwrap();
