@@ -245,7 +245,9 @@ fn a_loop_is_driven_by_one_run_at_a_time() {
     assert!(handed.stdout.contains("running now in the background"), "{}", handed.stdout);
     let run_id = format!("run-{loop_id}");
     crate::run_driver::wait_for(&started);
-    let pid = std::fs::read_to_string(env.session_dir(&run_id).join("driver.pid")).unwrap();
+    // The mark is `PID START`: the driver's pid and its start time.
+    let mark = std::fs::read_to_string(env.session_dir(&run_id).join("driver.pid")).unwrap();
+    let pid = mark.split_whitespace().next().unwrap().to_string();
 
     let mut second = driver(&env, &bin, &["--resume", &run_id, "--no-sandbox"]);
     second.env("PATH", &path);

@@ -71,6 +71,8 @@ mod cli;
 mod docs;
 #[cfg(unix)]
 mod doctor;
+#[cfg(target_os = "linux")]
+mod driver_mark;
 #[cfg(unix)]
 mod e2e;
 #[cfg(unix)]
@@ -81,6 +83,8 @@ mod guard;
 mod handoff;
 #[cfg(unix)]
 mod host_config_watch;
+#[cfg(unix)]
+mod host_config_watch_launch;
 #[cfg(unix)]
 mod hosts;
 #[cfg(unix)]
@@ -120,6 +124,8 @@ mod runners;
 mod scope;
 #[cfg(unix)]
 mod stop_hook;
+#[cfg(unix)]
+mod store_private;
 #[cfg(unix)]
 mod stress;
 #[cfg(unix)]

@@ -332,16 +332,24 @@ pub(crate) fn hand_over_in_background(
     Ok((handed, log))
 }
 
+/// How long a handoff waits for the driver it started to take the loop (its mark): it does so
+/// first thing, in milliseconds on a quiet machine.
+const TAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Starts `loop-hook run --resume` on the handed-over loop, detached from the session: its own
 /// process group, no terminal, output to `logs/driver.log` beside the run's state. The host's
 /// variables for its agent's shell are left out, so the agent CLI the run starts is a session of
 /// its own, not one nested in this one.
+///
+/// The log once the driver has taken the loop (its proven mark, [`crate::store::driver_mark`]),
+/// or ended without an error; otherwise what became of it: a driver that refused (another holds
+/// the loop) is not a loop running in the background.
 pub(crate) fn start_driver(env: &Environment, handed: &Handed) -> std::io::Result<PathBuf> {
     let program = std::env::current_exe()?;
     let logs = handed.paths.dir.join("logs");
-    fs::create_dir_all(&logs)?;
+    crate::store::private::create_dir_all(&logs)?;
     let log = logs.join("driver.log");
-    let file = fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let file = crate::store::private::file_options().create(true).append(true).open(&log)?;
     let mut cmd = Command::new(program);
     cmd.args(["run", "--resume", &handed.run_id])
         .current_dir(&handed.cwd)
@@ -356,8 +364,40 @@ pub(crate) fn start_driver(env: &Environment, handed: &Handed) -> std::io::Resul
     }
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    cmd.spawn()?;
-    Ok(log)
+    let mut child = cmd.spawn()?;
+    let began = std::time::Instant::now();
+    loop {
+        if crate::store::driver_mark::taken_by(&handed.paths, child.id()) {
+            return Ok(log);
+        }
+        match child.try_wait() {
+            // Done already: it took the loop and ran it to a stop of its own.
+            Ok(Some(status)) if status.success() => return Ok(log),
+            Ok(Some(status)) => {
+                return Err(std::io::Error::other(format!(
+                    "it stopped at once ({status}){}",
+                    last_line(&log).map(|line| format!(": {line}")).unwrap_or_default()
+                )));
+            }
+            _ => {}
+        }
+        if began.elapsed() > TAKE_WAIT {
+            return Err(std::io::Error::other(format!(
+                "it was started as process {}, but had not taken the loop after {} s; its output goes to {}",
+                child.id(),
+                TAKE_WAIT.as_secs(),
+                log.display()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The last line a driver wrote to its log, for the user to see why it stopped.
+fn last_line(log: &Path) -> Option<String> {
+    let bytes = crate::support::read::bounded_read::read_tail(log, 4096).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().rev().map(str::trim).find(|line| !line.is_empty()).map(str::to_string)
 }
 
 /// `/for-loop:handoff` (and `loop-hook handoff`): hands the session's loop over and starts the run

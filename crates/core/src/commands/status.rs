@@ -93,6 +93,7 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     if let Some(line) = crate::commands::handoff::status_line(state) {
         out.push_str(&format!("  handoff:    {line}\n"));
     }
+    out.push_str(&watch_lines(state, env));
     if let Ok(store) = Store::locate(env) {
         let tier =
             crate::checks::sandbox::shown(env, meta.host, &meta.cwd, store.root(), meta.tier.as_deref());
@@ -110,6 +111,33 @@ fn human(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         out.push_str(&receipt.render("  last receipt:", meta.host).replace("\n  ", "\n    "));
     }
     out.trim_end().to_string()
+}
+
+/// What changed, since the last hook looked, of what decides whether for-loop runs at all: a
+/// change that stops the host loading for-loop (a broken plugin manifest) leaves no hook to tell
+/// it, so the next for-loop process the user runs does. Nothing is recorded here: the next stop
+/// that runs records it and does not count its pass.
+fn watch_lines(state: &LoopState, env: &Environment) -> String {
+    let changes = watch_changes(state, env);
+    if changes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  WARNING:    since the last hook, something that decides whether for-loop's hooks run at all \
+         changed; the host may run none of them, and nothing judges this loop:\n{}\n              \
+         Put it back, or {} if you meant to end the loop.\n",
+        changes.iter().map(|c| format!("              - {c}")).collect::<Vec<_>>().join("\n"),
+        state.meta.host.commands().cancel
+    )
+}
+
+/// The changes [`watch_lines`] tells, for an active loop the watch looks after.
+pub(crate) fn watch_changes(state: &LoopState, env: &Environment) -> Vec<String> {
+    let Some(before) = state.meta.host_config.as_ref().filter(|_| state.is_active()) else {
+        return Vec::new();
+    };
+    let now = state.meta.host.config_snapshot_since(env, &state.meta.cwd, before);
+    crate::host::config_watch::changes(before, &now)
 }
 
 /// Where the loop is: active, ended or parked, and at which iteration.

@@ -55,7 +55,11 @@ pub(crate) fn remember_block(env: &Environment, session_id: &str, reason: &str) 
     let Ok(store) = crate::store::Store::locate(env) else { return };
     let dir = store.paths(session_id).dir;
     if dir.is_dir() {
-        let _ = std::fs::write(dir.join(LAST_BLOCK), sha256_hex(reason.as_bytes()));
+        let _ = crate::store::write_atomic(
+            &dir.join(LAST_BLOCK),
+            sha256_hex(reason.as_bytes()).as_bytes(),
+            false,
+        );
     }
 }
 

@@ -28,7 +28,7 @@ use crate::support::environment::Environment;
 /// started before snapshots were taken is not watched.
 pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> Option<String> {
     let before = seen.meta.host_config.as_ref()?;
-    let now = seen.meta.host.config_snapshot(env, &seen.meta.cwd);
+    let now = seen.meta.host.config_snapshot_since(env, &seen.meta.cwd, before);
     if config_watch::changes(before, &now).is_empty() {
         return None;
     }
@@ -66,7 +66,7 @@ pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> 
 /// changed or the loop is not watched. Nothing is written here: the stop's one commit records it.
 pub(crate) fn at_stop(env: &Environment, state: &LoopState) -> Option<(Incident, config_watch::Snapshot)> {
     let before = state.meta.host_config.as_ref()?;
-    let now = state.meta.host.config_snapshot(env, &state.meta.cwd);
+    let now = state.meta.host.config_snapshot_since(env, &state.meta.cwd, before);
     let changes = config_watch::changes(before, &now);
     if changes.is_empty() {
         return None;
@@ -91,7 +91,7 @@ pub(crate) fn user_changed(env: &Environment, paths: &LoopPaths, why: &str) {
     else {
         return;
     };
-    let now = state.meta.host.config_snapshot(env, &state.meta.cwd);
+    let now = state.meta.host.config_snapshot_since(env, &state.meta.cwd, before);
     let changes = config_watch::changes(before, &now);
     if changes.is_empty() {
         return;

@@ -356,7 +356,8 @@ fn answer(
         output: outcome.stdout.clone(),
     };
     if let Ok(bytes) = serde_json::to_vec(&record) {
-        let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("prompt.json"), bytes));
+        let _ = crate::store::private::create_dir_all(dir)
+            .and_then(|()| crate::store::write_atomic(&dir.join("prompt.json"), &bytes, false));
     }
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.

@@ -52,6 +52,12 @@ pub(crate) enum Kind {
     Manifest,
     /// A folder of hook files: the name and content of every file in it.
     Folder,
+    /// A folder of JSON settings files (Claude Code's `managed-settings.d/`): each file's name,
+    /// and of its content only these top-level keys and the `env` variables, as in [`Kind::Settings`].
+    SettingsFolder(&'static [&'static str]),
+    /// The host's record of the plugins it installed: only the entries of `object` whose names
+    /// start with `prefix` (`for-loop@`), as the plugin that loads is for-loop's alone.
+    PluginRecord { object: &'static str, prefix: &'static str },
 }
 
 impl Watched {
@@ -62,10 +68,10 @@ impl Watched {
     /// The snapshot's key: the kind's label and the path.
     fn key(&self) -> String {
         let label = match self.kind {
-            Kind::Settings(_) | Kind::Toml { .. } => "settings",
+            Kind::Settings(_) | Kind::Toml { .. } | Kind::SettingsFolder(_) => "settings",
             Kind::Hooks => "hooks",
             Kind::Launcher => "launcher",
-            Kind::Manifest => "manifest",
+            Kind::Manifest | Kind::PluginRecord { .. } => "manifest",
             Kind::Folder => "folder",
         };
         format!("{label}:{}", self.path.display())
@@ -77,6 +83,8 @@ impl Watched {
             Kind::Toml { tables, keys } => toml_state(&self.path, tables, keys),
             Kind::Hooks | Kind::Launcher | Kind::Manifest => file_state(&self.path),
             Kind::Folder => folder_state(&self.path),
+            Kind::SettingsFolder(keys) => settings_folder_state(&self.path, keys),
+            Kind::PluginRecord { object, prefix } => plugin_record_state(&self.path, object, prefix),
         }
     }
 }
@@ -84,11 +92,50 @@ impl Watched {
 /// The snapshot now of what a host reads (`watched`, from its adapter), with the binary answering.
 pub(crate) fn snapshot(env: &Environment, watched: &[Watched]) -> Snapshot {
     let mut snapshot: Snapshot = watched.iter().map(|w| (w.key(), w.state())).collect();
-    let binaries = std::env::current_exe().ok().into_iter().chain(env.var("FOR_LOOP_BIN").map(PathBuf::from));
+    let binaries = std::env::current_exe()
+        .ok()
+        .into_iter()
+        .chain(env.var("FOR_LOOP_BIN").map(PathBuf::from))
+        .chain(cargo_binary(env));
     for path in binaries {
         snapshot.insert(format!("binary:{}", path.display()), identity(&path));
     }
     snapshot
+}
+
+/// The snapshot now, with everything `before` looked at that `watched` does not name looked at
+/// again by its path: a process started outside the host (`loop-hook status`, `doctor`) knows
+/// no plugin directory, yet the plugin's files recorded at the last hook are still where they
+/// were, and one of them broken (a manifest the host can no longer parse) is the change that
+/// stops every hook of for-loop's from running to tell it.
+pub(crate) fn snapshot_since(env: &Environment, watched: &[Watched], before: &Snapshot) -> Snapshot {
+    let mut now = snapshot(env, watched);
+    for key in before.keys() {
+        if now.contains_key(key) {
+            continue;
+        }
+        let Some((label, path)) = key.split_once(':') else { continue };
+        let path = Path::new(path);
+        let state = match label {
+            "hooks" | "launcher" => file_state(path),
+            // A plugin record's entries are not told apart from a manifest's by the key alone.
+            "manifest" if !path.ends_with("installed_plugins.json") => file_state(path),
+            "folder" => folder_state(path),
+            "binary" => identity(path),
+            _ => continue,
+        };
+        now.insert(key.clone(), state);
+    }
+    now
+}
+
+/// Where `cargo install` puts `loop-hook`, which the launcher runs before a shipped binary:
+/// `${CARGO_HOME:-$HOME/.cargo}/bin/loop-hook`. One planted there while a loop runs answers every
+/// hook after it.
+fn cargo_binary(env: &Environment) -> Option<PathBuf> {
+    let home = env.var("CARGO_HOME").map(PathBuf::from).or_else(|| home(env, ".cargo"))?;
+    let name = if cfg!(windows) { "loop-hook.exe" } else { "loop-hook" };
+    Some(home.join("bin").join(name))
 }
 
 /// What differs between two snapshots, in words, one line each. Only what both looked at is
@@ -138,7 +185,7 @@ fn settings_state(path: &Path, keys: &[&str]) -> String {
     if let Some(Value::Object(vars)) = settings.get("env") {
         let ours: Map<String, Value> = vars
             .iter()
-            .filter(|(name, _)| name.starts_with("FOR_LOOP_") || *name == "PATH")
+            .filter(|(name, _)| crate::host::launcher_env::decides(name))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if !ours.is_empty() {
@@ -211,6 +258,44 @@ fn brackets(line: &str) -> i64 {
         }
     }
     depth
+}
+
+/// A folder of settings files, each by name and its watched keys, as a digest.
+fn settings_folder_state(path: &Path, keys: &[&str]) -> String {
+    let none = watched_digest(&Map::new());
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return if path.exists() { "unreadable".into() } else { "absent".into() };
+    };
+    let mut files: Vec<(String, String)> = entries
+        .filter_map(Result::ok)
+        .take(FOLDER_FILES)
+        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), settings_state(&entry.path(), keys)))
+        // A file that sets none of the keys counts as much as no file.
+        .filter(|(_, state)| *state != none)
+        .collect();
+    files.sort();
+    sha256_hex(format!("{files:?}").as_bytes())
+}
+
+/// The entries of `object` in a JSON record whose names start with `prefix`, as a digest; a
+/// record the host cannot parse is a change too.
+fn plugin_record_state(path: &Path, object: &str, prefix: &str) -> String {
+    let Ok(bytes) = crate::support::read::bounded_read::read(path, FILE_BYTES) else {
+        // A missing record holds no entry of ours.
+        return if path.exists() { "unreadable".into() } else { watched_digest(&Map::new()) };
+    };
+    let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(&bytes) else {
+        return format!("unparsed:{}", sha256_hex(&bytes));
+    };
+    let ours: Map<String, Value> = match record.get(object) {
+        Some(Value::Object(entries)) => entries
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        _ => Map::new(),
+    };
+    watched_digest(&ours)
 }
 
 /// A file's content, as a digest.
@@ -297,6 +382,10 @@ mod tests {
                 r#"{"disableAllHooks":true}"#,
                 r#"{"env":{"FOR_LOOP_BIN":"/tmp/x"}}"#,
                 r#"{"env":{"FOR_LOOP_HOME":"/tmp/x"}}"#,
+                r#"{"env":{"CARGO_HOME":"/tmp/x"}}"#,
+                r#"{"env":{"XDG_STATE_HOME":"/tmp/x"}}"#,
+                r#"{"allowManagedHooksOnly":true}"#,
+                r#"{"strictKnownMarketplaces":[]}"#,
                 r#"{"hooks":{"Stop":[]}}"#,
                 r#"{"enabledPlugins":{"for-loop@m":false}}"#,
                 "not json",
@@ -309,6 +398,18 @@ mod tests {
             watched: &[r#"{"disableAllHooks":true}"#],
         },
         Case { host: Host::ClaudeCode, file: "plugin/hooks/hooks.json", unrelated: &[], watched: &["{}"] },
+        Case {
+            host: Host::ClaudeCode,
+            file: "plugin/.claude-plugin/plugin.json",
+            unrelated: &[],
+            watched: &["{\"name\":\"for-loop\"}", "x{}"],
+        },
+        Case {
+            host: Host::ClaudeCode,
+            file: "home/.claude/plugins/installed_plugins.json",
+            unrelated: &[r#"{"version":2,"plugins":{"other@m":[{"scope":"user"}]}}"#],
+            watched: &[r#"{"version":2,"plugins":{"for-loop@m":[{"scope":"user"}]}}"#, "not json"],
+        },
         Case {
             host: Host::ClaudeCode,
             file: "plugin/scripts/loop-hook",

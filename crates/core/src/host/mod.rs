@@ -16,6 +16,7 @@ pub(crate) mod agent;
 pub(crate) mod config_watch;
 pub(crate) mod event;
 pub(crate) mod hook_response;
+pub(crate) mod launcher_env;
 pub(crate) mod origin;
 pub(crate) mod transcript;
 pub(crate) mod usage;
@@ -434,6 +435,18 @@ impl Host {
         project: &std::path::Path,
     ) -> config_watch::Snapshot {
         config_watch::snapshot(env, &self.watched_config(env, project))
+    }
+
+    /// The snapshot now, compared with `before` (the one recorded at the last hook) from any
+    /// for-loop process: what `before` looked at and this process's environment does not name
+    /// (the plugin's folder, outside a hook) is looked at again where it was.
+    pub(crate) fn config_snapshot_since(
+        self,
+        env: &crate::support::environment::Environment,
+        project: &std::path::Path,
+        before: &config_watch::Snapshot,
+    ) -> config_watch::Snapshot {
+        config_watch::snapshot_since(env, &self.watched_config(env, project), before)
     }
 }
 

@@ -163,7 +163,7 @@ impl Notice {
     pub(crate) fn post(dir: &Path, text: &str) {
         let mut all = Notice::pending(dir);
         all.push(text.to_string());
-        let _ = fs::write(Notice::path(dir), json!(all).to_string());
+        let _ = crate::store::write_atomic(&Notice::path(dir), json!(all).to_string().as_bytes(), false);
     }
 
     fn pending(dir: &Path) -> Vec<String> {

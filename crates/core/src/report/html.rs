@@ -85,6 +85,8 @@ pub(crate) fn reason_label(code: ReasonCode) -> &'static str {
         ReasonCode::HandedOver => "handed over to loop-hook run",
         ReasonCode::MergeFailed => "parked: failed to merge",
         ReasonCode::HooksChanged => "passed, but for-loop's hook settings changed",
+        ReasonCode::StoreTightened => "store made private",
+        ReasonCode::DriverMarkReplaced => "stale driver mark replaced",
     }
 }
 

@@ -28,6 +28,7 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
+use crate::store::driver_mark::DriverMark;
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -174,8 +175,17 @@ impl Driver {
     }
 
     fn drive(&mut self) -> Outcome {
-        let _driving = match DriverMark::take(&self.paths.dir) {
-            Ok(mark) => mark,
+        let loop_id = self.paths.load().ok().flatten().map(|state| state.meta.loop_id).unwrap_or_default();
+        let ids = [self.session_id.as_str(), loop_id.as_str()];
+        let _driving = match DriverMark::take(&self.paths, &ids) {
+            Ok((mark, replaced)) => {
+                // Recorded before anything else of this driver's: the line a handoff waits for.
+                if let (Some(why), Ok(Some(state))) = (replaced, self.paths.load()) {
+                    let detail = format!("{why}; this driver (process {}) took the loop", std::process::id());
+                    self.record(&state, LedgerDecision::Note, ReasonCode::DriverMarkReplaced, Some(&detail));
+                }
+                mark
+            }
             Err(pid) => {
                 return refuse(format!(
                     "loop-hook run (process {pid}) is already running this loop ({}); a loop is judged in \
@@ -186,7 +196,11 @@ impl Driver {
         };
         let progress = self.paths.dir.join("progress.md");
         if !progress.exists() {
-            let _ = fs::write(&progress, "# Progress\n\nNotes each iteration leaves for the next one.\n");
+            let _ = crate::store::write_atomic(
+                &progress,
+                b"# Progress\n\nNotes each iteration leaves for the next one.\n",
+                false,
+            );
         }
         self.announce_tier();
         let mut failures = 0;
@@ -337,7 +351,8 @@ impl Driver {
         }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
-            let _ = fs::write(self.paths.dir.join("next-prompt.md"), reason);
+            let _ =
+                crate::store::write_atomic(&self.paths.dir.join("next-prompt.md"), reason.as_bytes(), false);
         }
         let after = self.paths.load().ok().flatten();
         if let Some(after) = after.filter(LoopState::is_active) {
@@ -422,9 +437,9 @@ impl Driver {
     /// left in its group is killed when it ends, so no process of it outlives the iteration.
     fn run_agent(&self, prompt: &str, log: &Path) -> std::io::Result<(Option<i32>, String)> {
         if let Some(dir) = log.parent() {
-            fs::create_dir_all(dir)?;
+            crate::store::private::create_dir_all(dir)?;
         }
-        let file = File::create(log)?;
+        let file = crate::store::private::file_options().write(true).create(true).truncate(true).open(log)?;
         let agent = self.agent.command(&self.program, prompt, &self.agent_args);
         // The CLI's private settings live as long as this run, and go with it.
         let private = tempfile::Builder::new().prefix("for-loop-agent-").tempdir()?;
@@ -859,52 +874,6 @@ pub(crate) fn park_loop(paths: &LoopPaths, reason: ReasonCode, what: &str) -> Re
         ..LedgerEntry::new(&next, next.meta.updated_at, LedgerDecision::Allow, reason)
     };
     transaction.commit(&next, &[entry]).map_err(|e| e.to_string())
-}
-
-/// The mark of the driver running a loop (`driver.pid` in its directory), so a second driver
-/// (a `--resume` typed while the one a handoff started runs) refuses rather than judging the
-/// same loop twice. Removed when the driver ends; a mark whose process is gone is taken over.
-struct DriverMark {
-    path: PathBuf,
-}
-
-impl DriverMark {
-    /// Takes the mark, or says which live process holds it.
-    fn take(dir: &Path) -> Result<DriverMark, u32> {
-        let path = dir.join("driver.pid");
-        let own = std::process::id();
-        if let Some(pid) = fs::read_to_string(&path).ok().and_then(|text| text.trim().parse::<u32>().ok())
-            && pid != own
-            && process_alive(pid)
-        {
-            return Err(pid);
-        }
-        let _ = fs::write(&path, own.to_string());
-        Ok(DriverMark { path })
-    }
-}
-
-impl Drop for DriverMark {
-    fn drop(&mut self) {
-        if fs::read_to_string(&self.path).is_ok_and(|text| text.trim() == std::process::id().to_string()) {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Whether process `pid` is running.
-fn process_alive(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        use nix::sys::signal::kill;
-        use nix::unistd::Pid;
-        i32::try_from(pid).is_ok_and(|pid| kill(Pid::from_raw(pid), None).is_ok())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        false
-    }
 }
 
 /// Whether Ctrl-C was pressed since the driver started.

@@ -171,6 +171,13 @@ pub(crate) enum ReasonCode {
     /// setting, a hook file, the launcher, the binary) changed since the last judged stop: the
     /// pass does not count, and the stop is blocked with the change named.
     HooksChanged,
+    // The store and the run driver keeping their own files.
+    /// A store made when it was readable by other users (folders 0755, files 0644) was made its
+    /// user's alone at its next write.
+    StoreTightened,
+    /// A `driver.pid` naming no running `loop-hook run` of this loop (a dead process, another
+    /// program, a pid reused since, or no pid at all) was replaced by the driver taking the loop.
+    DriverMarkReplaced,
 }
 
 impl ReasonCode {
@@ -234,6 +241,8 @@ impl ReasonCode {
             ReasonCode::HandedOver => "handed_over",
             ReasonCode::MergeFailed => "merge_failed",
             ReasonCode::HooksChanged => "hooks_changed",
+            ReasonCode::StoreTightened => "store_tightened",
+            ReasonCode::DriverMarkReplaced => "driver_mark_replaced",
         }
     }
 
@@ -274,6 +283,8 @@ impl ReasonCode {
                 | ReasonCode::ContextExhausted
                 | ReasonCode::AgentError
                 | ReasonCode::HandedOver
+                | ReasonCode::StoreTightened
+                | ReasonCode::DriverMarkReplaced
         )
     }
 
@@ -355,6 +366,8 @@ mod tests {
             ReasonCode::HandedOver,
             ReasonCode::MergeFailed,
             ReasonCode::HooksChanged,
+            ReasonCode::StoreTightened,
+            ReasonCode::DriverMarkReplaced,
         ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{code}\""));
         }

@@ -172,7 +172,12 @@ fn replace_ledger_if_not_a_file(paths: &LoopPaths, now: Timestamp) -> Result<Opt
     let write_error = |source| StoreError::Write { path: paths.ledger.clone(), source };
     let aside = store::move_aside(&paths.ledger, now).map_err(write_error)?;
     // Begun now, so that a second look before this stop's commit does not take it for deleted.
-    fs::File::create(&paths.ledger).map_err(write_error)?;
+    store::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&paths.ledger)
+        .map_err(write_error)?;
     Ok(Some(Incident::new(
         ReasonCode::LedgerTampered,
         now,
@@ -309,7 +314,11 @@ fn begin_deleted_ledger(
         return Ok(None);
     }
     // Begun now, so that a second look before this stop's commit does not tell it twice.
-    fs::File::create(&paths.ledger)
+    store::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&paths.ledger)
         .map_err(|source| StoreError::Write { path: paths.ledger.clone(), source })?;
     Ok(Some(Incident::new(
         ReasonCode::LedgerTampered,
@@ -344,7 +353,7 @@ fn write_copy(armed: &std::path::Path, text: &str, now: Timestamp) -> bool {
     if fs::symlink_metadata(armed).is_ok_and(|m| !m.is_file()) && store::move_aside(armed, now).is_err() {
         return false;
     }
-    armed.parent().is_some_and(|parent| fs::create_dir_all(parent).is_ok())
+    armed.parent().is_some_and(|parent| store::private::create_dir_all(parent).is_ok())
         && store::write_atomic(armed, text.as_bytes(), false).is_ok()
 }
 

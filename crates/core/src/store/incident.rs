@@ -8,7 +8,7 @@
 //! is never silent. A ledger line written outside a transaction that finds the ledger busy or
 //! unwritable is kept in such a file too ([`crate::store::transaction::note_best_effort`]).
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -69,7 +69,7 @@ fn new_fallback_file(dir: &Path, code: ReasonCode, at: Timestamp) -> Option<fs::
     let name = format!("{FALLBACK_PREFIX}{}.{code}", at.as_second());
     (0..MAX_FALLBACKS_PER_NAME).find_map(|n| {
         let path = if n == 0 { dir.join(&name) } else { dir.join(format!("{name}.{n}")) };
-        OpenOptions::new().write(true).create_new(true).open(path).ok()
+        crate::store::private::file_options().write(true).create_new(true).open(path).ok()
     })
 }
 

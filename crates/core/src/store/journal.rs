@@ -121,7 +121,7 @@ impl Journal {
             state,
             active: next.is_active(),
         };
-        fs::create_dir_all(&paths.dir).map_err(journal_error)?;
+        store::private::create_dir_all(&paths.dir).map_err(journal_error)?;
         #[cfg(debug_assertions)]
         slowed_for_a_test();
         let bytes = serde_json::to_vec(&journal).map_err(|e| journal_error(io::Error::other(e)))?;
@@ -219,7 +219,7 @@ impl Journal {
             if fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
                 store::move_aside(parent, jiff::Timestamp::now())?;
             }
-            fs::create_dir_all(parent)?;
+            store::private::create_dir_all(parent)?;
         }
         if fs::symlink_metadata(armed).is_ok_and(|m| !m.is_file()) {
             store::move_aside(armed, jiff::Timestamp::now())?;

@@ -8,7 +8,6 @@
 //!
 //! New fields are optional, so ledgers written by earlier versions still read.
 
-use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -116,7 +115,7 @@ pub(in crate::store) fn append_lines(path: &Path, bytes: &[u8]) -> io::Result<()
             crate::store::describe(&meta)
         )));
     }
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    let mut file = crate::store::private::file_options().create(true).append(true).open(path)?;
     file.write_all(bytes)?;
     file.flush()
 }

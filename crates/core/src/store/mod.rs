@@ -14,11 +14,13 @@
 //! the loop, holding its lock, sweeps them ([`LoopPaths::sweep_temporaries`]).
 
 pub(crate) mod custody;
+pub(crate) mod driver_mark;
 pub(crate) mod incident;
 pub(crate) mod journal;
 pub(crate) mod judgment;
 pub(crate) mod ledger;
 pub(crate) mod lock;
+pub(crate) mod private;
 pub(crate) mod transaction;
 use std::fs;
 use std::io::{self, Write};
@@ -205,7 +207,7 @@ impl LoopPaths {
 
     pub(in crate::store) fn save_text(&self, text: &str) -> Result<(), StoreError> {
         let write_error = |source| StoreError::Write { path: self.state.clone(), source };
-        fs::create_dir_all(&self.dir).map_err(write_error)?;
+        private::create_dir_all(&self.dir).map_err(write_error)?;
         write_atomic(&self.state, text.as_bytes(), true).map_err(write_error)
     }
 
@@ -243,7 +245,7 @@ impl LoopPaths {
     /// Moves a finished loop's files aside so a new loop can start in the same session.
     pub(crate) fn archive(&self, loop_id: &str) -> io::Result<PathBuf> {
         let archive = self.dir.join("archive").join(loop_id);
-        fs::create_dir_all(&archive)?;
+        private::create_dir_all(&archive)?;
         fs::rename(&self.state, archive.join("state.md"))?;
         if let Some(armed) = &self.armed {
             remove_if_present(armed)?;

@@ -65,6 +65,8 @@ pub(crate) enum OpenError {
 pub(crate) struct Transaction<'p> {
     paths: &'p LoopPaths,
     lock: StateLock,
+    /// What of the store was opened to other users and made private by this transaction.
+    tightened: Option<String>,
 }
 
 impl<'p> Transaction<'p> {
@@ -76,7 +78,12 @@ impl<'p> Transaction<'p> {
 
     /// [`Transaction::lock`] with a wait of its own, for a caller that must answer sooner.
     pub(crate) fn lock_within(paths: &'p LoopPaths, wait: Duration) -> Result<Transaction<'p>, LockError> {
-        Ok(Transaction { paths, lock: StateLock::acquire(&paths.lock, wait, LIVE_WAIT.max(wait))? })
+        let tightened = tighten_store(paths);
+        // The loop's folder before its lock file: the lock would create it with the umask's mode.
+        let _ = crate::store::private::create_dir_all(&paths.dir);
+        let lock = StateLock::acquire(&paths.lock, wait, LIVE_WAIT.max(wait))?;
+        let _ = crate::store::private::restrict(&paths.lock);
+        Ok(Transaction { paths, lock, tightened })
     }
 
     /// Takes the lock and reads the loop as last committed. A lock that had to be taken over is
@@ -98,6 +105,12 @@ impl<'p> Transaction<'p> {
         let mut custody = transaction.read_known(now, known)?;
         if let (Custody::Loop { incidents, .. }, Some(taken)) = (&mut custody, transaction.taken_over(now)) {
             incidents.insert(0, taken);
+        }
+        // Recorded at once, as a caller may record no incident; told by the stop that tells them.
+        if let (Custody::Loop { state, incidents }, Some(what)) = (&mut custody, &transaction.tightened) {
+            let mut incident = Incident::new(ReasonCode::StoreTightened, now, what.clone());
+            incident.recorded = transaction.note_or_keep(&incident.note(state, now)) != Noted::Lost;
+            incidents.push(incident);
         }
         Ok((transaction, custody))
     }
@@ -178,6 +191,33 @@ pub(crate) fn note_best_effort(paths: &LoopPaths, entry: &LedgerEntry) -> Noted 
         Some(_held) => append_or_keep(paths, entry),
         None => keep(paths, entry),
     }
+}
+
+/// Makes the store (and the sibling that keeps active loops' last good copies) its user's
+/// alone when an older for-loop left it open to others; in words, what was done, once.
+fn tighten_store(paths: &LoopPaths) -> Option<String> {
+    // A loop's folder is `<root>/sessions/<key>` or `<root>/pending/<key>`; its copy is
+    // `<root>-armed/sessions/<key>.md`.
+    let roots = [
+        paths.dir.parent().and_then(std::path::Path::parent),
+        paths.armed.as_deref().and_then(|a| a.parent()?.parent()),
+    ];
+    let mut changed = 0;
+    let mut where_ = Vec::new();
+    for root in roots.into_iter().flatten() {
+        let n = crate::store::private::tighten(root, &["sessions", "pending"]);
+        if n > 0 {
+            changed += n;
+            where_.push(root.display().to_string());
+        }
+    }
+    (changed > 0).then(|| {
+        format!(
+            "the loop store was readable by other users of this machine; its folders are now 0700 and its \
+             files 0600 ({changed} made private in {})",
+            where_.join(" and ")
+        )
+    })
 }
 
 /// Appends `entry` (the lock held), or keeps it when the ledger cannot be written.

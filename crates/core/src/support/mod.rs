@@ -4,6 +4,7 @@
 pub(crate) mod digest;
 pub(crate) mod environment;
 pub(crate) mod outcome;
+pub(crate) mod process;
 pub(crate) mod read;
 pub(crate) mod text;
 

@@ -28,7 +28,8 @@ pub(crate) struct DoctorOptions {
 
 pub(crate) fn run(env: &Environment, options: &DoctorOptions) -> Outcome {
     let facts = gather::gather(env, options.host);
-    let checks = lines::lines(&facts);
+    let mut checks = lines::lines(&facts);
+    checks.extend(watch_checks(env));
     let pass = lines::all_pass(&checks);
     let stdout = if options.json {
         json_report(&checks, pass)
@@ -36,6 +37,33 @@ pub(crate) fn run(env: &Environment, options: &DoctorOptions) -> Outcome {
         text_report(&checks, pass, &facts.project.display().to_string())
     };
     Outcome { code: if pass { Code::Success } else { Code::Refused }, stdout }
+}
+
+/// One failing line per running loop whose host configuration changed since its last hook: the
+/// change may have stopped the host running any hook of for-loop's, which then cannot say so.
+fn watch_checks(env: &Environment) -> Vec<Check> {
+    let Ok(store) = crate::store::Store::locate(env) else { return Vec::new() };
+    let loops = store.all().unwrap_or_default();
+    loops
+        .iter()
+        .filter_map(|paths| crate::store::custody::trusted_state(paths).ok().flatten())
+        .filter_map(|state| {
+            let changes = crate::commands::status::watch_changes(&state, env);
+            (!changes.is_empty()).then(|| Check {
+                name: format!("loop {}", state.meta.loop_id),
+                ok: false,
+                detail: format!(
+                    "since its last hook, something that decides whether for-loop's hooks run at all changed: {}",
+                    changes.join("; ")
+                ),
+                fix: Some(format!(
+                    "put it back, or {} if you meant to end the loop",
+                    state.meta.host.commands().cancel
+                )),
+                matters: true,
+            })
+        })
+        .collect()
 }
 
 fn json_report(checks: &[Check], pass: bool) -> String {

@@ -128,6 +128,8 @@ pub(crate) fn run_request(
     }
     // Originals of the oracle files, so a changed one can be restored outside git too.
     let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
+    // Copied with the umask's modes: the store's files are its user's alone.
+    crate::store::private::tighten(&paths.dir.join("oracle"), &[]);
     let started = LedgerEntry {
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)

@@ -65,28 +65,66 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
     tool_sandbox: None,
 };
 /// What decides whether for-loop runs on Claude Code, for the watch of the host's configuration:
-/// the keys of every settings file that can switch its hooks off or point them elsewhere, and
-/// the plugin's hook list and launcher.
+/// the keys of every settings file, managed ones and their drop-ins included, that can switch its
+/// hooks off, keep only managed ones, stop the plugin loading or point the hooks elsewhere; the
+/// host's record of the installed plugin; and the plugin's manifest, hook list and launcher (one
+/// byte of `.claude-plugin/plugin.json` broken and the host loads none of the plugin).
 pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
-    const KEYS: &[&str] =
-        &["disableAllHooks", "hooks", "enabledPlugins", "sandbox", "disableSkillShellExecution"];
+    const KEYS: &[&str] = &[
+        "disableAllHooks",
+        "allowManagedHooksOnly",
+        "hooks",
+        "enabledPlugins",
+        "strictKnownMarketplaces",
+        "disableSideloadFlags",
+        "sandbox",
+        "disableSkillShellExecution",
+    ];
     let config =
         env.var("CLAUDE_CONFIG_DIR").map(PathBuf::from).or_else(|| config_watch::home(env, ".claude"));
-    let mut files: Vec<PathBuf> = config.map(|c| c.join("settings.json")).into_iter().collect();
+    let mut files: Vec<PathBuf> = config.iter().map(|c| c.join("settings.json")).collect();
     let mut projects = vec![project.to_path_buf()];
     projects.extend(env.var("CLAUDE_PROJECT_DIR").map(PathBuf::from).filter(|p| p != project));
     for project in projects {
         files.push(project.join(".claude/settings.json"));
         files.push(project.join(".claude/settings.local.json"));
     }
-    files.push(PathBuf::from("/etc/claude-code/managed-settings.json"));
+    let managed = managed_dir(env);
+    files.push(managed.join("managed-settings.json"));
     let mut watched: Vec<Watched> =
         files.into_iter().map(|f| Watched::new(Kind::Settings(KEYS), f)).collect();
+    watched.push(Watched::new(Kind::SettingsFolder(KEYS), managed.join("managed-settings.d")));
+    if let Some(config) = config {
+        watched.push(Watched::new(
+            Kind::PluginRecord { object: "plugins", prefix: "for-loop@" },
+            config.join("plugins/installed_plugins.json"),
+        ));
+    }
     if let Some(root) = env.var("CLAUDE_PLUGIN_ROOT").map(PathBuf::from) {
+        watched.push(Watched::new(Kind::Manifest, root.join(".claude-plugin/plugin.json")));
         watched.push(Watched::new(Kind::Hooks, root.join("hooks/hooks.json")));
         watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook")));
+        if cfg!(windows) {
+            watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook.ps1")));
+        }
     }
     watched
+}
+
+/// The folder of Claude Code's managed settings (`managed-settings.json` and the drop-ins of
+/// `managed-settings.d/`) on this platform, as the pinned CLI reads it; `FOR_LOOP_MANAGED_DIR`
+/// names another, for a test that may not write the system's.
+fn managed_dir(env: &Environment) -> PathBuf {
+    if let Some(dir) = env.var("FOR_LOOP_MANAGED_DIR") {
+        return PathBuf::from(dir);
+    }
+    PathBuf::from(if cfg!(target_os = "macos") {
+        "/Library/Application Support/ClaudeCode"
+    } else if cfg!(windows) {
+        r"C:\Program Files\ClaudeCode"
+    } else {
+        "/etc/claude-code"
+    })
 }
 
 #[cfg(test)]

@@ -67,6 +67,13 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
         watched.push(Watched::new(TOML, layer.join("config.toml")));
         watched.push(Watched::new(Kind::Hooks, layer.join("hooks.json")));
     }
+    // The system layer and what an administrator imposes, where the pinned CLI reads them: the
+    // requirements are watched whole, as nothing of them is a user's everyday setting.
+    if !cfg!(windows) {
+        watched.push(Watched::new(TOML, "/etc/codex/config.toml"));
+        watched.push(Watched::new(TOML, "/etc/codex/managed_config.toml"));
+        watched.push(Watched::new(Kind::Toml { tables: &[""], keys: &[] }, "/etc/codex/requirements.toml"));
+    }
     if let Some(root) = env.var("PLUGIN_ROOT").or_else(|| env.var("CLAUDE_PLUGIN_ROOT")).map(PathBuf::from) {
         watched.push(Watched::new(Kind::Hooks, root.join("hooks/hooks.json")));
         watched.push(Watched::new(Kind::Launcher, root.join("scripts/loop-hook")));

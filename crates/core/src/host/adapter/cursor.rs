@@ -80,7 +80,18 @@ pub(in crate::host) fn render(response: &HookResponse) -> String {
 /// user's and the project's `hooks.json`, and the plugin's hook list and launcher where the hook
 /// was told the plugin's root.
 pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
-    let mut watched = vec![Watched::new(Kind::Hooks, project.join(".cursor/hooks.json"))];
+    // The enterprise hook list, where Cursor documents it for each platform.
+    let enterprise = if cfg!(target_os = "macos") {
+        "/Library/Application Support/Cursor/hooks.json"
+    } else if cfg!(windows) {
+        r"C:\ProgramData\Cursor\hooks.json"
+    } else {
+        "/etc/cursor/hooks.json"
+    };
+    let mut watched = vec![
+        Watched::new(Kind::Hooks, project.join(".cursor/hooks.json")),
+        Watched::new(Kind::Hooks, enterprise),
+    ];
     if let Some(home) = env.var("HOME") {
         watched.push(Watched::new(Kind::Hooks, PathBuf::from(home).join(".cursor/hooks.json")));
     }

@@ -68,10 +68,28 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
 /// the hook keys of its settings (the user's, the project's, the system's), and the installed
 /// extension's manifest, hook list and launcher, and which extensions are on.
 pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
-    const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", "extensions"];
+    // `admin` holds `admin.extensions.enabled`, which turns every extension off.
+    const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", "extensions", "admin"];
+    // The system settings and the system defaults beside them, where the pinned CLI reads them.
+    let system = env.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH").map_or_else(
+        || {
+            PathBuf::from(if cfg!(target_os = "macos") {
+                "/Library/Application Support/GeminiCli/settings.json"
+            } else if cfg!(windows) {
+                r"C:\ProgramData\gemini-cli\settings.json"
+            } else {
+                "/etc/gemini-cli/settings.json"
+            })
+        },
+        PathBuf::from,
+    );
+    let defaults = env
+        .var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+        .map_or_else(|| system.with_file_name("system-defaults.json"), PathBuf::from);
     let mut watched = vec![
         Watched::new(Kind::Settings(KEYS), project.join(".gemini/settings.json")),
-        Watched::new(Kind::Settings(KEYS), "/etc/gemini-cli/settings.json"),
+        Watched::new(Kind::Settings(KEYS), system),
+        Watched::new(Kind::Settings(KEYS), defaults),
     ];
     if let Some(home) = env.var("GEMINI_CLI_HOME").or_else(|| env.var("HOME")) {
         let gemini = PathBuf::from(home).join(".gemini");

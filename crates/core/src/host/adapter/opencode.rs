@@ -164,6 +164,21 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
     if let Some(config) = env.var("OPENCODE_CONFIG") {
         watched.push(Watched::new(Kind::Settings(KEYS), config));
     }
+    if let Some(dir) = env.var("OPENCODE_CONFIG_DIR").map(PathBuf::from) {
+        watched.push(Watched::new(Kind::Hooks, dir.join("plugins/for-loop.js")));
+        watched.push(Watched::new(Kind::Settings(KEYS), dir.join("opencode.json")));
+    }
+    // The managed configuration, where the pinned CLI reads it.
+    let managed = if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/opencode")
+    } else if cfg!(windows) {
+        PathBuf::from(env.var("ProgramData").unwrap_or(r"C:\ProgramData")).join("opencode")
+    } else {
+        PathBuf::from("/etc/opencode")
+    };
+    for name in ["opencode.json", "opencode.jsonc"] {
+        watched.push(Watched::new(Kind::Settings(KEYS), managed.join(name)));
+    }
     watched
 }
 

@@ -1,0 +1,230 @@
+//! The mark of the driver running a loop (`driver.pid` in its folder): `PID START`, the driver's
+//! process id and its start time, so that a second driver (a `--resume` typed while the one a
+//! handoff started runs) refuses rather than judging the same loop twice.
+//!
+//! A mark counts only when it is proven: the process it names runs, started when the mark says
+//! (a pid reused since is another process), and is a `loop-hook run` of this loop (its program
+//! and arguments). Anything else (a dead pid, a live `sleep`, a reused pid, text that is no mark)
+//! is replaced by the driver taking the loop, which records why (`driver_mark_replaced`): a mark
+//! the agent wrote naming any live process used to keep every driver out, while
+//! `/for-loop:handoff` said the loop ran.
+//!
+//! Where `/proc` cannot be read (macOS), a live pid counts, as nothing more can be known of it;
+//! on Windows no pid can be checked and a mark is always taken over.
+
+use std::path::{Path, PathBuf};
+
+use crate::store::LoopPaths;
+use crate::support::process::{self, Seen};
+
+/// A mark as written: the driver's pid and start time (`None`: not readable here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub(crate) pid: u32,
+    pub(crate) started: Option<u64>,
+}
+
+impl Mark {
+    fn parse(text: &str) -> Option<Mark> {
+        let mut words = text.split_whitespace();
+        let pid = words.next()?.parse().ok()?;
+        let started = match words.next() {
+            None => None,
+            Some(word) => Some(word.parse().ok()?),
+        };
+        words.next().is_none().then_some(Mark { pid, started })
+    }
+
+    fn render(self) -> String {
+        match self.started {
+            Some(started) => format!("{} {started}\n", self.pid),
+            None => format!("{}\n", self.pid),
+        }
+    }
+}
+
+/// What a mark found in a loop's folder is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// No mark.
+    None,
+    /// A running `loop-hook run` of this loop holds it (or, where `/proc` cannot be read, a live
+    /// pid).
+    Held(u32),
+    /// A mark that proves nothing, and why, in words.
+    Stale(String),
+}
+
+/// The driver's mark, removed when it is dropped (the driver ends).
+#[derive(Debug)]
+pub(crate) struct DriverMark {
+    path: PathBuf,
+}
+
+fn path(paths: &LoopPaths) -> PathBuf {
+    paths.dir.join("driver.pid")
+}
+
+/// What the mark in `paths`' folder is, for the loop known by `ids` (its session id, its loop id).
+pub(crate) fn found(paths: &LoopPaths, ids: &[&str]) -> Found {
+    let Ok(bytes) = crate::support::read::bounded_read::read(&path(paths), 256) else {
+        return if std::fs::symlink_metadata(path(paths)).is_ok() {
+            Found::Stale("the driver mark is not a file that can be read".into())
+        } else {
+            Found::None
+        };
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(mark) = Mark::parse(&text) else {
+        return Found::Stale(format!(
+            "the driver mark holds no process id and start time ({:?})",
+            clip(&text)
+        ));
+    };
+    judge(mark, process::look(mark.pid), ids)
+}
+
+/// Whether `mark` is proven by what `seen` shows of its process.
+fn judge(mark: Mark, seen: Seen, ids: &[&str]) -> Found {
+    let pid = mark.pid;
+    match seen {
+        Seen::Gone => Found::Stale(format!("the driver mark names process {pid}, which is gone")),
+        // Where only liveness can be asked (macOS) a live pid holds, as nothing more is known;
+        // where not even that can (Windows), no mark holds.
+        Seen::Unknown if cfg!(unix) => Found::Held(pid),
+        Seen::Unknown => {
+            Found::Stale(format!("the driver mark names process {pid}, which cannot be checked here"))
+        }
+        Seen::Running(process) => {
+            if mark.started.is_some_and(|started| started != process.started) {
+                return Found::Stale(format!(
+                    "the driver mark names process {pid}, but that pid is now another process (started at \
+                     another time)"
+                ));
+            }
+            if !is_driver_of(&process, ids) {
+                return Found::Stale(format!(
+                    "the driver mark names process {pid}, which is not loop-hook run of this loop (it is `{}`)",
+                    clip(&process.args.join(" "))
+                ));
+            }
+            Found::Held(pid)
+        }
+    }
+}
+
+/// Whether `process` is `loop-hook run` of the loop known by `ids`: its program (where it can be
+/// read) and its first argument's name are loop-hook's, its command is `run`, and a `--resume`
+/// it was given names this loop.
+fn is_driver_of(process: &process::Process, ids: &[&str]) -> bool {
+    let named = |name: &str| {
+        Path::new(name).file_name().is_some_and(|file| file.to_string_lossy().starts_with("loop-hook"))
+    };
+    if process.program.as_deref().is_some_and(|program| !named(program)) {
+        return false;
+    }
+    let args = &process.args;
+    if !args.first().is_some_and(|first| named(first)) || args.get(1).map(String::as_str) != Some("run") {
+        return false;
+    }
+    match args.iter().position(|arg| arg == "--resume") {
+        Some(at) => args.get(at + 1).is_some_and(|resumed| ids.contains(&resumed.as_str())),
+        None => true,
+    }
+}
+
+fn clip(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+impl DriverMark {
+    /// Takes the mark for this process: `Err(pid)` when a proven driver holds it; otherwise the
+    /// mark, and why a mark that was there did not count, for the ledger.
+    pub(crate) fn take(paths: &LoopPaths, ids: &[&str]) -> Result<(DriverMark, Option<String>), u32> {
+        let own = std::process::id();
+        let replaced = match found(paths, ids) {
+            Found::Held(pid) if pid != own => return Err(pid),
+            Found::Held(_) | Found::None => None,
+            Found::Stale(why) => Some(why),
+        };
+        let mark = Mark { pid: own, started: process::own_start() };
+        let path = path(paths);
+        if let Ok(meta) = std::fs::symlink_metadata(&path)
+            && !meta.is_file()
+        {
+            let _ = crate::store::move_aside(&path, jiff::Timestamp::now());
+        }
+        let _ = crate::store::private::create_dir_all(&paths.dir);
+        let _ = crate::store::write_atomic(&path, mark.render().as_bytes(), false);
+        Ok((DriverMark { path }, replaced))
+    }
+}
+
+impl Drop for DriverMark {
+    fn drop(&mut self) {
+        let own = std::fs::read_to_string(&self.path).ok().and_then(|text| Mark::parse(&text));
+        if own.is_some_and(|mark| mark.pid == std::process::id()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether the driver `pid` a handoff started, and has not reaped (so its pid is not reused),
+/// has written its mark: it has taken the loop.
+pub(crate) fn taken_by(paths: &LoopPaths, pid: u32) -> bool {
+    let text = std::fs::read_to_string(path(paths)).unwrap_or_default();
+    Mark::parse(&text).is_some_and(|mark| mark.pid == pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(program: &str, args: &[&str], started: u64) -> Seen {
+        Seen::Running(process::Process {
+            started,
+            program: Some(program.into()),
+            args: args.iter().map(|a| (*a).to_string()).collect(),
+        })
+    }
+
+    #[test]
+    fn a_mark_is_read_with_or_without_its_start_time_and_garbage_is_none() {
+        assert_eq!(Mark::parse("12 345\n"), Some(Mark { pid: 12, started: Some(345) }));
+        assert_eq!(Mark::parse("12"), Some(Mark { pid: 12, started: None }));
+        for garbage in ["", "x", "12 y", "12 3 4", "-1", "99999999999999"] {
+            assert_eq!(Mark::parse(garbage), None, "{garbage}");
+        }
+        let mark = Mark { pid: 7, started: Some(9) };
+        assert_eq!(Mark::parse(&mark.render()), Some(mark));
+    }
+
+    #[test]
+    fn only_loop_hook_run_of_this_loop_started_when_the_mark_says_holds_it() {
+        let ids = ["run-l1", "l1"];
+        let mark = Mark { pid: 5, started: Some(100) };
+        let driver = running("loop-hook", &["/x/loop-hook", "run", "--resume", "run-l1"], 100);
+        assert_eq!(judge(mark, driver.clone(), &ids), Found::Held(5));
+        assert_eq!(
+            judge(mark, running("loop-hook", &["loop-hook", "run", "task"], 100), &ids),
+            Found::Held(5)
+        );
+        let stale = |seen: Seen| matches!(judge(mark, seen, &ids), Found::Stale(_));
+        assert!(stale(Seen::Gone));
+        assert!(stale(running("sleep", &["sleep", "100"], 100)), "a foreign process");
+        assert!(stale(running("loop-hook", &["/x/loop-hook", "run", "--resume", "run-l1"], 101)), "reused");
+        assert!(
+            stale(running("loop-hook", &["loop-hook", "run", "--resume", "run-other"], 100)),
+            "another loop"
+        );
+        assert!(stale(running("loop-hook", &["loop-hook", "status"], 100)), "not a run");
+        assert!(stale(running("python3", &["loop-hook", "run"], 100)), "a program named after it");
+        if cfg!(unix) {
+            assert_eq!(judge(mark, Seen::Unknown, &ids), Found::Held(5), "nothing more can be known");
+        }
+    }
+}
