@@ -7,11 +7,13 @@
 //! passes count again. This detects and refuses the common ways an oracle gets gamed; it is not a
 //! sandbox against a process running as the same user that sets out to forge it.
 
+mod between;
 mod change;
 mod skip_marker;
 mod test_suite;
 mod watch;
 
+pub(crate) use between::suite_rules;
 pub(crate) use change::{ChangeKind, OracleChange};
 pub(crate) use skip_marker::{SkipMarker, since_start as skip_markers_since_start};
 pub(crate) use test_suite::{MAX_TEST_FILES, SuiteGuard, is_runner_file, is_test_file};
