@@ -180,6 +180,9 @@ impl Programs {
             if inside {
                 // Only a project script's words: another program's text is its own business.
                 for word in script_words(&text) {
+                    if programs.names.len() >= MAX_NAMES {
+                        break;
+                    }
                     if resolve(&word, around.path.as_deref(), cwd).is_some() {
                         programs.name(&word, around, cwd, &mut to_read);
                     }
