@@ -218,12 +218,13 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
 }
 
 /// A task whose test file ends the runner at 0 when it is loaded (as a test module calling
-/// `os._exit(0)` at import does) passes its own loop, which had not counted tests yet, but not
-/// the merge queue: the merge runs fewer tests than the integration did, so it is sent back with
-/// why, and lands once its agent puts the tests back and fixes the code.
+/// `os._exit(0)` at import does) passes its own check, which runs no tests, but not the merge
+/// queue's `--verify`, which runs them: on the merged tree the runner prints no summary where the
+/// integration ran one test, so the merge does not count and the task is sent back with why; it
+/// lands once its agent takes the file out.
 #[test]
 fn a_test_file_that_exits_at_import_does_not_land_and_the_task_is_told_why() {
-    let env = project("- [ ] Say ONE\n  verify: sh run_tests.sh\n");
+    let env = project("- [ ] Say ONE\n  verify: sh checks/one.sh\n");
     env.write(
         "run_tests.sh",
         "echo '============================= test session starts =============================='\n\
@@ -236,16 +237,19 @@ fn a_test_file_that_exits_at_import_does_not_land_and_the_task_is_told_why() {
     git(&env.project, &["commit", "-qm", "tests"]);
     let bin = agent(
         &env,
-        "1) if printf '%s' \"$PROMPT\" | grep -q 'does not count'; then rm -f tests/test_zz.sh; \
-         sed -i 's/^two$/ONE/' a.txt; echo \"$PROMPT\" > \"$M/told\"; else echo 'exit 0' > tests/test_zz.sh; fi ;;",
+        "1) sed -i 's/^two$/ONE/' a.txt; if printf '%s' \"$PROMPT\" | grep -q 'does not count'; then \
+         rm -f tests/test_zz.sh; echo \"$PROMPT\" > \"$M/told\"; else echo 'exit 0' > tests/test_zz.sh; fi ;;",
     );
-    let run =
-        run_command(driver(&env, &bin, &["--backlog", "BACKLOG.md", "--max-iterations", "3", "--json"]), b"");
+    let args = ["--backlog", "BACKLOG.md", "--verify", "sh run_tests.sh", "--max-iterations", "3", "--json"];
+    let run = run_command(driver(&env, &bin, &args), b"");
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let all = events(&run.stdout);
     let sent = named(&all, "sent_back");
     assert_eq!(sent.len(), 1, "{}", run.stdout);
-    assert_eq!(sent[0]["why"], "check_failed");
+    assert_eq!(
+        (&sent[0]["why"], &sent[0]["failing"]),
+        (&"check_failed".into(), &serde_json::json!(["verify"]))
+    );
     let told = std::fs::read_to_string(marks(&env).join("told")).unwrap();
     assert!(told.contains("no summary this time, 1 ran before"), "{told}");
     assert_eq!(finished(&all)["landed"], serde_json::json!([1]));
