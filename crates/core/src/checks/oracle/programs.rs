@@ -354,7 +354,10 @@ fn hooks_in(dir: &str) -> Vec<String> {
         .flat_map(|entries| entries.flatten().map(|e| e.path()))
         .filter(|path| {
             path.file_name().and_then(OsStr::to_str).is_some_and(|name| {
-                name.ends_with(".pth") || name == "sitecustomize.py" || name == "usercustomize.py"
+                // As Python's `site` reads them: `.pth` matched as written, whatever the file system.
+                Path::new(name).extension().is_some_and(|e| e == "pth")
+                    || name == "sitecustomize.py"
+                    || name == "usercustomize.py"
             })
         })
         .map(|path| slash(&path))
@@ -518,7 +521,7 @@ mod tests {
         let root = slash(m.root());
         assert_eq!(programs.names["python3"], format!("{root}/usr/bin/python3"));
         assert_eq!(programs.names["pytest"], format!("{root}/usr/bin/pytest"), "named by check.sh");
-        assert!(programs.names.get("sh").is_some(), "{:?}", programs.names);
+        assert!(programs.names.contains_key("sh"), "{:?}", programs.names);
         assert!(
             !programs.names.contains_key("set") && !programs.names.contains_key("tests"),
             "{:?}",
@@ -603,7 +606,7 @@ mod tests {
         );
         assert!(odd.files.is_empty() && odd.changes(&m.cwd(), &around).is_empty(), "{odd:?}");
         let long = "x".repeat(100_000);
-        let many: String = (0..1000).map(|n| format!("tool{n} ")).collect();
+        let many = (0..1000).map(|n| format!("tool{n}")).collect::<Vec<_>>().join(" ");
         let bounded = Programs::capture(&m.cwd(), &[&long, &many], &[], &m.around());
         assert!(bounded.names.len() <= MAX_NAMES);
         assert_eq!(expand("/no/such/dir/python*/site-packages"), Vec::<PathBuf>::new());

@@ -145,7 +145,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
             })
             .collect(),
         head: None,
-        tests: Default::default(),
+        tests: std::collections::BTreeMap::default(),
         started_at: now,
         updated_at: now,
     };
