@@ -263,7 +263,10 @@ impl Queue {
             return Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"));
         }
         if let Some(guard) = &guard {
-            let broken = self.suite_changes(&changed, &commit, guard);
+            let broken = match self.suite_changes(&commit, guard) {
+                Ok(broken) => broken,
+                Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
+            };
             if !broken.is_empty() {
                 let named: Vec<String> = broken.iter().map(ToString::to_string).collect();
                 let output = format!(
@@ -307,7 +310,7 @@ impl Queue {
     /// Checks the integration head as it stands, in the queue's work tree cleaned of ignored
     /// files: every landed task's check and `--verify`, held to the test counts the queue
     /// recorded. `Err` says what failed.
-    pub(crate) fn check_head(&mut self) -> Result<Vec<String>, String> {
+    pub(crate) fn check_head(&self) -> Result<Vec<String>, String> {
         if !self.scratch.join(".git").is_file() {
             return Err(format!("{} is gone", self.scratch.display()));
         }
@@ -357,14 +360,13 @@ impl Queue {
     }
 
     /// The oracle's rules on the suite, as a session loop applies them, on the files the merge
-    /// changes (`changed`, repository paths) and the runner sections of shared files.
-    fn suite_changes(&self, changed: &[String], merged: &str, guard: &SuiteGuard) -> Vec<OracleChange> {
+    /// `merged` changes from the head and the runner sections of shared files.
+    fn suite_changes(&self, merged: &str, guard: &SuiteGuard) -> Result<Vec<OracleChange>, String> {
         let prefix = self.prefix.to_string_lossy().replace('\\', "/");
         let prefix = prefix.trim_end_matches('/');
-        let before = self.repo.files_at(&self.head, changed, usize::MAX).unwrap_or_default();
-        let after = self.repo.files_at(merged, changed, usize::MAX).unwrap_or_default();
+        let changed = self.repo.changed_files_by_kind(&self.head, merged).map_err(|e| e.to_string())?;
         let mut kinds: Vec<OracleChange> = Vec::new();
-        for (i, path) in changed.iter().enumerate() {
+        for (letter, path) in &changed {
             let relative = match prefix {
                 "" => path.as_str(),
                 prefix => match path.strip_prefix(prefix).and_then(|p| p.strip_prefix('/')) {
@@ -372,18 +374,16 @@ impl Queue {
                     None => continue,
                 },
             };
-            let kind =
-                match (before.get(i).is_some_and(Option::is_some), after.get(i).is_some_and(Option::is_some))
-                {
-                    (false, true) => ChangeKind::Added,
-                    (true, false) => ChangeKind::Deleted,
-                    _ => ChangeKind::Modified,
-                };
+            let kind = match letter {
+                'A' => ChangeKind::Added,
+                'D' => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
             kinds.push(OracleChange { path: relative.to_string(), kind });
         }
         let mut broken = crate::checks::oracle::suite_rules(&kinds);
         broken.extend(guard.section_changes(&self.scratch.join(&self.prefix)));
-        broken
+        Ok(broken)
     }
 
     /// Runs each command of `runs` once, in order; the ones that failed, what they said, and
@@ -815,7 +815,7 @@ mod tests {
         let armed = fewer.get_mut("sh run_tests.sh").unwrap();
         armed.suites.get_mut("pytest").unwrap().most_ran = 9;
         let head = f.integration();
-        let mut again = Queue::open(
+        let again = Queue::open(
             &f.repo,
             &scratch.path().join("again"),
             INTEGRATION,
