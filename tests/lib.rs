@@ -21,6 +21,8 @@
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
 //! - `red_team`: attacks a hostile model would try, each sent past the guard: held or reported,
 //!   never silent, except the limits docs/integrity.md names.
+//! - `check_programs`: what the check runs from outside the project (a `python3` first on
+//!   `PATH`, a `.pth` in the user's site-packages), planted and refused by name.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
@@ -66,6 +68,8 @@ mod util;
 mod attempts_workflow;
 #[cfg(unix)]
 mod backlog_fleet;
+#[cfg(unix)]
+mod check_programs;
 #[cfg(unix)]
 mod cli;
 mod docs;

@@ -207,22 +207,62 @@ fn a_task_breaking_an_earlier_tasks_check_is_sent_back_and_never_merged_broken()
     assert_eq!(named(&events(&resumed.stdout), "integration_restored").len(), 1, "{}", resumed.stdout);
     assert_eq!(git(&env.project, &["rev-parse", &integration]), landed);
 
-    // A check that fails in the user's own tree takes the applied change back.
+    // The checks run in a clean copy of the integration head, not in the user's tree: a file of
+    // the user's own that a check would trip on does not stop the apply, and nothing a check
+    // leaves behind lands in the user's tree.
     env.write("broken.txt", "");
-    let taken_back = env.run(&["run", "--apply", &id], b"");
-    assert_eq!(taken_back.code, 1, "{}{}", taken_back.stdout, taken_back.stderr);
-    assert!(
-        taken_back.stdout.contains("`sh checks/whole.sh` fails in your working tree"),
-        "{}",
-        taken_back.stdout
-    );
-    assert!(taken_back.stdout.contains("The change was taken back"), "{}", taken_back.stdout);
-    assert_eq!(std::fs::read_to_string(env.project.join("a.txt")).unwrap(), "one\ntwo\nthree\n");
-    assert!(!env.project.join("three.txt").exists());
-    std::fs::remove_file(env.project.join("broken.txt")).unwrap();
     let applied = env.run(&["run", "--apply", &id], b"");
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(applied.stdout.contains("pass in a clean copy of"), "{}", applied.stdout);
     assert!(env.project.join("three.txt").is_file());
+    assert_eq!(
+        git(&env.project, &["status", "--porcelain", "--ignored"]),
+        " M a.txt\n?? broken.txt\n?? three.txt\n",
+        "the tree holds the change and the user's own file, nothing else"
+    );
+}
+
+/// A task whose test file ends the runner at 0 when it is loaded (as a test module calling
+/// `os._exit(0)` at import does) passes its own check, which runs no tests, but not the merge
+/// queue's `--verify`, which runs them: on the merged tree the runner prints no summary where the
+/// integration ran one test, so the merge does not count and the task is sent back with why; it
+/// lands once its agent takes the file out.
+#[test]
+fn a_test_file_that_exits_at_import_does_not_land_and_the_task_is_told_why() {
+    let env = project("- [ ] Say ONE\n  verify: sh checks/one.sh\n");
+    env.write(
+        "run_tests.sh",
+        "echo '============================= test session starts =============================='\n\
+         n=0; for t in tests/test_*.sh; do . \"./$t\"; n=$((n+1)); done\n\
+         grep -q ONE a.txt || { echo \"=== 1 failed, $((n-1)) passed in 0.01s ===\"; exit 1; }\n\
+         echo \"============================== $n passed in 0.01s ==============================\"\n",
+    );
+    env.write("tests/test_a.sh", "true\n");
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-qm", "tests"]);
+    let bin = agent(
+        &env,
+        "1) sed -i 's/^two$/ONE/' a.txt; if printf '%s' \"$PROMPT\" | grep -q 'does not count'; then \
+         rm -f tests/test_zz.sh; echo \"$PROMPT\" > \"$M/told\"; else echo 'exit 0' > tests/test_zz.sh; fi ;;",
+    );
+    let args = ["--backlog", "BACKLOG.md", "--verify", "sh run_tests.sh", "--max-iterations", "3", "--json"];
+    let run = run_command(driver(&env, &bin, &args), b"");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let all = events(&run.stdout);
+    let sent = named(&all, "sent_back");
+    assert_eq!(sent.len(), 1, "{}", run.stdout);
+    assert_eq!(
+        (&sent[0]["why"], &sent[0]["failing"]),
+        (&"check_failed".into(), &serde_json::json!(["verify"]))
+    );
+    let told = std::fs::read_to_string(marks(&env).join("told")).unwrap();
+    assert!(told.contains("no summary this time, 1 ran before"), "{told}");
+    assert_eq!(finished(&all)["landed"], serde_json::json!([1]));
+    let id = named(&all, "backlog_started")[0]["run"].as_str().unwrap().to_string();
+    for commit in integration_commits(&env, &id) {
+        let files = git(&env.project, &["ls-tree", "-r", "--name-only", &commit]);
+        assert!(!files.contains("test_zz"), "the integration ref held the hiding test: {commit}");
+    }
 }
 
 /// `--max-merge-tries 1`: a task that conflicts once parks `merge_failed`, its branch kept; the

@@ -65,6 +65,14 @@ impl WorkTree {
         self.git(&["checkout", "--quiet", "--force", "--detach", commit], None, None)?;
         self.git(&["clean", "--quiet", "--force", "-d"], None, None).map(|_| ())
     }
+
+    /// [`WorkTree::reset_to`], ignored files too (`git clean -x`): the tree holds the commit's
+    /// files and nothing else. What one check compiled or cached (a `__pycache__`, a build
+    /// directory) cannot decide the next check run on another commit.
+    pub(crate) fn reset_clean_to(&self, commit: &str) -> Result<(), WorkTreeError> {
+        self.git(&["checkout", "--quiet", "--force", "--detach", commit], None, None)?;
+        self.git(&["clean", "--quiet", "--force", "-d", "-x"], None, None).map(|_| ())
+    }
 }
 
 #[cfg(test)]
@@ -124,5 +132,23 @@ mod tests {
         assert!(!linked.join("stray.txt").exists());
         assert_eq!(std::fs::read_to_string(linked.join("a.txt")).unwrap(), "one\ntwo\nthree\n");
         assert!(linked.join("b.txt").is_file());
+    }
+
+    /// Regression: a `__pycache__` one check compiled survived the queue's reset and decided the
+    /// next merge's check.
+    #[test]
+    fn a_clean_reset_removes_ignored_files_a_plain_one_keeps() {
+        let (dir, tree, [start, ours, ..]) = three_ways();
+        let linked = dir.path().join("linked");
+        tree.add_linked_tree(&linked, &start).unwrap();
+        // Ignored by the repository's own exclude file, which its linked work trees share.
+        std::fs::create_dir_all(dir.path().join(".git/info")).unwrap();
+        std::fs::write(dir.path().join(".git/info/exclude"), "__pycache__/\n").unwrap();
+        write(&linked, "__pycache__/calc.pyc", "compiled by another check\n");
+        WorkTree::open(&linked).reset_to(&ours).unwrap();
+        assert!(linked.join("__pycache__/calc.pyc").is_file(), "a plain reset keeps ignored files");
+        WorkTree::open(&linked).reset_clean_to(&start).unwrap();
+        assert!(!linked.join("__pycache__").exists());
+        assert_eq!(std::fs::read_to_string(linked.join("a.txt")).unwrap(), "one\ntwo\nthree\n");
     }
 }

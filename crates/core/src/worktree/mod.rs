@@ -157,6 +157,26 @@ impl WorkTree {
         Ok(split_z(&out).map(|p| String::from_utf8_lossy(p).into_owned()).collect())
     }
 
+    /// [`WorkTree::changed_files`], each with git's letter for how it changed: `A` added, `D`
+    /// deleted, `M` modified, `T` its type changed.
+    pub(crate) fn changed_files_by_kind(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<(char, String)>, WorkTreeError> {
+        self.repo()?;
+        let (from, to) = (object_id(from)?, object_id(to)?);
+        let out =
+            self.git(&["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to], None, None)?;
+        let mut fields = split_z(&out);
+        let mut changed = Vec::new();
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            let kind = status.first().map_or('M', |b| char::from(*b));
+            changed.push((kind, String::from_utf8_lossy(path).into_owned()));
+        }
+        Ok(changed)
+    }
+
     /// The content of each of `paths` (relative to the top level) in the tree or commit `tree`:
     /// `None` for a path that is not there, or is larger than `max_bytes`. One git process.
     pub(crate) fn files_at(

@@ -20,6 +20,10 @@ pub(crate) enum ChangeKind {
     /// A story's box in the plan file ticked although the loop has not verified the story: only
     /// for-loop ticks one, when the story's check passes ([`crate::checks::plan`]).
     Ticked,
+    /// Something outside the project that the check runs: a program as `PATH` finds it, an
+    /// interpreter, a start-up hook, a start-up variable (`checks::oracle::programs`). The path
+    /// says what and how.
+    Outside,
 }
 
 /// The kind in the words the model and the user read (`modified`, `changed while verify ran`).
@@ -32,6 +36,10 @@ impl fmt::Display for ChangeKind {
             ChangeKind::Unchecked => "too many files to look through for added ones",
             ChangeKind::ChangedDuringVerify => "changed while verify ran",
             ChangeKind::Ticked => "ticked, but not verified",
+            ChangeKind::Outside => {
+                "outside the project, and the check runs it: remove what was added, put back what was \
+                 changed; if the user changed it, the loop must be started again to take it in"
+            }
         })
     }
 }

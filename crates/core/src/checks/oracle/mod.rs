@@ -7,12 +7,16 @@
 //! passes count again. This detects and refuses the common ways an oracle gets gamed; it is not a
 //! sandbox against a process running as the same user that sets out to forge it.
 
+mod between;
 mod change;
+mod programs;
 mod skip_marker;
 mod test_suite;
 mod watch;
 
+pub(crate) use between::suite_rules;
 pub(crate) use change::{ChangeKind, OracleChange};
+pub(crate) use programs::{Programs, Surroundings};
 pub(crate) use skip_marker::{SkipMarker, since_start as skip_markers_since_start};
 pub(crate) use test_suite::{MAX_TEST_FILES, SuiteGuard, is_runner_file, is_test_file};
 #[cfg(test)]
@@ -65,6 +69,10 @@ pub(crate) struct Oracle {
     /// files are among `files`; this keeps its runner hooks and sections.
     #[serde(default, skip_serializing_if = "SuiteGuard::is_off")]
     pub tests: SuiteGuard,
+    /// What the check runs from outside the project: programs as `PATH` finds them, their
+    /// interpreters, Python's start-up hooks, start-up variables ([`Programs`]).
+    #[serde(default, skip_serializing_if = "Programs::is_empty")]
+    pub programs: Programs,
 }
 
 impl Oracle {
@@ -92,6 +100,7 @@ impl Oracle {
             let named = test_suite::named_by_scripts(cwd, &paths);
             paths.extend(named);
         }
+        let programs = Programs::capture(cwd, commands, &paths, &Surroundings::of_this_process());
         let found = matching_files(cwd, protect, limit, None);
         paths.extend(found.files);
         let mut approximate = !found.complete;
@@ -122,7 +131,7 @@ impl Oracle {
         paths.sort();
         paths.dedup();
         let files = paths.into_iter().map(|p| (digest(&cwd.join(&p)), p)).map(|(d, p)| (p, d)).collect();
-        Oracle { protect: protect.to_vec(), files, approximate, tests: suite }
+        Oracle { protect: protect.to_vec(), files, approximate, tests: suite, programs }
     }
 
     /// The oracle files that differ from the start, in path order.
@@ -165,6 +174,7 @@ impl Oracle {
             }
         }
         changes.extend(self.tests.section_changes(cwd));
+        changes.extend(self.programs.changes(cwd, &Surroundings::of_this_process()));
         if !found.complete && !self.approximate {
             let walked: Vec<&str> = found
                 .scopes

@@ -4,7 +4,7 @@
 mod ratchet;
 mod summary;
 
-pub(crate) use ratchet::{News, TestJudgement, TestRatchet};
-pub(crate) use summary::{Counts, MAX_SUITES, Scanner, Tally};
+pub(crate) use ratchet::{News, RatchetStatus, TestJudgement, TestRatchet};
 #[cfg(test)]
-pub(crate) use {ratchet::RatchetStatus, summary::tally};
+pub(crate) use summary::tally;
+pub(crate) use summary::{Counts, MAX_SUITES, Scanner, Tally};

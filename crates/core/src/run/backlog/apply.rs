@@ -1,14 +1,15 @@
-//! `run --apply RUN` for a backlog run: the integration branch's change (base to head) applied
-//! to the user's working tree with `git apply` (nothing staged or committed), then every landed
-//! task's check and `--verify` run there; when one fails, the change is taken back. Every task
-//! that did not land is named, with why.
+//! `run --apply RUN` for a backlog run: every landed task's check and `--verify` run in a clean
+//! copy of the integration head, held to what the merge queue counted there; only when they pass
+//! is the integration branch's change (base to head) applied to the user's working tree with
+//! `git apply` (nothing staged or committed). Every task that did not land is named, with why.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
 use std::time::Duration;
 
+use super::queue::Queue;
 use super::record::BacklogRun;
 use super::schedule::not_landed;
-use crate::checks::verify::VerifySpec;
+use crate::commands::request::LoopRequest;
 use crate::store::Store;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -71,62 +72,63 @@ pub(super) fn apply(env: &Environment, store: &Store, run: &BacklogRun) -> Outco
             why.to_string().trim()
         ));
     }
+    // Judged first in a clean copy of the integration head, as the queue judged it (ignored files
+    // removed, the test counts it recorded): the user's tree is touched only after they pass,
+    // and no check runs in it, so nothing a check leaves behind (a `__pycache__`, a build
+    // directory) lands there that the integration branch lacks.
+    let checks = match check_clean_copy(env, store, run, &user, &landed) {
+        Ok(checks) => checks,
+        Err(failed) => {
+            return refuse(format!(
+                "the landed tasks of backlog run {} do not pass in a clean copy of {integration}; nothing was \
+                 changed:\n{}{missing}",
+                run.id,
+                failed.trim_end()
+            ));
+        }
+    };
     let stat = match user.apply_patch(&diff) {
         Ok(stat) => stat,
         Err(e) => return refuse(format!("git apply failed: {e}")),
     };
-    let mut checks: Vec<String> = Vec::new();
-    for check in landed.into_iter().map(|(_, check)| check).chain(run.verify.clone()) {
-        if !checks.contains(&check) {
-            checks.push(check);
-        }
-    }
-    let cwd = run.repo.join(&run.prefix);
-    let sandbox = if crate::checks::sandbox::sandbox_unavailable().is_none() {
-        let read_only = crate::checks::sandbox::read_only_paths(env, store.root());
-        crate::checks::sandbox::verify_sandbox(&cwd, &read_only)
-    } else {
-        Vec::new()
-    };
-    for command in &checks {
-        if let Err(failed) = run_check(command, &cwd, &sandbox) {
-            let undone = match user.take_back_patch(&diff) {
-                Ok(()) => "The change was taken back: your working tree is as it was.".to_string(),
-                Err(e) => format!(
-                    "Taking the change back failed ({e}): undo it with `git diff {} {integration} | git apply -R`.",
-                    run.base
-                ),
-            };
-            return refuse(format!(
-                "the landed tasks of backlog run {} pass on the integration branch, but {failed}\n{undone}{missing}",
-                run.id
-            ));
-        }
-    }
     Outcome::ok(format!(
-        "for-loop: applied backlog run {} to the working tree (nothing staged or committed); {} pass here:\n{stat}{missing}",
+        "for-loop: applied backlog run {} to the working tree (nothing staged or committed); {} pass in a clean \
+         copy of {integration}:\n{stat}{missing}",
         run.id,
         checks.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
     ))
 }
 
-/// One check in the user's working tree: `Err` says how it failed.
-fn run_check(command: &str, cwd: &std::path::Path, sandbox: &[std::ffi::OsString]) -> Result<(), String> {
-    let spec = VerifySpec {
-        command: command.to_string(),
-        cwd: PathBuf::from(cwd),
-        timeout: Duration::from_secs(600),
-        sandbox: sandbox.to_vec(),
-    };
-    match spec.run() {
-        Ok(outcome) if outcome.passed() => Ok(()),
-        Ok(outcome) => Err(format!(
-            "`{command}` fails in your working tree ({}):\n{}",
-            outcome.describe(),
-            outcome.output.last_lines(12, 2_000)
-        )),
-        Err(e) => Err(format!("`{command}` could not run in your working tree: {e}")),
-    }
+/// Every landed task's check and `--verify`, run in a new work tree at the integration head,
+/// which is removed after: the commands that passed, or what failed.
+fn check_clean_copy(
+    env: &Environment,
+    store: &Store,
+    run: &BacklogRun,
+    user: &WorkTree,
+    landed: &[(u32, String)],
+) -> Result<Vec<String>, String> {
+    let copy = BacklogRun::dir(store, &run.id).join("apply");
+    // A copy an interrupted --apply left: made again, so nothing of an earlier run is in it.
+    crate::run::attempts::remove_tree(&copy);
+    let allow_test_edits = crate::run::RunOptions::parse(run.words.iter().map(OsString::from).collect())
+        .ok()
+        .and_then(|options| LoopRequest::checks_only(&options.loop_flags).ok())
+        .is_some_and(|request| request.allow_test_edits);
+    let checked =
+        Queue::open(user, &copy, &run.integration_ref(), &run.base, landed.to_vec()).and_then(|queue| {
+            queue
+                .checking(&run.prefix, run.verify.clone(), Duration::from_secs(600))
+                .sandboxed(
+                    crate::checks::sandbox::sandbox_unavailable().is_none(),
+                    super::read_only(env, store, &run.repo),
+                )
+                .allowing_test_edits(allow_test_edits)
+                .with_test_records(run.tests.clone())
+                .check_head()
+        });
+    crate::run::attempts::remove_tree(&copy);
+    checked
 }
 
 /// The tasks that did not land, one line each, for the end of what `--apply` says.

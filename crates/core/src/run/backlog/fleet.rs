@@ -386,7 +386,7 @@ impl<'a> Merge<'a> {
             .zip(tasks)
             .filter(|(row, _)| row.detail.is_empty())
             .filter_map(|(row, t)| {
-                Some(Offered { n: t.n, check: t.check.clone(), commit: row.commit.clone()? })
+                Some(Offered { n: t.n, check: t.check.clone(), commit: row.commit.clone()?, tests: None })
             })
             .collect();
         let integration = self.integration();
@@ -399,6 +399,7 @@ impl<'a> Merge<'a> {
             Ok(queue) => queue
                 .checking(&self.prefix, self.verify.clone(), self.timeout)
                 .sandboxed(crate::checks::sandbox::sandbox_unavailable().is_none(), self.read_only())
+                .allowing_test_edits(!self.tests)
                 .protecting(&tasks.iter().map(|t| (t.n, t.check.clone())).collect::<Vec<_>>()),
             Err(what) => return self.refuse(&what),
         };

@@ -145,6 +145,7 @@ pub(crate) fn run(env: &Environment, options: &RunOptions) -> Outcome {
             })
             .collect(),
         head: None,
+        tests: std::collections::BTreeMap::default(),
         started_at: now,
         updated_at: now,
     };
@@ -175,6 +176,8 @@ fn drive(
     timeout_secs: u64,
 ) -> Outcome {
     let before = attempts::RepoLook::take(user);
+    let allow_test_edits =
+        LoopRequest::checks_only(&options.loop_flags).is_ok_and(|request| request.allow_test_edits);
     if let Some(moved) = moved_integration(user, &run) {
         // Moved outside the queue (by hand, or by an agent outside its sandbox): put back where
         // the queue left it, so nothing lands on a head no check judged.
@@ -202,6 +205,8 @@ fn drive(
                 crate::checks::sandbox::sandbox_unavailable().is_none(),
                 read_only(env, store, &run.repo),
             )
+            .allowing_test_edits(allow_test_edits)
+            .with_test_records(run.tests.clone())
             .protecting(&run.tasks.iter().map(|t| (t.task.n, t.task.check.clone())).collect::<Vec<_>>())
     });
     let queue = match queue {

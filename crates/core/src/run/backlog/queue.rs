@@ -8,11 +8,14 @@
 //! [`Queue::land_all`] is the whole queue with nobody to send a task back to, for commits made
 //! elsewhere (one machine per task): what does not land is named with why.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::checks::oracle::{ChangeKind, OracleChange, SuiteGuard};
+use crate::checks::test_count::{RatchetStatus, TestRatchet};
 use crate::checks::verify::VerifySpec;
 use crate::worktree::WorkTree;
 
@@ -48,6 +51,9 @@ pub(crate) struct Offered {
     pub(crate) n: u32,
     pub(crate) check: String,
     pub(crate) commit: String,
+    /// The test-count ratchet of the task's own loop when its check passed there, when known:
+    /// the merge must run as many of its tests and skip no more.
+    pub(crate) tests: Option<TestRatchet>,
 }
 
 // The merge job of a backlog spread over machines is its caller; on one machine the queue is
@@ -77,6 +83,21 @@ pub(crate) struct Queue {
     sandbox: Option<Vec<PathBuf>>,
     /// The files the checks stand on (repository paths), each with whose check it is.
     protected: Vec<(String, Failing)>,
+    /// The test suite is protected as a session loop protects it (no `--allow-test-edits`): the
+    /// oracle's rules on test and runner files, and the test-count ratchet, judge each merge.
+    suite: bool,
+    /// The test-count ratchet of each check command on the integration head: what it ran there,
+    /// learnt at the head before the command's first judged merge and at every landing.
+    tests: BTreeMap<String, TestRatchet>,
+}
+
+/// One check run on a tree.
+struct Ran {
+    passed: bool,
+    /// Why it failed, in words for the task's agent; empty when it passed.
+    said: String,
+    /// The test counts it printed; `None` when it timed out (it may not have reached them).
+    tests: Option<crate::checks::test_count::Tally>,
 }
 
 impl Queue {
@@ -111,7 +132,27 @@ impl Queue {
             timeout: Duration::from_secs(600),
             sandbox: None,
             protected: Vec::new(),
+            suite: true,
+            tests: BTreeMap::new(),
         })
+    }
+
+    /// Test edits are allowed (`--allow-test-edits`): neither the suite's rules nor the
+    /// test-count ratchet judge a merge, as in a loop started with that flag.
+    pub(crate) fn allowing_test_edits(mut self, allowed: bool) -> Queue {
+        self.suite = !allowed;
+        self
+    }
+
+    /// The test-count records of the integration head, kept from an earlier driver of the run.
+    pub(crate) fn with_test_records(mut self, records: BTreeMap<String, TestRatchet>) -> Queue {
+        self.tests = records;
+        self
+    }
+
+    /// The test-count records of the integration head, for the run's record.
+    pub(crate) fn test_records(&self) -> &BTreeMap<String, TestRatchet> {
+        &self.tests
     }
 
     /// Guards the files `checks` (each task's, by number) and `--verify` run, as the head's tree
@@ -119,7 +160,7 @@ impl Queue {
     /// task may not rewrite what judges it or another task.
     pub(crate) fn protecting(mut self, checks: &[(u32, String)]) -> Queue {
         let tree = WorkTree::open(&self.scratch);
-        if !self.scratch.join(".git").is_file() || tree.reset_to(&self.head).is_err() {
+        if !self.scratch.join(".git").is_file() || tree.reset_clean_to(&self.head).is_err() {
             return self;
         }
         let cwd = self.scratch.join(&self.prefix);
@@ -155,7 +196,7 @@ impl Queue {
 
     /// Merges task `offered` onto the integration head and judges the merged tree.
     pub(crate) fn judge(&mut self, offered: &Offered) -> Judged {
-        let Offered { n, check, commit } = offered;
+        let Offered { n, check, commit, .. } = offered;
         let merged = match self.repo.merge_commits(&self.head, commit) {
             Ok(merged) => merged,
             Err(e) => return Judged::Fault(format!("the merge of task {n} failed: {e}")),
@@ -176,11 +217,12 @@ impl Queue {
             Err(e) => return Judged::Fault(format!("the merge of task {n} could not be written: {e}")),
         };
         // Without its `.git` file, git would find whatever repository lies around the directory.
-        let reset = if self.scratch.join(".git").is_file() {
-            WorkTree::open(&self.scratch).reset_to(&commit).map_err(|e| e.to_string())
-        } else {
-            Err(format!("{} is gone", self.scratch.display()))
-        };
+        if !self.scratch.join(".git").is_file() {
+            let gone = format!("{} is gone", self.scratch.display());
+            return Judged::Fault(format!(
+                "the queue's work tree could not take the merge of task {n}: {gone}"
+            ));
+        }
         let changed = match self.repo.changed_files(&self.head, &commit) {
             Ok(changed) => changed,
             Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
@@ -202,8 +244,39 @@ impl Queue {
             );
             return Judged::Broken { failing, output, merged: commit };
         }
-        if let Err(e) = reset {
+        let runs = self.runs(*n, check);
+        // The head first, cleaned of ignored files: its runner sections, and the test counts of
+        // every check that never ran on the integration, learnt before the merge is judged.
+        let tree = WorkTree::open(&self.scratch);
+        let cwd = self.scratch.join(&self.prefix);
+        let mut guard = None;
+        if self.suite {
+            if let Err(e) = tree.reset_clean_to(&self.head) {
+                return Judged::Fault(format!(
+                    "the queue's work tree could not take the integration head: {e}"
+                ));
+            }
+            guard = Some(SuiteGuard::on(&cwd, 0));
+            self.learn_head(&runs);
+        }
+        if let Err(e) = tree.reset_clean_to(&commit) {
             return Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"));
+        }
+        if let Some(guard) = &guard {
+            let broken = match self.suite_changes(&commit, guard) {
+                Ok(broken) => broken,
+                Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
+            };
+            if !broken.is_empty() {
+                let named: Vec<String> = broken.iter().map(ToString::to_string).collect();
+                let output = format!(
+                    "the change edits the test suite as a loop may not ({}): a test runner's own files (a \
+                     conftest.py, a .pth, a setup file) and the tests already there judge every task; \
+                     leave them as they are and add new test files instead\n",
+                    named.join(", ")
+                );
+                return Judged::Broken { failing: vec![Failing::Task(*n)], output, merged: commit };
+            }
         }
         let marked: Vec<&str> = changed
             .iter()
@@ -218,7 +291,7 @@ impl Queue {
             );
             return Judged::Broken { failing: vec![Failing::Task(*n)], output, merged: commit };
         }
-        let (failing, output) = self.run_checks(*n, check);
+        let (failing, output, learnt) = self.run_checks(&runs, offered.tests.as_ref());
         if !failing.is_empty() {
             return Judged::Broken { failing, output, merged: commit };
         }
@@ -229,35 +302,136 @@ impl Queue {
             ));
         }
         self.head = commit;
+        self.tests.extend(learnt);
         self.landed.push((*n, check.clone()));
         Judged::Landed { head: self.head.clone() }
     }
 
-    /// Runs task `n`'s check, then every landed task's, then `--verify`, each command once; the
-    /// ones that failed and what they said.
-    fn run_checks(&self, n: u32, check: &str) -> (Vec<Failing>, String) {
-        let mut runs: Vec<(Failing, &str)> = vec![(Failing::Task(n), check)];
-        runs.extend(self.landed.iter().map(|(n, check)| (Failing::Task(*n), check.as_str())));
-        runs.extend(self.verify.as_deref().map(|v| (VERIFY, v)));
-        let mut failing = Vec::new();
-        let mut output = String::new();
-        let mut passed: Vec<&str> = Vec::new();
-        for (who, command) in runs {
-            if passed.contains(&command) {
-                continue;
-            }
-            match self.run_one(command) {
-                Ok(()) => passed.push(command),
-                Err(said) => {
-                    output.push_str(&said);
-                    failing.push(who);
+    /// Checks the integration head as it stands, in the queue's work tree cleaned of ignored
+    /// files: every landed task's check and `--verify`, held to the test counts the queue
+    /// recorded. `Err` says what failed.
+    pub(crate) fn check_head(&self) -> Result<Vec<String>, String> {
+        if !self.scratch.join(".git").is_file() {
+            return Err(format!("{} is gone", self.scratch.display()));
+        }
+        WorkTree::open(&self.scratch)
+            .reset_clean_to(&self.head)
+            .map_err(|e| format!("a clean copy of the integration head could not be made: {e}"))?;
+        let mut runs: Vec<(Failing, String)> =
+            self.landed.iter().map(|(n, check)| (Failing::Task(*n), check.clone())).collect();
+        runs.extend(self.verify.clone().map(|v| (VERIFY, v)));
+        let (failing, output, _) = self.run_checks(&runs, None);
+        if failing.is_empty() {
+            let mut commands: Vec<String> = Vec::new();
+            for (_, command) in runs {
+                if !commands.contains(&command) {
+                    commands.push(command);
                 }
             }
+            Ok(commands)
+        } else {
+            Err(output)
         }
-        (failing, output)
     }
 
-    fn run_one(&self, command: &str) -> Result<(), String> {
+    /// What a merge of task `n` runs: its check, every landed task's, then `--verify`.
+    fn runs(&self, n: u32, check: &str) -> Vec<(Failing, String)> {
+        let mut runs: Vec<(Failing, String)> = vec![(Failing::Task(n), check.to_string())];
+        runs.extend(self.landed.iter().map(|(n, check)| (Failing::Task(*n), check.clone())));
+        runs.extend(self.verify.clone().map(|v| (VERIFY, v)));
+        runs
+    }
+
+    /// Runs, on the head in the work tree, each command of `runs` the queue has no test counts
+    /// for, and records what it ran: a failing run teaches too (counts only rise).
+    fn learn_head(&mut self, runs: &[(Failing, String)]) {
+        for (_, command) in runs {
+            if self.tests.contains_key(command) {
+                continue;
+            }
+            let ran = self.run_one(command);
+            let record = TestRatchet::new(false);
+            let learnt = match &ran.tests {
+                Some(tally) => record.judge(tally, ran.passed).next,
+                None => record,
+            };
+            self.tests.insert(command.clone(), learnt);
+        }
+    }
+
+    /// The oracle's rules on the suite, as a session loop applies them, on the files the merge
+    /// `merged` changes from the head and the runner sections of shared files.
+    fn suite_changes(&self, merged: &str, guard: &SuiteGuard) -> Result<Vec<OracleChange>, String> {
+        let prefix = self.prefix.to_string_lossy().replace('\\', "/");
+        let prefix = prefix.trim_end_matches('/');
+        let changed = self.repo.changed_files_by_kind(&self.head, merged).map_err(|e| e.to_string())?;
+        let mut kinds: Vec<OracleChange> = Vec::new();
+        for (letter, path) in &changed {
+            let relative = match prefix {
+                "" => path.as_str(),
+                prefix => match path.strip_prefix(prefix).and_then(|p| p.strip_prefix('/')) {
+                    Some(relative) => relative,
+                    None => continue,
+                },
+            };
+            let kind = match letter {
+                'A' => ChangeKind::Added,
+                'D' => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
+            kinds.push(OracleChange { path: relative.to_string(), kind });
+        }
+        let mut broken = crate::checks::oracle::suite_rules(&kinds);
+        broken.extend(guard.section_changes(&self.scratch.join(&self.prefix)));
+        Ok(broken)
+    }
+
+    /// Runs each command of `runs` once, in order; the ones that failed, what they said, and
+    /// the test-count records each would leave on the integration if the merge lands. A pass
+    /// that runs fewer tests, or skips more, than the integration's record (or, for the task's
+    /// own check, than `own`, its loop's record) fails, as it would at a session loop's stop.
+    fn run_checks(
+        &self,
+        runs: &[(Failing, String)],
+        own: Option<&TestRatchet>,
+    ) -> (Vec<Failing>, String, BTreeMap<String, TestRatchet>) {
+        let mut failing = Vec::new();
+        let mut output = String::new();
+        let mut learnt: BTreeMap<String, TestRatchet> = BTreeMap::new();
+        let mut passed: Vec<&str> = Vec::new();
+        for (index, (who, command)) in runs.iter().enumerate() {
+            if passed.contains(&command.as_str()) {
+                continue;
+            }
+            let ran = self.run_one(command);
+            let mut said = ran.said.clone();
+            if let Some(tally) = &ran.tests {
+                let record =
+                    self.tests.get(command).cloned().unwrap_or_else(|| TestRatchet::new(!self.suite));
+                let judged = record.judge(tally, ran.passed);
+                // The task's own check is the first run; its loop's record holds it too.
+                let mine = own
+                    .filter(|own| index == 0 && self.suite && own.status == RatchetStatus::Armed)
+                    .and_then(|own| own.judge(tally, ran.passed).shortfall);
+                if let Some(shortfall) = judged.shortfall.or(mine).filter(|_| ran.passed) {
+                    said = format!(
+                        "`{command}` passes on the merged tree, but does not count:{}",
+                        shortfall.explain(command)
+                    );
+                }
+                learnt.insert(command.clone(), judged.next);
+            }
+            if said.is_empty() {
+                passed.push(command);
+            } else {
+                output.push_str(&said);
+                failing.push(who.clone());
+            }
+        }
+        (failing, output, learnt)
+    }
+
+    fn run_one(&self, command: &str) -> Ran {
         let cwd = self.scratch.join(&self.prefix);
         let sandbox = match &self.sandbox {
             Some(read_only) => crate::checks::sandbox::verify_sandbox(&cwd, read_only),
@@ -265,13 +439,24 @@ impl Queue {
         };
         let spec = VerifySpec { command: command.to_string(), cwd, timeout: self.timeout, sandbox };
         match spec.run() {
-            Ok(outcome) if outcome.passed() => Ok(()),
-            Ok(outcome) => Err(format!(
-                "`{command}` fails on the merged tree ({}):\n{}\n",
-                outcome.describe(),
-                outcome.output.last_lines(20, 3_000)
-            )),
-            Err(e) => Err(format!("`{command}` could not run on the merged tree: {e}\n")),
+            Ok(outcome) => {
+                let tests = (!outcome.timed_out).then(|| outcome.output.tests());
+                let said = if outcome.passed() {
+                    String::new()
+                } else {
+                    format!(
+                        "`{command}` fails on the merged tree ({}):\n{}\n",
+                        outcome.describe(),
+                        outcome.output.last_lines(20, 3_000)
+                    )
+                };
+                Ran { passed: outcome.passed(), said, tests }
+            }
+            Err(e) => Ran {
+                passed: false,
+                said: format!("`{command}` could not run on the merged tree: {e}\n"),
+                tests: None,
+            },
         }
     }
 
@@ -369,7 +554,7 @@ mod tests {
     }
 
     fn offered(n: u32, check: &str, commit: &str) -> Offered {
-        Offered { n, check: check.into(), commit: commit.into() }
+        Offered { n, check: check.into(), commit: commit.into(), tests: None }
     }
 
     #[test]
@@ -492,5 +677,156 @@ mod tests {
             std::fs::write(dir.path().join("f"), text).unwrap();
             assert_eq!(has_conflict_markers(&dir.path().join("f")), marks, "{text:?}");
         }
+    }
+
+    /// A project whose tests a runner counts as pytest does (a start line, then `N passed`),
+    /// sourcing every `tests/test_*.sh`: one that exits at its import ends the run at 0 with
+    /// no summary, as a `conftest.py` or a test module calling `os._exit(0)` does.
+    fn counted() -> Fixture {
+        let f = Fixture::new();
+        write(
+            f.dir.path(),
+            "run_tests.sh",
+            "echo '============================= test session starts =============================='\n\
+             n=0; for t in tests/test_*.sh; do . \"./$t\"; n=$((n+1)); done\n\
+             grep -q ONE a.txt || { echo \"=== 1 failed, $((n-1)) passed in 0.01s ===\"; exit 1; }\n\
+             echo \"============================== $n passed in 0.01s ==============================\"\n",
+        );
+        write(f.dir.path(), "tests/test_a.sh", "true\n");
+        write(f.dir.path(), "tests/test_b.sh", "true\n");
+        git(f.dir.path(), &["add", "-A"]);
+        git(f.dir.path(), &["commit", "-qm", "tests"]);
+        Fixture { base: f.repo.head_commit().unwrap(), ..f }
+    }
+
+    /// Regression: a task adding a test file that exits 0 when the runner imports it landed on
+    /// the exit status alone, while the same trick ends a session loop `tests_dropped`.
+    #[test]
+    fn a_merge_that_runs_fewer_tests_than_the_integration_had_does_not_land() {
+        let f = counted();
+        let scratch = tempfile::tempdir().unwrap();
+        let hidden = f.task(&[("a.txt", "one\ntwo\n"), ("tests/test_zz.sh", "exit 0\n")]);
+        let mut queue = f.queue(&scratch);
+        let Judged::Broken { failing, output, .. } = queue.judge(&offered(1, "sh run_tests.sh", &hidden))
+        else {
+            panic!("a merge that ran no test landed")
+        };
+        assert_eq!(failing, [Failing::Task(1)]);
+        assert!(output.contains("does not count"), "{output}");
+        assert!(output.contains("no summary this time, 2 ran before"), "{output}");
+        assert_eq!(f.integration(), f.base);
+        let honest = f.task(&[("a.txt", "ONE\n"), ("tests/test_c.sh", "true\n")]);
+        assert!(matches!(queue.judge(&offered(1, "sh run_tests.sh", &honest)), Judged::Landed { .. }));
+        assert_eq!(
+            queue.test_records()["sh run_tests.sh"].most_ran(),
+            Some(3),
+            "the landing raised the record"
+        );
+    }
+
+    /// The task's own loop counted more tests than the merge runs: the merge does not count,
+    /// though the integration never ran them.
+    #[test]
+    fn a_merge_that_runs_fewer_tests_than_the_tasks_own_pass_does_not_land() {
+        let f = counted();
+        let scratch = tempfile::tempdir().unwrap();
+        let task = f.task(&[("a.txt", "ONE\n")]);
+        let own = TestRatchet::new(false)
+            .judge(
+                &crate::checks::test_count::tally("=== test session starts ===\n=== 5 passed in 1s ===\n"),
+                true,
+            )
+            .next;
+        let mut queue = f.queue(&scratch);
+        let with_own = Offered { tests: Some(own), ..offered(1, "sh run_tests.sh", &task) };
+        let Judged::Broken { output, .. } = queue.judge(&with_own) else {
+            panic!("landed short of its own pass")
+        };
+        assert!(output.contains("pytest: 2 ran, 5 before"), "{output}");
+        assert!(matches!(queue.judge(&offered(1, "sh run_tests.sh", &task)), Judged::Landed { .. }));
+    }
+
+    /// A runner's file added (a `conftest.py`, a `.pth`) or a test already there edited does
+    /// not land, whatever the checks say; a new test file does.
+    #[test]
+    fn a_merge_that_adds_a_runner_file_or_edits_a_test_does_not_land() {
+        let f = counted();
+        let scratch = tempfile::tempdir().unwrap();
+        let mut queue = f.queue(&scratch);
+        for (files, named) in [
+            (&[("conftest.py", "import os\nos._exit(0)\n")][..], "conftest.py (added)"),
+            (&[("tests/test_a.sh", "exit 0\n")][..], "tests/test_a.sh (modified)"),
+            (&[("sub/hook.pth", "import os; os._exit(0)\n")][..], "sub/hook.pth (added)"),
+        ] {
+            let mut files = files.to_vec();
+            files.push(("a.txt", "ONE\n"));
+            let task = f.task(&files);
+            let Judged::Broken { failing, output, .. } = queue.judge(&offered(1, "sh run_tests.sh", &task))
+            else {
+                panic!("{named}: landed")
+            };
+            assert_eq!(failing, [Failing::Task(1)]);
+            assert!(output.contains(named) && output.contains("test runner's own files"), "{output}");
+        }
+        assert_eq!(f.integration(), f.base);
+        let allowed = f.task(&[("a.txt", "ONE\n"), ("conftest.py", "")]);
+        let other = tempfile::tempdir().unwrap();
+        let mut lenient = f.queue(&other).allowing_test_edits(true);
+        assert!(matches!(lenient.judge(&offered(1, "sh run_tests.sh", &allowed)), Judged::Landed { .. }));
+    }
+
+    /// Regression: a cache one task's check wrote, ignored by git, survived the reset between
+    /// merges and made a broken task's check pass.
+    #[test]
+    fn what_a_check_leaves_in_ignored_files_does_not_decide_the_next_merge() {
+        let f = Fixture::new();
+        write(f.dir.path(), ".gitignore", ".cache/\n");
+        // A check that trusts its cache, as Python trusts a `__pycache__` that looks current.
+        write(
+            f.dir.path(),
+            "check.sh",
+            "test -f .cache/ok && exit 0\ngrep -q \"$1\" a.txt || exit 1\nmkdir -p .cache && touch .cache/ok\n",
+        );
+        git(f.dir.path(), &["add", "-A"]);
+        git(f.dir.path(), &["commit", "-qm", "check"]);
+        let f = Fixture { base: f.repo.head_commit().unwrap(), ..f };
+        let scratch = tempfile::tempdir().unwrap();
+        let one = f.task(&[("a.txt", "one\nONE\nthree\n")]);
+        let broken = f.task(&[("b.txt", "b\n")]);
+        let mut queue = f.queue(&scratch);
+        assert!(matches!(queue.judge(&offered(1, "sh check.sh ONE", &one)), Judged::Landed { .. }));
+        let Judged::Broken { failing, .. } = queue.judge(&offered(2, "sh check.sh TWO", &broken)) else {
+            panic!("a broken task passed on what the last check left")
+        };
+        assert_eq!(failing, [Failing::Task(2)]);
+    }
+
+    /// `run --apply`'s check: the integration head in a clean copy, held to the queue's counts.
+    #[test]
+    fn the_head_is_checked_clean_and_held_to_the_counts_recorded() {
+        let f = counted();
+        let scratch = tempfile::tempdir().unwrap();
+        let task = f.task(&[("a.txt", "ONE\n")]);
+        let mut queue = f.queue(&scratch);
+        assert!(matches!(queue.judge(&offered(1, "sh run_tests.sh", &task)), Judged::Landed { .. }));
+        assert_eq!(queue.check_head(), Ok(vec!["sh run_tests.sh".to_string()]));
+        let records = queue.test_records().clone();
+        let mut fewer = records.clone();
+        let armed = fewer.get_mut("sh run_tests.sh").unwrap();
+        armed.suites.get_mut("pytest").unwrap().most_ran = 9;
+        let head = f.integration();
+        let again = Queue::open(
+            &f.repo,
+            &scratch.path().join("again"),
+            INTEGRATION,
+            &f.base,
+            vec![(1, "sh run_tests.sh".into())],
+        )
+        .unwrap()
+        .checking(Path::new(""), None, Duration::from_secs(30))
+        .with_test_records(fewer);
+        let said = again.check_head().unwrap_err();
+        assert!(said.contains("pytest: 2 ran, 9 before"), "{said}");
+        assert_eq!(f.integration(), head, "a check of the head moves nothing");
     }
 }

@@ -244,10 +244,14 @@ impl<'a> Schedule<'a> {
             }
             let task = &self.run.tasks[index];
             let Stage::Queued { commit } = &task.stage else { return };
-            let offered = Offered { n: task.task.n, check: task.task.check.clone(), commit: commit.clone() };
+            // What the task's own loop counted when its check passed there: the merge is held to it.
+            let tests = self.store.paths(&task.loop_id).load().ok().flatten().map(|state| state.meta.tests);
+            let offered =
+                Offered { n: task.task.n, check: task.task.check.clone(), commit: commit.clone(), tests };
             match self.queue.judge(&offered) {
                 Judged::Landed { head } => {
                     self.run.head = Some(head);
+                    self.run.tests.clone_from(self.queue.test_records());
                     self.landed(index);
                 }
                 Judged::Conflict { files, said, marked } => {
