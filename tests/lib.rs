@@ -21,6 +21,8 @@
 //! - `properties`: arbitrary bytes as event, state and transcript, for every host.
 //! - `red_team`: attacks a hostile model would try, each sent past the guard: held or reported,
 //!   never silent, except the limits docs/integrity.md names.
+//! - `rhythms`: real agents' rhythms as Stop events: stops while the session's background work
+//!   runs, the host's cap of blocks without a tool call, Qwen Code's background agents.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
@@ -106,6 +108,8 @@ mod release_workflow;
 mod report;
 #[cfg(unix)]
 mod review;
+#[cfg(unix)]
+mod rhythms;
 #[cfg(unix)]
 mod run_attempts;
 #[cfg(unix)]

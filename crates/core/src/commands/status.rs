@@ -228,6 +228,16 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             meta.harness_overrides
         ));
     }
+    let rhythm = [
+        crate::verdict::background::status_line(state, env.now),
+        crate::verdict::block_cap::status_line(state),
+    ];
+    for line in rhythm.into_iter().flatten() {
+        out.push_str(&format!(
+            "  rhythm:     {line}
+"
+        ));
+    }
     out
 }
 

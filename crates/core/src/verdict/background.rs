@@ -169,6 +169,32 @@ fn cut_words(
     .to_string()
 }
 
+/// `loop-hook status`'s line on the waits: the wait in progress, and those of the whole loop.
+pub(crate) fn status_line(state: &LoopState, now: Timestamp) -> Option<String> {
+    let rhythm = &state.meta.rhythm;
+    if rhythm.waited_stops == 0 && rhythm.waits_cut == 0 {
+        return None;
+    }
+    let bound = state.meta.settings.background_wait_secs.unwrap_or(DEFAULT_WAIT_SECS);
+    let mut line = format!(
+        "waited on background work: {} stop(s), {} in all",
+        rhythm.waited_stops,
+        human_secs(rhythm.total_waited_secs(now))
+    );
+    if let Some(wait) = &rhythm.wait {
+        line.push_str(&format!(
+            "; waiting now for {} task(s), {} of at most {}",
+            wait.tasks.len(),
+            human_secs(secs_between(wait.since, now)),
+            human_secs(bound)
+        ));
+    }
+    if rhythm.waits_cut > 0 {
+        line.push_str(&format!("; {} wait(s) ran out and were judged anyway", rhythm.waits_cut));
+    }
+    Some(line)
+}
+
 fn secs_between(since: Timestamp, now: Timestamp) -> u64 {
     u64::try_from(now.duration_since(since).as_secs()).unwrap_or(0)
 }

@@ -13,12 +13,12 @@ use crate::verdict::facts::StopFacts;
 
 /// Which block in the host's row a block at this stop would be: the first after a stop that was
 /// not blocked, that the host did not continue from a block, or whose turn called a tool (which
-/// starts the host's count again); else one more than the last. A turn whose tool calls are
-/// unknown counts as one without.
+/// starts the host's count again); else one more than the last. Only a turn the transcript
+/// shows without a tool call counts: one that cannot be read parks nothing on a guess (a block
+/// the host threw away is then recorded at the next stop, as any override is).
 pub(crate) fn quiet_after(state: &LoopState, facts: &StopFacts<'_>) -> u32 {
-    let new_row = !state.meta.last_blocked
-        || facts.stop_hook_active == Some(false)
-        || facts.tool_uses.is_some_and(|n| n > 0);
+    let new_row =
+        !state.meta.last_blocked || facts.stop_hook_active == Some(false) || facts.tool_uses != Some(0);
     if new_row { 1 } else { state.meta.rhythm.quiet_blocks.saturating_add(1) }
 }
 
@@ -61,6 +61,19 @@ pub(crate) fn headline(next: &LoopState, code: ReasonCode) -> Option<String> {
         meta.host.commands().resume,
         if setting.is_empty() { String::new() } else { ", or raise the cap".to_string() },
     ))
+}
+
+/// `loop-hook status`'s line on the host's cap, once the agent has ended turns without a tool
+/// call in a row.
+pub(crate) fn status_line(state: &LoopState) -> Option<String> {
+    let rhythm = &state.meta.rhythm;
+    let cap = rhythm.block_cap?;
+    (state.meta.last_blocked && rhythm.quiet_blocks > 1).then(|| {
+        format!(
+            "the agent ended the last {} blocked turns without a tool call; the host honours {cap} in a row",
+            rhythm.quiet_blocks
+        )
+    })
 }
 
 #[cfg(test)]
@@ -137,6 +150,13 @@ mod tests {
         let (codes, state) = talk(capped(Some(2)), 12, 1);
         assert!(codes.iter().all(|c| *c == ReasonCode::VerifyFailed), "{codes:?}");
         assert_eq!(state.meta.rhythm.quiet_blocks, 1);
+        let failed = VerifyOutcome::exited(1, "");
+        let mut unknown = capped(Some(2));
+        for n in 0..6 {
+            let facts = StopFacts { tool_uses: None, stop_hook_active: Some(n > 0), ..facts(&failed, None) };
+            unknown = decide(&unknown, facts).next;
+        }
+        assert_eq!(unknown.meta.status, Status::Active, "an unreadable turn parks nothing on a guess");
         let (codes, _) = talk(capped(None), 12, 0);
         assert!(codes.iter().all(|c| *c == ReasonCode::VerifyFailed), "{codes:?}");
     }
