@@ -213,6 +213,8 @@ impl StopContext<'_> {
             Ok(Opening::Again) => return Round::Again,
             Err(response) => return Round::NotJudged(response),
         };
+        // Which host process sent this stop: a handoff takes the loop at once once it has exited.
+        crate::provenance::host_process::record(&self.paths.dir, self.host, self.now());
         // The session's own background work in flight: the stop waits for it, unjudged.
         let (rhythm, cut) = match self.background(&mut opened) {
             Ok(judge) => judge,
