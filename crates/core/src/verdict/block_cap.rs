@@ -7,8 +7,7 @@
 //! The hook puts the cap it read into `state.meta.rhythm.block_cap` before the verdict; the
 //! count is `state.meta.rhythm.quiet_blocks`.
 
-use crate::state::{LoopState, ReasonCode, Status};
-use crate::verdict::decision::status_after;
+use crate::state::{LoopState, ReasonCode};
 use crate::verdict::facts::StopFacts;
 
 /// Which block in the host's row a block at this stop would be: the first after a stop that was
@@ -22,9 +21,8 @@ pub(crate) fn quiet_after(state: &LoopState, facts: &StopFacts<'_>) -> u32 {
     if new_row { 1 } else { state.meta.rhythm.quiet_blocks.saturating_add(1) }
 }
 
-/// `code`, unless it would block a stop the host would not let be blocked: then the loop parks.
-pub(crate) fn kept(state: &LoopState, facts: &StopFacts<'_>, code: ReasonCode) -> ReasonCode {
-    let blocks = status_after(code) == Status::Active && code != ReasonCode::PassNotCounted;
+/// `code`, unless it `blocks` a stop the host would not let be blocked: then the loop parks.
+pub(crate) fn kept(state: &LoopState, facts: &StopFacts<'_>, code: ReasonCode, blocks: bool) -> ReasonCode {
     match state.meta.rhythm.block_cap {
         Some(cap) if blocks && quiet_after(state, facts) > cap => ReasonCode::BlockCap,
         _ => code,

@@ -461,7 +461,8 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let step = metric_step(state, &facts);
     let tests = judge_tests(state, &facts);
     let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref(), tests.as_ref());
-    let code = block_cap::kept(state, &facts, code);
+    let blocks = status_after(code) == Status::Active && code != ReasonCode::PassNotCounted;
+    let code = block_cap::kept(state, &facts, code, blocks);
     let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
 
     let mut next = state.clone();
