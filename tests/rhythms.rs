@@ -44,6 +44,14 @@ fn a_stop_while_background_work_runs_waits_and_the_stop_after_it_is_judged() {
     let status = env.run(&["status", "--session", SESSION], "");
     assert!(status.stdout.contains("waited on background work: 4 stop(s)"), "{}", status.stdout);
     assert!(status.stdout.contains("waiting now for 1 task(s)"), "{}", status.stdout);
+    let report = env.run(&["report", "--session", SESSION, "--out", "report.html"], "");
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    let page = std::fs::read_to_string(env.project.join("report.html")).unwrap();
+    assert!(page.contains("waited on background work"), "the report shows no wait");
+    assert!(
+        page.contains("waiting for 1 background task before judging: cargo build --release"),
+        "no task named"
+    );
     // The work landed: the next stop is judged, and passes at iteration 1.
     env.write("built", "");
     let run = stop_with(&env, "built", false, json!([]));
