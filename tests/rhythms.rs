@@ -205,3 +205,26 @@ fn qwen_codes_running_background_agent_is_waited_on() {
     event["background_tasks"][1]["status"] = json!("completed");
     assert!(env.run(&["stop-hook", "--host", "qwen-code"], event.to_string()).blocked());
 }
+
+/// In `-p` the host exits once it ends a turn, blocked or not: a blocked stop whose host process
+/// has exited is no silent `active` in `loop-hook status`.
+#[test]
+fn a_blocked_stop_whose_host_has_exited_is_told_by_status() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    assert!(env.stop("not yet").blocked());
+    let quiet = env.run(&["status", "--session", SESSION], "");
+    assert!(!quiet.stdout.contains("has exited"), "{}", quiet.stdout);
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    // What the Stop hook records of the host that sent the stop, for a host now gone.
+    let record = json!({"pid": pid, "started": 1, "at": jiff::Timestamp::now().as_second()});
+    std::fs::write(env.session_dir(SESSION).join("host-process.json"), record.to_string()).unwrap();
+    let told = env.run(&["status", "--session", SESSION], "");
+    assert!(
+        told.stdout.contains("the last stop was blocked, but the host process that sent it has exited"),
+        "{}",
+        told.stdout
+    );
+}
