@@ -107,7 +107,7 @@ mod tests {
         assert_eq!(read("[]"), Some(vec![]));
         assert_eq!(read("null"), None);
         assert_eq!(read(r#""running""#), None);
-        assert_eq!(read(r#"[1, 2]"#), None);
+        assert_eq!(read("[1, 2]"), None);
         assert_eq!(read(r#"[{"status":"running"}]"#), None, "a task without an id");
     }
 

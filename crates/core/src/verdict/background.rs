@@ -27,7 +27,7 @@ pub(crate) enum Call {
     /// `incident` says why a stop with work in flight was judged anyway.
     Judge { rhythm: Rhythm, incident: Option<Incident> },
     /// Let through unjudged: nothing but the wait changes in `next`.
-    Wait { next: LoopState, ledger: Vec<LedgerEntry>, said: String },
+    Wait { next: Box<LoopState>, ledger: Vec<LedgerEntry>, said: String },
 }
 
 /// Decides whether the owner's stop of an active loop waits. `tasks`: the work in flight the
@@ -128,7 +128,7 @@ fn waiting(
         meta.settings.max_iterations,
         human_secs(bound)
     );
-    Call::Wait { next, ledger, said }
+    Call::Wait { next: Box::new(next), ledger, said }
 }
 
 /// Why a stop with work in flight is judged, for the user and the agent.
@@ -219,7 +219,7 @@ mod tests {
     /// Applies a call as the hook would: the wait's state, or the rhythm a judged stop carries.
     fn after(state: &LoopState, call: &Call) -> LoopState {
         match call {
-            Call::Wait { next, .. } => next.clone(),
+            Call::Wait { next, .. } => (**next).clone(),
             Call::Judge { rhythm, .. } => {
                 let mut next = state.clone();
                 next.meta.rhythm = rhythm.clone();
@@ -272,7 +272,7 @@ mod tests {
         let mut now = 0;
         let mut state_now = after(&state, &decide(&state, Some(&forever), None, at(now)));
         while let Call::Wait { next, .. } = decide(&state_now, Some(&forever), None, at(now)) {
-            state_now = next;
+            state_now = *next;
             now += 60;
             assert!(now <= 600, "the wait outlived its bound");
         }
@@ -296,7 +296,7 @@ mod tests {
         loop {
             n += 1;
             match decide(&state, Some(&[task(&format!("t{n}"))]), None, at(now)) {
-                Call::Wait { next, .. } => state = next,
+                Call::Wait { next, .. } => state = *next,
                 Call::Judge { incident, rhythm } => {
                     let what = incident.expect("told").what;
                     assert!(what.contains("New background work kept being started"), "{what}");

@@ -31,7 +31,7 @@ impl StopContext<'_> {
                     return Err(Round::Judged(HookResponse::allow_with(format!("for-loop: {what}."))));
                 }
                 found.iter().for_each(Incident::forget_fallback);
-                let told = found.iter().map(|i| format!("for-loop: {}.\n", i.what)).collect::<String>();
+                let told = crate::verdict::message::incident_lines(&found);
                 Err(Round::Judged(HookResponse::allow_with(format!("{told}{said}"))))
             }
         }
