@@ -243,10 +243,7 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
         crate::verdict::block_cap::status_line(state),
     ];
     for line in rhythm.into_iter().flatten() {
-        out.push_str(&format!(
-            "  rhythm:     {line}
-"
-        ));
+        out.push_str(&format!("  rhythm:     {line}\n"));
     }
     out
 }

@@ -2,11 +2,12 @@
 //! wait recorded, or judged with the wait ended ([`crate::verdict::background`] decides).
 
 use crate::host::hook_response::HookResponse;
-use crate::state::{Incident, Rhythm};
+use crate::state::{Incident, ReasonCode, Rhythm};
 use crate::verdict::background::{self, Call};
 
 use super::Round;
 use super::context::StopContext;
+use super::fault::record_fault;
 use super::open::{Opened, reopen};
 
 impl StopContext<'_> {
@@ -18,16 +19,25 @@ impl StopContext<'_> {
         let tasks = self.event.background.as_deref().filter(|_| opened.incidents.is_empty());
         match background::decide(&opened.state, tasks, self.event.stop_hook_active, self.now()) {
             Call::Judge { rhythm, incident } => Ok((rhythm, incident)),
-            Call::Wait { next, ledger, said } => {
+            Call::Wait { mut next, ledger, said } => {
                 let mut found = Vec::new();
                 let transaction = reopen(self, &mut opened.state, &mut found).map_err(Round::NotJudged)?;
-                let lines: Vec<_> =
-                    found.iter().map(|i| i.note(&opened.state, self.now())).chain(ledger).collect();
+                // A command the prompt hook marked meanwhile still awaits its confirmation.
+                next.meta.awaiting.clone_from(&opened.state.meta.awaiting);
+                // The command this stop settled is recorded by its commit, as a verdict's is.
+                let lines: Vec<_> = self
+                    .recorded(opened.settled.take())
+                    .into_iter()
+                    .chain(found.iter().map(|i| i.note(&opened.state, self.now())))
+                    .chain(ledger)
+                    .collect();
                 if let Err(e) = transaction.commit(&next, &lines) {
                     let what = format!(
                         "could not record this stop ({e}), so nothing changed. This stop is allowed; the \
                          loop goes on at the next stop. Free some disk space (or raise the file-size limit)"
                     );
+                    let paths = transaction.paths();
+                    record_fault(paths, &opened.state, self.event, self.env, ReasonCode::RecordFailed, &what);
                     return Err(Round::Judged(HookResponse::allow_with(format!("for-loop: {what}."))));
                 }
                 found.iter().for_each(Incident::forget_fallback);
