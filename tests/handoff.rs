@@ -303,3 +303,42 @@ fn a_usage_limit_with_on_limit_handoff_goes_on_under_run_and_ends_verified() {
     let later = env.stop("anything");
     assert!(!later.blocked() && later.stdout.contains(&run_id), "{}", later.stdout);
 }
+
+/// A loop started by the user's prompt, with its session's transcript, just written: the session
+/// looks at work.
+fn prompt_started_loop(env: &TestEnv) -> std::path::PathBuf {
+    env.write("check.sh", "test -f fixed || { echo 'FAIL: fixed is missing'; exit 1; }\n");
+    let transcript = env.project.join("transcript.jsonl");
+    let start = "/for-loop create the file fixed --verify \"sh check.sh\" --max-iterations 5";
+    let prompt = json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
+        "prompt_id": "p-1", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+        "prompt": start});
+    let started = env.run(&["prompt-hook"], prompt.to_string());
+    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
+    let record = json!({"type": "user", "timestamp": jiff::Timestamp::now().to_string(),
+        "message": {"role": "user", "content": start}});
+    std::fs::write(&transcript, format!("{record}\n")).unwrap();
+    transcript
+}
+
+#[test]
+fn a_session_at_work_is_refused_with_how_long_is_left_and_one_that_ended_on_an_error_is_taken_at_once() {
+    let env = TestEnv::new();
+    prompt_started_loop(&env);
+    let refused = refused_resume(&env, &[]);
+    assert!(refused.contains("right now (its transcript was written"), "{refused}");
+    assert!(refused.contains("try again in ") && refused.contains(" s"), "{refused}");
+    assert!(!refused.contains("in a minute"), "{refused}");
+    // The session's turn ends on `prompt is too long`: it is over, not at work.
+    let failed = json!({"session_id": SESSION, "hook_event_name": "StopFailure", "error": "invalid_request",
+        "error_details": "prompt is too long: 210000 tokens > 200000 maximum", "last_assistant_message": ""});
+    let told = env.run(&["stop-hook"], failed.to_string());
+    assert_eq!(told.code, 0, "{}", told.stderr);
+    assert!(state_field(&env, SESSION, "status") == "active");
+    let bin = fake_claude(&env, FIXES);
+    let mut resume = driver(&env, &bin, &["--resume", SESSION, "--no-sandbox"]);
+    resume.stdin(Stdio::null());
+    let run = crate::util::run_command(resume, b"");
+    assert_eq!(run.code, 0, "the handoff was refused: {}{}", run.stdout, run.stderr);
+    assert_eq!(state_field(&env, SESSION, "outcome"), "handed_over");
+}

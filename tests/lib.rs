@@ -23,6 +23,8 @@
 //!   never silent, except the limits docs/integrity.md names.
 //! - `check_programs`: what the check runs from outside the project (a `python3` first on
 //!   `PATH`, a `.pth` in the user's site-packages), planted and refused by name.
+//! - `rhythms`: real agents' rhythms as Stop events: stops while the session's background work
+//!   runs, the host's cap of blocks without a tool call, Qwen Code's background agents.
 //! - `runners`: real test suites (cargo, pytest, unittest, node --test) behind a loop's check.
 //! - `e2e`: the real Claude Code, Gemini CLI and Codex CLIs, driven by a scripted model, and the
 //!   demo. `FOR_LOOP_SKIP_E2E=1 scripts/test` leaves exactly this module out.
@@ -114,6 +116,8 @@ mod release_workflow;
 mod report;
 #[cfg(unix)]
 mod review;
+#[cfg(unix)]
+mod rhythms;
 #[cfg(unix)]
 mod run_attempts;
 #[cfg(unix)]

@@ -20,6 +20,7 @@ mod red_team_launch;
 mod red_team_output;
 mod red_team_watch;
 mod reviewers;
+mod rhythms;
 
 mod red_team_origin;
 
@@ -286,12 +287,13 @@ fn a_hostile_task_arrives_verbatim_and_nothing_in_it_runs() {
 #[test]
 fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
     let mut world = World::new();
-    // One honoured block, then Claude Code overrides the hook: session A's run ends, its loop on.
+    // One honoured block, then Claude Code would override the hook: session A's loop is parked
+    // there, and kept.
     world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
     let model = MockModel::start(Script::new().text("working").text("still working")).unwrap();
     let run = world.run(&model, SESSION_A, "/for-loop a long task --verify false", &[]);
     assert_eq!(reinjections(&model).len(), 1, "{}", run.dump());
-    assert!(world.state(SESSION_A).contains("status: active"));
+    assert!(world.state(SESSION_A).contains("status: parked"));
 
     let other = MockModel::start(Script::new().text("plain answer")).unwrap();
     let run_b = world.run(&other, SESSION_B, "just answer", &[]);
@@ -299,7 +301,7 @@ fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
     let stops = run_b.stop_responses();
     assert_eq!(stops.len(), 1);
     assert_eq!(stops[0]["stdout"].as_str().unwrap_or_default().trim(), "", "{}", stops[0]);
-    assert!(world.state(SESSION_A).contains("status: active"));
+    assert!(world.state(SESSION_A).contains("status: parked"));
     assert!(!world.env.session_dir(SESSION_B).exists());
 }
 
@@ -307,10 +309,10 @@ fn a_loop_in_one_session_never_blocks_another_session_in_the_same_repository() {
 /// directly: the model gets no turn for them, and so cannot interfere.
 #[test]
 fn cancel_releases_the_loop_at_once_and_status_reports_it() {
-    let mut world = World::new();
-    world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
+    let world = World::new();
+    // One block, then the turn ends on a server error: the run is over, the loop still on.
     let model =
-        MockModel::start(Script::new().text("working").text("still working").text("a plain answer")).unwrap();
+        MockModel::start(Script::new().text("working").error(500, None).text("a plain answer")).unwrap();
     let run = world.run(&model, SESSION_A, "/for-loop endless --verify false", &[]);
     assert_eq!(model.main_requests().len(), 2, "{}", run.dump());
     assert!(world.state(SESSION_A).contains("status: active"));
@@ -778,8 +780,7 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
     std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_loop-hook"), &bin).unwrap();
     world.loop_hook = Some(bin.clone());
-    // One honoured block, then Claude Code ends the run: the loop is left running for the user.
-    world.vars.push(("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()));
+    // One block, then the turn ends on a server error: the loop is left running for the user.
     std::fs::create_dir_all(world.env.project.join(".claude")).unwrap();
     world.env.write(
         ".claude/settings.json",
@@ -812,7 +813,7 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
             ))
             .bash(py("open(os.environ['FOR_LOOP_' + 'BIN'], 'wb').write(b'#!/bin/sh\\nexit 0\\n')"))
             .text("All done.")
-            .text("still here")
+            .error(500, None)
             .bash("touch fixed")
             .text("Fixed for real."),
     )
@@ -858,7 +859,7 @@ fn with_the_sandbox_on_loops_start_cancel_and_resume_and_every_attack_is_held() 
         lines,
         [
             ("verify_failed", "-"),
-            ("verify_failed", "-"),
+            ("agent_error", "-"),
             ("cancelled", "user"),
             ("resumed", "user"),
             ("verified", "-")

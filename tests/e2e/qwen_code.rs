@@ -447,3 +447,41 @@ fn qwen_code_a_prompt_too_long_mid_loop_uses_no_iteration_and_is_told_at_the_nex
     assert_eq!(ledger(), ["verify_failed", "context_exhausted", "verified"], "{screen}");
     assert!(installed.state(SESSION).contains("outcome: verified"), "{}", installed.state(SESSION));
 }
+
+/// Qwen Code 0.24.4's Stop event lists its background agents in `background_tasks`, not the
+/// shells its agent starts in the background (`run_shell_command` with `is_background`): a stop
+/// made while such a shell runs is judged as before, with no wait. (A running background agent
+/// is waited for: `rhythms::qwen_codes_running_background_agent_is_waited_on` feeds the shape
+/// the CLI builds.) The shell's work lands only once that stop was judged, an event rather than a
+/// race with the clock.
+#[test]
+fn qwen_codes_background_shell_is_not_in_its_stop_event_and_the_stop_is_judged() {
+    let installed = Installed::new(Some(100));
+    installed.env.write("check.sh", "test -f built || { echo 'FAIL: not built'; exit 1; }\n");
+    let ledger = installed.env.session_dir(SESSION).join("ledger.jsonl");
+    let build = format!(
+        "i=0; until grep -qE 'verify_failed|background_wait' {ledger} 2>/dev/null || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; touch built",
+        ledger = ledger.display()
+    );
+    let model = MockModel::start(
+        Script::new()
+            .background(build)
+            .text("The build runs in the background.")
+            .bash("i=0; until [ -f built ] || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done")
+            .text("Built."),
+    )
+    .unwrap();
+    let dump = installed.run(
+        &model,
+        "/for-loop build it --verify \"sh check.sh\" --max-iterations 5",
+        SESSION,
+        false,
+    );
+    assert_eq!(installed.env.ledger_reasons(SESSION), ["verify_failed", "verified"], "{dump}");
+    let call = &model.main_requests()[1];
+    assert!(
+        call.body.to_string().contains(r#"\"is_background\":true"#),
+        "the shell tool was not asked to run in the background: {}",
+        call.body
+    );
+}

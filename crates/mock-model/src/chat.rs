@@ -39,12 +39,37 @@ pub(crate) fn turn(step: Option<&Step>, exhausted: &str, tools: &[Value]) -> Tur
     if let Some(Step::Call { name, input }) = step {
         return Turn::Call { name: name.clone(), arguments: input.to_string() };
     }
+    if let Some(Step::Background { command }) = step
+        && let Some((name, arguments)) = background_call(tools, command)
+    {
+        return Turn::Call { name, arguments: arguments.to_string() };
+    }
     let command = match ShellTurn::of(step, exhausted) {
         ShellTurn::Say(text) => return Turn::Text(text),
         ShellTurn::Run(command) => command,
     };
     let (name, arguments) = shell_call(tools, &command);
     Turn::Call { name, arguments: arguments.to_string() }
+}
+
+/// The shell tool's own way to start `command` in the background, where it has one: Qwen Code's
+/// `is_background`, Copilot CLI's `mode: "async"`. `None`: the shell's `&` does it.
+fn background_call(tools: &[Value], command: &str) -> Option<(String, Value)> {
+    let (name, mut arguments) = shell_call(tools, command);
+    let declares = |param: &str| {
+        tools.iter().any(|tool| {
+            tool["function"]["name"] == name.as_str()
+                && tool["function"]["parameters"]["properties"][param].is_object()
+        })
+    };
+    if declares("is_background") {
+        arguments["is_background"] = json!(true);
+    } else if declares("mode") {
+        arguments["mode"] = json!("async");
+    } else {
+        return None;
+    }
+    Some((name, arguments))
 }
 
 const USAGE: fn() -> Value = || json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
@@ -199,5 +224,18 @@ mod tests {
         assert_eq!(last_user_text(&body).unwrap(), "task\nhello");
         assert_eq!(tool_results(&body), [("c".to_owned(), "hello".to_owned())]);
         assert_eq!(last_user_text(&json!({"messages": []})), None);
+    }
+
+    #[test]
+    fn a_background_step_uses_the_shell_tools_own_flag_or_the_shells_ampersand() {
+        let step = Step::Background { command: "make".into() };
+        let qwen = [json!({"type": "function", "function": {"name": "run_shell_command",
+            "parameters": {"properties": {"command": {}, "is_background": {"type": "boolean"}}}}})];
+        let Turn::Call { name, arguments } = turn(Some(&step), "", &qwen) else { panic!() };
+        let arguments: Value = serde_json::from_str(&arguments).unwrap();
+        assert_eq!((name.as_str(), &arguments["is_background"]), ("run_shell_command", &json!(true)));
+        let plain = [json!({"type": "function", "function": {"name": "shell"}})];
+        let Turn::Call { arguments, .. } = turn(Some(&step), "", &plain) else { panic!() };
+        assert!(arguments.contains("nohup sh -c 'make'") && arguments.contains('&'), "{arguments}");
     }
 }

@@ -29,6 +29,10 @@ pub(crate) fn part(step: Option<&Step>, exhausted: &str) -> Value {
         Some(Step::Bash { command }) => {
             json!({"functionCall": {"name": "run_shell_command", "args": {"command": command}}})
         }
+        Some(Step::Background { command }) => json!({"functionCall": {
+            "name": "run_shell_command",
+            "args": {"command": command, "is_background": true},
+        }}),
         Some(Step::Write { file_path, content }) => {
             json!({"functionCall": {"name": "write_file", "args": {"file_path": file_path, "content": content}}})
         }

@@ -16,6 +16,9 @@
 //! the protocol's own header or field, so a test can see how a CLI reports a limit. A
 //! `{"usage_limit": {"resets_in": 2}}` step answers with the usage-window limit each API has (a
 //! daily quota for Gemini, `usage_limit_reached` for `OpenAI`), which a CLI does not retry itself.
+//! A `{"background": "sleep 5 && make"}` step starts the command as the client's background
+//! work and returns at once: Claude Code's `Bash` with `run_in_background`, the `is_background`
+//! (or async mode) of a shell tool that has one, else `CMD &` in the shell.
 //! A `{"prompt_too_long": null}` step answers that the conversation no longer fits the model's
 //! context window (Anthropic's HTTP 400 `prompt is too long`), which a CLI does not retry either.
 
@@ -38,6 +41,9 @@ pub enum Step {
     Text(String),
     /// Call the `Bash` tool.
     Bash { command: String },
+    /// Start `command` in the background and return at once (Claude Code's `Bash` with
+    /// `run_in_background`): the client wakes the model when it ends, where it does that.
+    Background { command: String },
     /// Call the `Write` tool. Claude Code wants an absolute path.
     Write { file_path: String, content: String },
     /// Call the `Edit` tool. Claude Code 2.1.328 edits a file it has not read in the session.
@@ -76,6 +82,7 @@ impl ShellTurn {
             Some(Step::Call { name, input }) => return ShellTurn::Say(format!("call {name} {input}")),
             Some(Step::PromptTooLong) => return ShellTurn::Say("prompt is too long".into()),
             Some(Step::Bash { command }) => command.clone(),
+            Some(Step::Background { command }) => format!("nohup sh -c {} >/dev/null 2>&1 &", quote(command)),
             Some(Step::Write { file_path, content }) => {
                 format!("printf '%s' {} > {}", quote(content), quote(file_path))
             }
@@ -103,6 +110,10 @@ impl Step {
             Step::Bash { command } => {
                 Some(("Bash".into(), json!({"command": command, "description": BASH_DESCRIPTION})))
             }
+            Step::Background { command } => Some((
+                "Bash".into(),
+                json!({"command": command, "description": BASH_DESCRIPTION, "run_in_background": true}),
+            )),
             Step::Write { file_path, content } => {
                 Some(("Write".into(), json!({"file_path": file_path, "content": content})))
             }
@@ -120,6 +131,7 @@ impl fmt::Display for Step {
         match self {
             Step::Text(text) => write!(f, "text {text:?}"),
             Step::Bash { command } => write!(f, "bash {command:?}"),
+            Step::Background { command } => write!(f, "background {command:?}"),
             Step::Write { file_path, .. } => write!(f, "write {file_path}"),
             Step::Edit { file_path, .. } => write!(f, "edit {file_path}"),
             Step::Error { status, .. } => write!(f, "error {status}"),
@@ -137,6 +149,7 @@ impl fmt::Display for Step {
 enum StepRepr {
     Text(String),
     Bash(BashRepr),
+    Background(String),
     Write {
         file_path: String,
         content: String,
@@ -181,6 +194,7 @@ impl From<StepRepr> for Step {
             StepRepr::Bash(BashRepr::Short(command) | BashRepr::Long(BashCommand { command })) => {
                 Step::Bash { command }
             }
+            StepRepr::Background(command) => Step::Background { command },
             StepRepr::Write { file_path, content } => Step::Write { file_path, content },
             StepRepr::Edit { file_path, old_string, new_string } => {
                 Step::Edit { file_path, old_string, new_string }
@@ -198,6 +212,7 @@ impl From<Step> for StepRepr {
         match step {
             Step::Text(text) => StepRepr::Text(text),
             Step::Bash { command } => StepRepr::Bash(BashRepr::Short(command)),
+            Step::Background { command } => StepRepr::Background(command),
             Step::Write { file_path, content } => StepRepr::Write { file_path, content },
             Step::Edit { file_path, old_string, new_string } => {
                 StepRepr::Edit { file_path, old_string, new_string }
@@ -232,6 +247,12 @@ impl Script {
     /// Appends a Bash call.
     pub fn bash(mut self, command: impl Into<String>) -> Script {
         self.steps.push(Step::Bash { command: command.into() });
+        self
+    }
+
+    /// Appends a command started in the background ([`Step::Background`]).
+    pub fn background(mut self, command: impl Into<String>) -> Script {
+        self.steps.push(Step::Background { command: command.into() });
         self
     }
 
@@ -345,6 +366,17 @@ mod tests {
         let back = serde_json::to_string(&script).unwrap();
         assert_eq!(Script::from_json(&back).unwrap(), expected);
         assert!(back.starts_with(r#"[{"text":"done"},{"bash":"cargo test"},"#), "{back}");
+    }
+
+    #[test]
+    fn a_background_step_is_each_clients_background_work() {
+        let script = Script::from_json(r#"[{"background":"sleep 5 && touch built"}]"#).unwrap();
+        assert_eq!(script, Script::new().background("sleep 5 && touch built"));
+        let (name, input) = script.steps()[0].tool_call().unwrap();
+        assert_eq!((name.as_str(), &input["run_in_background"]), ("Bash", &json!(true)));
+        assert_eq!(input["command"], "sleep 5 && touch built");
+        let ShellTurn::Run(line) = ShellTurn::of(script.steps().first(), "") else { panic!() };
+        assert_eq!(line, "nohup sh -c 'sleep 5 && touch built' >/dev/null 2>&1 &");
     }
 
     #[test]

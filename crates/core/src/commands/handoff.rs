@@ -52,9 +52,9 @@ pub(crate) enum HandoffError {
     AlreadyHandedOver { to: String },
     #[error(
         "the loop is running in session {session} right now ({what}): hand it over from there with \
-         /for-loop:handoff, or end that session and try again in a minute"
+         /for-loop:handoff, or end that session and try again {when}"
     )]
-    Live { session: String, what: String },
+    Live { session: String, what: String, when: String },
     #[error("no agent CLI is installed to run the loop: install {install}, then hand the loop over again")]
     NoAgent { install: String },
     #[error("{why}, so its settings cannot be trusted; start a new loop")]
@@ -199,7 +199,8 @@ fn refused(state: &LoopState, asking: Option<&str>) -> Result<(), HandoffError> 
 }
 
 /// Refuses a loop that another session is judging or working on right now: its hook is judging a
-/// stop, or its transcript was written in the last [`LIVE_SECS`].
+/// stop, or its transcript was written in the last [`LIVE_SECS`] by a session not known to have
+/// ended since ([`ended`]).
 fn live(
     env: &Environment,
     paths: &LoopPaths,
@@ -210,9 +211,13 @@ fn live(
     if asking == Some(owner) || state.meta.status != Status::Active {
         return Ok(());
     }
-    let live = |what: String| Err(HandoffError::Live { session: owner.to_string(), what });
+    let live =
+        |what: String, when: String| Err(HandoffError::Live { session: owner.to_string(), what, when });
     if let Found::Running(other) = Judgment::found(paths, env.now) {
-        return live(format!("its Stop hook, process {}, is judging a stop", other.pid));
+        return live(
+            format!("its Stop hook, process {}, is judging a stop", other.pid),
+            "in a minute".into(),
+        );
     }
     let written = state
         .meta
@@ -223,11 +228,37 @@ fn live(
         .and_then(|at| Timestamp::try_from(at).ok());
     if let Some(at) = written {
         let secs = env.now.duration_since(at).as_secs();
-        if (0..LIVE_SECS).contains(&secs) {
-            return live(format!("its transcript was written {secs} s ago"));
+        if (0..LIVE_SECS).contains(&secs)
+            && !ended(state, crate::provenance::host_process::recorded(&paths.dir), at)
+        {
+            return live(
+                format!("its transcript was written {secs} s ago"),
+                format!("in {} s", LIVE_SECS - secs),
+            );
         }
     }
     Ok(())
+}
+
+/// Slack between a session's last event and its transcript's last write: the host writes the
+/// event's outcome (a block's feedback, an error) around the hook, a moment after it ran.
+const LAST_WRITE_SLACK_SECS: i64 = 10;
+
+/// Whether the session is known to have ended since it last wrote its transcript, written at
+/// `written`: its last turn ended on an error the host reported (a failed turn's record), or
+/// the host process that sent its last event has exited. A session that wrote its transcript
+/// after either (resumed, or compacted and prompted again) may be at work.
+fn ended(
+    state: &LoopState,
+    host: Option<crate::provenance::host_process::HostProcess>,
+    written: Timestamp,
+) -> bool {
+    let slack = jiff::SignedDuration::from_secs(LAST_WRITE_SLACK_SECS);
+    let failed = state.meta.failed_turn.as_ref().is_some_and(|turn| written <= turn.at + slack);
+    let exited = host.is_some_and(|host| {
+        host.has_exited() == Some(true) && written.as_second() <= host.at + LAST_WRITE_SLACK_SECS
+    });
+    failed || exited
 }
 
 /// The CLI the run uses: the one asked for, else the host's own, else the first installed.
@@ -494,6 +525,49 @@ mod tests {
         assert_eq!(live(&env, &paths, &state, Some("sess-1")), Ok(()), "its own session hands it over");
         let later = env.with_now(Timestamp::now() + jiff::SignedDuration::from_secs(LIVE_SECS + 1));
         assert_eq!(live(&later, &paths, &state, None), Ok(()), "an idle session is not at work");
+        let refused = live(&env, &paths, &state, None).unwrap_err().to_string();
+        assert!(refused.contains("try again in 60 s") || refused.contains("try again in 59 s"), "{refused}");
+    }
+
+    #[test]
+    fn a_session_that_ended_on_an_error_is_not_at_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        let paths = store.paths("sess-1");
+        let transcript = dir.path().join("transcript.jsonl");
+        fs::write(&transcript, "{}\n").unwrap();
+        let mut state = sample();
+        state.meta.transcript = Some(transcript);
+        let now = Timestamp::now();
+        state.meta.failed_turn = Some(crate::state::FailedTurn {
+            kind: ReasonCode::ContextExhausted,
+            at: now,
+            resets_at: None,
+            detail: Some("prompt is too long".into()),
+        });
+        let env = Environment::new(std::iter::empty(), dir.path().to_path_buf(), now);
+        assert_eq!(live(&env, &paths, &state, None), Ok(()), "the failed turn ended the session");
+        // A failed turn long before the transcript's last write: the session went on since.
+        state.meta.failed_turn.as_mut().unwrap().at = now - jiff::SignedDuration::from_secs(3_600);
+        assert!(matches!(live(&env, &paths, &state, None), Err(HandoffError::Live { .. })));
+    }
+
+    #[test]
+    fn a_session_whose_host_exited_is_not_at_work_unless_it_wrote_since() {
+        use crate::provenance::host_process::HostProcess;
+        let state = sample();
+        let now = Timestamp::now();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id().cast_signed();
+        child.wait().unwrap();
+        let gone = HostProcess { pid, started: 1, at: now.as_second() };
+        assert_eq!(ended(&state, Some(gone), now), cfg!(target_os = "linux"));
+        let later = now + jiff::SignedDuration::from_secs(LAST_WRITE_SLACK_SECS + 5);
+        assert!(
+            !ended(&state, Some(gone), later),
+            "a transcript written after the host exited: another host"
+        );
+        assert!(!ended(&state, None, now), "nothing known: the wait stays");
     }
 
     #[test]

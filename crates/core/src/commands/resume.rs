@@ -198,6 +198,8 @@ pub(crate) fn reopen(meta: &mut Meta, options: &ResumeOptions, now: Timestamp) {
     meta.receipt = None;
     meta.last_blocked = false;
     meta.streaks = Streaks { last_tree: meta.streaks.last_tree.take(), ..Streaks::default() };
+    // A wait the loop was parked in is over: the next one on background work starts afresh.
+    meta.rhythm = crate::state::Rhythm { wait: None, quiet_blocks: 0, ..meta.rhythm.clone() };
     // The current story gets its `--story-iterations` again.
     if let Some(plan) = meta.plan.as_mut() {
         plan.current_stops = 0;

@@ -256,6 +256,23 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             meta.harness_overrides
         ));
     }
+    // A blocked stop whose host has exited since: the host ended the turn in spite of the block
+    // (its cap, another hook), or was ended; the next stop of a resumed session records it.
+    let exited =
+        crate::provenance::host_process::recorded(&paths.dir).and_then(|h| h.has_exited()) == Some(true);
+    if meta.last_blocked && state.is_active() && exited {
+        out.push_str(
+            "  warning:    the last stop was blocked, but the host process that sent it has exited: the \
+             turn ended anyway. Resume the session, or hand the loop over (loop-hook run --resume)\n",
+        );
+    }
+    let rhythm = [
+        crate::verdict::background::status_line(state, env.now),
+        crate::verdict::block_cap::status_line(state),
+    ];
+    for line in rhythm.into_iter().flatten() {
+        out.push_str(&format!("  rhythm:     {line}\n"));
+    }
     out
 }
 

@@ -411,6 +411,8 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
                 || entry.reason == ReasonCode::ForgedStop
                 // A turn the host ended on an error: no Stop hook runs for it, and it was told.
                 || entry.reason.ends_a_failed_turn()
+                // A stop let through to wait on background work: the hook ran, and told it.
+                || entry.reason == ReasonCode::BackgroundWait
         });
     if judged {
         return None;

@@ -24,6 +24,9 @@ pub(crate) struct StopEvent {
     /// The agent's final message, when the host sends it.
     pub last_assistant_message: Option<String>,
     pub transcript: Option<Transcript>,
+    /// The session's own background work in flight, where the host's event lists it; `None`
+    /// where it does not (the stop is then judged as ever).
+    pub background: Option<Vec<crate::host::background::BackgroundTask>>,
 }
 
 /// The session's transcript, and whose format it is in.
@@ -187,6 +190,7 @@ impl StopEvent {
             // Absent on old versions: absent means no hook is continuing the turn.
             stop_hook_active: Some(fields.boolean("stop_hook_active")?.unwrap_or(false)),
             last_assistant_message: fields.string("last_assistant_message")?,
+            background: crate::host::background::in_flight(object),
         })
     }
 }

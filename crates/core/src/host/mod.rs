@@ -13,6 +13,7 @@
 
 mod adapter;
 pub(crate) mod agent;
+pub(crate) mod background;
 pub(crate) mod config_watch;
 pub(crate) mod event;
 pub(crate) mod hook_response;
@@ -243,6 +244,20 @@ impl Host {
         cwd: &std::path::Path,
     ) -> Option<u32> {
         (self == Host::QwenCode).then(|| qwen_code::block_cap(env, cwd))
+    }
+
+    /// The host's cap of Stop blocks in a row in which the agent called no tool, past which it
+    /// ends the turn whatever the hook answers (Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`,
+    /// read from the hook's environment); `None` where the host has no such cap, or it is off.
+    /// Qwen Code's and Copilot CLI's caps count every block, and are kept by
+    /// [`Host::settable_block_cap`] and [`Host::caps_blocks_in_a_row`].
+    pub(crate) fn quiet_block_cap(self, env: &crate::support::environment::Environment) -> Option<u32> {
+        if self == Host::ClaudeCode { claude_code::block_cap(env) } else { None }
+    }
+
+    /// What sets [`Host::quiet_block_cap`], for the words that tell the user how to raise it.
+    pub(crate) fn quiet_block_cap_setting(self) -> Option<&'static str> {
+        (self == Host::ClaudeCode).then_some(claude_code::BLOCK_CAP_VAR)
     }
 
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and

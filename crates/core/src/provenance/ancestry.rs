@@ -131,6 +131,16 @@ pub(crate) fn of_this_hook(host: crate::host::Host) -> Provenance {
     by_rule(host.hook_runner())
 }
 
+/// The host process that started this hook, when its ancestry shows the event came from it.
+pub(crate) fn host_of_this_hook(host: crate::host::Host) -> Option<i32> {
+    if cfg!(test) {
+        return None;
+    }
+    let rule = host.hook_runner()?;
+    let ancestry = read()?;
+    (decide(&ancestry, &rule) == Provenance::Host).then(|| ancestry.chain[0].ppid)
+}
+
 /// Where this hook's event came from, by `rule`, the way its host starts it; `None`: not known.
 pub(crate) fn by_rule(rule: Option<HookRunner>) -> Provenance {
     // The engine's own tests run in whatever tree started them (an agent's shell, even): they

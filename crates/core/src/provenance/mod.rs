@@ -5,5 +5,6 @@
 pub(crate) mod ancestry;
 pub(crate) mod claim;
 pub(crate) mod confirmation;
+pub(crate) mod host_process;
 pub(crate) mod origin;
 pub(crate) mod sender;

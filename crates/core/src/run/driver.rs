@@ -344,6 +344,7 @@ impl Driver {
             stop_hook_active: None,
             last_assistant_message: self.agent.final_message(output),
             transcript: None,
+            background: None,
         };
         let mut env = self.env.with_now(Timestamp::now());
         if self.tier.is_sandboxed() {

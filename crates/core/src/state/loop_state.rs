@@ -88,6 +88,10 @@ pub(crate) struct Settings {
     /// What a usage limit in the session does to the loop (`--on-limit`).
     #[serde(default, skip_serializing_if = "OnLimit::is_wait")]
     pub on_limit: OnLimit,
+    /// How long stops are let through unjudged while the session's background work runs
+    /// (`--background-wait`); `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_wait_secs: Option<u64>,
 }
 
 /// What a loop does when the host says the account is limited until a time (`--on-limit`).
@@ -239,6 +243,9 @@ pub(crate) struct Meta {
     /// Where the loop went, or came from, when it was handed over to `loop-hook run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
+    /// Stops let through while background work ran, and blocks in a row without a tool call.
+    #[serde(default, skip_serializing_if = "crate::state::Rhythm::is_unset")]
+    pub rhythm: crate::state::Rhythm,
 }
 
 /// A loop: its settings and progress, and the task.
@@ -375,6 +382,7 @@ pub(crate) mod tests {
                     plan: None,
                     scope: Vec::new(),
                     on_limit: OnLimit::Wait,
+                    background_wait_secs: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -401,6 +409,7 @@ pub(crate) mod tests {
                 failed_turn: None,
                 host_config: None,
                 handoff: None,
+                rhythm: crate::state::Rhythm::default(),
             },
             task: "fix the login\n".into(),
         }

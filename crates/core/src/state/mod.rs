@@ -13,6 +13,7 @@ mod ledger_entry;
 mod loop_state;
 mod reason_code;
 mod receipt;
+mod rhythm;
 mod status;
 
 pub(crate) use awaiting::{Awaiting, Kind as AwaitingKind};
@@ -23,6 +24,7 @@ pub(crate) use loop_state::{Handoff, OnLimit};
 pub(crate) use loop_state::{LastVerify, LoopState, Meta, SCHEMA_VERSION, Settings, StateError};
 pub(crate) use reason_code::ReasonCode;
 pub(crate) use receipt::{MetricSummary, Receipt};
+pub(crate) use rhythm::{MAX_TASKS_SEEN, Rhythm, SeenTask, Wait};
 pub(crate) use status::Status;
 
 #[cfg(test)]

@@ -70,6 +70,10 @@ pub(crate) enum ReasonCode {
     Aborted,
     /// The `--max-tokens` budget is spent.
     TokenBudget,
+    /// The agent only talked for as many blocked stops in a row as the host honours (Claude
+    /// Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`): the next block would be thrown away, so the
+    /// loop is parked instead, and told.
+    BlockCap,
     /// Metric mode: the pivot ladder's last rung, pivots without a keep.
     MetricPlateau,
     /// The reviewer vetoed `--max-vetoes` passes without approving one.
@@ -116,6 +120,13 @@ pub(crate) enum ReasonCode {
     /// A Stop event arrived while the agent's tool call was still pending: the agent ran the Stop
     /// hook itself. Not judged, no iteration used; told at the next judged stop and in the receipt.
     ForgedStop,
+    /// A stop made while the session's own background work was in flight (the host's
+    /// `background_tasks`): let through unjudged, no iteration used; the stop after the work
+    /// ends is judged.
+    BackgroundWait,
+    /// A stop judged although background work was still in flight: the wait on it reached its
+    /// bound (`--background-wait`). Told to the user and the agent.
+    BackgroundWaitOver,
     /// At the user's prompt, the turn before it had ended with no Stop judgment of the running
     /// loop: the hook did not run (hooks turned off, the binary replaced, a crash).
     StopNotJudged,
@@ -228,6 +239,9 @@ impl ReasonCode {
             ReasonCode::Interrupted => "interrupted",
             ReasonCode::ForgedStop => "forged_stop",
             ReasonCode::StopNotJudged => "stop_not_judged",
+            ReasonCode::BackgroundWait => "background_wait",
+            ReasonCode::BackgroundWaitOver => "background_wait_over",
+            ReasonCode::BlockCap => "block_cap",
             ReasonCode::CommandPending => "command_pending",
             ReasonCode::CommandConfirmed => "command_confirmed",
             ReasonCode::CommandUnconfirmed => "command_unconfirmed",
@@ -271,6 +285,8 @@ impl ReasonCode {
                 | ReasonCode::HookInterrupted
                 | ReasonCode::ForgedStop
                 | ReasonCode::StopNotJudged
+                | ReasonCode::BackgroundWait
+                | ReasonCode::BackgroundWaitOver
                 | ReasonCode::CommandPending
                 | ReasonCode::CommandConfirmed
                 | ReasonCode::CommandUnconfirmed
@@ -352,6 +368,9 @@ mod tests {
             ReasonCode::HookInterrupted,
             ReasonCode::ForgedStop,
             ReasonCode::StopNotJudged,
+            ReasonCode::BackgroundWait,
+            ReasonCode::BackgroundWaitOver,
+            ReasonCode::BlockCap,
             ReasonCode::CommandPending,
             ReasonCode::CommandConfirmed,
             ReasonCode::CommandUnconfirmed,

@@ -21,6 +21,7 @@ use crate::state::Receipt;
 use crate::state::{LastVerify, LoopState, Status};
 use crate::state::{LedgerDecision, LedgerEntry, VerifyRecord};
 use crate::verdict::abort;
+use crate::verdict::block_cap;
 use crate::verdict::facts::{FinalReply, StopFacts};
 use crate::verdict::message;
 use crate::verdict::message::metric::{self, Step};
@@ -101,6 +102,7 @@ pub(crate) fn status_after(code: ReasonCode) -> Status {
         | ReasonCode::MetricPlateau
         | ReasonCode::ReviewVetoed
         | ReasonCode::StoryStalled
+        | ReasonCode::BlockCap
         | ReasonCode::Aborted => Status::Parked,
         _ => Status::Active,
     }
@@ -459,6 +461,8 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     let step = metric_step(state, &facts);
     let tests = judge_tests(state, &facts);
     let (code, promise_kept) = classify(state, &facts, &streaks, step.as_ref(), tests.as_ref());
+    let blocks = status_after(code) == Status::Active && code != ReasonCode::PassNotCounted;
+    let code = block_cap::kept(state, &facts, code, blocks);
     let harness_override = state.meta.last_blocked && facts.stop_hook_active == Some(false);
 
     let mut next = state.clone();
@@ -479,13 +483,15 @@ pub(crate) fn decide(state: &LoopState, facts: StopFacts<'_>) -> Decision {
     } else if status == Status::Active {
         next.meta.iteration += 1;
         next.meta.last_blocked = true;
-        let (reason, line) = match words(state, step.as_ref(), &facts) {
+        next.meta.rhythm.quiet_blocks = block_cap::quiet_after(state, &facts);
+        let (mut reason, line) = match words(state, step.as_ref(), &facts) {
             Some(words) => (
                 metric::reinjection(&next, &words, facts.files, facts.oracle_changes),
                 metric::status_line(&next, &words),
             ),
             None => block_words(state, &next, code, &facts, tests.as_ref()),
         };
+        reason.push_str(&block_cap::warning(state, &facts).unwrap_or_default());
         (Verdict::Block { reason }, format!("{warnings}{line}"), None)
     } else {
         next.meta.status = status;
@@ -660,6 +666,7 @@ fn closing_words(
     receipt: &Receipt,
 ) -> String {
     let headline = metric::headline(next, code)
+        .or_else(|| block_cap::headline(next, code))
         .unwrap_or_else(|| message::headline(next, code, facts.verify, !receipt.oracle_changed.is_empty()));
     format!("{}\n  ledger: {}", receipt.render(&headline, state.meta.host), facts.files.ledger)
 }

@@ -2,6 +2,8 @@
 //! Nothing here touches files, locks or processes.
 
 pub(crate) mod abort;
+pub(crate) mod background;
+pub(crate) mod block_cap;
 pub(crate) mod decision;
 pub(crate) mod facts;
 pub(crate) mod message;

@@ -50,6 +50,7 @@ pub(crate) enum Flag {
     PivotAfter,
     ParkAfterPivots,
     OnLimit,
+    BackgroundWait,
 }
 
 impl Flag {
@@ -222,7 +223,7 @@ impl FlagSpec {
 }
 
 /// Every loop flag. Limits and defaults come from the constants the checks use.
-pub(crate) const FLAGS: [FlagSpec; 29] = [
+pub(crate) const FLAGS: [FlagSpec; 30] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
         .help("Shell command that decides done."),
@@ -349,6 +350,15 @@ pub(crate) const FLAGS: [FlagSpec; 29] = [
     .e_g("handoff")
     .or(Default::Word("wait"))
     .help("What a usage limit in the session does: wait parks the loop until the reset, handoff hands it over to loop-hook run, which waits out the window itself."),
+    FlagSpec::takes(
+        Flag::BackgroundWait,
+        "--background-wait",
+        "DURATION",
+        Value::Duration { most: MAX_RUN_SECS },
+    )
+    .e_g("1h")
+    .or(Default::Word("30m"))
+    .help("How long stops are let through unjudged while the agent's own background work runs (a build it started in the background); after that the stop is judged anyway."),
 ];
 
 /// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.

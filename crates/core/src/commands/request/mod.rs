@@ -74,6 +74,8 @@ pub(crate) struct LoopRequest {
     pub boxes: PlanBoxes,
     /// What a usage limit in the session does to the loop (`--on-limit`).
     pub on_limit: OnLimit,
+    /// How long stops wait unjudged on the session's background work (`--background-wait`).
+    pub background_wait_secs: Option<u64>,
 }
 
 /// Why the text or the words do not give a loop. Each message says what to type instead.
@@ -259,6 +261,7 @@ impl LoopRequest {
             scope: check::scope(&flags.take_all(Flag::Scope))?,
             boxes,
             on_limit: on_limit(&mut flags)?,
+            background_wait_secs: flags.seconds(Flag::BackgroundWait)?,
         })
     }
 }

@@ -337,6 +337,7 @@ fn new_state(
                 plan: plan.cloned(),
                 scope: request.scope.clone(),
                 on_limit: request.on_limit,
+                background_wait_secs: request.background_wait_secs,
             },
             iteration: 1,
             status: Status::Active,
@@ -365,6 +366,7 @@ fn new_state(
             last_reply: None,
             forged_stops: Some(0),
             handoff: None,
+            rhythm: crate::state::Rhythm::default(),
             // What decides whether the hooks run at all, for the guard to compare with.
             host_config: (options.host.unwrap_or_default().hook_settings_can_be_watched())
                 .then(|| options.host.unwrap_or_default().config_snapshot(env, cwd)),

@@ -18,6 +18,7 @@
 //! allows the stop with one line saying what happened and what to do ([`fault`]). Only a judged,
 //! recorded verdict ever blocks.
 
+mod background;
 mod context;
 mod fault;
 mod forged;
@@ -37,6 +38,7 @@ use crate::provenance::claim;
 use crate::provenance::confirmation::Settlement;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
+use crate::state::Rhythm;
 use crate::state::{Incident, LedgerEntry};
 use crate::store::custody;
 use crate::store::transaction::Transaction;
@@ -211,13 +213,22 @@ impl StopContext<'_> {
             Ok(Opening::Again) => return Round::Again,
             Err(response) => return Round::NotJudged(response),
         };
-        let incidents = std::mem::take(&mut opened.incidents);
+        // Which host process sent this stop: a handoff takes the loop at once once it has exited.
+        crate::provenance::host_process::record(&self.paths.dir, self.host, self.now());
+        // The session's own background work in flight: the stop waits for it, unjudged.
+        let (rhythm, cut) = match self.background(&mut opened) {
+            Ok(judge) => judge,
+            Err(round) => return round,
+        };
+        let mut incidents = std::mem::take(&mut opened.incidents);
+        incidents.extend(cut);
         let mut gathered = Gathered::stop(self, &opened.state, seen, incidents);
         // A loop changed while verify ran was not judged: a cancel landed, perhaps one to undo.
         let transaction = match open::reopen(self, &mut opened.state, &mut gathered.incidents) {
             Ok(transaction) => transaction,
             Err(response) => return Round::NotJudged(response),
         };
+        opened.state.meta.rhythm = Rhythm { block_cap: self.host.quiet_block_cap(self.env), ..rhythm };
         let decision = decision::decide(&opened.state, gathered.facts());
         let settled = self.recorded(opened.settled.take());
         if let Err(response) =

@@ -100,6 +100,7 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         // Antigravity's transcript is not in Claude Code's format, and there is no last message.
         last_assistant_message: None,
         transcript: transcript.filter(|p| !p.is_empty()).map(|p| Transcript::Opaque(PathBuf::from(p))),
+        background: None,
     })
 }
 

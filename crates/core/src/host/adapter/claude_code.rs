@@ -54,6 +54,23 @@ pub(in crate::host) fn render_session_context(text: &str) -> String {
         .to_string()
 }
 
+/// The variable that sets Claude Code's cap of Stop blocks in a row without a tool call (2.1.143+),
+/// read from the hook's environment, which is the CLI's.
+pub(crate) const BLOCK_CAP_VAR: &str = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP";
+/// The cap when the variable is not set (`Docs:env-vars`; measured on 2.1.332).
+pub(crate) const DEFAULT_BLOCK_CAP: u32 = 8;
+
+/// The cap of Stop blocks in a row in which the agent called no tool that the Claude Code running
+/// this hook applies: after that many, it ends the turn whatever a hook answers. `None`: no cap
+/// (`0`). A value it would not take reads as the default.
+pub(crate) fn block_cap(env: &Environment) -> Option<u32> {
+    match env.var(BLOCK_CAP_VAR).map(|v| v.trim().parse::<u32>()) {
+        Some(Ok(0)) => None,
+        Some(Ok(cap)) => Some(cap),
+        _ => Some(DEFAULT_BLOCK_CAP),
+    }
+}
+
 /// How Claude Code 2.1.332 starts a hook on Linux: each in a session of its own, a direct child of
 /// the `claude` process, reading its event from a socket `claude` made. The agent's Bash tool
 /// shell is a session of its own under `claude` too; `exec`ed into the hook it still reads a
@@ -134,6 +151,33 @@ mod tests {
 
     fn parse_text(text: &str) -> Result<StopEvent, EventError> {
         parse(&parse_object(text.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn the_block_cap_is_read_as_the_cli_reads_it() {
+        let cap = |value: Option<&str>| {
+            let vars: Vec<(String, String)> =
+                value.map(|v| (BLOCK_CAP_VAR.to_string(), v.to_string())).into_iter().collect();
+            block_cap(&Environment::new(vars, std::path::PathBuf::from("/"), jiff::Timestamp::UNIX_EPOCH))
+        };
+        assert_eq!(cap(None), Some(8));
+        assert_eq!(cap(Some("20")), Some(20));
+        assert_eq!(cap(Some(" 3 ")), Some(3));
+        assert_eq!(cap(Some("0")), None, "0 turns the cap off");
+        assert_eq!(cap(Some("lots")), Some(8));
+        assert_eq!(cap(Some("-1")), Some(8));
+        assert_eq!(cap(Some("")), Some(8));
+    }
+
+    #[test]
+    fn the_background_work_in_flight_is_read() {
+        let event = parse_text(
+            r#"{"session_id":"s","hook_event_name":"Stop","background_tasks":[{"id":"b1","type":"local_bash","status":"running","description":"sleep 5 && make"}],"session_crons":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(event.background.map(|tasks| tasks.len()), Some(1));
+        let old = parse_text(r#"{"session_id":"s","hook_event_name":"Stop"}"#).unwrap();
+        assert_eq!(old.background, None, "a version without the field changes nothing");
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         stop_hook_active: fields.boolean("stop_hook_active")?,
         last_assistant_message: None,
         transcript: fields.path("transcriptPath")?.map(Transcript::Opaque),
+        background: None,
     })
 }
 

@@ -47,6 +47,7 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         // Cursor's transcript is not in Claude Code's format, and there is no last message.
         last_assistant_message: None,
         transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
+        background: None,
     })
 }
 

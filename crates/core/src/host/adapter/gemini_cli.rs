@@ -37,6 +37,7 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         last_assistant_message: fields.string("prompt_response")?,
         // Gemini CLI's transcript is not in Claude Code's format; `prompt_response` has the text.
         transcript: None,
+        background: None,
     })
 }
 

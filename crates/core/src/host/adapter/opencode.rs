@@ -63,6 +63,7 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         stop_hook_active: None,
         last_assistant_message: None,
         transcript: None,
+        background: None,
     })
 }
 

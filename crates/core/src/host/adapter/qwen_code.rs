@@ -65,6 +65,9 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         stop_hook_active: Some(fields.boolean("stop_hook_active")?.unwrap_or(false)),
         last_assistant_message: fields.string("last_assistant_message")?,
         transcript: fields.path("transcript_path")?.map(Transcript::Opaque),
+        // Qwen Code 0.24.4 lists its background agents here (with finished ones), not the
+        // shells its agent started in the background.
+        background: crate::host::background::in_flight(object),
     })
 }
 

@@ -1,0 +1,49 @@
+//! A stop made while the session's own background work is in flight: let through unjudged, the
+//! wait recorded, or judged with the wait ended ([`crate::verdict::background`] decides).
+
+use crate::host::hook_response::HookResponse;
+use crate::state::{Incident, ReasonCode, Rhythm};
+use crate::verdict::background::{self, Call};
+
+use super::Round;
+use super::context::StopContext;
+use super::fault::record_fault;
+use super::open::{Opened, reopen};
+
+impl StopContext<'_> {
+    /// This stop's wait on background work: `Err` with the stop's answer when it waits, else the
+    /// loop's rhythm for the verdict and what to tell when a wait was cut short. A stop with
+    /// something else to tell (the state restored, a stop let through unjudged) is judged: those
+    /// are told and recorded by a verdict.
+    pub(super) fn background(&self, opened: &mut Opened<'_>) -> Result<(Rhythm, Option<Incident>), Round> {
+        let tasks = self.event.background.as_deref().filter(|_| opened.incidents.is_empty());
+        match background::decide(&opened.state, tasks, self.event.stop_hook_active, self.now()) {
+            Call::Judge { rhythm, incident } => Ok((rhythm, incident)),
+            Call::Wait { mut next, ledger, said } => {
+                let mut found = Vec::new();
+                let transaction = reopen(self, &mut opened.state, &mut found).map_err(Round::NotJudged)?;
+                // A command the prompt hook marked meanwhile still awaits its confirmation.
+                next.meta.awaiting.clone_from(&opened.state.meta.awaiting);
+                // The command this stop settled is recorded by its commit, as a verdict's is.
+                let lines: Vec<_> = self
+                    .recorded(opened.settled.take())
+                    .into_iter()
+                    .chain(found.iter().map(|i| i.note(&opened.state, self.now())))
+                    .chain(ledger)
+                    .collect();
+                if let Err(e) = transaction.commit(&next, &lines) {
+                    let what = format!(
+                        "could not record this stop ({e}), so nothing changed. This stop is allowed; the \
+                         loop goes on at the next stop. Free some disk space (or raise the file-size limit)"
+                    );
+                    let paths = transaction.paths();
+                    record_fault(paths, &opened.state, self.event, self.env, ReasonCode::RecordFailed, &what);
+                    return Err(Round::Judged(HookResponse::allow_with(format!("for-loop: {what}."))));
+                }
+                found.iter().for_each(Incident::forget_fallback);
+                let told = crate::verdict::message::incident_lines(&found);
+                Err(Round::Judged(HookResponse::allow_with(format!("{told}{said}"))))
+            }
+        }
+    }
+}
