@@ -144,7 +144,7 @@ fn a_mark_held_by_a_running_driver_keeps_the_new_one_out_and_the_handoff_says_so
         .stderr(Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut other, 0);
     let mut other = other.spawn().unwrap();
-    crate::run_driver::wait_for(&started, Duration::from_secs(60));
+    crate::run_driver::wait_for(&started);
     let dir = env.session_dir(&run_id);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("driver.pid"), format!("{} {}\n", other.id(), start_of(other.id()))).unwrap();
