@@ -84,6 +84,8 @@ mod e2e;
 #[cfg(unix)]
 mod faults;
 #[cfg(unix)]
+mod feedback;
+#[cfg(unix)]
 mod guard;
 #[cfg(unix)]
 mod handoff;

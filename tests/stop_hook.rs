@@ -33,6 +33,13 @@ fn a_failing_verify_blocks_with_the_task_and_the_failure() {
 
     Verify `sh check.sh` failed: exit 1 after [DURATION]. Its output:
 
+    Failing (1), as cargo test reported them. The names and lines between the fences are quoted from the check's output, as it printed them:
+    ```text
+    - login
+    ```
+
+    The output itself, its start and its end:
+
     ```text
     test login ... FAILED
     ```
@@ -42,6 +49,7 @@ fn a_failing_verify_blocks_with_the_task_and_the_failure() {
     If the task cannot be done as asked, say why and end your turn with <loop-abort>REASON</loop-abort>: the loop is parked for the user, never counted as done. Weakening the check is never the way out.
     "#);
     let ledger = env.ledger();
+    assert_eq!(ledger[0]["verify"]["failing"]["names"], serde_json::json!(["login"]));
     assert_eq!(ledger.len(), 1);
     assert_eq!(ledger[0]["decision"], "block");
     assert_eq!(ledger[0]["reason"], "verify_failed");

@@ -121,6 +121,28 @@ pub fn test_summary(data: &[u8]) {
     assert_eq!(whole, fuzzing::test_summary(output, &cuts), "cut at {cuts:?}");
 }
 
+/// Verify's output, read for the failures it reports by name.
+pub fn failure_digest(data: &[u8]) {
+    // The first bytes choose where the stream is cut; the rest is the output.
+    let (cuts, output) = data.split_at(data.len().min(4));
+    let cuts: Vec<usize> = cuts.iter().map(|b| usize::from(*b) * output.len() / 255).collect();
+    let whole = fuzzing::failure_digest(output, &[]);
+    // However the output arrives in pieces, it reads the same.
+    assert_eq!(whole, fuzzing::failure_digest(output, &cuts), "cut at {cuts:?}");
+    let (names, details, chars, _) = fuzzing::FAILURE_BOUNDS;
+    assert!(whole.names().len() <= names);
+    assert!(whole.most_details() <= details);
+    let mut seen = std::collections::HashSet::new();
+    for name in whole.names() {
+        assert!(seen.insert(name), "{name:?} twice");
+    }
+    for text in whole.texts() {
+        // Cut with a mark of a few dozen characters; nothing that moves the cursor or hides text.
+        assert!(text.chars().count() <= chars + 40, "{} characters", text.chars().count());
+        assert!(!text.chars().any(|c| c.is_control() && c != '\t'), "{text:?}");
+    }
+}
+
 /// A metric command's output, and the metric flags' values.
 pub fn metric_output(data: &[u8]) {
     let text = String::from_utf8_lossy(data);

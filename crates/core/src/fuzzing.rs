@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::checks::failures::{self, FailureDigest, FailureScanner};
 use crate::checks::plan;
 use crate::checks::test_count::{Scanner, Tally};
 use crate::commands::request::LoopRequest;
@@ -195,6 +196,55 @@ pub fn test_summary(output: &[u8], cuts: &[usize]) -> TestSummary {
         from = cut;
     }
     TestSummary(scanner.tally())
+}
+
+/// The failures an output reports, by name: compares, and hands out every text it kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureReport(FailureDigest);
+
+impl FailureReport {
+    pub fn names(&self) -> Vec<&str> {
+        self.0.failures.iter().map(|failure| failure.name.as_str()).collect()
+    }
+
+    /// Failures reported beyond the names kept.
+    pub fn more(&self) -> usize {
+        self.0.more
+    }
+
+    /// The most details kept of one failure.
+    pub fn most_details(&self) -> usize {
+        self.0.failures.iter().map(|failure| failure.details.len()).max().unwrap_or(0)
+    }
+
+    /// Every name, place, detail and generic error line kept.
+    pub fn texts(&self) -> Vec<&str> {
+        let failures = self.0.failures.iter().flat_map(|failure| {
+            std::iter::once(failure.name.as_str())
+                .chain(failure.location.as_deref())
+                .chain(failure.details.iter().map(String::as_str))
+        });
+        failures.chain(self.0.errors.iter().map(String::as_str)).collect()
+    }
+}
+
+/// The bounds of a failure digest: names kept, details kept of one failure, characters of a
+/// kept text (a cut one carries a mark after these), generic error lines.
+pub const FAILURE_BOUNDS: (usize, usize, usize, usize) =
+    (failures::MAX_NAMES, failures::MAX_DETAILS, failures::MAX_DETAIL_CHARS, failures::MAX_ERRORS);
+
+/// Reads verify's output for its failures as it streams past, in the pieces `cuts` marks
+/// (offsets into `output`, in any order; those past its end are ignored), as the capture does.
+pub fn failure_digest(output: &[u8], cuts: &[usize]) -> FailureReport {
+    let mut cuts: Vec<usize> = cuts.iter().copied().filter(|cut| *cut <= output.len()).collect();
+    cuts.sort_unstable();
+    let mut scanner = FailureScanner::default();
+    let mut from = 0;
+    for cut in cuts.into_iter().chain([output.len()]) {
+        scanner.push(&output[from..cut]);
+        from = cut;
+    }
+    FailureReport(scanner.digest())
 }
 
 /// The measurement a metric command printed, and its name if a `METRIC` line gave one.

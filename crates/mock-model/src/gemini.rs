@@ -26,6 +26,8 @@ pub(crate) fn part(step: Option<&Step>, exhausted: &str) -> Value {
         Some(Step::Error { status, .. }) => json!({"text": format!("error {status}")}),
         Some(Step::UsageLimit { .. }) => json!({"text": "usage limit"}),
         Some(Step::PromptTooLong) => json!({"text": "prompt is too long"}),
+        // Served as [`Step::heard`] makes it, a command.
+        Some(Step::Listen { .. }) => json!({"text": "listen"}),
         Some(Step::Bash { command }) => {
             json!({"functionCall": {"name": "run_shell_command", "args": {"command": command}}})
         }

@@ -50,7 +50,7 @@ use serde_json::{Value, json};
 
 pub use agent::{Agent, path_without};
 pub use record::{Api, Recorded, Served, ToolResult};
-pub use script::{Script, Step};
+pub use script::{Fix, Script, Step};
 
 use http::{Request, Response};
 use reply::{Content, Reply};
@@ -322,7 +322,7 @@ impl Shared {
                         );
                     }
                     let (served, step) = if is_main {
-                        state.next_step()
+                        state.next_step(&record::told(Api::ChatCompletions, body))
                     } else if let Some(answer) = state.side_answer(body) {
                         (Served::SideAnswer, Some(Step::Text(answer)))
                     } else {
@@ -410,9 +410,10 @@ impl State {
         Some((Served::Step(self.next_step - 1), response))
     }
 
-    /// The next step for a main request of any dialect; `None` once the script has run out.
-    fn next_step(&mut self) -> (Served, Option<Step>) {
-        match self.steps.get(self.next_step).cloned() {
+    /// The next step for a main request of any dialect, as heard after the request's last user
+    /// message (`told`); `None` once the script has run out.
+    fn next_step(&mut self, told: &str) -> (Served, Option<Step>) {
+        match self.steps.get(self.next_step).map(|step| step.heard(told)) {
             None => (Served::Exhausted, None),
             Some(step) => {
                 self.next_step += 1;
@@ -421,10 +422,11 @@ impl State {
         }
     }
 
-    fn next_main_content(&mut self, serial: u64) -> (Served, Content) {
-        let Some(step) = self.steps.get(self.next_step) else {
+    fn next_main_content(&mut self, serial: u64, told: &str) -> (Served, Content) {
+        let Some(step) = self.steps.get(self.next_step).map(|step| step.heard(told)) else {
             return (Served::Exhausted, Content::Text(EXHAUSTED_TEXT.to_owned()));
         };
+        let step = &step;
         let served = Served::Step(self.next_step);
         let content = match step.tool_call() {
             None => Content::Text(match step {
@@ -456,7 +458,7 @@ fn answer_messages(state: &mut State, body: &Value, serial: u64) -> Answer {
     let (served, content) = if is_main && record::is_compaction(body) {
         (Served::Filler, Content::Text(COMPACTION_SUMMARY.to_owned()))
     } else if is_main {
-        state.next_main_content(serial)
+        state.next_main_content(serial, &record::told(Api::Messages, body))
     } else {
         (Served::Filler, Content::Text(FILLER_TEXT.to_owned()))
     };
@@ -481,8 +483,11 @@ fn answer_responses(state: &mut State, body: &Value, serial: u64) -> Answer {
     if let Some((served, response)) = is_main.then(|| state.take_error(Api::Responses)).flatten() {
         return (Api::Responses, served, true, response);
     }
-    let (served, step) =
-        if is_main { state.next_step() } else { (Served::Filler, Some(Step::Text(FILLER_TEXT.into()))) };
+    let (served, step) = if is_main {
+        state.next_step(&record::told(Api::Responses, body))
+    } else {
+        (Served::Filler, Some(Step::Text(FILLER_TEXT.into())))
+    };
     let item = responses::item(step.as_ref(), EXHAUSTED_TEXT, tools, serial);
     let model = body["model"].as_str().unwrap_or("mock-model");
     (Api::Responses, served, is_main, Response::sse(responses::sse(&item, model, serial)))
@@ -496,7 +501,7 @@ fn answer_gemini(state: &mut State, body: &Value, path: &str) -> Answer {
         return (Api::Gemini, served, true, response);
     }
     let (served, step) = if is_main {
-        state.next_step()
+        state.next_step(&record::told(Api::Gemini, body))
     } else {
         (Served::Filler, Some(Step::Text(gemini::filler(body, FILLER_TEXT).into())))
     };

@@ -112,6 +112,22 @@ impl Recorded {
     }
 }
 
+/// The text of the last user message of a request `body` in `api`'s dialect, as
+/// [`Recorded::last_user_text`] reads it: what a listening step hears.
+pub(crate) fn told(api: Api, body: &Value) -> String {
+    let recorded = Recorded {
+        api,
+        method: String::new(),
+        path: String::new(),
+        query: None,
+        headers: Vec::new(),
+        body: body.clone(),
+        is_main: true,
+        served: Served::Filler,
+    };
+    recorded.last_user_text().unwrap_or_default()
+}
+
 /// Whether a Messages request asks for a summary of the conversation to compact it: Claude
 /// Code's last user message then holds `CRITICAL: Respond with TEXT ONLY`, after any reminders and,
 /// when the turn before ended on an error, after that turn's prompt.

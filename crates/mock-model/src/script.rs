@@ -21,6 +21,11 @@
 //! (or async mode) of a shell tool that has one, else `CMD &` in the shell.
 //! A `{"prompt_too_long": null}` step answers that the conversation no longer fits the model's
 //! context window (Anthropic's HTTP 400 `prompt is too long`), which a CLI does not retry either.
+//!
+//! A `{"listen": [{"name": "test_x", "expected": "7017", "file_path": "/abs/x", "old_string":
+//! "a", "new_string": "b"}]}` step is a model that listens: it runs the edits of exactly the
+//! failures its last user message named with their expected values, and no other
+//! ([`Step::heard`]).
 
 use std::fmt;
 use std::path::Path;
@@ -59,6 +64,53 @@ pub enum Step {
     Call { name: String, input: Value },
     /// Answer that the conversation is longer than the model's context window.
     PromptTooLong,
+    /// A model that listens: call `Bash` to apply exactly the fixes whose failure the last user
+    /// message (the prompt, or the Stop hook's feedback) named with its expected value, and
+    /// nothing else ([`Fix::told_in`]); a command that says so when it named none.
+    Listen { fixes: Vec<Fix> },
+}
+
+/// A fix a listening model knows how to make, and the failure it answers: a test that fails
+/// until `old_string` in `file_path` becomes `new_string`, which only a model told the test's
+/// name and the value it expects would know to write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fix {
+    /// The failing test, as its runner names it (`tests::case_017`, `test_v.py::test_value[17]`).
+    pub name: String,
+    /// The value the test expects, as its runner prints it (`7017`).
+    pub expected: String,
+    pub file_path: String,
+    pub old_string: String,
+    pub new_string: String,
+}
+
+/// How many lines after a line naming a failure may hold its expected value: a runner prints
+/// the assertion a few lines under the name.
+const TOLD_WITHIN_LINES: usize = 12;
+
+impl Fix {
+    /// Whether `told` names this failure with its expected value: a line holding the name as a
+    /// whole word, and the expected value as a whole word on that line or one of the
+    /// twelve lines after it.
+    pub fn told_in(&self, told: &str) -> bool {
+        let lines: Vec<&str> = told.lines().collect();
+        lines.iter().enumerate().any(|(at, line)| {
+            has_word(line, &self.name)
+                && lines[at..(at + 1 + TOLD_WITHIN_LINES).min(lines.len())]
+                    .iter()
+                    .any(|line| has_word(line, &self.expected))
+        })
+    }
+}
+
+/// Whether `word` occurs in `line` with no letter, digit or `_` right before or after it.
+fn has_word(line: &str, word: &str) -> bool {
+    let glued = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !word.is_empty()
+        && line.match_indices(word).any(|(at, _)| {
+            !glued(line[..at].chars().next_back()) && !glued(line[at + word.len()..].chars().next())
+        })
 }
 
 /// A step as an agent CLI whose only tool is its shell takes it (Codex, Copilot CLI).
@@ -81,6 +133,7 @@ impl ShellTurn {
             Some(Step::UsageLimit { .. }) => return ShellTurn::Say("usage limit".into()),
             Some(Step::Call { name, input }) => return ShellTurn::Say(format!("call {name} {input}")),
             Some(Step::PromptTooLong) => return ShellTurn::Say("prompt is too long".into()),
+            Some(Step::Listen { .. }) => return ShellTurn::Say("listen".into()),
             Some(Step::Bash { command }) => command.clone(),
             Some(Step::Background { command }) => format!("nohup sh -c {} >/dev/null 2>&1 &", quote(command)),
             Some(Step::Write { file_path, content }) => {
@@ -103,10 +156,36 @@ fn quote(text: &str) -> String {
 }
 
 impl Step {
+    /// The step as served after the model was `told` the last user message's text: a listening
+    /// step becomes the command that applies the fixes it was told of; any other step is itself.
+    pub fn heard(&self, told: &str) -> Step {
+        let Step::Listen { fixes } = self else { return self.clone() };
+        let applied: Vec<String> = fixes
+            .iter()
+            .filter(|fix| fix.told_in(told))
+            .map(|fix| {
+                format!(
+                    "python3 -c 'import sys;p,a,b=sys.argv[1:];s=open(p).read();open(p,\"w\").write(s.replace(a,b,1))' {} {} {}",
+                    quote(&fix.file_path),
+                    quote(&fix.old_string),
+                    quote(&fix.new_string)
+                )
+            })
+            .collect();
+        let command = if applied.is_empty() {
+            "echo 'mock-model: I was told of no failure I know the fix for'".to_owned()
+        } else {
+            format!("{} && echo 'mock-model: fixed {} failure(s)'", applied.join(" && "), applied.len())
+        };
+        Step::Bash { command }
+    }
+
     /// The tool name and input this step calls, or `None` for a text step.
     pub fn tool_call(&self) -> Option<(String, Value)> {
         match self {
             Step::Text(_) | Step::Error { .. } | Step::UsageLimit { .. } | Step::PromptTooLong => None,
+            // Served as [`Step::heard`] makes it.
+            Step::Listen { .. } => None,
             Step::Bash { command } => {
                 Some(("Bash".into(), json!({"command": command, "description": BASH_DESCRIPTION})))
             }
@@ -138,6 +217,7 @@ impl fmt::Display for Step {
             Step::UsageLimit { resets_in } => write!(f, "usage limit, resets in {resets_in}s"),
             Step::Call { name, .. } => write!(f, "call {name}"),
             Step::PromptTooLong => write!(f, "prompt too long"),
+            Step::Listen { fixes } => write!(f, "listen for {} failure(s)", fixes.len()),
         }
     }
 }
@@ -172,6 +252,7 @@ enum StepRepr {
         input: Value,
     },
     PromptTooLong(Option<Value>),
+    Listen(Vec<Fix>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -203,6 +284,7 @@ impl From<StepRepr> for Step {
             StepRepr::UsageLimit { resets_in } => Step::UsageLimit { resets_in },
             StepRepr::Call { name, input } => Step::Call { name, input },
             StepRepr::PromptTooLong(_) => Step::PromptTooLong,
+            StepRepr::Listen(fixes) => Step::Listen { fixes },
         }
     }
 }
@@ -221,6 +303,7 @@ impl From<Step> for StepRepr {
             Step::UsageLimit { resets_in } => StepRepr::UsageLimit { resets_in },
             Step::Call { name, input } => StepRepr::Call { name, input },
             Step::PromptTooLong => StepRepr::PromptTooLong(None),
+            Step::Listen { fixes } => StepRepr::Listen(fixes),
         }
     }
 }
@@ -299,6 +382,13 @@ impl Script {
     /// Appends the answer that the conversation no longer fits the model's context window.
     pub fn prompt_too_long(mut self) -> Script {
         self.steps.push(Step::PromptTooLong);
+        self
+    }
+
+    /// Appends a listening step: the fixes of the failures the last user message names with
+    /// their expected values ([`Step::Listen`]).
+    pub fn listen(mut self, fixes: Vec<Fix>) -> Script {
+        self.steps.push(Step::Listen { fixes });
         self
     }
 
@@ -413,5 +503,35 @@ mod tests {
         assert!(
             matches!(ShellTurn::of(call.steps().first(), "x"), ShellTurn::Say(text) if text.starts_with("call update_goal"))
         );
+    }
+
+    fn fix(name: &str, expected: &str) -> Fix {
+        Fix {
+            name: name.into(),
+            expected: expected.into(),
+            file_path: "/abs/lib.rs".into(),
+            old_string: format!("{name} => 0"),
+            new_string: format!("{name} => {expected}"),
+        }
+    }
+
+    #[test]
+    fn a_listening_model_fixes_only_what_it_was_told_with_its_expected_value() {
+        let fixes = vec![fix("case_017", "7017"), fix("case_090", "7090"), fix("case_1", "7001")];
+        let listen = Script::new().listen(fixes.clone()).steps()[0].clone();
+        let told = "Failing (2):\n- case_017 — assertion failed\n     left: 0\n    right: 7017\n- case_090 — assertion failed\n";
+        let Step::Bash { command } = listen.heard(told) else { panic!("a listening step runs a command") };
+        assert!(command.contains("'case_017 => 7017'"), "{command}");
+        assert!(!command.contains("case_090"), "named without its expected value: {command}");
+        assert!(!command.contains("case_1 "), "case_1 is not case_017: {command}");
+        assert!(command.ends_with("fixed 1 failure(s)'"), "{command}");
+        let Step::Bash { command } = listen.heard("the tests fail; fix them") else { panic!() };
+        assert!(command.contains("told of no failure"), "{command}");
+        let far = format!("- case_090\n{}right: 7090\n", "context\n".repeat(TOLD_WITHIN_LINES + 1));
+        let Step::Bash { command } = listen.heard(&far) else { panic!() };
+        assert!(!command.contains("case_090"), "the value far from the name is not its: {command}");
+        assert_eq!(Step::Text("x".into()).heard(told), Step::Text("x".into()));
+        let json = serde_json::to_string(&Script::new().listen(fixes.clone())).unwrap();
+        assert_eq!(Script::from_json(&json).unwrap(), Script::new().listen(fixes));
     }
 }

@@ -235,6 +235,10 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
     if let Some(tests) = meta.tests.status_line() {
         out.push_str(&format!("  tests:      {tests}\n"));
     }
+    let recent = LedgerEntry::read_last(&paths.ledger, RECENT).unwrap_or_default();
+    if let Some(failing) = crate::state::describe_failing_in(&recent) {
+        out.push_str(&format!("  failing:    {failing}\n"));
+    }
     if meta.streaks.same_failure > 1 || meta.streaks.no_change > 0 {
         out.push_str(&format!(
             "  streaks:    same failure ×{} · unchanged tree ×{}\n",

@@ -497,6 +497,12 @@ fn stops(page: &mut String, report: &LoopReport) {
             }
             note.push_str(&review_note(review));
         }
+        if let Some(failing) = stop.failing.as_deref().filter(|f| *f != "none failing") {
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            let _ = write!(note, "<span class=\"mono\">{}</span>", escape::text(failing));
+        }
         let _ = writeln!(
             page,
             "<tr data-reason=\"{code}\"><td class=\"num\">{it}</td><td class=\"nowrap\">{time}</td><td>{decision}</td>\
@@ -595,7 +601,8 @@ mod tests {
             "max_iterations": 30, "decision": "block", "reason": "verify_failed",
             "stop_hook_active": false, "detail": task, "oracle_changed": [task],
             "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
-                output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into(), output_ended_by: None },
+                output_bytes: 1, output_digest: "d".into(), tail: verify_tail.into(), output_ended_by: None,
+                failing: None },
             "tokens": { task: {"input": 5, "output": 5} },
             "metric": {"value": 3.0, "name": task},
             "review": {"approved": false, "ended": task, "findings_digest": task, "tokens": 1200},
@@ -700,7 +707,7 @@ mod tests {
                     "stop_hook_active": false,
                     "verify": VerifyRecord { exit_code: Some(1), signal: None, timed_out: false, duration_ms: 5,
                         output_bytes: 1, output_digest: "d".into(), tail: format!("FAIL: step {word}"),
-                        output_ended_by: None },
+                        output_ended_by: None, failing: None },
                 })
                 .to_string()
             })

@@ -66,6 +66,9 @@ pub(crate) struct Stop {
     pub(crate) review: Option<crate::checks::review::ReviewRecord>,
     /// Index into [`LoopReport::failures`], for a failed verify.
     pub(crate) failure: Option<usize>,
+    /// The failures verify's output named, and what changed since the stop before
+    /// ([`crate::state::describe_failing`]); `None` where the ledger kept no names.
+    pub(crate) failing: Option<String>,
 }
 
 impl Stop {
@@ -147,12 +150,19 @@ impl LedgerLines {
     /// Parses ledger lines, oldest first. `cut`: the first lines of the ledger were not read.
     pub(crate) fn parse<'a>(lines: impl IntoIterator<Item = &'a [u8]>, cut: bool) -> LedgerLines {
         let mut read = LedgerLines { cut, ..LedgerLines::default() };
+        let mut before: Option<(String, crate::state::FailingNames)> = None;
         for line in lines {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
             match serde_json::from_slice::<Line>(line) {
                 Ok(Line { entry, metric }) => read.stops.push(Stop {
+                    failing: entry.verify.as_ref().and_then(|v| v.failing.as_ref()).map(|now| {
+                        let earlier = before.as_ref().filter(|(id, _)| *id == entry.loop_id).map(|(_, f)| f);
+                        let said = crate::state::describe_failing(earlier, now);
+                        before = Some((entry.loop_id.clone(), now.clone()));
+                        said
+                    }),
                     loop_id: entry.loop_id,
                     time: entry.time,
                     iteration: entry.iteration,

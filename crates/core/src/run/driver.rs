@@ -358,14 +358,19 @@ impl Driver {
         let after = self.paths.load().ok().flatten();
         if let Some(after) = after.filter(LoopState::is_active) {
             let last = after.meta.last_verify.as_ref().map(|v| v.exit_code);
+            let failing =
+                after.meta.failing.as_ref().filter(|now| now.count() > 0 || state.meta.failing.is_some());
+            let failing = failing.map(|now| crate::state::describe_failing(state.meta.failing.as_ref(), now));
             self.event(
                 json!({"event": "verify", "iteration": iteration, "exit_code": last,
-                "same_failure": after.meta.streaks.same_failure, "no_change": after.meta.streaks.no_change}),
+                "same_failure": after.meta.streaks.same_failure, "no_change": after.meta.streaks.no_change,
+                "failing": after.meta.failing.as_ref().map(|f| &f.names)}),
                 &format!(
-                    "iteration {iteration}: verify exit {} · same failure ×{} · {:.0?} elapsed",
+                    "iteration {iteration}: verify exit {} · same failure ×{} · {:.0?} elapsed{}",
                     last.flatten().map_or("?".into(), |c| c.to_string()),
                     after.meta.streaks.same_failure,
-                    self.started.elapsed()
+                    self.started.elapsed(),
+                    failing.map(|f| format!(" · {f}")).unwrap_or_default()
                 ),
             );
         }
@@ -404,8 +409,9 @@ impl Driver {
         let Some(handoff) = state.meta.handoff.as_ref().filter(|h| h.to == state.meta.session_id) else {
             return String::new();
         };
-        let last = LedgerEntry::read_last(&self.paths.ledger, 50)
-            .unwrap_or_default()
+        let entries = LedgerEntry::read_last(&self.paths.ledger, 50).unwrap_or_default();
+        let failing = crate::state::describe_failing_in(&entries);
+        let last = entries
             .into_iter()
             .rev()
             .find_map(|entry| entry.verify)
@@ -428,6 +434,9 @@ impl Driver {
                 },
                 tail.trim_end()
             ));
+            if let Some(failing) = failing {
+                note.push_str(&format!("\nIts output named {failing}."));
+            }
         }
         note
     }

@@ -130,6 +130,10 @@ pub(crate) struct VerifyRecord {
     /// `subreaper`, `grace`): what its output can be trusted to end with.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) output_ended_by: Option<String>,
+    /// The failures the output named (bounded), when a runner's report was recognised; ledgers
+    /// of earlier versions have none.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) failing: Option<crate::state::FailingNames>,
 }
 
 impl VerifyRecord {
@@ -143,8 +147,18 @@ impl VerifyRecord {
             output_digest: outcome.output.digest_hex(),
             tail: outcome.output.last_lines(5, 400),
             output_ended_by: Some(outcome.output.containment().name().to_string()),
+            failing: failing_of(outcome),
         }
     }
+}
+
+/// The names `outcome` reports failing: none when it passed, `None` when no runner's report was
+/// recognised.
+pub(crate) fn failing_of(outcome: &VerifyOutcome) -> Option<crate::state::FailingNames> {
+    if outcome.passed() {
+        return Some(crate::state::FailingNames::none());
+    }
+    crate::state::FailingNames::of(&outcome.output.failures())
 }
 
 impl LedgerEntry {

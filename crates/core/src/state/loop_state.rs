@@ -92,6 +92,9 @@ pub(crate) struct Settings {
     /// (`--background-wait`); `None`: the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_wait_secs: Option<u64>,
+    /// The re-injection's budget in tokens (`--feedback-tokens`); `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_tokens: Option<u32>,
 }
 
 /// What a loop does when the host says the account is limited until a time (`--on-limit`).
@@ -185,6 +188,10 @@ pub(crate) struct Meta {
     pub tests: TestRatchet,
     #[serde(default)]
     pub streaks: Streaks,
+    /// The failing names of the last judged stop's check, to say what the next one fixed.
+    /// `None` before the first, or when no runner's report was recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<crate::state::FailingNames>,
     /// The working tree's fingerprint at start, to list the files the loop changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_tree: Option<String>,
@@ -383,6 +390,7 @@ pub(crate) mod tests {
                     scope: Vec::new(),
                     on_limit: OnLimit::Wait,
                     background_wait_secs: None,
+                    feedback_tokens: None,
                 },
                 iteration: 1,
                 status: Status::Active,
@@ -394,6 +402,7 @@ pub(crate) mod tests {
                 oracle: Oracle::default(),
                 tests: TestRatchet::default(),
                 streaks: Streaks::default(),
+                failing: None,
                 baseline_tree: None,
                 last_blocked: false,
                 harness_overrides: 0,

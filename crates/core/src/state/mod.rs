@@ -8,6 +8,7 @@
 
 mod awaiting;
 mod failed_turn;
+mod failing;
 mod incident;
 mod ledger_entry;
 mod loop_state;
@@ -18,8 +19,11 @@ mod status;
 
 pub(crate) use awaiting::{Awaiting, Kind as AwaitingKind};
 pub(crate) use failed_turn::FailedTurn;
+pub(crate) use failing::{
+    Change, FailingNames, describe as describe_failing, describe_ledger as describe_failing_in, shown_name,
+};
 pub(crate) use incident::Incident;
-pub(crate) use ledger_entry::{LedgerDecision, LedgerEntry, VerifyRecord};
+pub(crate) use ledger_entry::{LedgerDecision, LedgerEntry, VerifyRecord, failing_of};
 pub(crate) use loop_state::{Handoff, OnLimit};
 pub(crate) use loop_state::{LastVerify, LoopState, Meta, SCHEMA_VERSION, Settings, StateError};
 pub(crate) use reason_code::ReasonCode;

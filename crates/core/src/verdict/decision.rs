@@ -549,6 +549,7 @@ fn record_stop(
         next.meta.verify_total_ms += ms;
         next.meta.last_verify =
             Some(LastVerify { exit_code: outcome.exit_code, duration_ms: ms, timed_out: outcome.timed_out });
+        next.meta.failing = crate::state::failing_of(outcome);
     }
     next.meta.streaks = streaks;
     if let Some(usage) = facts.usage {
@@ -633,10 +634,13 @@ fn block_words(
     if let Some(news) = news.and_then(News::for_the_model) {
         sections.push(format!("\n{news}\n"));
     }
-    let reason = message::reinjection(next, code, facts, &sections);
+    let reason = message::reinjection(next, state.meta.failing.as_ref(), code, facts, &sections);
     let mut line = message::status_line(next, code, facts.verify, facts.verify_not_run);
     if let Some(news) = news {
         line.push_str(&format!("\n  {}", news.text()));
+    }
+    if let Some(now) = next.meta.failing.as_ref().filter(|_| facts.verify.is_some_and(|v| !v.passed())) {
+        line.push_str(&format!("\n  {}", crate::state::describe_failing(state.meta.failing.as_ref(), now)));
     }
     (reason, line)
 }
@@ -959,6 +963,7 @@ mod tests {
         insta::assert_snapshot!(shown(&decide(&state, facts(Some(&failed), None))), @r"
         systemMessage:
         for-loop 3/30 · verify failed (exit 1, 4.2 s)
+          1 failing: login
         reason:
         fix the login
 
@@ -966,6 +971,13 @@ mod tests {
         for-loop: this is iteration 3 of 30. The loop goes on until `cargo test` exits 0.
 
         Verify `cargo test` failed: exit 1 after 4.2 s. Its output:
+
+        Failing (1), as cargo test reported them. The names and lines between the fences are quoted from the check's output, as it printed them:
+        ```text
+        - login
+        ```
+
+        The output itself, its start and its end:
 
         ```text
         test login ... FAILED
@@ -1520,7 +1532,10 @@ mod tests {
         assert_eq!(decision.code, ReasonCode::VerifyFailed);
         assert_eq!(decision.next.meta.iteration, 3);
         assert_eq!(decision.next.meta.status, Status::Active);
-        assert_eq!(decision.system_message, "for-loop 3/30 · verify failed (exit 1, 4.2 s)");
+        assert_eq!(
+            decision.system_message,
+            "for-loop 3/30 · verify failed (exit 1, 4.2 s)\n  1 failing: login"
+        );
         let reason = reason(&decision);
         assert!(reason.starts_with("fix the login\n"), "{reason}");
         assert!(reason.contains("iteration 3 of 30"), "{reason}");

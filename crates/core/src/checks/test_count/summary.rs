@@ -208,7 +208,7 @@ impl Scanner {
             if line.len() > MAX_LINE_BYTES {
                 continue;
             }
-            if !may_be(marked || line_marks::may_begin_a_summary(line.first())) {
+            if !may_be(marked || line_marks::may_begin_a_summary(line)) {
                 ordinary = Some(line);
                 continue;
             }

@@ -116,6 +116,7 @@ impl Captured {
     }
 
     /// The failures the whole stream reports, by name.
+    #[allow(dead_code, reason = "read by the re-injection and the ledger")]
     pub(crate) fn failures(&self) -> FailureDigest {
         self.failures.digest()
     }
@@ -129,23 +130,39 @@ impl Captured {
     /// All of the output if it fits in `max_chars`, otherwise its start and end around a line
     /// saying how much was left out. Decoded lossily: verify output need not be UTF-8.
     pub(crate) fn excerpt(&self, max_chars: usize) -> String {
-        let head = String::from_utf8_lossy(&self.head);
-        let tail_bytes = self.kept_tail();
-        let tail = String::from_utf8_lossy(tail_bytes);
-        let omitted = self.total - self.head.len() as u64 - tail_bytes.len() as u64;
-        let head_chars = head.chars().count();
-        let tail_chars = tail.chars().count();
-        if omitted == 0 && head_chars + tail_chars <= max_chars {
-            return format!("{head}{tail}");
+        // With nothing left out between them, the head and the tail are one text: cut as one,
+        // or an output a little longer than the room would lose its end (where runners print
+        // their failures and summaries) to a short tail.
+        let (head, tail) = match self.whole() {
+            Some(whole) => (String::from_utf8_lossy(&whole).into_owned(), String::new()),
+            None => (
+                String::from_utf8_lossy(&self.head).into_owned(),
+                String::from_utf8_lossy(self.kept_tail()).into_owned(),
+            ),
+        };
+        if tail.is_empty() && head.chars().count() <= max_chars {
+            return head;
         }
         // Failures usually show at the end (summaries) and sometimes at the start (the first
-        // compile error), so most of the room goes to the end.
+        // compile error), so most of the room goes to the end: a quarter to the start, more when
+        // the end is shorter than its share.
         let marker_room = 60;
         let room = max_chars.saturating_sub(marker_room);
-        let head_room = (room / 4).min(head_chars);
-        let tail_room = room - head_room;
-        let head_part: String = head.chars().take(head_room).collect();
-        let tail_part: String = tail.chars().skip(tail_chars.saturating_sub(tail_room)).collect();
+        let (head_part, tail_part) = if tail.is_empty() {
+            let chars = head.chars().count();
+            let head_room = room / 4;
+            let tail_room = room - head_room;
+            let start: String = head.chars().take(head_room).collect();
+            let end: String = head.chars().skip(chars - tail_room).collect();
+            (start, end)
+        } else {
+            let (head_chars, tail_chars) = (head.chars().count(), tail.chars().count());
+            let tail_room = tail_chars.min(room - (room / 4).min(head_chars));
+            let head_room = head_chars.min(room - tail_room);
+            let start: String = head.chars().take(head_room).collect();
+            let end: String = tail.chars().skip(tail_chars - tail_room).collect();
+            (start, end)
+        };
         let shown = (head_part.len() + tail_part.len()) as u64;
         let left_out = self.total.saturating_sub(shown);
         format!("{head_part}\n[... {left_out} bytes of output left out ...]\n{tail_part}")
@@ -153,11 +170,18 @@ impl Captured {
 
     /// The last `n` lines, at most `max_chars` characters, for the ledger.
     pub(crate) fn last_lines(&self, n: usize, max_chars: usize) -> String {
-        let text = String::from_utf8_lossy(if self.tail.is_empty() { &self.head } else { self.kept_tail() });
+        let whole = self.whole();
+        let text = String::from_utf8_lossy(whole.as_deref().unwrap_or_else(|| self.kept_tail()));
         let lines: Vec<&str> = text.trim_end().lines().collect();
         let joined = lines[lines.len().saturating_sub(n)..].join("\n");
         let count = joined.chars().count();
         joined.chars().skip(count.saturating_sub(max_chars)).collect()
+    }
+
+    /// The whole output, when nothing of it was left out between the head and the tail.
+    fn whole(&self) -> Option<Vec<u8>> {
+        let tail = self.kept_tail();
+        (self.total == (self.head.len() + tail.len()) as u64).then(|| [&self.head[..], tail].concat())
     }
 
     /// The tail, starting at a character boundary when the cut fell inside one.
@@ -199,6 +223,67 @@ mod tests {
         assert!(excerpt.starts_with("FIRST LINE"));
         assert!(excerpt.ends_with("LAST LINE\n"));
         assert!(excerpt.contains("bytes of output left out"));
+    }
+
+    /// An output of `size` bytes: numbered lines between a first and a last line.
+    fn output_of(size: usize) -> Vec<u8> {
+        let (first, last) = (&b"FIRST LINE\n"[..], &b"LAST LINE\n"[..]);
+        let mut out = first.to_vec();
+        let mut n = 0;
+        while out.len() + last.len() < size {
+            out.extend_from_slice(format!("line {n:06} of the middle\n").as_bytes());
+            n += 1;
+        }
+        out.truncate(size - last.len());
+        if let Some(end) = out.last_mut() {
+            *end = b'\n';
+        }
+        out.extend_from_slice(last);
+        out
+    }
+
+    #[test]
+    fn the_excerpt_keeps_the_start_and_the_end_at_every_size() {
+        let room = 2_000;
+        let sizes = [
+            100,
+            room - 1,
+            room + 1,
+            9_000,
+            HEAD_BYTES - 1,
+            HEAD_BYTES,
+            HEAD_BYTES + 1,
+            HEAD_BYTES + 10,
+            HEAD_BYTES + 10_000,
+            HEAD_BYTES + TAIL_BYTES,
+            HEAD_BYTES + TAIL_BYTES + 1,
+            HEAD_BYTES + 3 * TAIL_BYTES + 7,
+            4 << 20,
+        ];
+        for size in sizes {
+            let bytes = output_of(size);
+            assert_eq!(bytes.len(), size);
+            for pieces in [1, 4_096] {
+                let mut captured = Captured::default();
+                bytes.chunks(pieces.max(1) * 16).for_each(|chunk| captured.push(chunk));
+                let excerpt = captured.excerpt(room);
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(excerpt.chars().count() <= room, "{size}: {} chars", excerpt.chars().count());
+                assert!(excerpt.starts_with("FIRST LINE\n"), "{size}: {excerpt}");
+                assert!(excerpt.ends_with("LAST LINE\n"), "{size}: the end is lost: {excerpt}");
+                assert_eq!(captured.last_lines(1, 100), "LAST LINE", "{size}");
+                if size <= room {
+                    assert_eq!(excerpt, text, "{size}: what fits is shown whole");
+                } else {
+                    let (start, end) = excerpt.split_once("\n[... ").unwrap();
+                    let (said, end) = end.split_once(" bytes of output left out ...]\n").unwrap();
+                    assert!(text.starts_with(start) && text.ends_with(end), "{size}");
+                    assert!(end.len() >= 3 * start.len(), "{size}: most of the room goes to the end");
+                    assert_eq!(said.parse::<usize>().unwrap(), size - start.len() - end.len(), "{size}");
+                    assert!(excerpt.chars().count() > room - 100, "{size}: the room is used");
+                }
+            }
+        }
     }
 
     #[test]

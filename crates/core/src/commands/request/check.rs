@@ -58,6 +58,28 @@ pub(super) fn seconds(flag: Flag, value: &str) -> Result<u64, RequestError> {
     }
 }
 
+/// A whole number of tokens within the bounds of the flag's row.
+pub(super) fn budget(flag: Flag, value: &str) -> Result<u32, RequestError> {
+    let Value::Budget { least, most } = flag.spec().value else {
+        unreachable!("{flag} is not a budget: its row in the flag table says so")
+    };
+    let bad = |why: String| bad_value(flag, value, why);
+    let digits = value.trim();
+    // More digits than a u64 holds is still a number, only too large.
+    let parsed = digits.parse::<u64>().or_else(|e| {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) { Ok(u64::MAX) } else { Err(e) }
+    });
+    match parsed {
+        Ok(n) if n < u64::from(least) => Err(bad(format!(
+            "it must be at least {least}: less leaves no room for the failures and the output"
+        ))),
+        Ok(n) => u32::try_from(n).ok().filter(|n| *n <= most).ok_or_else(|| {
+            bad(format!("the most is {most}: the hosts cut a hook's prompt at 10,000 characters"))
+        }),
+        Err(_) => Err(bad(format!("give a whole number of tokens from {least} to {most}"))),
+    }
+}
+
 pub(super) fn tokens(flag: Flag, value: &str) -> Result<u64, RequestError> {
     crate::host::usage::parse_tokens(value).map_err(|why| bad_value(flag, value, why))
 }

@@ -16,6 +16,9 @@ use super::{
 use crate::checks::review::DEFAULT_MAX_VETOES;
 use crate::checks::stall::{DEFAULT_ESCALATION, DEFAULT_MAX_SAME_FAILURES};
 use crate::metric::keep;
+use crate::verdict::message::reinjection::{
+    DEFAULT_FEEDBACK_TOKENS, MAX_FEEDBACK_TOKENS, MIN_FEEDBACK_TOKENS,
+};
 
 /// One of the loop flags, named by its row in [`FLAGS`] (the order of the variants is the
 /// order of the rows, which a test holds).
@@ -51,6 +54,7 @@ pub(crate) enum Flag {
     ParkAfterPivots,
     OnLimit,
     BackgroundWait,
+    FeedbackTokens,
 }
 
 impl Flag {
@@ -96,6 +100,8 @@ pub(crate) enum Value {
     Duration { most: u64 },
     /// A token count, with `k` or `M` for thousands or millions.
     Tokens,
+    /// A whole number of tokens from `least` to `most`.
+    Budget { least: u32, most: u32 },
     /// Three rising counts, comma-separated.
     Rising,
     /// A shell command, kept as written.
@@ -112,6 +118,7 @@ impl Value {
             Value::Count { most } => format!("a whole number from 1 to {most}"),
             Value::Duration { most } => format!("a duration from 1s to {}", short_duration(most)),
             Value::Tokens => "a token count (k and M multiply)".into(),
+            Value::Budget { least, most } => format!("a number of tokens from {least} to {most}"),
             Value::Rising => "three rising counts".into(),
             Value::Command => "a command".into(),
             Value::Text(what) => what.into(),
@@ -223,7 +230,7 @@ impl FlagSpec {
 }
 
 /// Every loop flag. Limits and defaults come from the constants the checks use.
-pub(crate) const FLAGS: [FlagSpec; 30] = [
+pub(crate) const FLAGS: [FlagSpec; 31] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
         .help("Shell command that decides done."),
@@ -359,6 +366,14 @@ pub(crate) const FLAGS: [FlagSpec; 30] = [
     .e_g("1h")
     .or(Default::Word("30m"))
     .help("How long stops are let through unjudged while the agent's own background work runs (a build it started in the background); after that the stop is judged anyway."),
+        Flag::FeedbackTokens,
+        "--feedback-tokens",
+        "N",
+        Value::Budget { least: MIN_FEEDBACK_TOKENS, most: MAX_FEEDBACK_TOKENS },
+    )
+    .e_g("2000")
+    .or(Default::Number(DEFAULT_FEEDBACK_TOKENS as u64))
+    .help("The budget of each re-injection, in tokens at 3 characters a token: the failures the check reported, then its output, cut to fit."),
 ];
 
 /// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.

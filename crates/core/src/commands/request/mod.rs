@@ -76,6 +76,8 @@ pub(crate) struct LoopRequest {
     pub on_limit: OnLimit,
     /// How long stops wait unjudged on the session's background work (`--background-wait`).
     pub background_wait_secs: Option<u64>,
+    /// The re-injection's budget in tokens (`--feedback-tokens`); `None`: the default.
+    pub feedback_tokens: Option<u32>,
 }
 
 /// Why the text or the words do not give a loop. Each message says what to type instead.
@@ -262,6 +264,10 @@ impl LoopRequest {
             boxes,
             on_limit: on_limit(&mut flags)?,
             background_wait_secs: flags.seconds(Flag::BackgroundWait)?,
+            feedback_tokens: flags
+                .take(Flag::FeedbackTokens)
+                .map(|v| check::budget(Flag::FeedbackTokens, &v))
+                .transpose()?,
         })
     }
 }
@@ -780,6 +786,7 @@ mod tests {
             let (most, unit) = match spec.value {
                 Value::Count { most } => (u64::from(most), ""),
                 Value::Duration { most } => (most, " seconds"),
+                Value::Budget { most, .. } => (u64::from(most), ""),
                 _ => continue,
             };
             let metric = matches!(
@@ -800,6 +807,33 @@ mod tests {
                 other => panic!("{}: {other}", spec.name),
             }
         }
+    }
+
+    #[test]
+    fn the_feedback_budget_takes_a_number_of_tokens_within_the_hosts_cap() {
+        assert_eq!(parse("t --feedback-tokens 2000").feedback_tokens, Some(2_000));
+        assert_eq!(parse("t").feedback_tokens, None, "not given: the default");
+        let why = |value: &str| match err(&format!("t --feedback-tokens={value}")) {
+            RequestError::BadValue { flag: Flag::FeedbackTokens, why, .. } => why,
+            other => panic!("{value}: {other}"),
+        };
+        assert!(why("0").starts_with("it must be at least 500: less leaves no room"), "{}", why("0"));
+        assert!(why("-5").starts_with("give a whole number of tokens from 500 to 3166"), "{}", why("-5"));
+        assert!(
+            why("99999999999999999999").starts_with("the most is 3166"),
+            "{}",
+            why("99999999999999999999")
+        );
+        assert!(
+            why("5000").starts_with("the most is 3166: the hosts cut a hook's prompt"),
+            "{}",
+            why("5000")
+        );
+        assert!(why("lots").starts_with("give a whole number of tokens"), "{}", why("lots"));
+        assert_eq!(
+            err("t --feedback-tokens").to_string(),
+            "--feedback-tokens needs a value: a number of tokens from 500 to 3166, e.g. --feedback-tokens 2000"
+        );
     }
 
     #[test]

@@ -272,7 +272,7 @@ impl<'a> Schedule<'a> {
                          ```\n{}\n```",
                         queue::broken(&failing),
                         output.trim_end()
-                    );
+                    ) + &named_in(&output);
                     let failing = serde_json::to_value(&failing).unwrap_or_default();
                     self.send_back(
                         index,
@@ -504,4 +504,28 @@ pub(crate) fn not_landed(run: &BacklogRun) -> Vec<(u32, String, String)> {
             }
         })
         .collect()
+}
+
+/// What a failed check's output names failing, as a sentence after it: the same words the
+/// loop's own stops use ([`crate::state::describe_failing`]); empty when no runner's report is
+/// in it.
+fn named_in(output: &str) -> String {
+    let mut captured = crate::checks::verify::Captured::default();
+    captured.push(output.as_bytes());
+    crate::state::FailingNames::of(&captured.failures())
+        .filter(|names| names.count() > 0)
+        .map(|names| format!("\n\nThe output names {}.", crate::state::describe_failing(None, &names)))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod named_in_tests {
+    #[test]
+    fn a_task_sent_back_is_told_the_failures_its_merged_check_named() {
+        let output = "running 2 tests\ntest tests::adds ... ok\ntest tests::subtracts ... FAILED\n\nfailures:\n\n\
+                      ---- tests::subtracts stdout ----\nassertion failed\n\nfailures:\n    tests::subtracts\n\n\
+                      test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(super::named_in(output), "\n\nThe output names 1 failing: tests::subtracts.");
+        assert_eq!(super::named_in("make: *** [all] Error 2\n"), "", "no runner, nothing more to say");
+    }
 }

@@ -59,7 +59,14 @@ fn last_failure(state: &LoopState, last: &[LedgerEntry]) -> String {
         .and_then(|v| v.tail.lines().rev().find(|line| !line.trim().is_empty()))
         .map(|line| format!(": {}", line.trim().chars().take(200).collect::<String>()))
         .unwrap_or_default();
-    format!("The last judged stop, at iteration {}, was {}{how}{said}.", entry.iteration, entry.reason)
+    let mine: Vec<LedgerEntry> = last.iter().filter(|e| e.loop_id == state.meta.loop_id).cloned().collect();
+    let failing = crate::state::describe_failing_in(&mine)
+        .map(|failing| format!(" Its output named {failing}."))
+        .unwrap_or_default();
+    format!(
+        "The last judged stop, at iteration {}, was {}{how}{said}.{failing}",
+        entry.iteration, entry.reason
+    )
 }
 
 #[cfg(test)]
@@ -79,6 +86,7 @@ mod tests {
                 output_digest: String::new(),
                 tail: tail.into(),
                 output_ended_by: None,
+                failing: None,
             }),
             ..LedgerEntry::new(
                 state,
@@ -120,5 +128,35 @@ mod tests {
         let long = brief(&state, &[], "/s/state.md");
         assert!(long.contains(&format!("the task is {} characters long", TASK_CHARS + 1)), "{long}");
         assert!(!long.contains(&state.task));
+    }
+
+    #[test]
+    fn the_brief_names_the_failures_and_what_the_last_stop_fixed() {
+        let mut state = sample();
+        state.meta.iteration = 3;
+        let named = |entry: LedgerEntry, names: &[&str]| {
+            let mut entry = entry;
+            if let Some(verify) = entry.verify.as_mut() {
+                verify.failing = Some(crate::state::FailingNames {
+                    runner: Some("pytest".into()),
+                    names: names.iter().map(ToString::to_string).collect(),
+                    more: 0,
+                });
+            }
+            entry
+        };
+        let lines =
+            [named(blocked(&state, 1, "x"), &["a", "b"]), named(blocked(&state, 2, "y"), &["b", "c"])];
+        let brief = brief(&state, &lines, "state.md");
+        assert!(brief.contains("Its output named 2 failing: b, c; 1 of 2 fixed (a); new: c."), "{brief}");
+        let old = [blocked(&state, 2, "y")];
+        assert!(
+            !brief_of(&state, &old).contains("Its output named"),
+            "a ledger without names reads as before"
+        );
+    }
+
+    fn brief_of(state: &LoopState, lines: &[LedgerEntry]) -> String {
+        brief(state, lines, "state.md")
     }
 }

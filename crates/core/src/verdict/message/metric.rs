@@ -49,6 +49,8 @@ pub(crate) fn reinjection(
             format!("\n`{command}` failed ({}); correctness comes first. Its output:\n", outcome.describe())
         }),
         output: failed.map(|(_, outcome)| outcome),
+        change: None,
+        budget: crate::verdict::message::reinjection::budget_chars(state.meta.settings.feedback_tokens),
         rules: "\nMake one focused change, run the metric yourself to see its number, then end your turn: \
                 the loop measures it again and keeps or rolls it back. Do not change the metric command or the \
                 files it runs."

@@ -4,6 +4,7 @@
 
 pub(crate) mod compacted;
 pub(crate) mod failed_turn;
+pub(crate) mod failures;
 pub(crate) mod metric;
 pub(crate) mod plan;
 pub(crate) mod reinjection;
@@ -27,10 +28,12 @@ use crate::support::text::duration::human;
 use crate::verdict::facts::{LoopFiles, StopFacts};
 use crate::verdict::message::reinjection::{Finding, Reinjection};
 
-/// The prompt that keeps the agent working. `state` is the loop after this stop; `sections`
-/// are paragraphs about the tests behind the check, shown before verify's output.
+/// The prompt that keeps the agent working. `state` is the loop after this stop; `before` the
+/// failing names of the judged stop before it; `sections` are paragraphs about the tests behind
+/// the check, shown before verify's output.
 pub(crate) fn reinjection(
     state: &LoopState,
+    before: Option<&crate::state::FailingNames>,
     code: ReasonCode,
     facts: &StopFacts<'_>,
     sections: &[String],
@@ -47,6 +50,8 @@ pub(crate) fn reinjection(
         notices,
         failed: finding.said,
         output: facts.verify.filter(|o| show_output && !o.passed()),
+        change: facts.verify.and_then(|o| failures::change(before, &o.output.failures())),
+        budget: reinjection::budget_chars(state.meta.settings.feedback_tokens),
         rules: closing_advice(state, finding.advice),
     }
     .to_string()

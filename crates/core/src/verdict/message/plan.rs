@@ -93,11 +93,18 @@ pub(crate) fn story_broken(next: &LoopState, sweep: Option<&PlanSweep>) -> Strin
             outcome.describe()
         ),
     };
-    let excerpt = outcome.output.excerpt(BROKEN_OUTPUT_CHARS);
+    let failures = crate::verdict::message::failures::block(
+        &outcome.output.failures(),
+        None,
+        BROKEN_OUTPUT_CHARS * 3 / 4,
+    );
+    // The failures and the output share the room the output alone had.
+    let excerpt =
+        outcome.output.excerpt(BROKEN_OUTPUT_CHARS.saturating_sub(failures.chars().count()).max(500));
     let fence = fence_for(&excerpt);
     let current = next.meta.plan.as_ref().map_or(0, |p| p.current);
     format!(
-        "\nEvery story's check ran again at the end, and {what}. Its output:\n\n{fence}text\n{}\n{fence}\n{}{}",
+        "\nEvery story's check ran again at the end, and {what}.\n{failures}Its output:\n\n{fence}text\n{}\n{fence}\n{}{}",
         excerpt.trim_end(),
         done_line(next),
         story_brief(next, current)

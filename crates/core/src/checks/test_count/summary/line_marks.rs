@@ -14,15 +14,17 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-/// Whether a line beginning with `first` (`None`: an empty line) may be read as more than an
-/// ordinary line, whatever else it holds. Every summary, start line and line a summary reads
-/// next begins with one of these bytes:
+/// Whether `line` may be read as more than an ordinary line, whatever else it holds (its first
+/// byte, and of a line beginning with `t` its first words). Every summary, start line and line a
+/// summary reads next begins with one of these bytes:
 ///
 /// - a digit: counts first (mocha, bats, ctest, `pytest -q`), TAP's plan `1..N`;
 /// - `=` `-` `#`: pytest's rules, go's `=== RUN` and `--- PASS:`, unittest's rule, node's TAP
 ///   summary (`# tests 5`);
 /// - `r` `t` `o` `n`: cargo's `running N tests` and `test result:`, TAP's `ok` and `not ok`, go's
-///   `ok`, pytest's `no tests ran`;
+///   `ok`, pytest's `no tests ran`. Of a line beginning with `t`, only `test result:` is read:
+///   pytest's `-v` names every test on a line of its own beginning `tests/`, a million lines in
+///   a gigabyte of its output, and none of them is more than an ordinary line;
 /// - `D` `F` `N` `O` `P` `R` `S` `T`: gotestsum's `DONE`, go's `FAIL`, rspec's `Finished in`,
 ///   unittest's `Ran`, `OK`, `FAILED (` and `NO TESTS RAN`, phpunit's `PHPUnit`, `OK (` and
 ///   `Tests:`, vitest's `RUN`, `Test Files` and `Tests`, nextest's `Starting` and `Summary`,
@@ -32,8 +34,12 @@ use memchr::memmem::Finder;
 ///   white space (cargo's `Running`, nextest's and vitest's indented lines, ctest's list), node's
 ///   `ℹ`, white space outside ASCII;
 /// - nothing: unittest's empty line after `Ran N tests in …`.
-pub(super) fn may_begin_a_summary(first: Option<&u8>) -> bool {
-    first.is_none_or(|byte| BEGINS_A_SUMMARY[usize::from(*byte)])
+pub(super) fn may_begin_a_summary(line: &[u8]) -> bool {
+    match line.first() {
+        None => true,
+        Some(b't') => line.starts_with(b"test result:"),
+        Some(byte) => BEGINS_A_SUMMARY[usize::from(*byte)],
+    }
 }
 
 const BEGINS_A_SUMMARY: [bool; 256] = {
@@ -151,18 +157,27 @@ mod tests {
     fn the_first_bytes_of_every_start_and_summary_line_are_kept() {
         for line in ["3 passing (2ms)", "=== RUN", "--- FAIL:", "# tests 5", "running 1 test", "ok", "not ok"]
         {
-            assert!(may_begin_a_summary(line.as_bytes().first()), "{line}");
+            assert!(may_begin_a_summary(line.as_bytes()), "{line}");
         }
         for line in
             ["test result:", "DONE 1", "Finished in", "NO TESTS RAN", "OK", "PHPUnit", "RUN", "Summary"]
         {
-            assert!(may_begin_a_summary(line.as_bytes().first()), "{line}");
+            assert!(may_begin_a_summary(line.as_bytes()), "{line}");
         }
         for line in ["Tests: 1", " Running", "\tx", "ℹ tests 5", "\u{a0}x", "\x0bx", ""] {
-            assert!(may_begin_a_summary(line.as_bytes().first()), "{line:?}");
+            assert!(may_begin_a_summary(line.as_bytes()), "{line:?}");
         }
-        for line in ["a line of output", "error: x", "Error", "warning", "[1/3] build", "~", "|"] {
-            assert!(!may_begin_a_summary(line.as_bytes().first()), "{line}");
+        for line in [
+            "a line of output",
+            "error: x",
+            "Error",
+            "warning",
+            "[1/3] build",
+            "~",
+            "|",
+            "tests/a.py::t PASSED",
+        ] {
+            assert!(!may_begin_a_summary(line.as_bytes()), "{line}");
         }
     }
 

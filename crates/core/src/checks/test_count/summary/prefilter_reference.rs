@@ -147,7 +147,7 @@ fn passed_over(line: &str) -> bool {
     let text = format!("{line}\n");
     line.len() <= MAX_LINE_BYTES
         && !LineMarks::of(text.as_bytes()).before(line.len())
-        && !line_marks::may_begin_a_summary(line.as_bytes().first())
+        && !line_marks::may_begin_a_summary(line.as_bytes())
 }
 
 /// What the chunk's prefilter rests on: every line it passes over does to the parsers, in every
