@@ -16,8 +16,8 @@ use crate::util::{TestEnv, client_bin, copy_dir, run_bounded};
 
 mod hostile;
 mod limits;
-mod red_team_launch;
 mod listening;
+mod red_team_launch;
 mod red_team_output;
 mod red_team_watch;
 mod reviewers;

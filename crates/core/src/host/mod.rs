@@ -17,7 +17,6 @@ pub(crate) mod background;
 pub(crate) mod config_watch;
 pub(crate) mod event;
 pub(crate) mod hook_response;
-pub(crate) mod launcher_env;
 pub(crate) mod origin;
 pub(crate) mod transcript;
 pub(crate) mod usage;

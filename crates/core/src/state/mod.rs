@@ -7,18 +7,16 @@
 //! any way to reach the files it is kept in.
 
 mod awaiting;
-mod failed_turn;
 mod failing;
 mod incident;
 mod ledger_entry;
 mod loop_state;
 mod reason_code;
 mod receipt;
-mod rhythm;
 mod status;
+mod turns;
 
 pub(crate) use awaiting::{Awaiting, Kind as AwaitingKind};
-pub(crate) use failed_turn::FailedTurn;
 pub(crate) use failing::{
     Change, FailingNames, describe as describe_failing, describe_ledger as describe_failing_in, shown_name,
 };
@@ -28,8 +26,8 @@ pub(crate) use loop_state::{Handoff, OnLimit};
 pub(crate) use loop_state::{LastVerify, LoopState, Meta, SCHEMA_VERSION, Settings, StateError};
 pub(crate) use reason_code::ReasonCode;
 pub(crate) use receipt::{MetricSummary, Receipt};
-pub(crate) use rhythm::{MAX_TASKS_SEEN, Rhythm, SeenTask, Wait};
 pub(crate) use status::Status;
+pub(crate) use turns::{FailedTurn, MAX_TASKS_SEEN, Rhythm, SeenTask, Wait};
 
 #[cfg(test)]
 pub(crate) use loop_state::tests::sample;

@@ -366,6 +366,7 @@ pub(crate) const FLAGS: [FlagSpec; 31] = [
     .e_g("1h")
     .or(Default::Word("30m"))
     .help("How long stops are let through unjudged while the agent's own background work runs (a build it started in the background); after that the stop is judged anyway."),
+    FlagSpec::takes(
         Flag::FeedbackTokens,
         "--feedback-tokens",
         "N",

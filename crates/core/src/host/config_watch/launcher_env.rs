@@ -49,26 +49,32 @@ mod tests {
     /// The launchers and every package's hook commands, as shipped.
     /// Each file, whether it is PowerShell, and its text.
     const SOURCES: &[(&str, &str)] = &[
-        ("scripts/loop-hook", include_str!("../../../../scripts/loop-hook")),
-        ("scripts/loop-hook.ps1", include_str!("../../../../scripts/loop-hook.ps1")),
-        ("hooks/hooks.json", include_str!("../../../../hooks/hooks.json")),
+        ("scripts/loop-hook", include_str!("../../../../../scripts/loop-hook")),
+        ("scripts/loop-hook.ps1", include_str!("../../../../../scripts/loop-hook.ps1")),
+        ("hooks/hooks.json", include_str!("../../../../../hooks/hooks.json")),
         (
             "plugin/claude-code/hooks/hooks.json",
-            include_str!("../../../../plugin/claude-code/hooks/hooks.json"),
+            include_str!("../../../../../plugin/claude-code/hooks/hooks.json"),
         ),
-        ("plugin/codex/hooks/hooks.json", include_str!("../../../../plugin/codex/hooks/hooks.json")),
-        ("plugin/cursor/hooks/hooks.json", include_str!("../../../../plugin/cursor/hooks/hooks.json")),
+        ("plugin/codex/hooks/hooks.json", include_str!("../../../../../plugin/codex/hooks/hooks.json")),
+        ("plugin/cursor/hooks/hooks.json", include_str!("../../../../../plugin/cursor/hooks/hooks.json")),
         (
             "plugin/gemini-cli/hooks/hooks.json",
-            include_str!("../../../../plugin/gemini-cli/hooks/hooks.json"),
+            include_str!("../../../../../plugin/gemini-cli/hooks/hooks.json"),
         ),
-        ("plugin/gemini-cli/scripts/command", include_str!("../../../../plugin/gemini-cli/scripts/command")),
-        ("plugin/qwen-code/hooks/hooks.json", include_str!("../../../../plugin/qwen-code/hooks/hooks.json")),
-        ("plugin/copilot-cli/for-loop.json", include_str!("../../../../plugin/copilot-cli/for-loop.json")),
-        ("plugin/antigravity/hooks.json", include_str!("../../../../plugin/antigravity/hooks.json")),
+        (
+            "plugin/gemini-cli/scripts/command",
+            include_str!("../../../../../plugin/gemini-cli/scripts/command"),
+        ),
+        (
+            "plugin/qwen-code/hooks/hooks.json",
+            include_str!("../../../../../plugin/qwen-code/hooks/hooks.json"),
+        ),
+        ("plugin/copilot-cli/for-loop.json", include_str!("../../../../../plugin/copilot-cli/for-loop.json")),
+        ("plugin/antigravity/hooks.json", include_str!("../../../../../plugin/antigravity/hooks.json")),
         (
             "plugin/opencode/plugins/for-loop.js",
-            include_str!("../../../../plugin/opencode/plugins/for-loop.js"),
+            include_str!("../../../../../plugin/opencode/plugins/for-loop.js"),
         ),
     ];
 

@@ -10,6 +10,8 @@
 //! prompt), so the user hears of such a change at the first one after it
 //! ([`crate::hook::guard_host_config`]).
 
+pub(crate) mod launcher_env;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -185,7 +187,7 @@ fn settings_state(path: &Path, keys: &[&str]) -> String {
     if let Some(Value::Object(vars)) = settings.get("env") {
         let ours: Map<String, Value> = vars
             .iter()
-            .filter(|(name, _)| crate::host::launcher_env::decides(name))
+            .filter(|(name, _)| launcher_env::decides(name))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if !ours.is_empty() {
