@@ -51,14 +51,14 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let opencode_dir = opencode::config_dir(env);
     let qwen_home = qwen::home(env);
     let hosts_found = [
-        (Host::ClaudeCode, "claude", claude_dir.as_ref()),
-        (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
-        (Host::Codex, "codex", codex_home.as_ref()),
-        (Host::CopilotCli, "copilot", copilot_home.as_ref()),
-        (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
-        (Host::Antigravity, "agy", antigravity_dir.as_ref()),
-        (Host::Opencode, "opencode", opencode_dir.as_ref()),
-        (Host::QwenCode, "qwen", qwen_home.as_ref()),
+        (Host::ClaudeCode, Host::ClaudeCode.program(), claude_dir.as_ref()),
+        (Host::GeminiCli, Host::GeminiCli.program(), gemini_dir.as_ref()),
+        (Host::Codex, Host::Codex.program(), codex_home.as_ref()),
+        (Host::CopilotCli, Host::CopilotCli.program(), copilot_home.as_ref()),
+        (Host::Cursor, Host::Cursor.program(), cursor_home.as_ref()),
+        (Host::Antigravity, Host::Antigravity.program(), antigravity_dir.as_ref()),
+        (Host::Opencode, Host::Opencode.program(), opencode_dir.as_ref()),
+        (Host::QwenCode, Host::QwenCode.program(), qwen_home.as_ref()),
     ]
     .into_iter()
     .filter(|(_, program, dir)| found(program, *dir))
@@ -73,37 +73,39 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         store: project::store(store.as_ref()),
         claude: claude_dir
             .clone()
-            .filter(|dir| claude_project || present(Host::ClaudeCode, "claude", Some(dir)))
+            .filter(|dir| claude_project || present(Host::ClaudeCode, Host::ClaudeCode.program(), Some(dir)))
             .map(|dir| claude::facts(env, dir, &project)),
         gemini: gemini_home
             .clone()
-            .filter(|_| present(Host::GeminiCli, "gemini", gemini_dir.as_ref()))
+            .filter(|_| present(Host::GeminiCli, Host::GeminiCli.program(), gemini_dir.as_ref()))
             .map(|home| gemini::facts(env, home, &project)),
         codex: codex_home
             .clone()
-            .filter(|home| present(Host::Codex, "codex", Some(home)))
+            .filter(|home| present(Host::Codex, Host::Codex.program(), Some(home)))
             .map(|home| codex::facts(env, home)),
         copilot: copilot_home
             .filter(|home| {
-                present(Host::CopilotCli, "copilot", Some(home)) || project.join(".github/hooks").is_dir()
+                present(Host::CopilotCli, Host::CopilotCli.program(), Some(home))
+                    || project.join(".github/hooks").is_dir()
             })
             .map(|home| others::copilot(env, home, &project)),
         cursor: cursor_home
             .filter(|home| {
-                present(Host::Cursor, "cursor-agent", Some(home))
+                present(Host::Cursor, Host::Cursor.program(), Some(home))
                     || project.join(".cursor/hooks.json").is_file()
             })
             .map(|home| others::cursor(home, &project)),
-        antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
+        antigravity: present(Host::Antigravity, Host::Antigravity.program(), antigravity_dir.as_ref())
             .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
         qwen: qwen_home
             .clone()
-            .filter(|home| present(Host::QwenCode, "qwen", Some(home)))
+            .filter(|home| present(Host::QwenCode, Host::QwenCode.program(), Some(home)))
             .map(|home| qwen::facts(env, home, &project)),
         tier: project::tier(env, &project, store.as_ref()),
         opencode: opencode_dir
             .filter(|dir| {
-                present(Host::Opencode, "opencode", Some(dir)) || project.join(".opencode").is_dir()
+                present(Host::Opencode, Host::Opencode.program(), Some(dir))
+                    || project.join(".opencode").is_dir()
             })
             .map(|dir| opencode::facts(dir, &project)),
         loops: project::loops(env, &project, store.as_ref()),
