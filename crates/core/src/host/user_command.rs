@@ -98,6 +98,12 @@ impl UserCommand {
         })
     }
 
+    /// The command a prompt recorded in Claude Code's transcript begins with: the one format
+    /// [`Host::confirms_commands_from_transcript`] reads.
+    pub(crate) fn in_claude_transcript(prompt: &str) -> Option<UserCommand> {
+        UserCommand::parse(Host::ClaudeCode, prompt)
+    }
+
     /// Whether `line` holds a for-loop command a prompt could submit later: beginning with one in
     /// the slash or the `$` form, or naming a slash one as a word of its own. The guard refuses a
     /// tool call that writes one, for a host to run as the user's.
