@@ -2,6 +2,9 @@
 //! what its hook must print. The loop logic never sees a host; it works on [`StopEvent`] and
 //! [`HookResponse`].
 //!
+//! What each host can do is a table: every adapter declares a [`HostSpec`], and the methods
+//! of [`Host`] read it ([`Host::spec`] is the one match on the host).
+//!
 //! The host is named on the hook's command line in each host's hook config (`stop-hook --host
 //! NAME`), because payloads are too alike to tell apart reliably. [`Host::guess`] exists only as
 //! a fallback for a hook line that names no host.

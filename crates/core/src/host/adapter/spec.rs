@@ -1,6 +1,7 @@
 //! A host as a table: what each adapter declares about its host, read by [`Host`]'s methods.
-//! Adding a host is one adapter file with its [`HostSpec`] and one line in [`Host::spec`]; the
-//! rest of the engine asks the host what it can do and never learns which one it is.
+//! Adding a host is one adapter file with its [`HostSpec`], a variant, and its line in
+//! [`Host::spec`] and [`Host::ALL`]; the rest of the engine asks the host what it can do and never
+//! learns which one it is.
 
 use std::path::Path;
 
