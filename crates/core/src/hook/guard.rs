@@ -27,7 +27,6 @@ use serde_json::{Map, Value, json};
 
 use crate::checks::oracle::Oracle;
 use crate::hook::shell_command::{self, SimpleCommand};
-use crate::host::Host;
 use crate::host::event::{self, Fields};
 use crate::host::user_command::UserCommand;
 use crate::state::LoopState;
@@ -674,11 +673,7 @@ fn sends_an_opencode_command(program: &str, args: &[String]) -> bool {
 /// Whether a tool's input holds a for-loop command, as a prompt to be submitted later.
 fn names_a_user_command(value: &Value) -> bool {
     match value {
-        Value::String(text) => text.lines().any(|line| {
-            let line = line.trim();
-            [Host::ClaudeCode, Host::Codex].into_iter().any(|host| UserCommand::parse(host, line).is_some())
-                || line.split_whitespace().any(|w| UserCommand::parse(Host::ClaudeCode, w).is_some())
-        }),
+        Value::String(text) => text.lines().any(|line| UserCommand::is_named_in(line.trim())),
         Value::Array(items) => items.iter().any(names_a_user_command),
         Value::Object(map) => map.values().any(names_a_user_command),
         _ => false,

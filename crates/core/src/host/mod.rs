@@ -2,6 +2,9 @@
 //! what its hook must print. The loop logic never sees a host; it works on [`StopEvent`] and
 //! [`HookResponse`].
 //!
+//! What each host can do is a table: every adapter declares a [`HostSpec`], and the methods
+//! of [`Host`] read it ([`Host::spec`] is the one match on the host).
+//!
 //! The host is named on the hook's command line in each host's hook config (`stop-hook --host
 //! NAME`), because payloads are too alike to tell apart reliably. [`Host::guess`] exists only as
 //! a fallback for a hook line that names no host.
@@ -34,6 +37,7 @@ pub(crate) use adapter::qwen_code::{
     BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
     MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP, block_cap as qwen_block_cap,
 };
+pub(crate) use adapter::spec::HostSpec;
 use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
@@ -68,35 +72,35 @@ impl Host {
         Host::QwenCode,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    /// What this host's adapter declares about it: the one place a host is told from another.
+    pub(crate) fn spec(self) -> &'static HostSpec {
         match self {
-            Host::ClaudeCode => "claude-code",
-            Host::Antigravity => "antigravity",
-            Host::GeminiCli => "gemini-cli",
-            Host::Codex => "codex",
-            Host::Cursor => "cursor",
-            Host::CopilotCli => "copilot-cli",
-            Host::Opencode => "opencode",
-            Host::QwenCode => "qwen-code",
+            Host::ClaudeCode => &claude_code::SPEC,
+            Host::Antigravity => &antigravity::SPEC,
+            Host::GeminiCli => &gemini_cli::SPEC,
+            Host::Codex => &codex::SPEC,
+            Host::Cursor => &cursor::SPEC,
+            Host::CopilotCli => &copilot_cli::SPEC,
+            Host::Opencode => &opencode::SPEC,
+            Host::QwenCode => &qwen_code::SPEC,
         }
     }
 
-    /// Other spellings people type: the hosts' executable names.
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            Host::ClaudeCode => &["claude"],
-            Host::Antigravity => &["agy"],
-            Host::GeminiCli => &["gemini"],
-            Host::Codex => &[],
-            Host::Cursor => &["cursor-agent"],
-            Host::CopilotCli => &["copilot"],
-            Host::Opencode => &[],
-            Host::QwenCode => &["qwen"],
-        }
+    pub(crate) fn name(self) -> &'static str {
+        self.spec().name
     }
 
     pub(crate) fn from_name(name: &str) -> Option<Host> {
-        Host::ALL.iter().copied().find(|host| host.name() == name || host.aliases().contains(&name))
+        Host::ALL
+            .iter()
+            .map(|host| host.spec())
+            .find(|spec| spec.name == name || spec.aliases.contains(&name))
+            .map(|spec| spec.host)
+    }
+
+    /// The program on `PATH` whose presence says the host is installed here.
+    pub(crate) fn program(self) -> &'static str {
+        self.spec().program
     }
 
     /// Whether the commands the agent runs can learn the session id, from a placeholder or an
@@ -109,27 +113,19 @@ impl Host {
     /// claimed by transcript: the CLI writes a tool's output to `events.jsonl` 70-150 ms after
     /// the result, so a model that answers at once ends its turn before the token is in the
     /// file, and waiting for it would hold every stop of the project for a guessed time.
+    /// opencode's plugin names the session of every command it passes on.
     pub(crate) fn tells_commands_the_session(self) -> bool {
-        // opencode's plugin names the session of every command it passes on.
-        matches!(
-            self,
-            Host::ClaudeCode
-                | Host::GeminiCli
-                | Host::Codex
-                | Host::CopilotCli
-                | Host::Opencode
-                | Host::QwenCode
-        )
+        self.spec().tells_commands_the_session
     }
 
     /// Whether the host runs a hook on the user's submitted prompt that for-loop installs
     /// (`UserPromptSubmit`), outside the model's sandbox: then the user's commands are carried
     /// out there, and the same commands from the agent's shell are refused ([`crate::provenance::origin`]).
+    /// Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`);
+    /// opencode's is the plugin's `command.execute.before`; Qwen Code's `UserPromptSubmit` names
+    /// what the user typed in `submitted_prompt`.
     pub(crate) fn has_prompt_hook(self) -> bool {
-        // Copilot CLI's is `userPromptSubmitted`, which can answer a prompt itself (`handled`).
-        // opencode's is the plugin's `command.execute.before`.
-        // Qwen Code's `UserPromptSubmit` names what the user typed in `submitted_prompt`.
-        matches!(self, Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Opencode | Host::QwenCode)
+        self.spec().has_prompt_hook
     }
 
     /// Whether the host keeps the conversation in Claude Code's transcript format, the one the
@@ -137,37 +133,37 @@ impl Host {
     /// host's transcript (Codex's rollout, say) shows neither, and must not be read as if every
     /// stop had no final reply.
     pub(crate) fn keeps_claude_transcript(self) -> bool {
-        self == Host::ClaudeCode
+        self.spec().keeps_claude_transcript
     }
 
     /// Whether for-loop can read the model usage from the host's transcript (for `--max-tokens`
     /// and the tokens in receipts and reports).
     pub(crate) fn transcript_records_usage(self) -> bool {
-        self == Host::ClaudeCode
+        self.spec().transcript_records_usage
     }
 
     /// Whether the turn-end event carries the agent's last message, which a completion promise
     /// is checked against.
     pub(crate) fn sends_last_message(self) -> bool {
-        matches!(self, Host::ClaudeCode | Host::GeminiCli | Host::Codex | Host::QwenCode)
+        self.spec().sends_last_message
     }
 
     /// Whether verify can run in the host's own sandbox (the strict tier): only Claude Code's
     /// sandbox settings are ones for-loop can read and reuse for verify.
     pub(crate) fn offers_strict_tier(self) -> bool {
-        self == Host::ClaudeCode
+        self.spec().offers_strict_tier
     }
 
     /// Whether the host ends a turn by itself after some blocked stops in a row, telling nobody
     /// (Copilot CLI's cap): the hook remembers each block so the user hears of the override.
     pub(crate) fn caps_blocks_in_a_row(self) -> bool {
-        self == Host::CopilotCli
+        self.spec().caps_blocks_in_a_row
     }
 
     /// Whether a block's reason comes back as the user's next prompt, through the prompt hook
     /// (Copilot CLI submits it): that prompt is the loop going on, never a command.
     pub(crate) fn resubmits_block_reason_as_prompt(self) -> bool {
-        self == Host::CopilotCli
+        self.spec().resubmits_block_reason_as_prompt
     }
 
     /// Whether a user's command can be confirmed from the host's transcript, after the prompt
@@ -180,58 +176,48 @@ impl Host {
     /// Whether the prompt hook's answer takes the place of the prompt (Copilot CLI's `handled`):
     /// the host shows the user nothing else a hook says, so what they must hear is that answer.
     pub(crate) fn prompt_hook_answers_in_place(self) -> bool {
-        self == Host::CopilotCli
+        self.spec().prompt_hook_answers_in_place
     }
 
     /// Whether the host silently skips a hook the user has not trusted (Codex): a loop started
     /// there is told so, so that it does not look like one that holds.
     pub(crate) fn skips_untrusted_hooks(self) -> bool {
-        self == Host::Codex
+        self.spec().skips_untrusted_hooks
     }
 
     /// Whether the settings that switch the host's hooks off can be watched while a loop runs
-    /// ([`crate::host::config_watch`]; each adapter names what its host reads).
+    /// ([`crate::host::config_watch`]; each adapter names what its host reads). Every host's
+    /// adapter names files the agent can edit (issue 32).
     pub(crate) fn hook_settings_can_be_watched(self) -> bool {
-        // Every host's adapter names files the agent can edit (issue 32).
-        matches!(
-            self,
-            Host::ClaudeCode
-                | Host::Antigravity
-                | Host::GeminiCli
-                | Host::Codex
-                | Host::Cursor
-                | Host::CopilotCli
-                | Host::Opencode
-                | Host::QwenCode
-        )
+        self.spec().watched.is_some()
     }
 
     /// Whether the prompt hook's answer takes the place of the text the user's command sends
     /// the model (opencode's `command.execute.before`): the command always goes on to the model,
     /// so what the user must hear is sent for the model to pass on.
     pub(crate) fn prompt_hook_replaces_the_command(self) -> bool {
-        self == Host::Opencode
+        self.spec().prompt_hook_replaces_the_command
     }
 
     /// The prompt hook's field that holds what the user typed. Qwen Code's `prompt` is the text
     /// after a command's expansion, and is also sent (empty) after a tool result; its
     /// `submitted_prompt` is sent only for a prompt the user typed.
     pub(crate) fn typed_prompt_field(self) -> &'static str {
-        if self == Host::QwenCode { "submitted_prompt" } else { "prompt" }
+        self.spec().typed_prompt_field
     }
 
     /// A variable the host puts in the environment of the agent's shell and never in its hooks':
     /// a hook that sees it was started from the agent's shell, so it judges no stop and carries
     /// out no command.
     pub(crate) fn agent_shell_marker(self) -> Option<&'static str> {
-        (self == Host::QwenCode).then_some(qwen_code::AGENT_SHELL_VAR)
+        self.spec().agent_shell_marker
     }
 
     /// Whether the prompt hook tells the model what a start or a resume did through the host's
     /// `additionalContext` (Qwen Code appends it to the prompt), rather than through a command
     /// file that shows it.
     pub(crate) fn prompt_hook_adds_context(self) -> bool {
-        self == Host::QwenCode
+        self.spec().prompt_hook_adds_context
     }
 
     /// The most blocks in a row the host honours for a loop started with the environment and
@@ -242,7 +228,7 @@ impl Host {
         env: &crate::support::environment::Environment,
         cwd: &std::path::Path,
     ) -> Option<u32> {
-        (self == Host::QwenCode).then(|| qwen_code::block_cap(env, cwd))
+        self.spec().settable_block_cap.map(|read| read(env, cwd))
     }
 
     /// The host's cap of Stop blocks in a row in which the agent called no tool, past which it
@@ -251,51 +237,18 @@ impl Host {
     /// Qwen Code's and Copilot CLI's caps count every block, and are kept by
     /// [`Host::settable_block_cap`] and [`Host::caps_blocks_in_a_row`].
     pub(crate) fn quiet_block_cap(self, env: &crate::support::environment::Environment) -> Option<u32> {
-        if self == Host::ClaudeCode { claude_code::block_cap(env) } else { None }
+        self.spec().quiet_block_cap.and_then(|cap| (cap.read)(env))
     }
 
     /// What sets [`Host::quiet_block_cap`], for the words that tell the user how to raise it.
     pub(crate) fn quiet_block_cap_setting(self) -> Option<&'static str> {
-        (self == Host::ClaudeCode).then_some(claude_code::BLOCK_CAP_VAR)
+        self.spec().quiet_block_cap.map(|cap| cap.setting)
     }
 
     /// How this host's user resumes, cancels and inspects a loop, in the words the receipt and
     /// messages use. Each host gets its own: the commands exist in different forms, or not at all.
     pub(crate) fn commands(self) -> Commands {
-        match self {
-            Host::ClaudeCode => Commands {
-                resume: "/for-loop:resume",
-                cancel: "/cancel-loop",
-                status: "/loop-status",
-                ..Commands::SLASH
-            },
-            Host::GeminiCli | Host::CopilotCli => Commands {
-                resume: "/resume-loop",
-                cancel: "/cancel-loop",
-                status: "/loop-status",
-                ..Commands::SLASH
-            },
-            Host::Codex => Commands {
-                resume: "$resume-loop",
-                cancel: "$cancel-loop",
-                status: "$loop-status",
-                start: "$for-loop",
-                rollback: "`loop-hook rollback` in a terminal",
-            },
-            Host::Opencode | Host::QwenCode => Commands {
-                resume: "/resume-loop",
-                cancel: "/cancel-loop",
-                status: "/loop-status",
-                start: "/for-loop",
-                rollback: "`loop-hook rollback` in a terminal",
-            },
-            Host::Antigravity | Host::Cursor => Commands {
-                resume: "the resume-loop skill (ask for /resume-loop)",
-                cancel: "the cancel-loop skill (ask for /cancel-loop)",
-                status: "the loop-status skill (ask for /loop-status)",
-                ..Commands::SLASH
-            },
-        }
+        self.spec().commands
     }
 
     /// The names `--host` accepts, for error messages.
@@ -331,31 +284,13 @@ impl Host {
     /// another host or another event, or the turn did not end normally: the hook then does
     /// nothing at all.
     pub(crate) fn parse_stop(self, object: &Map<String, Value>) -> Result<StopEvent, EventError> {
-        match self {
-            Host::ClaudeCode => claude_code::parse(object),
-            Host::Antigravity => antigravity::parse(object),
-            Host::GeminiCli => gemini_cli::parse(object),
-            Host::Codex => codex::parse(object),
-            Host::Cursor => cursor::parse(object),
-            Host::CopilotCli => copilot_cli::parse(object),
-            Host::Opencode => opencode::parse(object),
-            Host::QwenCode => qwen_code::parse(object),
-        }
+        (self.spec().parse_stop)(object)
     }
 
     /// What the hook prints for `response`, exactly as this host expects it: one JSON object or
     /// nothing, with exit code 0.
     pub(crate) fn render(self, response: &HookResponse) -> String {
-        match self {
-            Host::ClaudeCode => response.to_claude_json(),
-            Host::Antigravity => antigravity::render(response),
-            Host::GeminiCli => gemini_cli::render(response),
-            Host::Codex => codex::render(response),
-            Host::Cursor => cursor::render(response),
-            Host::CopilotCli => copilot_cli::render(response),
-            Host::Opencode => opencode::render(response),
-            Host::QwenCode => qwen_code::render(response),
-        }
+        (self.spec().render)(response)
     }
 }
 
@@ -370,45 +305,24 @@ impl Host {
     /// and retries a prompt too long (`session.error`, then `session.compacted`), retries server
     /// errors, and waits out a usage limit in the session; its `session.idle` follows a turn that
     /// went on.
-    ///
-    /// The time zone (for a reset time such as "resets 8pm") is looked up only for a
-    /// `StopFailure`: the lookup reads the zone database, which the quiet path of every turn end
-    /// must not pay for.
     pub(crate) fn parse_failure(
         self,
         object: &Map<String, Value>,
         now: jiff::Timestamp,
     ) -> Option<Result<crate::host::event::TurnFailure, EventError>> {
-        let zoned = || now.to_zoned(jiff::tz::TimeZone::system());
-        let stop_failure = || object.get("hook_event_name").and_then(Value::as_str) == Some("StopFailure");
-        match self {
-            Host::ClaudeCode | Host::QwenCode if !stop_failure() => None,
-            Host::ClaudeCode => claude_code::parse_failure(object, &zoned()),
-            Host::Cursor => cursor::parse_failure(object),
-            Host::QwenCode => qwen_code::parse_failure(object, &zoned()),
-            Host::Antigravity | Host::GeminiCli | Host::Codex | Host::CopilotCli | Host::Opencode => None,
-        }
+        (self.spec().parse_failure)(object, now)
     }
 
     /// The session whose conversation the host just compacted, when this start of a session
     /// says so (Claude Code's `SessionStart` with `source:"compact"`); `None` for any other.
     pub(crate) fn parse_compacted(self, object: &Map<String, Value>) -> Result<Option<String>, EventError> {
-        match self {
-            Host::ClaudeCode => claude_code::parse_compacted(object),
-            Host::Antigravity
-            | Host::GeminiCli
-            | Host::Codex
-            | Host::Cursor
-            | Host::CopilotCli
-            | Host::Opencode
-            | Host::QwenCode => Ok(None),
-        }
+        (self.spec().parse_compacted)(object)
     }
 
     /// The answer to a session's start that gives the agent `text` (empty: nothing to add).
     pub(crate) fn render_session_context(self, text: &str) -> String {
-        match self {
-            Host::ClaudeCode if !text.is_empty() => claude_code::render_session_context(text),
+        match self.spec().render_session_context {
+            Some(render) if !text.is_empty() => render(text),
             _ => String::new(),
         }
     }
@@ -416,7 +330,7 @@ impl Host {
     /// The command that hands an in-session loop to `loop-hook run`'s fresh sessions, where the
     /// host has one.
     pub(crate) fn handoff_command(self) -> Option<&'static str> {
-        (self == Host::ClaudeCode).then_some("/for-loop:handoff")
+        self.spec().handoff_command
     }
 }
 
@@ -429,16 +343,7 @@ impl Host {
         env: &crate::support::environment::Environment,
         project: &std::path::Path,
     ) -> Vec<config_watch::Watched> {
-        match self {
-            Host::ClaudeCode => claude_code::watched(env, project),
-            Host::Antigravity => antigravity::watched(env, project),
-            Host::GeminiCli => gemini_cli::watched(env, project),
-            Host::Codex => codex::watched(env, project),
-            Host::Cursor => cursor::watched(env, project),
-            Host::CopilotCli => copilot_cli::watched(env, project),
-            Host::Opencode => opencode::watched(env, project),
-            Host::QwenCode => qwen_code::watched(env, project),
-        }
+        self.spec().watched.map(|watched| watched(env, project)).unwrap_or_default()
     }
 
     /// The snapshot now of what decides whether for-loop runs on this host, for a loop in
@@ -509,12 +414,29 @@ pub(crate) struct Commands {
 
 impl Commands {
     /// The slash commands of the hosts that run them, where a host differs only in some.
-    const SLASH: Commands = Commands {
+    pub(in crate::host) const SLASH: Commands = Commands {
         resume: "/for-loop:resume",
         cancel: "/cancel-loop",
         status: "/loop-status",
         start: "/for-loop",
         rollback: "/for-loop:rollback",
+    };
+
+    /// The hosts whose commands are skills the agent is asked to run.
+    pub(in crate::host) const SKILLS: Commands = Commands {
+        resume: "the resume-loop skill (ask for /resume-loop)",
+        cancel: "the cancel-loop skill (ask for /cancel-loop)",
+        status: "the loop-status skill (ask for /loop-status)",
+        ..Commands::SLASH
+    };
+
+    /// The hosts with slash commands of their own and no rollback command.
+    pub(in crate::host) const NO_ROLLBACK: Commands = Commands {
+        resume: "/resume-loop",
+        cancel: "/cancel-loop",
+        status: "/loop-status",
+        start: "/for-loop",
+        rollback: "`loop-hook rollback` in a terminal",
     };
 }
 
@@ -529,15 +451,7 @@ impl Host {
     /// measured (Linux); `None` for a host not measured, whose events the transcript checks
     /// alone judge.
     pub(crate) fn hook_runner(self) -> Option<origin::HookRunner> {
-        match self {
-            Host::ClaudeCode => Some(claude_code::HOOK_RUNNER),
-            Host::GeminiCli => Some(gemini_cli::HOOK_RUNNER),
-            Host::Codex => Some(codex::HOOK_RUNNER),
-            Host::CopilotCli => Some(copilot_cli::HOOK_RUNNER),
-            Host::Opencode => Some(opencode::HOOK_RUNNER),
-            Host::QwenCode => Some(qwen_code::HOOK_RUNNER),
-            Host::Antigravity | Host::Cursor => None,
-        }
+        self.spec().hook_runner
     }
 
     /// How this host starts the hook that reports a turn ended on an error (`StopFailure`), where
@@ -545,10 +459,7 @@ impl Host {
     /// own (a `node --eval` child that outlives the CLI and hands the event over in a file), which
     /// its Stop hook's rule would take for the agent's: there the transcript checks decide.
     pub(crate) fn failure_hook_runner(self) -> Option<origin::HookRunner> {
-        match self {
-            Host::QwenCode => None,
-            _ => self.hook_runner(),
-        }
+        self.spec().failure_hook_runner
     }
 }
 
@@ -600,6 +511,34 @@ mod tests {
         assert_eq!(markers, ["QWEN_CODE"]);
         let fields: Vec<&str> = Host::ALL.iter().map(|h| h.typed_prompt_field()).collect();
         assert_eq!(fields.iter().filter(|f| **f == "submitted_prompt").count(), 1);
+    }
+
+    /// The table holds one spec per host, each naming its own host, and no two hosts answer to
+    /// one name, alias or program.
+    #[test]
+    fn every_host_has_its_own_spec_and_no_name_is_shared() {
+        let mut names: Vec<&str> = Vec::new();
+        let mut programs: Vec<&str> = Vec::new();
+        for host in Host::ALL {
+            let spec = host.spec();
+            assert_eq!(spec.host, *host, "{}'s spec names another host", spec.name);
+            names.push(spec.name);
+            names.extend(spec.aliases);
+            programs.push(spec.program);
+            assert!(!spec.name.is_empty() && !spec.program.is_empty() && !spec.typed_prompt_field.is_empty());
+            assert!(
+                spec.failure_hook_runner.is_none() || spec.hook_runner.is_some(),
+                "{}: a failure hook's runner without a Stop hook's",
+                spec.name
+            );
+        }
+        let (all_names, all_programs) = (names.len(), programs.len());
+        names.sort_unstable();
+        names.dedup();
+        programs.sort_unstable();
+        programs.dedup();
+        assert_eq!(names.len(), all_names, "a name or alias is shared: {names:?}");
+        assert_eq!(programs.len(), all_programs, "a program is shared: {programs:?}");
     }
 
     #[test]

@@ -97,6 +97,20 @@ impl UserCommand {
             Some(UserCommand { kind, name: name.to_string(), args: args.to_string() })
         })
     }
+
+    /// The command a prompt recorded in Claude Code's transcript begins with: the one format
+    /// [`Host::confirms_commands_from_transcript`] reads.
+    pub(crate) fn in_claude_transcript(prompt: &str) -> Option<UserCommand> {
+        UserCommand::parse(Host::ClaudeCode, prompt)
+    }
+
+    /// Whether `line` holds a for-loop command a prompt could submit later: beginning with one in
+    /// the slash or the `$` form, or naming a slash one as a word of its own. The guard refuses a
+    /// tool call that writes one, for a host to run as the user's.
+    pub(crate) fn is_named_in(line: &str) -> bool {
+        [Host::ClaudeCode, Host::Codex].into_iter().any(|host| UserCommand::parse(host, line).is_some())
+            || line.split_whitespace().any(|word| UserCommand::parse(Host::ClaudeCode, word).is_some())
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +119,17 @@ mod tests {
 
     fn parse(prompt: &str) -> Option<(CommandKind, String)> {
         UserCommand::parse(Host::ClaudeCode, prompt).map(|c| (c.kind, c.args))
+    }
+
+    #[test]
+    fn a_command_is_named_at_the_start_or_as_a_word() {
+        assert!(UserCommand::is_named_in("/for-loop:cancel-loop"));
+        assert!(UserCommand::is_named_in("$cancel-loop"), "Codex's form");
+        assert!(UserCommand::is_named_in("then type /cancel-loop please"));
+        assert!(!UserCommand::is_named_in("then type $cancel-loop please"), "only a slash form as a word");
+        assert!(!UserCommand::is_named_in("/cancel-loops"));
+        assert!(!UserCommand::is_named_in(""));
+        assert!(!UserCommand::is_named_in("cancel the loop"));
     }
 
     #[test]

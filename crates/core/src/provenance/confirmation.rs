@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::host::Host;
 use crate::host::hook_response::HookResponse;
 use crate::host::origin::Origin;
 use crate::host::user_command::UserCommand;
@@ -73,7 +72,7 @@ pub(crate) fn confirms(record: &Value, awaiting: &Awaiting) -> bool {
             .split_once("<command-name>")
             .and_then(|(_, rest)| rest.split_once("</command-name>"))
             .map_or(text, |(name, _)| name);
-        UserCommand::parse(Host::ClaudeCode, command).is_some_and(|c| awaiting.kind.matches(c.kind))
+        UserCommand::in_claude_transcript(command).is_some_and(|c| awaiting.kind.matches(c.kind))
     };
     match (record["type"].as_str(), record["subtype"].as_str()) {
         (Some("user"), _) => match &record["message"]["content"] {

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::spec::{FailureRead, HostSpec, QuietBlockCap};
 use crate::host::config_watch::{self, Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
+use crate::host::hook_response::HookResponse;
 use crate::host::origin::{HookRunner, HookSession};
-use crate::host::{Host, foreign_marker};
+use crate::host::{Commands, Host, foreign_marker};
 use crate::support::environment::Environment;
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
@@ -19,6 +21,16 @@ pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, E
         return Err(EventError::Foreign(what));
     }
     StopEvent::from_claude(object)
+}
+
+/// A `StopFailure`, when `object` is one, read at `now`. The time zone (for a reset time such as
+/// "resets 8pm") is looked up only for a `StopFailure`: the lookup reads the zone database, which
+/// the quiet path of every turn end must not pay for.
+pub(in crate::host) fn read_failure(object: &Map<String, Value>, now: jiff::Timestamp) -> FailureRead {
+    if object.get("hook_event_name").and_then(Value::as_str) != Some("StopFailure") {
+        return None;
+    }
+    parse_failure(object, &now.to_zoned(jiff::tz::TimeZone::system()))
 }
 
 /// A `StopFailure`, when `object` is one; any other event is left to [`parse`].
@@ -143,6 +155,45 @@ fn managed_dir(env: &Environment) -> PathBuf {
         "/etc/claude-code"
     })
 }
+
+/// What for-loop knows about claude-code: read by [`Host`]'s methods.
+pub(in crate::host) const SPEC: HostSpec = HostSpec {
+    host: Host::ClaudeCode,
+    name: "claude-code",
+    aliases: &["claude"],
+    program: "claude",
+    tells_commands_the_session: true,
+    has_prompt_hook: true,
+    keeps_claude_transcript: true,
+    transcript_records_usage: true,
+    sends_last_message: true,
+    offers_strict_tier: true,
+    caps_blocks_in_a_row: false,
+    resubmits_block_reason_as_prompt: false,
+    prompt_hook_answers_in_place: false,
+    skips_untrusted_hooks: false,
+    prompt_hook_replaces_the_command: false,
+    prompt_hook_adds_context: false,
+    typed_prompt_field: "prompt",
+    agent_shell_marker: None,
+    settable_block_cap: None,
+    quiet_block_cap: Some(QuietBlockCap { read: block_cap, setting: BLOCK_CAP_VAR }),
+    commands: Commands {
+        resume: "/for-loop:resume",
+        cancel: "/cancel-loop",
+        status: "/loop-status",
+        ..Commands::SLASH
+    },
+    handoff_command: Some("/for-loop:handoff"),
+    hook_runner: Some(HOOK_RUNNER),
+    failure_hook_runner: Some(HOOK_RUNNER),
+    watched: Some(watched),
+    parse_stop: parse,
+    parse_failure: read_failure,
+    parse_compacted,
+    render: HookResponse::to_claude_json,
+    render_session_context: Some(render_session_context),
+};
 
 #[cfg(test)]
 mod tests {

@@ -39,8 +39,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let found = |program: &str, dir: Option<&PathBuf>| {
         binary::on_path(env, program).is_some() || dir.is_some_and(|d| d.is_dir())
     };
-    let present =
-        |host: Host, program: &str, dir: Option<&PathBuf>| asked == Some(host) || found(program, dir);
+    let present = |host: Host, dir: Option<&PathBuf>| asked == Some(host) || found(host.program(), dir);
     let claude_dir = claude::config_dir(env);
     let gemini_home = gemini::home(env);
     let codex_home = codex::home(env);
@@ -51,18 +50,18 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
     let opencode_dir = opencode::config_dir(env);
     let qwen_home = qwen::home(env);
     let hosts_found = [
-        (Host::ClaudeCode, "claude", claude_dir.as_ref()),
-        (Host::GeminiCli, "gemini", gemini_dir.as_ref()),
-        (Host::Codex, "codex", codex_home.as_ref()),
-        (Host::CopilotCli, "copilot", copilot_home.as_ref()),
-        (Host::Cursor, "cursor-agent", cursor_home.as_ref()),
-        (Host::Antigravity, "agy", antigravity_dir.as_ref()),
-        (Host::Opencode, "opencode", opencode_dir.as_ref()),
-        (Host::QwenCode, "qwen", qwen_home.as_ref()),
+        (Host::ClaudeCode, claude_dir.as_ref()),
+        (Host::GeminiCli, gemini_dir.as_ref()),
+        (Host::Codex, codex_home.as_ref()),
+        (Host::CopilotCli, copilot_home.as_ref()),
+        (Host::Cursor, cursor_home.as_ref()),
+        (Host::Antigravity, antigravity_dir.as_ref()),
+        (Host::Opencode, opencode_dir.as_ref()),
+        (Host::QwenCode, qwen_home.as_ref()),
     ]
     .into_iter()
-    .filter(|(_, program, dir)| found(program, *dir))
-    .map(|(host, _, _)| host)
+    .filter(|(host, dir)| found(host.program(), *dir))
+    .map(|(host, _)| host)
     .collect();
     // A project's own Claude Code settings are read even where Claude Code is not installed
     // yet: a `disableAllHooks` there would keep the loop from holding once it is.
@@ -73,38 +72,31 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         store: project::store(store.as_ref()),
         claude: claude_dir
             .clone()
-            .filter(|dir| claude_project || present(Host::ClaudeCode, "claude", Some(dir)))
+            .filter(|dir| claude_project || present(Host::ClaudeCode, Some(dir)))
             .map(|dir| claude::facts(env, dir, &project)),
         gemini: gemini_home
             .clone()
-            .filter(|_| present(Host::GeminiCli, "gemini", gemini_dir.as_ref()))
+            .filter(|_| present(Host::GeminiCli, gemini_dir.as_ref()))
             .map(|home| gemini::facts(env, home, &project)),
         codex: codex_home
             .clone()
-            .filter(|home| present(Host::Codex, "codex", Some(home)))
+            .filter(|home| present(Host::Codex, Some(home)))
             .map(|home| codex::facts(env, home)),
         copilot: copilot_home
-            .filter(|home| {
-                present(Host::CopilotCli, "copilot", Some(home)) || project.join(".github/hooks").is_dir()
-            })
+            .filter(|home| present(Host::CopilotCli, Some(home)) || project.join(".github/hooks").is_dir())
             .map(|home| others::copilot(env, home, &project)),
         cursor: cursor_home
-            .filter(|home| {
-                present(Host::Cursor, "cursor-agent", Some(home))
-                    || project.join(".cursor/hooks.json").is_file()
-            })
+            .filter(|home| present(Host::Cursor, Some(home)) || project.join(".cursor/hooks.json").is_file())
             .map(|home| others::cursor(home, &project)),
-        antigravity: present(Host::Antigravity, "agy", antigravity_dir.as_ref())
+        antigravity: present(Host::Antigravity, antigravity_dir.as_ref())
             .then(|| others::antigravity(env, gemini_home.as_deref(), &project)),
         qwen: qwen_home
             .clone()
-            .filter(|home| present(Host::QwenCode, "qwen", Some(home)))
+            .filter(|home| present(Host::QwenCode, Some(home)))
             .map(|home| qwen::facts(env, home, &project)),
         tier: project::tier(env, &project, store.as_ref()),
         opencode: opencode_dir
-            .filter(|dir| {
-                present(Host::Opencode, "opencode", Some(dir)) || project.join(".opencode").is_dir()
-            })
+            .filter(|dir| present(Host::Opencode, Some(dir)) || project.join(".opencode").is_dir())
             .map(|dir| opencode::facts(dir, &project)),
         loops: project::loops(env, &project, store.as_ref()),
         asked,
