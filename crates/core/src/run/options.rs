@@ -1,11 +1,12 @@
 //! The words after `loop-hook run`, read as a shell hands them over: `--name value` or
 //! `--name=value`, `--` before task text that starts with a dash, and the rest is the task.
 //!
-//! `run`'s own options are rows of the option table ([`Group::RUN`]) read here; the loop flags are handed to `/for-loop`'s flag table
-//! ([`LoopFlags::read`]), which checks them into the same [`LoopRequest`] the text gives. Every
-//! word that looks like an option is one: an option neither `run` nor the table knows is refused,
-//! naming the nearest known one. It never becomes part of the task, where a mistyped
-//! `--max-iteration 3` would silently leave the loop at its default cap.
+//! `run`'s own options are rows of the option table ([`Group::RUN`]) read here; the loop flags
+//! are handed to `/for-loop`'s reader of the same table ([`LoopFlags::read`]), which checks them
+//! into the same [`LoopRequest`] the text gives. Every word that looks like an option is one: an
+//! option neither `run` nor the table knows is refused, naming the nearest known one. It never
+//! becomes part of the task, where a mistyped `--max-iteration 3` would silently leave the loop
+//! at its default cap.
 
 use std::ffi::OsString;
 use std::time::Duration;
