@@ -590,7 +590,7 @@ mod tests {
             ("strict", Group::STRICT),
         ] {
             let help = command_help(command).unwrap();
-            // `strict --apply` is the old spelling of `--project`, still read, no longer shown.
+            // `strict --apply` is read as `--project` and left out of the help.
             for flag in Flag::all_in(group).filter(|flag| *flag != Flag::ProjectApply) {
                 assert!(
                     shows(&help, flag),

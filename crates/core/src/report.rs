@@ -12,13 +12,13 @@ mod escape;
 mod html;
 mod model;
 
-use crate::commands::request::flag_spec::{Flag, Group};
-use crate::commands::request::words::{self, Given, OptionError};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::commands::request::flag_spec::{Flag, Group};
+use crate::commands::request::words::{self, Given, OptionError};
 use crate::commands::session::Target;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};

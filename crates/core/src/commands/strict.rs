@@ -3,12 +3,12 @@
 //! `--user`, writes them. Carried out by the prompt hook, outside the agent's sandbox, from the
 //! text the user typed.
 
-use crate::commands::request::flag_spec::{Flag, Group};
-use crate::commands::request::words::{self, Given};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::commands::request::flag_spec::{Flag, Group};
+use crate::commands::request::words::{self, Given};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 
