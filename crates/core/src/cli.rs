@@ -570,6 +570,37 @@ mod tests {
         );
     }
 
+    /// The help texts and the option table agree: every option a command reads through the
+    /// table is in the help that command prints, under the name the table gives it.
+    #[test]
+    fn every_option_of_the_table_is_in_its_commands_help() {
+        use crate::commands::request::flag_spec::{Flag, Group};
+        let shows = |help: &str, flag: Flag| {
+            help.split(|c: char| !(c == '-' || c.is_alphanumeric())).any(|word| word == flag.name())
+        };
+        let run = crate::run::usage();
+        // `--help` is how the help is seen.
+        for flag in Flag::all_in(Group::RUN.and(Group::LOOP)).filter(|flag| *flag != Flag::Help) {
+            assert!(shows(&run, flag), "run: {} is read but not in its help", flag.name());
+        }
+        for (command, group) in [
+            ("resume", Group::RESUME),
+            ("rollback", Group::ROLLBACK),
+            ("report", Group::REPORT),
+            ("strict", Group::STRICT),
+        ] {
+            let help = command_help(command).unwrap();
+            // `strict --apply` is read as `--project` and left out of the help.
+            for flag in Flag::all_in(group).filter(|flag| *flag != Flag::ProjectApply) {
+                assert!(
+                    shows(&help, flag),
+                    "{command}: {} is read but not in its help:\n{help}",
+                    flag.name()
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_command_prints_its_own_help() {
         for command in COMMANDS.iter().filter(|c| **c != "run") {

@@ -17,6 +17,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::commands::request::flag_spec::{Flag, Group};
+use crate::commands::request::words::{self, Given, OptionError};
 use crate::commands::session::Target;
 use crate::state::{LoopState, Status};
 use crate::store::{LoopPaths, Store};
@@ -46,16 +48,20 @@ impl ReportOptions {
     /// Adds the options typed after `/for-loop:report`.
     pub(crate) fn add_typed(&mut self, text: &str) -> Result<(), String> {
         let words = shell_words::split(text).map_err(|e| format!("could not read the options ({e})"))?;
-        let mut words = words.into_iter();
-        while let Some(word) = words.next() {
-            match word.as_str() {
-                "--open" => self.open = true,
-                "--out" => match words.next() {
-                    Some(file) if !file.is_empty() => self.out = Some(PathBuf::from(file)),
-                    _ => return Err("--out needs a file name, e.g. --out loop.html".into()),
-                },
-                other => {
-                    return Err(format!("`{other}` is not a report option: use --out FILE and --open"));
+        let given = words::read(Group::REPORT, words)
+            .map_err(|e| e.describe("a report option", "use --out FILE and --open"))?;
+        for given in given {
+            match given {
+                Given::Option(Flag::Open, _) => self.open = true,
+                Given::Option(Flag::Out, file) if !file.is_empty() => self.out = Some(PathBuf::from(file)),
+                Given::Option(Flag::Out, _) => {
+                    return Err(OptionError::MissingValue { flag: Flag::Out }.to_string());
+                }
+                Given::Option(flag, _) => {
+                    return Err(format!("`{flag}` is not a report option: use --out FILE and --open"));
+                }
+                Given::Word(word) => {
+                    return Err(format!("`{word}` is not a report option: use --out FILE and --open"));
                 }
             }
         }
@@ -242,6 +248,12 @@ mod tests {
         assert!(options.open);
         assert_eq!(options.out, Some(PathBuf::from("my report.html")));
         assert!(ReportOptions::default().add_typed("--out").is_err());
+        let missing = ReportOptions::default().add_typed("--out ''").unwrap_err();
+        assert!(missing.contains("--out needs a file name"), "{missing}");
+        let typo = ReportOptions::default().add_typed("--opn").unwrap_err();
+        assert!(typo.contains("did you mean --open?"), "{typo}");
+        let switch = ReportOptions::default().add_typed("--open=yes").unwrap_err();
+        assert!(switch.contains("--open takes no value"), "{switch}");
         assert!(ReportOptions::default().add_typed("--frobnicate").unwrap_err().contains("--frobnicate"));
         assert!(ReportOptions::default().add_typed("'unclosed").is_err());
         ReportOptions::default().add_typed("  \n").unwrap();

@@ -2,6 +2,9 @@
 //! with more iterations or time when it needs them.
 
 use crate::checks::stall::Streaks;
+use crate::commands::request::MAX_MAX_ITERATIONS;
+use crate::commands::request::flag_spec::{Flag, Group, Value};
+use crate::commands::request::words::{self, Given};
 use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
@@ -25,44 +28,54 @@ pub(crate) struct ResumeOptions {
 }
 
 impl ResumeOptions {
-    /// Parses `[--more N] [--more-time DURATION]`, as typed after `/for-loop:resume`.
+    /// Parses `[--more N] [--more-time DURATION] [--more-tokens N]`, as typed after
+    /// `/for-loop:resume`: the names are the option table's [`Group::RESUME`] rows.
     pub(crate) fn parse(text: &str) -> Result<ResumeOptions, String> {
         let mut options = ResumeOptions::default();
-        let mut words = text.split_whitespace();
-        while let Some(word) = words.next() {
-            let (flag, inline) = match word.split_once('=') {
-                Some((flag, value)) => (flag, Some(value)),
-                None => (word, None),
-            };
-            let mut value = || inline.map(str::to_string).or_else(|| words.next().map(str::to_string));
-            match flag {
-                "--more" => {
-                    let n = value().ok_or("--more needs a number of iterations, e.g. --more 10")?;
-                    let n: u32 = n.parse().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
-                        format!("--more `{n}` is not valid: give a whole number from 1 to 10000")
-                    })?;
-                    options.iterations = Some(n);
-                }
-                "--more-time" => {
-                    let text = value().ok_or("--more-time needs a duration, e.g. --more-time 30m")?;
-                    let secs = parse_seconds(&text)
-                        .map_err(|why| format!("--more-time `{text}` is not valid: {why}"))?;
-                    options.time_secs = Some(secs);
-                }
-                "--more-tokens" => {
-                    let text = value().ok_or("--more-tokens needs a token count, e.g. --more-tokens 500k")?;
-                    let tokens = crate::host::usage::parse_tokens(&text)
-                        .map_err(|why| format!("--more-tokens `{text}` is not valid: {why}"))?;
-                    options.tokens = Some(tokens);
-                }
-                other => {
+        let given = words::read(Group::RESUME, text.split_whitespace().map(str::to_string)).map_err(|e| {
+            e.describe("a resume option", "use --more N, --more-time DURATION and --more-tokens N")
+        })?;
+        for given in given {
+            match given {
+                Given::Option(flag, value) => options.take(flag, &value)?,
+                Given::Word(word) => {
                     return Err(format!(
-                        "`{other}` is not a resume option: use --more N, --more-time DURATION and --more-tokens N"
+                        "`{word}` is not a resume option: use --more N, --more-time DURATION and --more-tokens N"
                     ));
                 }
             }
         }
         Ok(options)
+    }
+
+    /// Records one option of the resume group with its value, typed: `/for-loop:resume`'s text
+    /// and `loop-hook run --resume`'s words both come here.
+    pub(crate) fn take(&mut self, flag: Flag, value: &str) -> Result<(), String> {
+        let name = flag.name();
+        match flag {
+            Flag::More => {
+                let most = match flag.spec().value {
+                    Value::Count { most } => most,
+                    _ => MAX_MAX_ITERATIONS,
+                };
+                let n: u32 = value.parse().ok().filter(|n| (1..=most).contains(n)).ok_or_else(|| {
+                    format!("{name} `{value}` is not valid: give a whole number from 1 to {most}")
+                })?;
+                self.iterations = Some(n);
+            }
+            Flag::MoreTime => {
+                let secs =
+                    parse_seconds(value).map_err(|why| format!("{name} `{value}` is not valid: {why}"))?;
+                self.time_secs = Some(secs);
+            }
+            Flag::MoreTokens => {
+                let tokens = crate::host::usage::parse_tokens(value)
+                    .map_err(|why| format!("{name} `{value}` is not valid: {why}"))?;
+                self.tokens = Some(tokens);
+            }
+            other => return Err(format!("`{other}` is not a resume option: please report it")),
+        }
+        Ok(())
     }
 }
 
@@ -221,5 +234,15 @@ mod tests {
         assert!(ResumeOptions::parse("--more 0").is_err());
         assert!(ResumeOptions::parse("--more-time soon").is_err());
         assert!(ResumeOptions::parse("please").unwrap_err().contains("not a resume option"));
+        let typo = ResumeOptions::parse("--mor 3").unwrap_err();
+        assert!(typo.contains("did you mean --more?"), "{typo}");
+        let typo = ResumeOptions::parse("--more-tokes=5k").unwrap_err();
+        assert!(typo.contains("did you mean --more-tokens?"), "{typo}");
+        let missing = ResumeOptions::parse("--more-time").unwrap_err();
+        assert!(missing.contains("--more-time needs a duration"), "{missing}");
+        let missing = ResumeOptions::parse("--more --more-time 1h").unwrap_err();
+        assert!(missing.contains("--more needs a whole number from 1 to 10000"), "{missing}");
+        let huge = ResumeOptions::parse(&format!("--more {}", "9".repeat(10_000))).unwrap_err();
+        assert!(huge.contains("give a whole number from 1 to 10000"), "{huge}");
     }
 }

@@ -1,6 +1,8 @@
 //! `loop-hook rollback`: list a `--checkpoint` loop's snapshots, show what restoring one would
 //! change, and restore it when confirmed with `--yes`.
 
+use crate::commands::request::flag_spec::{Flag, Group};
+use crate::commands::request::words::{self, Given};
 use crate::commands::session::{self, Target};
 use crate::host::origin::Origin;
 use crate::provenance::origin::{self, Mutation};
@@ -94,20 +96,26 @@ struct Words {
     yes: bool,
 }
 
+/// What to write after `/for-loop:rollback`.
+const USAGE: &str = "give a checkpoint number, then --yes to restore it";
+
 impl Words {
+    /// Reads the checkpoint's number and `--yes` through the option table ([`Group::ROLLBACK`]).
     fn parse(text: &str) -> Result<Words, Outcome> {
+        let refused = |why: String| Outcome::refused(format!("for-loop: {why}"));
+        let given = words::read(Group::ROLLBACK, text.split_whitespace().map(str::to_string))
+            .map_err(|e| refused(e.describe("a rollback option", USAGE)))?;
         let mut words = Words { n: None, yes: false };
-        for word in text.split_whitespace() {
-            match word {
-                "--yes" | "-y" => words.yes = true,
-                _ => match word.parse::<u32>() {
+        for given in given {
+            match given {
+                Given::Option(Flag::Yes, _) => words.yes = true,
+                Given::Word(word) => match word.parse::<u32>() {
                     Ok(value) if words.n.is_none() => words.n = Some(value),
-                    _ => {
-                        return Err(Outcome::refused(format!(
-                            "for-loop: `{word}` is not a rollback option: give a checkpoint number, then --yes to restore it"
-                        )));
-                    }
+                    _ => return Err(refused(format!("`{word}` is not a rollback option: {USAGE}"))),
                 },
+                Given::Option(flag, _) => {
+                    return Err(refused(format!("`{flag}` is not a rollback option: {USAGE}")));
+                }
             }
         }
         Ok(words)

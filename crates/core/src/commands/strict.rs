@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::commands::request::flag_spec::{Flag, Group};
+use crate::commands::request::words::{self, Given};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 
@@ -21,15 +23,11 @@ const USAGE: &str = "usage: /for-loop:strict [--project | --user]  (no option: s
 
 /// Shows, or with a scope writes, the strict tier's settings for the project in `env.cwd`.
 pub(crate) fn run(env: &Environment, args: &str) -> Outcome {
-    let scope = match args.split_whitespace().collect::<Vec<_>>().as_slice() {
-        [] => None,
-        ["--project" | "--apply"] => Some(Scope::Project),
-        ["--user"] => Some(Scope::User),
-        _ => {
-            return Outcome::refused(format!(
-                "for-loop: not done: `{}` is not an option. {USAGE}",
-                args.trim()
-            ));
+    let scope = match scope_asked(args) {
+        Ok(scope) => scope,
+        Err(why) => {
+            let stop = if why.ends_with('?') { "" } else { "." };
+            return Outcome::refused(format!("for-loop: not done: {why}{stop} {USAGE}"));
         }
     };
     let Some(file) = settings_file(env, scope.unwrap_or(Scope::Project)) else {
@@ -51,6 +49,26 @@ pub(crate) fn run(env: &Environment, args: &str) -> Outcome {
             Err(why) => Outcome::refused(format!("for-loop: not written: {why}. Nothing was changed.")),
         },
     }
+}
+
+/// The scope `args` asks for, read through the option table ([`Group::STRICT`]): none shows.
+fn scope_asked(args: &str) -> Result<Option<Scope>, String> {
+    let given =
+        words::read(Group::STRICT, args.split_whitespace().map(str::to_string)).map_err(|e| e.to_string())?;
+    let mut scope = None;
+    for given in given {
+        let asked = match given {
+            Given::Option(Flag::Project | Flag::ProjectApply, _) => Scope::Project,
+            Given::Option(Flag::User, _) => Scope::User,
+            Given::Option(flag, _) => return Err(format!("`{flag}` is not an option")),
+            Given::Word(word) => return Err(format!("`{word}` is not an option")),
+        };
+        if scope.is_some_and(|given| given != asked) {
+            return Err("--project and --user each write elsewhere: give one".into());
+        }
+        scope = Some(asked);
+    }
+    Ok(scope)
 }
 
 /// A line for the start message of a loop on Claude Code that runs in the default tier on a
@@ -232,6 +250,18 @@ mod tests {
         let wrong = run(&env(dir.path()), "--everywhere");
         assert_eq!(wrong.code, crate::support::outcome::Code::Refused);
         assert!(wrong.stdout.contains("usage: /for-loop:strict"), "{}", wrong.stdout);
+        for (args, said) in [
+            ("--projet", "did you mean --project?"),
+            ("--user=me", "--user takes no value"),
+            ("--project --user", "give one"),
+            ("yes", "`yes` is not an option"),
+        ] {
+            let refused = run(&env(dir.path()), args);
+            assert_eq!(refused.code, crate::support::outcome::Code::Refused, "{args}");
+            assert!(refused.stdout.contains(said), "{args}: {}", refused.stdout);
+            assert!(refused.stdout.contains("usage: /for-loop:strict"), "{args}: {}", refused.stdout);
+        }
+        assert!(!dir.path().join("project/.claude").exists(), "a refusal writes nothing");
         let file = dir.path().join("project/.claude/settings.json");
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         for text in ["not json", "[1]", r#"{"sandbox": true}"#] {

@@ -200,11 +200,11 @@ mod tests {
     #[test]
     fn the_help_lists_every_loop_flag_from_the_table() {
         let help = usage();
-        for spec in &crate::commands::request::flag_spec::FLAGS {
+        for spec in crate::commands::request::Flag::all().map(crate::commands::request::Flag::spec) {
             assert!(help.lines().any(|line| line.trim_start().starts_with(&spec.usage())), "{}", spec.name);
         }
         let text = crate::commands::start::usage();
-        for spec in &crate::commands::request::flag_spec::FLAGS {
+        for spec in crate::commands::request::Flag::all().map(crate::commands::request::Flag::spec) {
             let line = text.lines().find(|line| line.trim_start().starts_with(&spec.usage()));
             assert!(line.is_some_and(|line| line.contains(spec.help)), "{}", spec.name);
         }

@@ -1,11 +1,12 @@
 //! The words after `loop-hook run`, read as a shell hands them over: `--name value` or
 //! `--name=value`, `--` before task text that starts with a dash, and the rest is the task.
 //!
-//! `run`'s own options are read here; the loop flags are handed to `/for-loop`'s flag table
-//! ([`LoopFlags::read`]), which checks them into the same [`LoopRequest`] the text gives. Every
-//! word that looks like an option is one: an option neither `run` nor the table knows is refused,
-//! naming the nearest known one. It never becomes part of the task, where a mistyped
-//! `--max-iteration 3` would silently leave the loop at its default cap.
+//! `run`'s own options are rows of the option table ([`Group::RUN`]) read here; the loop flags
+//! are handed to `/for-loop`'s reader of the same table ([`LoopFlags::read`]), which checks them
+//! into the same [`LoopRequest`] the text gives. Every word that looks like an option is one: an
+//! option neither `run` nor the table knows is refused, naming the nearest known one. It never
+//! becomes part of the task, where a mistyped `--max-iteration 3` would silently leave the loop
+//! at its default cap.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use lexopt::prelude::*;
 
 use super::sandbox::SandboxAsked;
-use crate::commands::request::flag_spec::FLAGS;
+use crate::commands::request::flag_spec::{Flag, Group, MAX_MERGE_TRIES, Value as kind};
 use crate::commands::request::{LoopFlags, LoopRequest, RequestError};
 use crate::commands::resume::ResumeOptions;
 use crate::host::agent::Agent;
@@ -78,7 +79,7 @@ pub(crate) enum Fleet {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Words(pub Vec<String>);
 
-/// What an option of `run` itself takes after its name.
+/// How an option of `run` itself takes its value, from the kind its row in the table gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Takes {
     Nothing,
@@ -91,33 +92,17 @@ enum Takes {
     OptionalCount,
 }
 
-const OWN: [(&str, Takes); 24] = [
-    ("--agent", Takes::Value),
-    ("--agent-arg", Takes::AnyValue),
-    ("--json", Takes::Nothing),
-    ("--help", Takes::Nothing),
-    ("-h", Takes::Nothing),
-    ("--backoff", Takes::Value),
-    ("--resume", Takes::OptionalName),
-    ("--apply", Takes::OptionalName),
-    ("--more", Takes::Value),
-    ("--more-time", Takes::Value),
-    ("--more-tokens", Takes::Value),
-    ("--attempts", Takes::Value),
-    ("--parallel", Takes::OptionalCount),
-    ("--attempt", Takes::Value),
-    ("--run-id", Takes::Value),
-    ("--remote", Takes::Value),
-    ("--pick", Takes::Value),
-    ("--no-sandbox", Takes::Nothing),
-    // The loop flag, read here: for a run it asks for the run's own sandbox.
-    ("--require-strict", Takes::Nothing),
-    ("--backlog", Takes::Value),
-    ("--max-merge-tries", Takes::Value),
-    ("--task", Takes::Value),
-    ("--merge", Takes::Nothing),
-    ("--list", Takes::Nothing),
-];
+impl Takes {
+    fn of(flag: Flag) -> Takes {
+        match flag.spec().value {
+            kind::Switch => Takes::Nothing,
+            kind::AnyWord => Takes::AnyValue,
+            kind::OptionalName(_) => Takes::OptionalName,
+            kind::OptionalCount { .. } => Takes::OptionalCount,
+            _ => Takes::Value,
+        }
+    }
+}
 
 /// The name of the option `word` is (`--verify` for `--verify=x`), or `None` for task text. A
 /// word is an option when it starts with a dash and its name (up to `=`) is one word; `-` alone,
@@ -136,7 +121,8 @@ fn option_name(word: &str) -> Option<&str> {
 
 /// The options `run` reads and the loop flags it passes on, by name.
 fn known_names() -> impl Iterator<Item = &'static str> {
-    OWN.iter().map(|(name, _)| *name).chain(FLAGS.iter().map(|spec| spec.name))
+    Flag::all_in(Group::RUN.and(Group::LOOP))
+        .flat_map(|flag| std::iter::once(flag.name()).chain(flag.spec().short))
 }
 
 fn is_known(word: &str) -> bool {
@@ -206,9 +192,6 @@ fn optional_count(parser: &mut lexopt::Parser) -> Result<Option<String>, String>
     next.map(text).transpose()
 }
 
-/// More merge tries than this is a loop of its own, not a queue.
-const MAX_MERGE_TRIES: u32 = 20;
-
 impl RunOptions {
     /// Parses the words after `run`. `run`'s own options are taken out, the loop flags are read
     /// through `/for-loop`'s flag table, and every other word is the task.
@@ -217,7 +200,6 @@ impl RunOptions {
         let mut parser = lexopt::Parser::from_args(args);
         let mut options = RunOptions { words, ..RunOptions::default() };
         let mut task: Vec<String> = Vec::new();
-        let mut more = Vec::new();
         while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
             // The word as typed, for the names and for dashed words that are task text.
             let word = match arg {
@@ -233,14 +215,13 @@ impl RunOptions {
                 task.push(whole_word(&word, &mut parser)?);
                 continue;
             };
-            if let Some((_, takes)) = OWN.iter().find(|(own, _)| *own == name) {
-                options.take(name, *takes, &mut parser, &mut more)?;
+            if let Some(flag) = Flag::named_in(Group::RUN, name) {
+                options.take(flag, name, &mut parser)?;
             } else if !options.loop_flags.read(name, &mut parser, is_known).map_err(|e| e.to_string())? {
                 return Err(unknown(&whole_word(&word, &mut parser)?));
             }
         }
         options.task = task.join(" ");
-        options.more = ResumeOptions::parse(&more.join(" "))?;
         Ok(options)
     }
 
@@ -263,40 +244,36 @@ impl RunOptions {
     }
 
     /// Records one of `run`'s own options.
-    fn take(
-        &mut self,
-        name: &str,
-        takes: Takes,
-        parser: &mut lexopt::Parser,
-        more: &mut Vec<String>,
-    ) -> Result<(), String> {
+    fn take(&mut self, flag: Flag, name: &str, parser: &mut lexopt::Parser) -> Result<(), String> {
+        let takes = Takes::of(flag);
         if takes == Takes::Nothing && parser.optional_value().is_some() {
             // A switch given a value (`--json=yes`) is refused rather than read as on or off.
             return Err(format!("{name} takes no value: write just {name}"));
         }
-        match name {
-            "--agent" => {
+        match flag {
+            Flag::Agent => {
                 let agent = value(parser, name, takes)?;
                 self.agent = Some(
                     Agent::from_name(&agent)
                         .ok_or_else(|| format!("unknown agent `{agent}`: use claude, gemini or codex"))?,
                 );
             }
-            "--agent-arg" => self.agent_args.push(value(parser, name, takes)?),
-            "--json" => self.json = true,
-            "--help" | "-h" => self.help = true,
-            "--backoff" => {
+            Flag::AgentArg => self.agent_args.push(value(parser, name, takes)?),
+            Flag::Json => self.json = true,
+            Flag::Help => self.help = true,
+            Flag::Backoff => {
                 let text = value(parser, name, takes)?;
                 let secs = crate::support::text::duration::parse_seconds(&text)
                     .map_err(|e| format!("--backoff {text}: {e}"))?;
                 self.backoff = Some(Duration::from_secs(secs));
             }
-            "--resume" => self.resume = Some(optional_name(parser)?),
-            "--apply" => self.apply = Some(optional_name(parser)?),
-            "--more" | "--more-time" | "--more-tokens" => {
-                more.push(format!("{name} {}", value(parser, name, takes)?));
+            Flag::Resume => self.resume = Some(optional_name(parser)?),
+            Flag::Apply => self.apply = Some(optional_name(parser)?),
+            // Passed on as a typed value, never turned back into text for a second parser.
+            Flag::More | Flag::MoreTime | Flag::MoreTokens => {
+                self.more.take(flag, &value(parser, name, takes)?)?;
             }
-            "--parallel" => {
+            Flag::Parallel => {
                 self.parallel = true;
                 if let Some(text) = optional_count(parser)? {
                     let most = super::attempts::MAX_ATTEMPTS;
@@ -305,31 +282,31 @@ impl RunOptions {
                     })?);
                 }
             }
-            "--backlog" => self.backlog = Some(value(parser, name, takes)?),
-            "--max-merge-tries" => {
+            Flag::Backlog => self.backlog = Some(value(parser, name, takes)?),
+            Flag::MaxMergeTries => {
                 let text = value(parser, name, takes)?;
                 let tries = text.parse::<u32>().ok().filter(|k| (1..=MAX_MERGE_TRIES).contains(k));
                 self.max_merge_tries = Some(tries.ok_or_else(|| {
                     format!("--max-merge-tries {text}: give a number from 1 to {MAX_MERGE_TRIES}")
                 })?);
             }
-            "--task" => {
+            Flag::Task => {
                 let text = value(parser, name, takes)?;
                 let n = text.parse::<u32>().ok().filter(|n| *n >= 1);
                 let n =
                     n.ok_or_else(|| format!("--task {text}: give the task's number in the backlog, from 1"))?;
                 self.fleet_mode(Fleet::Task(n))?;
             }
-            "--merge" => self.fleet_mode(Fleet::Merge)?,
-            "--list" => self.fleet_mode(Fleet::List)?,
-            "--no-sandbox" | "--require-strict" => {
-                let asked = if name == "--no-sandbox" { SandboxAsked::Off } else { SandboxAsked::Required };
+            Flag::Merge => self.fleet_mode(Fleet::Merge)?,
+            Flag::List => self.fleet_mode(Fleet::List)?,
+            Flag::NoSandbox | Flag::RequireStrict => {
+                let asked = if flag == Flag::NoSandbox { SandboxAsked::Off } else { SandboxAsked::Required };
                 if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
                     return Err("--no-sandbox and --require-strict contradict each other: give one".into());
                 }
                 self.sandbox = asked;
             }
-            "--attempts" => {
+            Flag::Attempts => {
                 let text = value(parser, name, takes)?;
                 let most = super::attempts::MAX_ATTEMPTS;
                 self.attempts = Some(
@@ -337,16 +314,18 @@ impl RunOptions {
                         .ok_or_else(|| format!("--attempts {text}: give a number from 1 to {most}"))?,
                 );
             }
-            "--attempt" => {
+            Flag::Attempt => {
                 let text = value(parser, name, takes)?;
                 self.attempt = Some(attempt_count(&text).ok_or_else(|| {
                     format!("--attempt {text}: give the attempt's number, from 1 to --attempts K")
                 })?);
             }
-            "--run-id" => self.run_id = Some(value(parser, name, takes)?),
-            "--remote" => self.remote = Some(value(parser, name, takes)?),
-            "--pick" => self.pick = Some(value(parser, name, takes)?),
-            other => return Err(format!("`{other}` is known but not read: please report it")),
+            Flag::RunId => self.run_id = Some(value(parser, name, takes)?),
+            Flag::Remote => self.remote = Some(value(parser, name, takes)?),
+            Flag::Pick => self.pick = Some(value(parser, name, takes)?),
+            other => {
+                return Err(format!("`{other}` is known but not read by loop-hook run: please report it"));
+            }
         }
         Ok(())
     }

@@ -1,10 +1,12 @@
-//! The loop flags, one row each: the name, the value it takes and its limits, the default, and
-//! the help line.
+//! Every option of every command, one row each: the name, the value it takes and its limits, the
+//! default, the groups it belongs to and the help line.
 //!
-//! It is a table rather than a match per property so that a flag is added in one place: both
-//! front ends read their flags through it (`/for-loop`'s text in [`super::text`], `loop-hook
-//! run`'s words in [`super::args`]), the checks take their limits from it, and the usage texts
-//! print it ([`flag_lines`]). The docs' flag tables are tested against what it prints.
+//! It is a table rather than a match per property so that an option is added in one place: the
+//! loop flags ([`Group::LOOP`]) are read through it by both front ends (`/for-loop`'s text in
+//! [`super::text`], `loop-hook run`'s words in [`super::args`]), `run`'s own options and the
+//! options of resume, rollback, report and strict are looked up in it by their command's group,
+//! the checks take their limits from it, and the usage texts print it ([`flag_lines`]). The docs'
+//! flag tables are tested against what it prints.
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -55,6 +57,60 @@ pub(crate) enum Flag {
     OnLimit,
     BackgroundWait,
     FeedbackTokens,
+    // The options of one command each, after the loop flags.
+    Agent,
+    AgentArg,
+    Json,
+    Help,
+    Backoff,
+    Resume,
+    Apply,
+    More,
+    MoreTime,
+    MoreTokens,
+    Attempts,
+    Parallel,
+    Attempt,
+    RunId,
+    Remote,
+    Pick,
+    NoSandbox,
+    Backlog,
+    MaxMergeTries,
+    Task,
+    Merge,
+    List,
+    Yes,
+    Open,
+    Out,
+    Project,
+    ProjectApply,
+    User,
+}
+
+/// The commands an option belongs to, as a set: a loop flag is read by `/for-loop` and by
+/// `loop-hook run`, `--more` by `/for-loop:resume` and by `loop-hook run --resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Group(u8);
+
+impl Group {
+    /// The loop settings: `/for-loop`'s text and `loop-hook run`'s words.
+    pub(crate) const LOOP: Group = Group(1);
+    /// `loop-hook run`'s own options.
+    pub(crate) const RUN: Group = Group(1 << 1);
+    /// The room a resumed loop is given (`/for-loop:resume`, `loop-hook run --resume`).
+    pub(crate) const RESUME: Group = Group(1 << 2);
+    pub(crate) const ROLLBACK: Group = Group(1 << 3);
+    pub(crate) const REPORT: Group = Group(1 << 4);
+    pub(crate) const STRICT: Group = Group(1 << 5);
+
+    pub(crate) const fn and(self, other: Group) -> Group {
+        Group(self.0 | other.0)
+    }
+
+    pub(crate) const fn has(self, other: Group) -> bool {
+        self.0 & other.0 != 0
+    }
 }
 
 impl Flag {
@@ -67,14 +123,24 @@ impl Flag {
         self.spec().name
     }
 
-    /// The flag spelt exactly `name` (`--verify`), if there is one.
+    /// The loop flag spelt exactly `name` (`--verify`), if there is one.
     pub(crate) fn named(name: &str) -> Option<Flag> {
-        FLAGS.iter().find(|spec| spec.name == name).map(|spec| spec.flag)
+        Flag::named_in(Group::LOOP, name)
     }
 
-    /// Every flag, in the table's order.
+    /// The option of `group` spelt exactly `name`, long (`--yes`) or short (`-y`).
+    pub(crate) fn named_in(group: Group, name: &str) -> Option<Flag> {
+        Flag::all_in(group).find(|flag| flag.spec().name == name || flag.spec().short == Some(name))
+    }
+
+    /// Every loop flag, in the table's order.
     pub(crate) fn all() -> impl Iterator<Item = Flag> {
-        FLAGS.iter().map(|spec| spec.flag)
+        Flag::all_in(Group::LOOP)
+    }
+
+    /// Every option of `group`, in the table's order.
+    pub(crate) fn all_in(group: Group) -> impl Iterator<Item = Flag> {
+        FLAGS.iter().filter(move |spec| spec.groups.has(group)).map(|spec| spec.flag)
     }
 
     /// Flags that take no value.
@@ -108,6 +174,14 @@ pub(crate) enum Value {
     Command,
     /// Text the flag's own check reads (a phrase, a glob, a comparison, a file); says what.
     Text(&'static str),
+    /// A duration (`300`, `90s`, `5m`, `2h`) with no limit of its own.
+    AnyDuration,
+    /// Any word, dashes and all: the agent CLI's own options are passed this way.
+    AnyWord,
+    /// A name, when the next word is not an option (`--resume [LOOP]`); says what.
+    OptionalName(&'static str),
+    /// A count from 1 to `most`, when the next word is digits (`--parallel [N]`).
+    OptionalCount { most: u32 },
 }
 
 impl Value {
@@ -121,7 +195,10 @@ impl Value {
             Value::Budget { least, most } => format!("a number of tokens from {least} to {most}"),
             Value::Rising => "three rising counts".into(),
             Value::Command => "a command".into(),
-            Value::Text(what) => what.into(),
+            Value::Text(what) | Value::OptionalName(what) => what.into(),
+            Value::AnyDuration => "a duration (300, 90s, 5m, 2h)".into(),
+            Value::AnyWord => "any word, passed on as it is".into(),
+            Value::OptionalCount { most } => format!("nothing, or a whole number from 1 to {most}"),
         }
     }
 }
@@ -166,6 +243,10 @@ pub(crate) struct FlagSpec {
     pub(crate) flag: Flag,
     /// `--verify`.
     pub(crate) name: &'static str,
+    /// The one-letter spelling, if any (`-h`).
+    pub(crate) short: Option<&'static str>,
+    /// The commands that take it; a loop flag unless the row says otherwise.
+    pub(crate) groups: Group,
     /// What the value is called in the usage (`CMD`, `N`); empty for a switch.
     pub(crate) placeholder: &'static str,
     pub(crate) value: Value,
@@ -184,6 +265,8 @@ impl FlagSpec {
         FlagSpec {
             flag,
             name,
+            short: None,
+            groups: Group::LOOP,
             placeholder,
             value,
             example: "",
@@ -203,6 +286,15 @@ impl FlagSpec {
 
     const fn or(self, default: Default) -> FlagSpec {
         FlagSpec { default, ..self }
+    }
+
+    /// The option of these commands rather than a loop flag.
+    const fn of(self, groups: Group) -> FlagSpec {
+        FlagSpec { groups, ..self }
+    }
+
+    const fn short(self, short: &'static str) -> FlagSpec {
+        FlagSpec { short: Some(short), ..self }
     }
 
     const fn repeatable(self) -> FlagSpec {
@@ -229,8 +321,9 @@ impl FlagSpec {
     }
 }
 
-/// Every loop flag. Limits and defaults come from the constants the checks use.
-pub(crate) const FLAGS: [FlagSpec; 31] = [
+/// Every option: the loop flags first, then each command's own. Limits and defaults come from the
+/// constants the checks use.
+pub(crate) const FLAGS: [FlagSpec; 59] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
         .help("Shell command that decides done."),
@@ -304,7 +397,9 @@ pub(crate) const FLAGS: [FlagSpec; 31] = [
         .e_g("3")
         .or(Default::Number(DEFAULT_MAX_VETOES as u64))
         .help("Vetoes in a row without an approval after which the loop is parked."),
+    // For a run it asks for the run's own sandbox as well.
     FlagSpec::switch(Flag::RequireStrict, "--require-strict")
+        .of(Group::LOOP.and(Group::RUN))
         .help("Refuses to start a loop outside the strict tier."),
     FlagSpec::takes(Flag::Metric, "--metric", "CMD", Value::Text("a command that prints a number"))
         .e_g("\"sh bench.sh\"")
@@ -375,14 +470,109 @@ pub(crate) const FLAGS: [FlagSpec; 31] = [
     .e_g("2000")
     .or(Default::Number(DEFAULT_FEEDBACK_TOKENS as u64))
     .help("The budget of each re-injection, in tokens at 3 characters a token: the failures the check reported, then its output, cut to fit."),
+    // `loop-hook run`'s own options.
+    FlagSpec::takes(Flag::Agent, "--agent", "NAME", Value::Text("an agent CLI"))
+        .of(Group::RUN)
+        .e_g("claude")
+        .help("The agent CLI to run."),
+    FlagSpec::takes(Flag::AgentArg, "--agent-arg", "ARG", Value::AnyWord)
+        .of(Group::RUN)
+        .e_g("--model=x")
+        .repeatable()
+        .help("Passed to the agent CLI, once per argument."),
+    FlagSpec::switch(Flag::Json, "--json").of(Group::RUN).help("One JSON event per line on stdout."),
+    FlagSpec::switch(Flag::Help, "--help").of(Group::RUN).short("-h").help("Prints the usage."),
+    FlagSpec::takes(Flag::Backoff, "--backoff", "D", Value::AnyDuration)
+        .of(Group::RUN)
+        .e_g("30s")
+        .help("First wait after a rate or usage limit that gives no reset time."),
+    FlagSpec::takes(Flag::Resume, "--resume", "[LOOP]", Value::OptionalName("a run loop's name"))
+        .of(Group::RUN)
+        .e_g("20260101-x")
+        .help("Continues the newest (or the named) parked or capped run loop."),
+    FlagSpec::takes(Flag::Apply, "--apply", "[RUN]", Value::OptionalName("a best-of-K run's name"))
+        .of(Group::RUN)
+        .e_g("20260101-x")
+        .help("Applies the newest (or the named) best-of-K winner."),
+    // The room a resumed loop is given: `/for-loop:resume`, and `loop-hook run --resume`.
+    FlagSpec::takes(Flag::More, "--more", "N", Value::Count { most: MAX_MAX_ITERATIONS })
+        .of(Group::RUN.and(Group::RESUME))
+        .e_g("10")
+        .help("Iterations added to a loop resumed at its cap."),
+    FlagSpec::takes(Flag::MoreTime, "--more-time", "D", Value::AnyDuration)
+        .of(Group::RUN.and(Group::RESUME))
+        .e_g("30m")
+        .help("Time added to a loop resumed at its time budget."),
+    FlagSpec::takes(Flag::MoreTokens, "--more-tokens", "N", Value::Tokens)
+        .of(Group::RUN.and(Group::RESUME))
+        .e_g("500k")
+        .help("Tokens added to a loop resumed at its token budget."),
+    FlagSpec::takes(Flag::Attempts, "--attempts", "K", Value::Count { most: MAX_ATTEMPTS })
+        .of(Group::RUN)
+        .e_g("3")
+        .help("Best-of-K: how many independent attempts."),
+    FlagSpec::takes(Flag::Parallel, "--parallel", "[N]", Value::OptionalCount { most: MAX_ATTEMPTS })
+        .of(Group::RUN)
+        .e_g("3")
+        .help("Runs the attempts, or a backlog's tasks, at once."),
+    FlagSpec::takes(Flag::Attempt, "--attempt", "N", Value::Count { most: MAX_ATTEMPTS })
+        .of(Group::RUN)
+        .e_g("2")
+        .help("Runs only this attempt of the K and pushes its end state."),
+    FlagSpec::takes(Flag::RunId, "--run-id", "ID", Value::Text("a run's id"))
+        .of(Group::RUN)
+        .e_g("r1")
+        .help("The run the attempts or tasks across machines belong to."),
+    FlagSpec::takes(Flag::Remote, "--remote", "REMOTE", Value::Text("a git remote"))
+        .of(Group::RUN)
+        .e_g("origin")
+        .help("Where the attempts across machines are pushed."),
+    FlagSpec::takes(Flag::Pick, "--pick", "ID", Value::Text("a run's id"))
+        .of(Group::RUN)
+        .e_g("r1")
+        .help("Re-checks the pushed attempts of this run and picks the winner."),
+    FlagSpec::switch(Flag::NoSandbox, "--no-sandbox").of(Group::RUN).help("Runs the agent without a sandbox."),
+    FlagSpec::takes(Flag::Backlog, "--backlog", "FILE", Value::Text("a plan whose stories are the tasks"))
+        .of(Group::RUN)
+        .e_g("TODO.md")
+        .help("Works the stories of a plan as independent tasks."),
+    FlagSpec::takes(Flag::MaxMergeTries, "--max-merge-tries", "K", Value::Count { most: MAX_MERGE_TRIES })
+        .of(Group::RUN)
+        .e_g("2")
+        .help("With --backlog: merges a task may fail before it parks."),
+    FlagSpec::takes(Flag::Task, "--task", "N", Value::Count { most: u32::MAX })
+        .of(Group::RUN)
+        .e_g("1")
+        .help("With --backlog: works task N alone and pushes it."),
+    FlagSpec::switch(Flag::Merge, "--merge").of(Group::RUN).help("With --backlog: judges and merges the pushed tasks."),
+    FlagSpec::switch(Flag::List, "--list").of(Group::RUN).help("With --backlog: names the tasks."),
+    // `/for-loop:rollback` and `loop-hook rollback`.
+    FlagSpec::switch(Flag::Yes, "--yes").of(Group::ROLLBACK).short("-y").help("Restores the checkpoint."),
+    // `/for-loop:report` and `loop-hook report`.
+    FlagSpec::switch(Flag::Open, "--open").of(Group::REPORT).help("Opens the report in a browser."),
+    FlagSpec::takes(Flag::Out, "--out", "FILE", Value::Text("a file name"))
+        .of(Group::REPORT)
+        .e_g("loop.html")
+        .help("Where the report is written."),
+    // `/for-loop:strict` and `loop-hook strict`.
+    FlagSpec::switch(Flag::Project, "--project").of(Group::STRICT).help("Writes the settings into the project."),
+    FlagSpec::switch(Flag::ProjectApply, "--apply").of(Group::STRICT).help("The same as --project."),
+    FlagSpec::switch(Flag::User, "--user").of(Group::STRICT).help("Writes the settings for the user."),
 ];
+
+/// Best-of-K: the most attempts a run may have (`--attempts`, `--attempt`, `--parallel`).
+pub(crate) const MAX_ATTEMPTS: u32 = 16;
+
+/// More merge tries than this is a loop of its own, not a queue.
+pub(crate) const MAX_MERGE_TRIES: u32 = 20;
 
 /// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.
 /// The docs test reads these lines from the binary's help, so their shape is kept plain.
 pub(crate) fn flag_lines() -> String {
-    let width = FLAGS.iter().map(|spec| spec.usage().chars().count()).max().unwrap_or(0);
+    let loop_flags = || Flag::all().map(Flag::spec);
+    let width = loop_flags().map(|spec| spec.usage().chars().count()).max().unwrap_or(0);
     let mut out = String::new();
-    for spec in &FLAGS {
+    for spec in loop_flags() {
         let _ = write!(out, "  {:width$}  {}", spec.usage(), spec.help);
         if let Some(default) = spec.default.shown() {
             let _ = write!(out, " [default: {default}]");
@@ -404,8 +594,18 @@ mod tests {
     fn each_flag_names_its_own_row() {
         for (row, spec) in FLAGS.iter().enumerate() {
             assert_eq!(spec.flag as usize, row, "{} is out of order", spec.name);
-            assert_eq!(Flag::named(spec.name), Some(spec.flag));
+            for group in
+                [Group::LOOP, Group::RUN, Group::RESUME, Group::ROLLBACK, Group::REPORT, Group::STRICT]
+            {
+                if spec.groups.has(group) {
+                    assert_eq!(Flag::named_in(group, spec.name), Some(spec.flag), "{}", spec.name);
+                }
+            }
         }
+        assert_eq!(Flag::named("--agent"), None, "a run option is no loop flag");
+        assert_eq!(Flag::named_in(Group::RUN, "--apply"), Some(Flag::Apply));
+        assert_eq!(Flag::named_in(Group::STRICT, "--apply"), Some(Flag::ProjectApply));
+        assert_eq!(Flag::named_in(Group::ROLLBACK, "-y"), Some(Flag::Yes));
     }
 
     #[test]
@@ -435,7 +635,8 @@ mod tests {
         assert_eq!(Flag::Checkpoint.spec().hint(), "nothing: it is a switch");
         let lines = flag_lines();
         assert!(lines.contains(&format!("re-injections. [default: {DEFAULT_MAX_ITERATIONS}]")), "{lines}");
-        assert_eq!(lines.lines().count(), FLAGS.len());
+        assert_eq!(lines.lines().count(), Flag::all().count());
+        assert!(!lines.contains("--agent"), "the loop flags' lines list no command's own option");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod args;
 mod check;
 pub(crate) mod flag_spec;
 mod text;
+pub(crate) mod words;
 
 use thiserror::Error;
 
@@ -781,8 +782,8 @@ mod tests {
     /// that limit: the limit lives in the table alone.
     #[test]
     fn every_number_is_held_to_the_limit_of_its_row() {
-        use flag_spec::{FLAGS, Value};
-        for spec in &FLAGS {
+        use flag_spec::Value;
+        for spec in Flag::all().map(Flag::spec) {
             let (most, unit) = match spec.value {
                 Value::Count { most } => (u64::from(most), ""),
                 Value::Duration { most } => (most, " seconds"),

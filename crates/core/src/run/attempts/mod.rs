@@ -40,7 +40,7 @@ pub(super) use users_repo::RepoLook;
 use winner::FirstVerified;
 
 /// More attempts than this is a typo, not a plan.
-pub(crate) const MAX_ATTEMPTS: u32 = 16;
+pub(crate) use crate::commands::request::flag_spec::MAX_ATTEMPTS;
 pub(super) const REFS: &str = "refs/for-loop/attempts";
 
 /// A best-of-K run as kept in the store, for `--apply`.
