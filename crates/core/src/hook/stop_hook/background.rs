@@ -3,6 +3,7 @@
 
 use crate::host::hook_response::HookResponse;
 use crate::state::{Incident, ReasonCode, Rhythm};
+use crate::store::transaction::Notes;
 use crate::verdict::background::{self, Call};
 
 use super::Round;
@@ -36,8 +37,8 @@ impl StopContext<'_> {
                         "could not record this stop ({e}), so nothing changed. This stop is allowed; the \
                          loop goes on at the next stop. Free some disk space (or raise the file-size limit)"
                     );
-                    let paths = transaction.paths();
-                    record_fault(paths, &opened.state, self.event, self.env, ReasonCode::RecordFailed, &what);
+                    let notes = Notes::Held(&transaction);
+                    record_fault(notes, &opened.state, self.event, self.env, ReasonCode::RecordFailed, &what);
                     return Err(Round::Judged(HookResponse::allow_with(format!("for-loop: {what}."))));
                 }
                 found.iter().for_each(Incident::forget_fallback);

@@ -41,7 +41,7 @@ use crate::state::ReasonCode;
 use crate::state::Rhythm;
 use crate::state::{Incident, LedgerEntry};
 use crate::store::custody;
-use crate::store::transaction::Transaction;
+use crate::store::transaction::{Notes, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Decision};
 
@@ -255,7 +255,14 @@ impl StopContext<'_> {
                 "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
                  goes on at the next stop. Free some disk space (or raise the file-size limit)"
             );
-            record_fault(transaction.paths(), state, self.event, self.env, ReasonCode::RecordFailed, &what);
+            record_fault(
+                Notes::Held(transaction),
+                state,
+                self.event,
+                self.env,
+                ReasonCode::RecordFailed,
+                &what,
+            );
             return Err(HookResponse::allow_with(format!("for-loop: {what}.")));
         }
         incidents.iter().for_each(Incident::forget_fallback);
@@ -283,7 +290,7 @@ impl StopContext<'_> {
             && let Err(e) = gathered.roll_back(&state.meta.loop_id, n)
         {
             return Err(fault(
-                paths,
+                Notes::Held(&transaction),
                 Some(&decision.next),
                 self.event,
                 self.env,
