@@ -683,6 +683,30 @@ const LOOP_FILES: &[&str] = &[
     "\"state.md\"",
     "\"ledger.jsonl\"",
     "\"journal.json\"",
+    "\"notice.json\"",
+    "\"prompt.json\"",
+    "\"copilot-last-block\"",
+    "\"next-prompt.md\"",
+    "\"progress.md\"",
+    "\"driver.pid\"",
+    "\"host-process.json\"",
+    "\"oracle\"",
+    "LoopFile::",
+    "oracle_originals(",
+];
+
+/// The names on disk of the files a loop keeps beside its state (`store::record::LoopFile`,
+/// the driver mark, the oracle's originals): spelled only in `store`, so that no code outside it
+/// builds a path into a loop's directory to write through a name of its own.
+const LOOP_FILE_NAMES: &[&str] = &[
+    "\"notice.json\"",
+    "\"prompt.json\"",
+    "\"copilot-last-block\"",
+    "\"next-prompt.md\"",
+    "\"progress.md\"",
+    "\"driver.pid\"",
+    "\"host-process.json\"",
+    "\"oracle\"",
 ];
 
 /// Calls that write, move or delete a file.
@@ -749,7 +773,9 @@ fn loop_file_write(statement: &str) -> Option<(&'static str, &'static str)> {
         statement.match_indices(*file).any(|(at, _)| {
             // `paths.state`, never `paths.state_digest` or `file.lock()`.
             let after = statement[at + file.len()..].chars().next();
-            file.starts_with('"') || !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '(')
+            file.starts_with('"')
+                || file.ends_with(['(', ':'])
+                || !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '(')
         })
     })?;
     Some((call, file))
@@ -793,6 +819,64 @@ fn no_loop_state_or_ledger_is_written_outside_store() {
     assert_eq!(found.len(), 2, "{found:#?}");
     assert!(found[0].starts_with("commands/rollback.rs:2: `fs::write` on `.state`"), "{found:#?}");
     assert!(found[1].starts_with("run/driver.rs:1: `OpenOptions` on `\"ledger.jsonl\"`"), "{found:#?}");
+}
+
+/// Lines outside `store` (test modules left out) that spell the name of one of a loop's files.
+fn loop_file_names(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| layer(&s.module) != "store") {
+        let lines: Vec<&str> = source.text.lines().collect();
+        for (index, raw) in lines.iter().enumerate() {
+            let next = lines[index + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim());
+            if raw.trim() == "#[cfg(test)]" && next.is_some_and(|l| l.starts_with("mod ")) {
+                break;
+            }
+            if let Some(name) = LOOP_FILE_NAMES.iter().find(|name| code_of(raw).contains(*name)) {
+                out.push(format!(
+                    "{}:{}: names the loop's file {name} outside store; use store::record (LoopFile)",
+                    source.file,
+                    index + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_store_alone_names_and_writes_the_files_of_a_loops_directory() {
+    let sources = sources(&core_src());
+    let named = loop_file_names(&sources);
+    assert!(named.is_empty(), "{} names of a loop's files outside store:\n{}", named.len(), named.join("\n"));
+    let planted = vec![
+        source("hook::copilot_block", "const LAST_BLOCK: &str = \"copilot-last-block\";\n"),
+        source("run::driver", "fn f(d: &Path) { let _ = fs::write(d.join(\"next-prompt.md\"), b\"x\"); }\n"),
+        source(
+            "run::schedule",
+            "fn g(d: &Path) { let _ = std::fs::write(LoopFile::NextPrompt.path(d), b\"x\"); }\n",
+        ),
+        source(
+            "provenance::claim",
+            "fn h(d: &Path) { let _ = fs::rename(oracle_originals(d), d.join(\"x\")); }\n",
+        ),
+        source("store::record", "const N: &str = \"notice.json\";\n"),
+        source(
+            "hook::prompt_hook",
+            "fn r(d: &Path) { let _ = LoopFile::PromptRecord.read(d, 64); } // \"prompt.json\"\n",
+        ),
+        source("provenance::sender", "#[cfg(test)]\nmod tests {\n    const N: &str = \"notice.json\";\n}\n"),
+    ];
+    let named = loop_file_names(&planted);
+    assert_eq!(named.len(), 2, "{named:#?}");
+    assert!(named[0].starts_with("hook/copilot_block.rs:1: names the loop's file \"copilot-last-block\""));
+    assert!(named[1].starts_with("run/driver.rs:1:"), "{named:#?}");
+    let written = loop_file_writes(&planted);
+    assert_eq!(written.len(), 3, "{written:#?}");
+    assert!(written[1].starts_with("run/schedule.rs:1: `fs::write` on `LoopFile::`"), "{written:#?}");
+    assert!(
+        written[2].starts_with("provenance/claim.rs:1: `fs::rename` on `oracle_originals(`"),
+        "{written:#?}"
+    );
 }
 
 /// Runs of twelve or more blanks inside a one-line string literal, between two words: what a line

@@ -18,7 +18,7 @@ use crate::state::Receipt;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
-use crate::store::transaction::Transaction;
+use crate::store::transaction::{Notes, Transaction};
 use crate::store::{LoopPaths, Store, StoreError};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -87,7 +87,7 @@ fn refused_by_origin(env: &Environment, paths: &LoopPaths, origin: Origin) -> Op
     if state.meta.status != Status::Active {
         return None;
     }
-    origin::gate(env, paths, &state, Mutation::Cancel, origin)
+    origin::gate(env, Notes::Free(paths), &state, Mutation::Cancel, origin)
 }
 
 /// Ends a loop whose state cannot be read. Such a state cannot block either; moving it aside

@@ -23,7 +23,8 @@ use crate::provenance::origin::{self, Mutation};
 use crate::state::{Handoff, LedgerDecision, LedgerEntry, LoopState, ReasonCode, Status};
 use crate::store::custody::Custody;
 use crate::store::judgment::{Found, Judgment};
-use crate::store::transaction::Transaction;
+use crate::store::record::LoopFile;
+use crate::store::transaction::{Notes, Transaction};
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -74,7 +75,7 @@ pub(crate) struct RunRecord {
 
 impl RunRecord {
     pub(crate) fn path(dir: &Path) -> PathBuf {
-        dir.join("run.json")
+        LoopFile::RunRecord.path(dir)
     }
 
     pub(crate) fn read(dir: &Path) -> Result<RunRecord, String> {
@@ -85,7 +86,7 @@ impl RunRecord {
 
     pub(crate) fn write(&self, dir: &Path) -> std::io::Result<()> {
         fs::create_dir_all(dir)?;
-        fs::write(RunRecord::path(dir), serde_json::to_string(self).unwrap_or_default())
+        LoopFile::RunRecord.write(dir, serde_json::to_string(self).unwrap_or_default().as_bytes())
     }
 }
 
@@ -440,7 +441,7 @@ pub(crate) fn run(env: &Environment, target: &Target, origin: Origin) -> Outcome
         Err(refusal) => return refusal,
     };
     if let Some(state) = crate::store::custody::trusted_state(&paths).ok().flatten()
-        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Handoff, origin)
+        && let Some(refusal) = origin::gate(env, Notes::Free(&paths), &state, Mutation::Handoff, origin)
     {
         return refusal;
     }

@@ -12,6 +12,7 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{Meta, Status};
 use crate::store::custody::Custody;
+use crate::store::transaction::Notes;
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 use crate::support::text::duration::parse_seconds;
@@ -104,7 +105,7 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         Err(e) => return Outcome::refused(format!("for-loop: could not resume: {e}")),
     };
     if state.meta.status != Status::Active
-        && let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Resume, origin)
+        && let Some(refusal) = origin::gate(env, Notes::Held(&transaction), &state, Mutation::Resume, origin)
     {
         return refusal;
     }

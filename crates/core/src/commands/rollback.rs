@@ -11,7 +11,7 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
-use crate::store::transaction::Transaction;
+use crate::store::transaction::{Notes, Transaction};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 use crate::worktree::WorkTree;
@@ -79,7 +79,7 @@ pub(crate) fn run(env: &Environment, target: &Target, text: &str, origin: Origin
 /// without taking its lock (read only).
 fn refused_by_origin(env: &Environment, paths: &LoopPaths, origin: Origin) -> Option<Outcome> {
     let state = crate::store::custody::trusted_state(paths).ok().flatten()?;
-    origin::gate(env, paths, &state, Mutation::Rollback, origin)
+    origin::gate(env, Notes::Free(paths), &state, Mutation::Rollback, origin)
 }
 
 /// `outcome` with the incidents custody found before it, for the user.

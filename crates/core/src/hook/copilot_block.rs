@@ -8,6 +8,7 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
 use crate::store::custody::Custody;
+use crate::store::record::LoopFile;
 use crate::store::transaction::Transaction;
 use crate::support::digest::sha256_hex;
 use crate::support::environment::Environment;
@@ -45,9 +46,6 @@ pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<S
     ))
 }
 
-/// Where the digest of the last reason a stop of this session was blocked with is kept.
-const LAST_BLOCK: &str = "copilot-last-block";
-
 /// Keeps the digest of `reason`, which the CLI is about to submit as the next prompt, for
 /// [`block_overridden`] to know it. A failure only means a continuation may be taken for the
 /// user's prompt once: the user is told the loop is on and asked to send the prompt again.
@@ -55,11 +53,7 @@ pub(crate) fn remember_block(env: &Environment, session_id: &str, reason: &str) 
     let Ok(store) = crate::store::Store::locate(env) else { return };
     let dir = store.paths(session_id).dir;
     if dir.is_dir() {
-        let _ = crate::store::write_atomic(
-            &dir.join(LAST_BLOCK),
-            sha256_hex(reason.as_bytes()).as_bytes(),
-            false,
-        );
+        let _ = LoopFile::BlockMemo.write(&dir, sha256_hex(reason.as_bytes()).as_bytes());
     }
 }
 
@@ -68,6 +62,6 @@ pub(crate) fn remember_block(env: &Environment, session_id: &str, reason: &str) 
 /// is the loop going on, not the user. Matched by content, so a user who pastes it is only not
 /// told of an override.
 pub(crate) fn is_reinjection(paths: &LoopPaths, prompt: &str) -> bool {
-    let remembered = crate::support::read::bounded_read::read(&paths.dir.join(LAST_BLOCK), 64).ok();
+    let remembered = LoopFile::BlockMemo.read(&paths.dir, 64);
     remembered.as_deref() == Some(sha256_hex(prompt.as_bytes()).as_bytes())
 }

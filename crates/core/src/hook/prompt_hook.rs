@@ -15,7 +15,7 @@
 //! fault here lets the prompt through unchanged.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -357,7 +357,7 @@ fn answer(
     };
     if let Ok(bytes) = serde_json::to_vec(&record) {
         let _ = crate::store::private::create_dir_all(dir)
-            .and_then(|()| crate::store::write_atomic(&dir.join("prompt.json"), &bytes, false));
+            .and_then(|()| crate::store::record::LoopFile::PromptRecord.write(dir, &bytes));
     }
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.
@@ -564,8 +564,9 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
     };
     let record = Store::locate(env)
         .ok()
-        .map(|store| store.paths(session_id).dir.join("prompt.json"))
-        .and_then(|path: PathBuf| crate::support::read::bounded_read::read(&path, 1 << 20).ok())
+        .and_then(|store| {
+            crate::store::record::LoopFile::PromptRecord.read(&store.paths(session_id).dir, 1 << 20)
+        })
         .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
     match record {
         Some(r)
@@ -658,7 +659,7 @@ mod tests {
 
     /// A loop started by the user's typed `prompt`, whose transcript shows that prompt, as
     /// Claude Code's does; returns the transcript.
-    fn started(env: &Environment, dir: &Path, prompt: &str) -> PathBuf {
+    fn started(env: &Environment, dir: &Path, prompt: &str) -> std::path::PathBuf {
         let transcript = dir.join("t.jsonl");
         std::fs::write(&transcript, format!("{}\n", typed(prompt, "2026-11-22T03:00:00Z"))).unwrap();
         let response = respond(env, Host::ClaudeCode, &event("s", prompt, dir, Some(&transcript)));

@@ -131,14 +131,7 @@ fn claim(
         }
         None => {}
     }
-    let originals = pending.dir.join("oracle");
-    if originals.exists() {
-        let into = target.dir.join("oracle");
-        if into.exists() {
-            fs::rename(&into, target.dir.join(format!("oracle.before-{}", now.as_second())))?;
-        }
-        fs::rename(&originals, &into)?;
-    }
+    crate::store::record::adopt_oracle_originals(&pending.dir, &target.dir, now)?;
     claiming.adopt_ledger(&waiting)?;
     state.meta.session_id = session_id.to_string();
     state.meta.updated_at = now;

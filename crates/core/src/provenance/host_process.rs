@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The file in the loop's directory.
-const FILE: &str = "host-process.json";
+use crate::store::record::LoopFile;
 
 /// A process, named so that a later process given the same id is not taken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,13 +30,13 @@ pub(crate) fn record(dir: &Path, host: crate::host::Host, now: jiff::Timestamp) 
     let Some(started) = start_of(pid) else { return };
     if dir.is_dir() {
         let process = HostProcess { pid, started, at: now.as_second() };
-        let _ = std::fs::write(dir.join(FILE), serde_json::to_vec(&process).unwrap_or_default());
+        let _ = LoopFile::HostProcess.write(dir, &serde_json::to_vec(&process).unwrap_or_default());
     }
 }
 
 /// The host process recorded for the loop in `dir`.
 pub(crate) fn recorded(dir: &Path) -> Option<HostProcess> {
-    let bytes = crate::support::read::bounded_read::read(&dir.join(FILE), 4096).ok()?;
+    let bytes = LoopFile::HostProcess.read(dir, 4096)?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -84,9 +84,9 @@ mod tests {
     fn a_missing_or_bad_record_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(recorded(dir.path()), None);
-        std::fs::write(dir.path().join(FILE), "not json").unwrap();
+        std::fs::write(LoopFile::HostProcess.path(dir.path()), "not json").unwrap();
         assert_eq!(recorded(dir.path()), None);
-        std::fs::write(dir.path().join(FILE), r#"{"pid":7,"started":9,"at":100}"#).unwrap();
+        std::fs::write(LoopFile::HostProcess.path(dir.path()), r#"{"pid":7,"started":9,"at":100}"#).unwrap();
         assert_eq!(recorded(dir.path()), Some(HostProcess { pid: 7, started: 9, at: 100 }));
     }
 }

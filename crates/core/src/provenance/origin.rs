@@ -11,17 +11,13 @@
 //! and otherwise carried out, recorded as done from a terminal, and shown to the user at the next
 //! stop and prompt, with the hint that it may have been the agent.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-
-use serde_json::json;
-
 use crate::host::Host;
 use crate::host::hook_response::HookResponse;
 use crate::host::origin::Origin;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::transaction::Notes;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -83,7 +79,7 @@ pub(crate) fn refusal(host: Host, mutation: Mutation) -> String {
 /// is written to the ledger and left as a notice for the user.
 pub(crate) fn gate(
     env: &Environment,
-    paths: &LoopPaths,
+    notes: Notes<'_, '_>,
     state: &LoopState,
     mutation: Mutation,
     origin: Origin,
@@ -97,9 +93,9 @@ pub(crate) fn gate(
         detail: Some(format!("`loop-hook {}` from the agent's shell", mutation.verb())),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Refused, ReasonCode::AgentCommandRefused)
     };
-    let _ = crate::store::note_best_effort(paths, &entry);
+    let _ = notes.note(&entry);
     if state.is_active() {
-        Notice::post(&paths.dir, &notice_text(mutation, origin, state.meta.iteration, true));
+        Notice::post(&notes.paths().dir, &notice_text(mutation, origin, state.meta.iteration, true));
     }
     Some(Outcome::refused(refusal(host, mutation)))
 }
@@ -149,42 +145,7 @@ pub(crate) fn with_notices(env: &Environment, session_id: &str, mut response: Ho
     response
 }
 
-/// A note for the user about a change to their loop they may not have made, kept in the loop's
-/// directory until the next stop or prompt shows it.
-pub(crate) struct Notice;
-
-impl Notice {
-    fn path(dir: &Path) -> PathBuf {
-        dir.join("notice.json")
-    }
-
-    /// Adds `text` to the loop's pending notices. Best effort: the ledger keeps the record
-    /// whatever happens here.
-    pub(crate) fn post(dir: &Path, text: &str) {
-        let mut all = Notice::pending(dir);
-        all.push(text.to_string());
-        let _ = crate::store::write_atomic(&Notice::path(dir), json!(all).to_string().as_bytes(), false);
-    }
-
-    fn pending(dir: &Path) -> Vec<String> {
-        // Through bounded_read: a FIFO or a device put in its place must not hang the stop.
-        crate::support::read::bounded_read::read(&Notice::path(dir), 1 << 20)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    /// The pending notices as one message, removed so each is shown once.
-    pub(crate) fn take(dir: &Path) -> Option<String> {
-        let path = Notice::path(dir);
-        if !path.exists() {
-            return None;
-        }
-        let all = Notice::pending(dir);
-        let _ = fs::remove_file(&path);
-        (!all.is_empty()).then(|| all.join("\n"))
-    }
-}
+pub(crate) use crate::store::record::notice::Notice;
 
 /// What the user is told about a mutation that did not come from their prompt.
 pub(crate) fn notice_text(mutation: Mutation, origin: Origin, iteration: u32, refused: bool) -> String {
@@ -215,7 +176,7 @@ mod tests {
 
     fn env(vars: &[(&str, &str)]) -> Environment {
         let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Environment::new(vars, PathBuf::from("/"), jiff::Timestamp::UNIX_EPOCH)
+        Environment::new(vars, std::path::PathBuf::from("/"), jiff::Timestamp::UNIX_EPOCH)
     }
 
     #[test]

@@ -29,7 +29,8 @@ use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
 use crate::store::driver_mark::DriverMark;
-use crate::store::transaction::Transaction;
+use crate::store::record::LoopFile;
+use crate::store::transaction::{Notes, Transaction};
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -194,14 +195,9 @@ impl Driver {
                 ));
             }
         };
-        let progress = self.paths.dir.join("progress.md");
-        if !progress.exists() {
-            let _ = crate::store::write_atomic(
-                &progress,
-                b"# Progress\n\nNotes each iteration leaves for the next one.\n",
-                false,
-            );
-        }
+        let progress = LoopFile::Progress.path(&self.paths.dir);
+        let _ = LoopFile::Progress
+            .begin(&self.paths.dir, b"# Progress\n\nNotes each iteration leaves for the next one.\n");
         self.announce_tier();
         let mut failures = 0;
         let mut limit_waits = 0;
@@ -352,8 +348,7 @@ impl Driver {
         }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
-            let _ =
-                crate::store::write_atomic(&self.paths.dir.join("next-prompt.md"), reason.as_bytes(), false);
+            let _ = LoopFile::NextPrompt.write(&self.paths.dir, reason.as_bytes());
         }
         let after = self.paths.load().ok().flatten();
         if let Some(after) = after.filter(LoopState::is_active) {
@@ -379,8 +374,9 @@ impl Driver {
     /// The prompt of a fresh session: the task (or, after the first iteration, the judge's
     /// re-injection with the last verify result and escalation notes) and the progress file.
     fn prompt(&self, state: &LoopState, progress: &Path) -> String {
-        let body = fs::read_to_string(self.paths.dir.join("next-prompt.md"))
-            .ok()
+        let body = LoopFile::NextPrompt
+            .read(&self.paths.dir, 4 << 20)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
             .filter(|_| state.meta.iteration > 1)
             .unwrap_or_else(|| {
                 // A plan loop's first session is given the story to work on, not the whole plan.
@@ -487,7 +483,7 @@ impl Driver {
             git,
             users_repo,
             read_only,
-            notes: self.paths.dir.join("progress.md"),
+            notes: LoopFile::Progress.path(&self.paths.dir),
             config: super::sandbox::private_copies(&self.agent.config_paths(&self.env), private)?,
         };
         let args = sandbox.args();
@@ -789,7 +785,7 @@ fn hand_over_session_loop(
         return Ok(handoff.to.clone());
     }
     let origin = crate::host::origin::Origin::of_command_line(env);
-    if let Some(refusal) = origin::gate(env, &paths, &state, Mutation::Handoff, origin) {
+    if let Some(refusal) = origin::gate(env, Notes::Free(&paths), &state, Mutation::Handoff, origin) {
         return Err(refusal);
     }
     let request = HandoffRequest {

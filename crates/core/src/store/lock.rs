@@ -14,11 +14,9 @@
 
 mod holder;
 
-use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
-use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,21 +54,11 @@ pub(crate) enum LockError {
     Io { path: String, source: io::Error },
 }
 
-thread_local! {
-    /// The lock files this thread holds. A note written by code that runs while its caller
-    /// holds the loop's lock appends under that hold instead of waiting on itself
-    /// ([`crate::store::transaction::note_best_effort`]).
-    static HELD: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Held until dropped, by the thread that took it.
+/// Held until dropped.
 #[derive(Debug)]
 pub(crate) struct StateLock {
     _file: File,
     taken_over: Option<String>,
-    path: PathBuf,
-    /// Not `Send`: [`HELD`] is per thread, so the lock must be released where it was taken.
-    _here: PhantomData<*const ()>,
 }
 
 impl StateLock {
@@ -136,7 +124,7 @@ impl StateLock {
             match locked {
                 Ok(()) if platform::is_at(&file, path) => {
                     Holder::stamp(&file);
-                    return Ok(StateLock::held(file, path, taken_over));
+                    return Ok(StateLock::held(file, taken_over));
                 }
                 Ok(()) => {}
                 Err(holder) => {
@@ -178,33 +166,16 @@ impl StateLock {
             return None;
         }
         Holder::stamp(&file);
-        Some(StateLock::held(file, path, None))
+        Some(StateLock::held(file, None))
     }
 
-    fn held(file: File, path: &Path, taken_over: Option<String>) -> StateLock {
-        HELD.with(|held| held.borrow_mut().push(path.to_path_buf()));
-        StateLock { _file: file, taken_over, path: path.to_path_buf(), _here: PhantomData }
-    }
-
-    /// Whether this thread holds the lock at `path`.
-    pub(in crate::store) fn held_here(path: &Path) -> bool {
-        HELD.with(|held| held.borrow().iter().any(|p| p == path))
+    fn held(file: File, taken_over: Option<String>) -> StateLock {
+        StateLock { _file: file, taken_over }
     }
 
     /// Who held the lock when it had to be taken over, in words; `None` when it was free in time.
     pub(crate) fn taken_over(&self) -> Option<&str> {
         self.taken_over.as_deref()
-    }
-}
-
-impl Drop for StateLock {
-    fn drop(&mut self) {
-        HELD.with(|held| {
-            let mut held = held.borrow_mut();
-            if let Some(at) = held.iter().rposition(|p| *p == self.path) {
-                held.remove(at);
-            }
-        });
     }
 }
 
@@ -281,24 +252,12 @@ mod tests {
         assert!(path.is_file(), "the held lock file was left where it was");
         drop(squatter);
         let lock = StateLock::try_acquire(&path, Duration::from_millis(50)).expect("a free lock is taken");
-        assert!(StateLock::held_here(&path));
+        assert!(StateLock::try_acquire(&path, Duration::ZERO).is_none(), "held: a second take waits");
         drop(lock);
-        assert!(!StateLock::held_here(&path));
+        assert!(StateLock::try_acquire(&path, Duration::ZERO).is_some(), "dropped: free again");
         fs::remove_file(&path).unwrap();
         fs::create_dir(&path).unwrap();
         assert!(StateLock::try_acquire(&path, Duration::ZERO).is_none(), "a directory is not moved aside");
-    }
-
-    #[test]
-    fn only_the_thread_that_holds_a_lock_counts_as_holding_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.md.lock");
-        let held = StateLock::acquire(&path, Duration::ZERO, Duration::ZERO).unwrap();
-        assert!(StateLock::held_here(&path));
-        let elsewhere = path.clone();
-        assert!(!thread::spawn(move || StateLock::held_here(&elsewhere)).join().unwrap());
-        drop(held);
-        assert!(!StateLock::held_here(&path));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) mod judgment;
 pub(crate) mod ledger;
 pub(crate) mod lock;
 pub(crate) mod private;
+pub(crate) mod record;
 pub(crate) mod transaction;
 use std::fs;
 use std::io::{self, Write};

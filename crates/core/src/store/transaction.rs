@@ -178,15 +178,39 @@ impl<'p> Transaction<'p> {
     }
 }
 
-/// Appends `entry`, a note that is part of no change, to the loop's ledger under its lock: the
-/// lock this thread holds already (the note is written by code its caller runs inside a
-/// transaction), else the lock taken within [`NOTE_WAIT`], never taken over. When the lock stays
-/// busy or the ledger cannot be written, the note is kept in an incident file instead, so the
-/// next judged stop tells it; it is never appended without the lock.
-pub(crate) fn note_best_effort(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
-    if StateLock::held_here(&paths.lock) {
-        return append_or_keep(paths, entry);
+/// Where code that may run inside a transaction writes its notes: the transaction its caller
+/// holds is handed down, never found again (a second take of the lock would wait on itself).
+#[derive(Clone, Copy)]
+pub(crate) enum Notes<'a, 'p> {
+    /// Under the transaction the caller holds.
+    Held(&'a Transaction<'p>),
+    /// Nobody here holds the loop's lock: [`note_best_effort`].
+    Free(&'a LoopPaths),
+}
+
+impl Notes<'_, '_> {
+    /// Appends `entry` under the lock, or keeps it in an incident file.
+    pub(crate) fn note(self, entry: &LedgerEntry) -> Noted {
+        match self {
+            Notes::Held(transaction) => transaction.note_or_keep(entry),
+            Notes::Free(paths) => note_best_effort(paths, entry),
+        }
     }
+
+    pub(crate) fn paths(&self) -> &LoopPaths {
+        match self {
+            Notes::Held(transaction) => transaction.paths(),
+            Notes::Free(paths) => paths,
+        }
+    }
+}
+
+/// Appends `entry`, a note that is part of no change, to the loop's ledger under its lock, taken
+/// within [`NOTE_WAIT`] and never taken over. For a caller that does not hold the lock: one that
+/// does writes through its transaction ([`Notes::Held`]). When the lock stays busy or the ledger
+/// cannot be written, the note is kept in an incident file instead, so the next judged stop tells
+/// it; it is never appended without the lock.
+pub(crate) fn note_best_effort(paths: &LoopPaths, entry: &LedgerEntry) -> Noted {
     match StateLock::try_acquire(&paths.lock, NOTE_WAIT) {
         Some(_held) => append_or_keep(paths, entry),
         None => keep(paths, entry),
@@ -297,20 +321,23 @@ mod tests {
         assert!(Incident::fallbacks(&paths.dir).is_empty());
     }
 
-    /// Code that runs inside a transaction (a refusal recorded while a resume holds the loop)
-    /// appends under that hold instead of waiting on itself.
+    /// Code that runs inside a transaction (a refusal recorded while a resume holds the loop) is
+    /// handed it and appends under that hold at once; the same note sent as if the lock were
+    /// free would wait on its own hold and be kept, never appended unlocked.
     #[test]
-    fn a_best_effort_note_inside_this_threads_transaction_is_appended_at_once() {
+    fn a_note_through_the_held_transaction_is_appended_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Store::at(dir.path().to_path_buf()).paths("s1");
         let state = sample();
         let held = Transaction::lock(&paths).unwrap();
         held.commit(&state, &[]).unwrap();
         let started = std::time::Instant::now();
-        assert_eq!(note_best_effort(&paths, &notify_failed(&state)), Noted::Ledger);
+        assert_eq!(Notes::Held(&held).note(&notify_failed(&state)), Noted::Ledger);
         assert!(started.elapsed() < NOTE_WAIT, "{:?}", started.elapsed());
+        assert_eq!(Notes::Free(&paths).note(&notify_failed(&state)), Noted::Kept);
         drop(held);
         assert_eq!(LedgerEntry::read_last(&paths.ledger, 10).unwrap().len(), 1);
+        assert_eq!(Incident::fallbacks(&paths.dir).len(), 1);
     }
 
     /// A lock held elsewhere (another hook committing, or a process squatting on it) is waited

@@ -127,9 +127,9 @@ pub(crate) fn run_request(
         }
     }
     // Originals of the oracle files, so a changed one can be restored outside git too.
-    let _ = state.meta.oracle.save_originals(&cwd, &paths.dir.join("oracle"));
+    let _ = crate::store::record::save_oracle_originals(&state.meta.oracle, &cwd, &paths.dir);
     // Copied with the umask's modes: the store's files are its user's alone.
-    crate::store::private::tighten(&paths.dir.join("oracle"), &[]);
+    crate::store::private::tighten(&crate::store::record::oracle_originals(&paths.dir), &[]);
     let started = LedgerEntry {
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)

@@ -2,13 +2,12 @@
 //! wait recorded, or judged with the wait ended ([`crate::verdict::background`] decides).
 
 use crate::host::hook_response::HookResponse;
-use crate::state::{Incident, ReasonCode, Rhythm};
+use crate::state::{Incident, Rhythm};
 use crate::verdict::background::{self, Call};
 
-use super::Round;
 use super::context::StopContext;
-use super::fault::record_fault;
 use super::open::{Opened, reopen};
+use super::{Change, Round};
 
 impl StopContext<'_> {
     /// This stop's wait on background work: `Err` with the stop's answer when it waits, else the
@@ -31,16 +30,8 @@ impl StopContext<'_> {
                     .chain(found.iter().map(|i| i.note(&opened.state, self.now())))
                     .chain(ledger)
                     .collect();
-                if let Err(e) = transaction.commit(&next, &lines) {
-                    let what = format!(
-                        "could not record this stop ({e}), so nothing changed. This stop is allowed; the \
-                         loop goes on at the next stop. Free some disk space (or raise the file-size limit)"
-                    );
-                    let paths = transaction.paths();
-                    record_fault(paths, &opened.state, self.event, self.env, ReasonCode::RecordFailed, &what);
-                    return Err(Round::Judged(HookResponse::allow_with(format!("for-loop: {what}."))));
-                }
-                found.iter().for_each(Incident::forget_fallback);
+                let change = Change { next: &next, lines };
+                self.finish(&transaction, &opened.state, &change, &found).map_err(Round::Judged)?;
                 let told = crate::verdict::message::incident_lines(&found);
                 Err(Round::Judged(HookResponse::allow_with(format!("{told}{said}"))))
             }

@@ -9,8 +9,8 @@ use crate::host::hook_response::HookResponse;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
-use crate::store::transaction::Noted;
-use crate::store::{LoopPaths, Store};
+use crate::store::Store;
+use crate::store::transaction::{Noted, Notes};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 
@@ -41,7 +41,7 @@ pub(crate) fn misinvoked(
          ({problem}), so this stop was not judged and is allowed. The plugin is newer than the \
          binary: update loop-hook (`cargo install --locked --path <for-loop checkout>`)"
     );
-    (host, fault(&paths, Some(&state), &event, env, &what))
+    (host, fault(Notes::Free(&paths), Some(&state), &event, env, &what))
 }
 
 /// The event could not be read. If the session (known from the environment) has an active
@@ -64,35 +64,35 @@ pub(super) fn unreadable_event(env: &Environment, error: &EventError) -> HookRes
 
 /// One of our own faults: record it when there is a loop, and allow with one line.
 pub(super) fn fault(
-    paths: &LoopPaths,
+    notes: Notes<'_, '_>,
     state: Option<&LoopState>,
     event: &StopEvent,
     env: &Environment,
     what: &str,
 ) -> HookResponse {
     if let Some(state) = state {
-        record_fault(paths, state, event, env, ReasonCode::InternalError, what);
+        record_fault(notes, state, event, env, ReasonCode::InternalError, what);
     }
     HookResponse::allow_with(format!("for-loop: {what}"))
 }
 
 /// Records a stop let through unjudged, so that the next judged stop tells it again.
 pub(super) fn record_fault(
-    paths: &LoopPaths,
+    notes: Notes<'_, '_>,
     state: &LoopState,
     event: &StopEvent,
     env: &Environment,
     code: ReasonCode,
     what: &str,
 ) {
-    record(paths, state, event, env, code, Some(what));
+    record(notes, state, event, env, code, Some(what));
 }
 
 /// Records a stop that was allowed without a verdict on the loop: in the ledger under the loop's
-/// lock (the one this hook holds, or taken briefly), else in an incident file beside it; whether
-/// either could be written.
+/// lock (through the transaction this hook holds, or taken briefly), else in an incident file
+/// beside it; whether either could be written.
 pub(super) fn record(
-    paths: &LoopPaths,
+    notes: Notes<'_, '_>,
     state: &LoopState,
     event: &StopEvent,
     env: &Environment,
@@ -104,5 +104,5 @@ pub(super) fn record(
         detail: detail.map(str::to_string),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, reason)
     };
-    crate::store::note_best_effort(paths, &entry) != Noted::Lost
+    notes.note(&entry) != Noted::Lost
 }

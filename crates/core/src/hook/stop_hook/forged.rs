@@ -12,7 +12,7 @@ use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::custody::Custody;
-use crate::store::transaction::Transaction;
+use crate::store::transaction::{Notes, Transaction};
 use crate::verdict::decision::{self, Gate};
 use crate::verdict::facts::FinalReply;
 
@@ -173,7 +173,7 @@ fn not_judged(stop: &StopContext<'_>, loop_id: &str, doubted: Seen, how: &str) -
     // The command the stop settles is recorded by this stop's one commit, the forged stop's.
     let (state, settled) = stop.settled(state);
     for incident in &incidents {
-        record(paths, &state, event, env, incident.code, Some(&incident.what));
+        record(Notes::Held(&transaction), &state, event, env, incident.code, Some(&incident.what));
     }
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,

@@ -153,7 +153,7 @@ impl Gathered {
         gathered.files = LoopFiles {
             state: paths.state.display().to_string(),
             ledger: paths.ledger.display().to_string(),
-            originals: paths.dir.join("oracle").display().to_string(),
+            originals: crate::store::record::oracle_originals(&paths.dir).display().to_string(),
         };
         gathered.incidents = incidents;
         gathered.incidents.extend(gathered.untrusted_status(env.now));
@@ -203,7 +203,7 @@ impl Gathered {
                     trees.as_ref().map(|(baseline, now)| (baseline.as_str(), now.as_str())),
                     &state.meta.cwd,
                     &state.meta.oracle.files,
-                    &stop.paths.dir.join("oracle"),
+                    &crate::store::record::oracle_originals(&stop.paths.dir),
                 );
             }
         }

@@ -41,7 +41,7 @@ use crate::state::ReasonCode;
 use crate::state::Rhythm;
 use crate::state::{Incident, LedgerEntry};
 use crate::store::custody;
-use crate::store::transaction::Transaction;
+use crate::store::transaction::{Notes, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Decision};
 
@@ -230,32 +230,39 @@ impl StopContext<'_> {
         };
         opened.state.meta.rhythm = Rhythm { block_cap: self.host.quiet_block_cap(self.env), ..rhythm };
         let decision = decision::decide(&opened.state, gathered.facts());
-        let settled = self.recorded(opened.settled.take());
-        if let Err(response) =
-            self.commit(&transaction, &opened.state, &decision, &settled, &gathered.incidents)
-        {
+        // The command this stop settled goes first, then the verdict's lines.
+        let mut lines = self.recorded(opened.settled.take());
+        lines.extend(decision.ledger.iter().cloned());
+        let change = Change { next: &decision.next, lines };
+        if let Err(response) = self.finish(&transaction, &opened.state, &change, &gathered.incidents) {
             return Round::Judged(response);
         }
         Round::Judged(self.effects(transaction, opened, &gathered, &decision).unwrap_or_else(|r| r))
     }
 
-    /// Commits the verdict as decided, after the line of the command it settled, or changes
-    /// nothing and lets the stop through.
-    fn commit(
+    /// Commits a judged stop's change (a verdict, or a wait on background work) in the
+    /// transaction its stage was handed, and forgets the incidents it told; or changes nothing
+    /// and lets the stop through with the fault recorded.
+    fn finish(
         &self,
         transaction: &Transaction<'_>,
         state: &LoopState,
-        decision: &Decision,
-        settled: &[LedgerEntry],
+        change: &Change<'_>,
         incidents: &[Incident],
     ) -> Result<(), HookResponse> {
-        let lines: Vec<LedgerEntry> = settled.iter().chain(&decision.ledger).cloned().collect();
-        if let Err(e) = transaction.commit(&decision.next, &lines) {
+        if let Err(e) = transaction.commit(change.next, &change.lines) {
             let what = format!(
                 "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
                  goes on at the next stop. Free some disk space (or raise the file-size limit)"
             );
-            record_fault(transaction.paths(), state, self.event, self.env, ReasonCode::RecordFailed, &what);
+            record_fault(
+                Notes::Held(transaction),
+                state,
+                self.event,
+                self.env,
+                ReasonCode::RecordFailed,
+                &what,
+            );
             return Err(HookResponse::allow_with(format!("for-loop: {what}.")));
         }
         incidents.iter().for_each(Incident::forget_fallback);
@@ -283,7 +290,7 @@ impl StopContext<'_> {
             && let Err(e) = gathered.roll_back(&state.meta.loop_id, n)
         {
             return Err(fault(
-                paths,
+                Notes::Held(&transaction),
                 Some(&decision.next),
                 self.event,
                 self.env,
@@ -312,6 +319,13 @@ fn with_notice(mut response: HookResponse, line: Option<String>) -> HookResponse
         });
     }
     response
+}
+
+/// What a judged stop changes in its loop: the state it leaves and the ledger lines that record
+/// it, committed once by [`StopContext::finish`].
+pub(super) struct Change<'s> {
+    pub(super) next: &'s LoopState,
+    pub(super) lines: Vec<LedgerEntry>,
 }
 
 /// A session without a loop. On a continuation (a stop hook blocked the last stop) whose

@@ -11,7 +11,7 @@ use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
 use crate::store::judgment::{Found, Judgment, Marked};
-use crate::store::transaction::{OpenError, Transaction};
+use crate::store::transaction::{Notes, OpenError, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 
@@ -45,11 +45,11 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
     let (transaction, custody) = match Transaction::open_known(paths, env.now, &stop.known) {
         Ok(opened) => opened,
         Err(OpenError::Lock(e)) => {
-            return Err(fault(paths, None, event, env, &format!("{e}. This stop is allowed.")));
+            return Err(fault(Notes::Free(paths), None, event, env, &format!("{e}. This stop is allowed.")));
         }
         Err(OpenError::Unreadable(e)) => {
             return Err(fault(
-                paths,
+                Notes::Free(paths),
                 None,
                 event,
                 env,
@@ -88,9 +88,9 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
         Gate::Foreign => {
             commit_settled(stop, &transaction, &state, settled);
             for incident in &incidents {
-                record(paths, &state, event, env, incident.code, Some(&incident.what));
+                record(Notes::Held(&transaction), &state, event, env, incident.code, Some(&incident.what));
             }
-            record(paths, &state, event, env, ReasonCode::ForeignSession, None);
+            record(Notes::Held(&transaction), &state, event, env, ReasonCode::ForeignSession, None);
             return Err(HookResponse::allow());
         }
         Gate::Judge => {}
@@ -116,7 +116,7 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
                  through and that one answers; if the hook is installed twice, remove one",
                 other.pid
             );
-            return Err(fault(paths, Some(&state), event, env, &what));
+            return Err(fault(Notes::Held(&transaction), Some(&state), event, env, &what));
         }
         Found::Interrupted(judgment) => {
             if judgment.loop_id == state.meta.loop_id {
@@ -163,8 +163,9 @@ pub(super) fn reopen<'p>(
     incidents: &mut Vec<Incident>,
 ) -> Result<Transaction<'p>, HookResponse> {
     let (env, event, paths) = (stop.env, stop.event, &stop.paths);
-    let transaction = Transaction::lock(paths)
-        .map_err(|e| fault(paths, Some(state), event, env, &format!("{e}. This stop is allowed.")))?;
+    let transaction = Transaction::lock(paths).map_err(|e| {
+        fault(Notes::Free(paths), Some(state), event, env, &format!("{e}. This stop is allowed."))
+    })?;
     incidents.extend(transaction.taken_over(env.now));
     match transaction.read_known(env.now, &stop.known).map(|custody| match custody {
         // Read as settled: the command this stop settles is still awaited on disk until its commit.

@@ -25,6 +25,7 @@ use crate::commands::resume::ResumeOptions;
 use crate::run::RunOptions;
 use crate::run::driver::{Attempt, Driver, SharedLimit, interrupted, park_loop, trusted};
 use crate::state::{LedgerDecision, LedgerEntry, ReasonCode, Status};
+use crate::store::record::LoopFile;
 use crate::store::transaction::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
@@ -326,8 +327,9 @@ impl<'a> Schedule<'a> {
              did not land it: {why}\n\nThe queue has sent this task back {tries} time(s); the task lands only \
              when every check passes on the merged tree."
         );
-        let ready = reset
-            .and_then(|()| fs::write(paths.dir.join("next-prompt.md"), prompt).map_err(|e| e.to_string()));
+        let ready = reset.and_then(|()| {
+            LoopFile::NextPrompt.write(&paths.dir, prompt.as_bytes()).map_err(|e| e.to_string())
+        });
         if tries >= max {
             let what =
                 format!("its change failed to merge {tries} times (--max-merge-tries {max}); last: {kind}");
