@@ -5,13 +5,20 @@
 //! (`error calc.c`, `error TS2322 src/calc.ts`), so that the name stays while the line moves.
 //! (rustc and go build are read with their runners.)
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
 use super::Sink;
 use super::lines::Line;
+
+/// Made once: a searcher made for every line would cost more than the search.
+static ERROR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"error"));
 
 /// Reads one line: none of these compilers' errors spans more than its line.
 pub(super) fn line(line: &Line<'_>, sink: &mut Sink) {
     // Every form below holds the word: one search spares the others on the lines without it.
-    if memchr::memmem::find(line.text.as_bytes(), b"error").is_none() {
+    if ERROR.find(line.text.as_bytes()).is_none() {
         return;
     }
     {

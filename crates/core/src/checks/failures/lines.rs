@@ -47,8 +47,11 @@ pub(super) fn trim_blanks(text: &str) -> &str {
 /// redraw themselves that way), and every other control or direction-changing character
 /// replaced with `�`, so that nothing kept can move the cursor, hide text or end a fence.
 pub(super) fn clean(raw: &[u8]) -> Cow<'_, str> {
-    // Most lines are printable ASCII: nothing to do. One pass over the bytes spares the decoding.
-    if raw.iter().all(|byte| matches!(byte, b' '..=b'~' | b'\t')) {
+    // Most lines are printable ASCII: nothing to do. One pass over the bytes spares the decoding;
+    // without an early exit, so that it is made many bytes at a time.
+    let printable =
+        raw.iter().fold(true, |all, byte| all & (byte.wrapping_sub(b' ') < 0x5f || *byte == b'\t'));
+    if printable {
         return Cow::Borrowed(std::str::from_utf8(raw).unwrap_or_default());
     }
     let text = String::from_utf8_lossy(raw);
@@ -126,6 +129,16 @@ pub(super) fn read_anyway(marked: bool) -> bool {
         return true;
     }
     marked
+}
+
+/// Whether each line is given only to the readers that can take it ([`super::Readers`]). Off
+/// with the prefilter in tests, so that every reader is asked of every line there.
+pub(super) fn dispatched() -> bool {
+    #[cfg(test)]
+    if super::tests::PREFILTER_OFF.get() {
+        return false;
+    }
+    true
 }
 
 /// The words searched for in any case, lowercase.

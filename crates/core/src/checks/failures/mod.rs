@@ -1,13 +1,14 @@
 //! The failures a check's output reports, by name: what the re-injection leads with, so that the
 //! agent's next turn is a targeted fix rather than a blind retry.
 //!
-//! Read from the whole output as it streams past, in bounded memory, whatever its size. Every
-//! runner's reader sees the same cleaned lines ([`lines`]); a reader that is between failures
+//! Read from the whole output as it streams past, in bounded memory, whatever its size. The
+//! runners' readers see the same cleaned lines ([`lines`]); a reader that is between failures
 //! acts only on a line that holds one of a few words or bytes, or begins with one of a few
 //! characters ([`lines::Marks`]), so a gigabyte of ordinary lines is searched a block at a time
-//! and never read line by line. A reader inside a failure's report reads every line, within a
-//! budget. Each name is kept once: a failure printed in its report and again in the summary is
-//! one entry, with what both said.
+//! and never read line by line; and such a line goes only to the readers whose headings can
+//! begin as it does. A reader inside a failure's report reads every line, within a budget.
+//! Each name is kept once: a failure printed in its report and again in the summary is one
+//! entry, with what both said.
 //!
 //! The output is the user's code's and may say anything: what is kept is cut to a bounded size,
 //! without control characters, and is the output's words, never ours (the caller labels it).
@@ -376,19 +377,64 @@ struct Readers {
 }
 
 impl Readers {
+    /// Gives the line to the readers that can take it: a reader inside a report, and a reader
+    /// between failures whose heading lines can begin as this one does (its first byte, and its
+    /// first after blanks). Every other reader would pass over it, so it is not asked: most
+    /// lines a failing run prints are read by no more than three of them.
     fn line(&mut self, line: &Line<'_>, sink: &mut Sink) {
-        self.pytest.line(line, sink);
-        self.unittest.line(line, sink);
-        self.cargo.line(line, sink);
-        self.nextest.line(line, sink);
-        self.rustc.line(line, sink);
-        self.jest.line(line, sink);
-        self.vitest.line(line, sink);
-        self.mocha.line(line, sink);
-        self.node.line(line, sink);
-        self.go.line(line, sink);
-        self.jvm.line(line, sink);
-        self.rspec.line(line, sink);
+        let all = !lines::dispatched();
+        let first = line.text.as_bytes().first().copied().unwrap_or(0);
+        let lead = line.trimmed.as_bytes().first().copied().unwrap_or(0);
+        // `●`, `✖`, `❯` and `⎯` begin with a byte outside ASCII.
+        let wide = !lead.is_ascii();
+        // pytest: `==== FAILURES ====`, `FAILED id - …`, `ERROR id`, `____ test ____`.
+        if all || self.pytest.capturing() || matches!(first, b'=' | b'F' | b'E' | b'_') {
+            self.pytest.line(line, sink);
+        }
+        // `FAIL: test (…)`, `ERROR: test (…)`.
+        if all || self.unittest.capturing() || matches!(first, b'F' | b'E') {
+            self.unittest.line(line, sink);
+        }
+        // `test name ... FAILED`, `---- name stdout ----`.
+        if all || self.cargo.capturing() || matches!(first, b't' | b'-') {
+            self.cargo.line(line, sink);
+        }
+        // `FAIL [ 0.01s] …`, indented.
+        if all || self.nextest.capturing() || lead == b'F' {
+            self.nextest.line(line, sink);
+        }
+        // `error[E…`, `error: …`, `warning…`.
+        if all || self.rustc.capturing() || matches!(first, b'e' | b'w') {
+            self.rustc.line(line, sink);
+        }
+        // `FAIL file`, `● title`, indented.
+        if all || self.jest.capturing() || lead == b'F' || wide {
+            self.jest.line(line, sink);
+        }
+        // `FAIL file > test`, indented.
+        if all || self.vitest.capturing() || lead == b'F' {
+            self.vitest.line(line, sink);
+        }
+        // `N failing`, and under it `N) title`.
+        if all || self.mocha.capturing() || lead.is_ascii_digit() {
+            self.mocha.line(line, sink);
+        }
+        // `✖ name`, `not ok N - name`, indented.
+        if all || self.node.capturing() || lead == b'n' || wide {
+            self.node.line(line, sink);
+        }
+        // `--- FAIL: name` (indented for a subtest), `panic: …`, `# package`.
+        if all || self.go.capturing() || lead == b'-' || matches!(first, b'p' | b'#') {
+            self.go.line(line, sink);
+        }
+        // `[ERROR] test … <<< FAILURE!`, `Class > test() FAILED`.
+        if all || self.jvm.capturing() || first == b'[' || line.text.ends_with(" FAILED") {
+            self.jvm.line(line, sink);
+        }
+        // `Failures:`, `Failed examples:`, and under the first `  N) title`.
+        if all || self.rspec.capturing() || first == b'F' || lead.is_ascii_digit() {
+            self.rspec.line(line, sink);
+        }
         compilers::line(line, sink);
         self.generic.line(line, sink);
     }

@@ -48,10 +48,10 @@ impl Pytest {
             return;
         }
         if let Some(title) = header_title(text) {
-            let short = title
-                .trim_start_matches("ERROR at setup of ")
-                .trim_start_matches("ERROR at teardown of ")
-                .trim_start_matches("ERROR collecting ");
+            let short = strip_all(
+                strip_all(strip_all(title, "ERROR at setup of "), "ERROR at teardown of "),
+                "ERROR collecting ",
+            );
             self.current = None;
             // Compared before it is copied: a report seen before (the same run again) costs nothing.
             if self.bodies.len() < MAX_DETAILED && !self.bodies.iter().any(|body| body.short == short) {
@@ -115,6 +115,15 @@ fn give(sink: &mut Sink, slot: Slot, body: &Body) {
     if let Some(location) = &body.location {
         sink.locate(slot, location);
     }
+}
+
+/// `text` without every `prefix` it begins with, as `trim_start_matches` gives it, without
+/// making a searcher for the pattern on every header.
+fn strip_all<'a>(mut text: &'a str, prefix: &str) -> &'a str {
+    while let Some(rest) = text.strip_prefix(prefix) {
+        text = rest;
+    }
+    text
 }
 
 /// Whether a summary line names a test (`tests/test_calc.py::test_add[2-3]`) or a test file
