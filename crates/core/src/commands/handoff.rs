@@ -558,7 +558,12 @@ mod tests {
         use crate::provenance::host_process::HostProcess;
         let state = sample();
         let now = Timestamp::now();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // A process that has exited: this test binary listing its tests, on every platform.
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--list")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         let pid = child.id().cast_signed();
         child.wait().unwrap();
         let gone = HostProcess { pid, started: 1, at: now.as_second() };
