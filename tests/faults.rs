@@ -602,29 +602,8 @@ fn the_guard_guards_a_loop_whose_state_was_deleted_or_garbled() {
 #[test]
 fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     let env = TestEnv::new();
-    env.write("check.sh", "exit 1\n");
-    let transcript = env.project.join("transcript.jsonl");
-    let prompt = |text: &str, transcript: &std::path::Path| {
-        json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
-            "prompt_id": "p-1", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
-            "prompt": text})
-        .to_string()
-    };
-    let start = "/for-loop fix it --verify \"sh check.sh\"";
-    // The user's own start, as the host records it once the hook let it through.
-    let started = env.run(&["prompt-hook"], prompt(start, &transcript));
-    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
-    let record = json!({"type": "user", "timestamp": jiff::Timestamp::now().to_string(),
-        "message": {"role": "user", "content": start}});
-    fs::write(&transcript, format!("{record}\n")).unwrap();
-
-    let forged = env.run(&["prompt-hook"], prompt("/cancel-loop", std::path::Path::new("/nonexistent")));
-    assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
-    assert!(!fs::read_to_string(env.state_path()).unwrap().contains("status: active"), "cancelled for now");
-
-    // The turn ends on the agent's reply, which the host writes before its Stop event.
-    let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}});
-    fs::write(&transcript, format!("{record}\n{reply}\n")).unwrap();
+    // The user's own start, recorded by the host; the agent's forged cancel; its reply.
+    env.forge_a_cancel("Done.");
     let run = env.stop("Done.");
     assert!(run.blocked(), "the loop is on again and verify still fails: {}", run.stdout);
     let told = run.system_message();

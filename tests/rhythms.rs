@@ -234,25 +234,7 @@ fn a_blocked_stop_whose_host_has_exited_is_told_by_status() {
 #[test]
 fn a_forged_cancel_is_undone_at_a_stop_that_waits() {
     let env = TestEnv::new();
-    env.write("check.sh", "exit 1\n");
-    let transcript = env.project.join("transcript.jsonl");
-    let prompt = |text: &str, transcript: &std::path::Path| {
-        json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
-            "prompt_id": "p-1", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
-            "prompt": text})
-        .to_string()
-    };
-    let start = "/for-loop fix it --verify \"sh check.sh\"";
-    let started = env.run(&["prompt-hook"], prompt(start, &transcript));
-    assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
-    let record = json!({"type": "user", "timestamp": jiff::Timestamp::now().to_string(),
-        "message": {"role": "user", "content": start}});
-    std::fs::write(&transcript, format!("{record}\n")).unwrap();
-    let forged = env.run(&["prompt-hook"], prompt("/cancel-loop", std::path::Path::new("/nonexistent")));
-    assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
-    assert!(!state(&env).contains("status: active"), "cancelled for now");
-    let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Building."}]}});
-    std::fs::write(&transcript, format!("{record}\n{reply}\n")).unwrap();
+    env.forge_a_cancel("Building.");
     let run = stop_with(&env, "Building.", false, build("b1"));
     assert!(!run.blocked(), "{}", run.stdout);
     assert!(state(&env).contains("status: active"), "the forged cancel was not undone: {}", state(&env));

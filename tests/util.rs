@@ -98,6 +98,34 @@ impl TestEnv {
         self.store().join("sessions").join(session)
     }
 
+    /// A loop the user started through the prompt hook (on `sh check.sh`, which fails), recorded
+    /// in a transcript as the host records it; then a `/cancel-loop` the agent sent through the
+    /// prompt hook itself, naming a transcript that does not exist; then the agent's `reply`,
+    /// written as the host writes it before its Stop event. Returns the transcript's path.
+    pub(crate) fn forge_a_cancel(&self, reply: &str) -> PathBuf {
+        self.write("check.sh", "exit 1\n");
+        let transcript = self.project.join("transcript.jsonl");
+        let prompt = |text: &str, transcript: &Path| {
+            json!({"session_id": SESSION, "transcript_path": transcript, "cwd": self.project,
+                "prompt_id": "p-1", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+                "prompt": text})
+            .to_string()
+        };
+        let start = "/for-loop fix it --verify \"sh check.sh\"";
+        let started = self.run(&["prompt-hook"], prompt(start, &transcript));
+        assert_eq!(started.code, 0, "{}{}", started.stdout, started.stderr);
+        let record = json!({"type": "user", "timestamp": jiff::Timestamp::now().to_string(),
+            "message": {"role": "user", "content": start}});
+        std::fs::write(&transcript, format!("{record}\n")).unwrap();
+        let forged = self.run(&["prompt-hook"], prompt("/cancel-loop", Path::new("/nonexistent")));
+        assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
+        let state = std::fs::read_to_string(self.state_path()).unwrap();
+        assert!(!state.contains("status: active"), "cancelled for now: {state}");
+        let reply = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": reply}]}});
+        std::fs::write(&transcript, format!("{record}\n{reply}\n")).unwrap();
+        transcript
+    }
+
     pub(crate) fn state_path(&self) -> PathBuf {
         self.session_dir(SESSION).join("state.md")
     }

@@ -422,6 +422,11 @@ impl Commands {
         rollback: "/for-loop:rollback",
     };
 
+    /// The slash commands of the hosts whose commands take no plugin prefix (Gemini CLI, Copilot
+    /// CLI): resume has a name of its own.
+    pub(in crate::host) const SLASH_UNPREFIXED: Commands =
+        Commands { resume: "/resume-loop", ..Commands::SLASH };
+
     /// The hosts whose commands are skills the agent is asked to run.
     pub(in crate::host) const SKILLS: Commands = Commands {
         resume: "the resume-loop skill (ask for /resume-loop)",

@@ -20,13 +20,13 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::spec::{HostSpec, no_compaction, no_failure};
+use super::spec::HostSpec;
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;
-use crate::host::{Commands, Host, foreign_marker, object_line};
+use crate::host::{Host, foreign_marker, object_line};
 
 /// Fields only Antigravity sends.
 pub(in crate::host) const MARKERS: &[&str] =
@@ -129,36 +129,9 @@ pub(in crate::host) fn watched(env: &Environment, project: &std::path::Path) -> 
 
 /// What for-loop knows about antigravity: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
-    host: Host::Antigravity,
-    name: "antigravity",
     aliases: &["agy"],
-    program: "agy",
-    tells_commands_the_session: false,
-    has_prompt_hook: false,
-    keeps_claude_transcript: false,
-    transcript_records_usage: false,
-    sends_last_message: false,
-    offers_strict_tier: false,
-    caps_blocks_in_a_row: false,
-    resubmits_block_reason_as_prompt: false,
-    prompt_hook_answers_in_place: false,
-    skips_untrusted_hooks: false,
-    prompt_hook_replaces_the_command: false,
-    prompt_hook_adds_context: false,
-    typed_prompt_field: "prompt",
-    agent_shell_marker: None,
-    settable_block_cap: None,
-    quiet_block_cap: None,
-    commands: Commands::SKILLS,
-    handoff_command: None,
-    hook_runner: None,
-    failure_hook_runner: None,
     watched: Some(watched),
-    parse_stop: parse,
-    parse_failure: no_failure,
-    parse_compacted: no_compaction,
-    render,
-    render_session_context: None,
+    ..HostSpec::of(Host::Antigravity, "antigravity", "agy", parse, render)
 };
 
 #[cfg(test)]

@@ -158,41 +158,23 @@ fn managed_dir(env: &Environment) -> PathBuf {
 
 /// What for-loop knows about claude-code: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
-    host: Host::ClaudeCode,
-    name: "claude-code",
     aliases: &["claude"],
-    program: "claude",
     tells_commands_the_session: true,
     has_prompt_hook: true,
     keeps_claude_transcript: true,
     transcript_records_usage: true,
     sends_last_message: true,
     offers_strict_tier: true,
-    caps_blocks_in_a_row: false,
-    resubmits_block_reason_as_prompt: false,
-    prompt_hook_answers_in_place: false,
-    skips_untrusted_hooks: false,
-    prompt_hook_replaces_the_command: false,
-    prompt_hook_adds_context: false,
-    typed_prompt_field: "prompt",
-    agent_shell_marker: None,
-    settable_block_cap: None,
     quiet_block_cap: Some(QuietBlockCap { read: block_cap, setting: BLOCK_CAP_VAR }),
-    commands: Commands {
-        resume: "/for-loop:resume",
-        cancel: "/cancel-loop",
-        status: "/loop-status",
-        ..Commands::SLASH
-    },
+    commands: Commands::SLASH,
     handoff_command: Some("/for-loop:handoff"),
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
     watched: Some(watched),
-    parse_stop: parse,
     parse_failure: read_failure,
     parse_compacted,
-    render: HookResponse::to_claude_json,
     render_session_context: Some(render_session_context),
+    ..HostSpec::of(Host::ClaudeCode, "claude-code", "claude", parse, HookResponse::to_claude_json)
 };
 
 #[cfg(test)]

@@ -14,13 +14,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::{FailureRead, HostSpec, no_compaction};
+use super::spec::{FailureRead, HostSpec};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;
-use crate::host::{Commands, Host, foreign_marker, object_line};
+use crate::host::{Host, foreign_marker, object_line};
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     let fields = Fields(object);
@@ -111,36 +111,10 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
 
 /// What for-loop knows about cursor: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
-    host: Host::Cursor,
-    name: "cursor",
     aliases: &["cursor-agent"],
-    program: "cursor-agent",
-    tells_commands_the_session: false,
-    has_prompt_hook: false,
-    keeps_claude_transcript: false,
-    transcript_records_usage: false,
-    sends_last_message: false,
-    offers_strict_tier: false,
-    caps_blocks_in_a_row: false,
-    resubmits_block_reason_as_prompt: false,
-    prompt_hook_answers_in_place: false,
-    skips_untrusted_hooks: false,
-    prompt_hook_replaces_the_command: false,
-    prompt_hook_adds_context: false,
-    typed_prompt_field: "prompt",
-    agent_shell_marker: None,
-    settable_block_cap: None,
-    quiet_block_cap: None,
-    commands: Commands::SKILLS,
-    handoff_command: None,
-    hook_runner: None,
-    failure_hook_runner: None,
     watched: Some(watched),
-    parse_stop: parse,
     parse_failure: read_failure,
-    parse_compacted: no_compaction,
-    render,
-    render_session_context: None,
+    ..HostSpec::of(Host::Cursor, "cursor", "cursor-agent", parse, render)
 };
 
 #[cfg(test)]

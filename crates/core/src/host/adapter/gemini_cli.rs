@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::{HostSpec, no_compaction, no_failure};
+use super::spec::HostSpec;
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -107,41 +107,14 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
 
 /// What for-loop knows about gemini-cli: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
-    host: Host::GeminiCli,
-    name: "gemini-cli",
     aliases: &["gemini"],
-    program: "gemini",
     tells_commands_the_session: true,
-    has_prompt_hook: false,
-    keeps_claude_transcript: false,
-    transcript_records_usage: false,
     sends_last_message: true,
-    offers_strict_tier: false,
-    caps_blocks_in_a_row: false,
-    resubmits_block_reason_as_prompt: false,
-    prompt_hook_answers_in_place: false,
-    skips_untrusted_hooks: false,
-    prompt_hook_replaces_the_command: false,
-    prompt_hook_adds_context: false,
-    typed_prompt_field: "prompt",
-    agent_shell_marker: None,
-    settable_block_cap: None,
-    quiet_block_cap: None,
-    commands: Commands {
-        resume: "/resume-loop",
-        cancel: "/cancel-loop",
-        status: "/loop-status",
-        ..Commands::SLASH
-    },
-    handoff_command: None,
+    commands: Commands::SLASH_UNPREFIXED,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
     watched: Some(watched),
-    parse_stop: parse,
-    parse_failure: no_failure,
-    parse_compacted: no_compaction,
-    render,
-    render_session_context: None,
+    ..HostSpec::of(Host::GeminiCli, "gemini-cli", "gemini", parse, render)
 };
 
 #[cfg(test)]

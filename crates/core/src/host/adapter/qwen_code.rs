@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::spec::{FailureRead, HostSpec, no_compaction};
+use super::spec::{FailureRead, HostSpec};
 use crate::host::config_watch::{Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
@@ -194,37 +194,21 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
 
 /// What for-loop knows about qwen-code: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
-    host: Host::QwenCode,
-    name: "qwen-code",
     aliases: &["qwen"],
-    program: "qwen",
     tells_commands_the_session: true,
     has_prompt_hook: true,
-    keeps_claude_transcript: false,
-    transcript_records_usage: false,
     sends_last_message: true,
-    offers_strict_tier: false,
-    caps_blocks_in_a_row: false,
-    resubmits_block_reason_as_prompt: false,
-    prompt_hook_answers_in_place: false,
-    skips_untrusted_hooks: false,
-    prompt_hook_replaces_the_command: false,
     prompt_hook_adds_context: true,
     typed_prompt_field: "submitted_prompt",
     agent_shell_marker: Some(AGENT_SHELL_VAR),
     settable_block_cap: Some(block_cap),
-    quiet_block_cap: None,
     commands: Commands::NO_ROLLBACK,
-    handoff_command: None,
     hook_runner: Some(HOOK_RUNNER),
     // Its StopFailure hook runs under a supervisor of Qwen Code's own: see [`Host::failure_hook_runner`].
     failure_hook_runner: None,
     watched: Some(watched),
-    parse_stop: parse,
     parse_failure: read_failure,
-    parse_compacted: no_compaction,
-    render,
-    render_session_context: None,
+    ..HostSpec::of(Host::QwenCode, "qwen-code", "qwen", parse, render)
 };
 
 #[cfg(test)]

@@ -61,6 +61,53 @@ pub(crate) struct HostSpec {
 }
 
 /// What reading a turn-end event as a failed turn gives: `None` when it is no failure report.
+impl HostSpec {
+    /// A host that can do none of the optional things: no prompt hook, no transcript of Claude
+    /// Code's shape, no cap, no watch, commands as skills, no turn failures or compactions read.
+    /// Each adapter names what its host does beyond this (`..HostSpec::of(...)`), so its spec
+    /// lists only what sets it apart.
+    pub(crate) const fn of(
+        host: Host,
+        name: &'static str,
+        program: &'static str,
+        parse_stop: fn(&Map<String, Value>) -> Result<StopEvent, EventError>,
+        render: fn(&HookResponse) -> String,
+    ) -> HostSpec {
+        HostSpec {
+            host,
+            name,
+            aliases: &[],
+            program,
+            tells_commands_the_session: false,
+            has_prompt_hook: false,
+            keeps_claude_transcript: false,
+            transcript_records_usage: false,
+            sends_last_message: false,
+            offers_strict_tier: false,
+            caps_blocks_in_a_row: false,
+            resubmits_block_reason_as_prompt: false,
+            prompt_hook_answers_in_place: false,
+            skips_untrusted_hooks: false,
+            prompt_hook_replaces_the_command: false,
+            prompt_hook_adds_context: false,
+            typed_prompt_field: "prompt",
+            agent_shell_marker: None,
+            settable_block_cap: None,
+            quiet_block_cap: None,
+            commands: Commands::SKILLS,
+            handoff_command: None,
+            hook_runner: None,
+            failure_hook_runner: None,
+            watched: None,
+            parse_stop,
+            parse_failure: no_failure,
+            parse_compacted: no_compaction,
+            render,
+            render_session_context: None,
+        }
+    }
+}
+
 pub(crate) type FailureRead = Option<Result<TurnFailure, EventError>>;
 
 /// What reading a session's start gives: the session that was compacted, if it was.
