@@ -78,9 +78,10 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
         "- [ ] Say ONE\n  verify: sh checks/one.sh\n- [ ] Say TWO\n  verify: sh checks/two.sh\n\
          - [ ] Never\n  verify: test -f never.txt\n",
     );
-    // Each agent waits for the other two to start: on the event, for as long as the test may
-    // last (a busy machine starts three agents slowly, never wrongly).
-    let tenths = PATIENCE.as_secs() * 10;
+    // Each agent waits for the other two to start: on the event, for a quarter of the test's
+    // patience (a busy machine starts three agents slowly, never wrongly), so that a task that
+    // never starts fails the test with the run's words instead of holding it.
+    let tenths = PATIENCE.as_secs() * 10 / 4;
     let bin = agent(
         &env,
         &format!(
@@ -102,7 +103,12 @@ fn three_tasks_start_at_once_a_conflict_is_sent_back_and_lands_and_a_task_that_n
     let all = events(&run.stdout);
     assert_eq!(run.code, 1, "a task did not land, so the run fails\n{}{}", run.stdout, run.stderr);
     for n in 1..=3 {
-        assert!(!marks(&env).join(format!("alone-{n}")).exists(), "task {n} never ran beside the others");
+        assert!(
+            !marks(&env).join(format!("alone-{n}")).exists(),
+            "task {n} never ran beside the others\n{}{}",
+            run.stdout,
+            run.stderr
+        );
     }
     let started = named(&all, "backlog_started");
     assert_eq!(started[0]["parallel"], 3);

@@ -3,9 +3,17 @@
 //! run as the rest of this layer runs git (no project filters, hooks or fsmonitor), so no caller
 //! outside `worktree` builds a git command line of its own.
 
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::Duration;
 
 use super::{WorkTree, WorkTreeError};
+
+/// How often a linked work tree is tried, and the pause before the second try (longer after).
+const ADD_TRIES: u32 = 4;
+const ADD_PAUSE: Duration = Duration::from_millis(50);
 
 impl WorkTree {
     /// The object `rev` names, as a full id: a commit with `^{commit}`, a tree with `^{tree}`.
@@ -108,12 +116,30 @@ impl WorkTree {
 
     /// Adds a linked work tree at `dir`, detached at `commit`. The user's checkout hooks do not
     /// run (no hook runs in any git this layer starts).
+    ///
+    /// Two `git worktree add` at once in one repository can fail: one reads the other's record
+    /// while it is half written ("failed to read .git/worktrees/N/commondir", about one add in 50
+    /// with three at once). The adds of this process take turns, and an add that failed before
+    /// putting anything at `dir` (another process's add in the way) is tried again.
     pub(crate) fn add_linked_tree(&self, dir: &Path, commit: &str) -> Result<(), WorkTreeError> {
-        let dir = dir.to_str().ok_or_else(|| WorkTreeError::Git {
+        static ADDING: Mutex<()> = Mutex::new(());
+        let name = dir.to_str().ok_or_else(|| WorkTreeError::Git {
             command: "git worktree add".into(),
             stderr: format!("{} is not UTF-8", dir.display()),
         })?;
-        self.git(&["worktree", "add", "--detach", "--quiet", dir, commit], None, None).map(|_| ())
+        let mut tries = 0;
+        loop {
+            let added = {
+                let _turn = ADDING.lock().unwrap_or_else(PoisonError::into_inner);
+                self.git(&["worktree", "add", "--detach", "--quiet", name, commit], None, None).map(|_| ())
+            };
+            tries += 1;
+            let untouched = fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none());
+            match added {
+                Err(_) if tries < ADD_TRIES && untouched => thread::sleep(ADD_PAUSE * tries),
+                added => return added,
+            }
+        }
     }
 
     /// This work tree's own git directory and the one its linked work trees share, absolute.
@@ -219,6 +245,36 @@ mod tests {
         assert_eq!(canonical(common), canonical(main_common.clone()));
         assert_eq!(canonical(main_own), canonical(main_common));
         assert_ne!(canonical(own), canonical(dir.path().join(".git")));
+    }
+
+    #[test]
+    fn linked_trees_added_at_once_all_come_to_be() {
+        let (dir, tree) = repo();
+        let head = tree.head_commit().unwrap();
+        // Three at once, as a backlog starts its tasks, many times over: without turns, git
+        // fails about one add in fifty.
+        for round in 0..25 {
+            std::thread::scope(|scope| {
+                for n in 1..=3 {
+                    let (tree, head) = (&tree, &head);
+                    let linked = dir.path().join(format!("trees/{round}/{n}"));
+                    scope.spawn(move || {
+                        tree.add_linked_tree(&linked, head).unwrap_or_else(|e| panic!("{linked:?}: {e}"));
+                        assert!(linked.join("a.txt").is_file());
+                    });
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn an_add_where_files_stand_fails_and_leaves_them() {
+        let (dir, tree) = repo();
+        let taken = dir.path().join("taken");
+        std::fs::create_dir_all(&taken).unwrap();
+        std::fs::write(taken.join("mine.txt"), "the user's\n").unwrap();
+        assert!(tree.add_linked_tree(&taken, &tree.head_commit().unwrap()).is_err());
+        assert_eq!(std::fs::read_to_string(taken.join("mine.txt")).unwrap(), "the user's\n");
     }
 
     #[test]
