@@ -328,6 +328,18 @@ fn veto_code(state: &LoopState, streaks: &Streaks) -> ReasonCode {
     if streaks.vetoes >= max { ReasonCode::ReviewVetoed } else { ReasonCode::ReviewBlocked }
 }
 
+/// Whether the loop's time budget and its token budget are spent, each.
+fn budgets_spent(state: &LoopState, facts: &StopFacts<'_>) -> (bool, bool) {
+    let settings = &state.meta.settings;
+    let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
+    let tokens_used = facts.usage.or(state.meta.usage.as_ref()).map_or(0, |u| u.used.total().counted());
+    let out_of_time = settings
+        .max_time_secs
+        .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX));
+    let over_tokens = settings.max_tokens.is_some_and(|budget| tokens_used > budget);
+    (out_of_time, over_tokens)
+}
+
 /// The reason code, and whether the promise was kept (when one is required).
 fn classify(
     state: &LoopState,
@@ -352,12 +364,7 @@ fn classify(
     let vetoed = passes && settings.review.is_some() && !facts.review.is_some_and(|r| r.approved);
     let oracle_intact = facts.oracle_changes.is_empty();
     let tests_intact = tests.is_none_or(|judgement| judgement.shortfall.is_none());
-    let elapsed_secs = facts.now.duration_since(state.meta.started_at).as_secs();
-    let tokens_used = facts.usage.or(state.meta.usage.as_ref()).map_or(0, |u| u.used.total().counted());
-    let out_of_time = settings
-        .max_time_secs
-        .is_some_and(|budget| elapsed_secs >= i64::try_from(budget).unwrap_or(i64::MAX));
-    let over_tokens = settings.max_tokens.is_some_and(|budget| tokens_used > budget);
+    let (out_of_time, over_tokens) = budgets_spent(state, facts);
     // An honest abort comes first: the agent says the task cannot be done as asked, so nothing
     // else at this stop, a pass or a better number included, speaks for the work.
     if last_message.and_then(abort::reason).is_some() {

@@ -60,34 +60,12 @@ impl GoTest {
             self.stop();
             return;
         }
-        if let Some(message) = &self.timed_out {
-            // Since Go 1.20, `running tests:` and each test as `\tTestSlow (1s)`; before, only
-            // the goroutines, the test's own frame among them (`example.com/calc.TestSlow(…)`).
-            let name = match trimmed.rsplit_once(" (") {
-                Some((name, time)) if time.ends_with(')') && line.indent() > 0 && !name.contains(' ') => {
-                    Some(name)
-                }
-                _ => test_frame(line.text),
-            };
-            if let Some(name) = name {
-                let message = message.clone();
-                let slot = sink.fail("go test", name);
-                sink.detail(slot, &message);
-            } else if line.text.starts_with("FAIL") {
-                self.stop();
-            }
+        if let Some(message) = self.timed_out.clone() {
+            self.after_timeout(line, &message, sink);
             return;
         }
         if self.in_build {
-            match diagnostic(line.text) {
-                Some((place, message)) => {
-                    let file = place.split(':').next().unwrap_or(place);
-                    let slot = sink.fail("go build", &format!("error {file}"));
-                    sink.detail(slot, message);
-                    sink.locate(slot, place);
-                }
-                None => self.stop(),
-            }
+            self.build_line(line, sink);
             return;
         }
         let Some(slot) = self.current else { return };
@@ -100,6 +78,38 @@ impl GoTest {
             sink.detail(slot, message);
         } else {
             sink.detail(slot, trimmed);
+        }
+    }
+
+    /// A line after `panic: test timed out`: the tests still running, each failed by the timeout.
+    fn after_timeout(&mut self, line: &Line<'_>, message: &str, sink: &mut Sink) {
+        // Since Go 1.20, `running tests:` and each test as `\tTestSlow (1s)`; before, only the
+        // goroutines, the test's own frame among them (`example.com/calc.TestSlow(…)`).
+        let name = match line.trimmed.rsplit_once(" (") {
+            Some((name, time)) if time.ends_with(')') && line.indent() > 0 && !name.contains(' ') => {
+                Some(name)
+            }
+            _ => test_frame(line.text),
+        };
+        if let Some(name) = name {
+            let slot = sink.fail("go test", name);
+            sink.detail(slot, message);
+        } else if line.text.starts_with("FAIL") {
+            self.stop();
+        }
+    }
+
+    /// A line under a package's `# example.com/pkg` build header: a compiler diagnostic, or the
+    /// header's end.
+    fn build_line(&mut self, line: &Line<'_>, sink: &mut Sink) {
+        match diagnostic(line.text) {
+            Some((place, message)) => {
+                let file = place.split(':').next().unwrap_or(place);
+                let slot = sink.fail("go build", &format!("error {file}"));
+                sink.detail(slot, message);
+                sink.locate(slot, place);
+            }
+            None => self.stop(),
         }
     }
 

@@ -34,44 +34,10 @@ pub(super) fn apply(env: &Environment, store: &Store, run: &BacklogRun) -> Outco
         ));
     }
     let integration = run.integration_ref();
-    match user.resolve(&format!("{integration}^{{commit}}")) {
-        Ok(head) if head == run.expected_head() => {}
-        Ok(head) => {
-            return refuse(format!(
-                "{integration} is on {head}, where the merge queue did not put it (it left it on {}): it was \
-                 moved outside the queue, so nothing is applied. `loop-hook run --resume {}` puts it back",
-                run.expected_head(),
-                run.id
-            ));
-        }
-        Err(e) => return refuse(format!("cannot read {integration}: {e}")),
-    }
-    let diff = match user.binary_diff(&run.base, run.expected_head()) {
+    let diff = match change_to_apply(&user, run, &missing) {
         Ok(diff) => diff,
-        Err(e) => return refuse(format!("cannot read the run's change ({integration}): {e}")),
+        Err(outcome) => return outcome,
     };
-    if diff.is_empty() {
-        return Outcome::ok(format!(
-            "for-loop: the landed tasks of backlog run {} changed nothing.{missing}",
-            run.id
-        ));
-    }
-    if let Err(why) = user.patch_applies(&diff) {
-        if user.holds_patch(&diff) {
-            return Outcome::ok(format!(
-                "for-loop: backlog run {}'s change is already in the working tree.{missing}",
-                run.id
-            ));
-        }
-        return refuse(format!(
-            "the run's change conflicts with local changes in {}; nothing was changed. Commit or stash yours, \
-             then run `loop-hook run --apply {}` again (see the change with `git diff {} {integration}`).\n  {}",
-            run.repo.display(),
-            run.id,
-            run.base,
-            why.to_string().trim()
-        ));
-    }
     // Judged first in a clean copy of the integration head, as the queue judged it (ignored files
     // removed, the test counts it recorded): the user's tree is touched only after they pass,
     // and no check runs in it, so nothing a check leaves behind (a `__pycache__`, a build
@@ -97,6 +63,52 @@ pub(super) fn apply(env: &Environment, store: &Store, run: &BacklogRun) -> Outco
         run.id,
         checks.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
     ))
+}
+
+/// The run's change as a patch that applies to the user's working tree, or what ends `--apply`
+/// before anything is run or changed: the integration ref moved outside the queue, a change that
+/// is empty or already applied, a conflict with local changes.
+fn change_to_apply(user: &WorkTree, run: &BacklogRun, missing: &str) -> Result<Vec<u8>, Outcome> {
+    let refuse = |what: String| Outcome::refused(format!("for-loop: run --apply: {what}"));
+    let integration = run.integration_ref();
+    match user.resolve(&format!("{integration}^{{commit}}")) {
+        Ok(head) if head == run.expected_head() => {}
+        Ok(head) => {
+            return Err(refuse(format!(
+                "{integration} is on {head}, where the merge queue did not put it (it left it on {}): it was \
+                 moved outside the queue, so nothing is applied. `loop-hook run --resume {}` puts it back",
+                run.expected_head(),
+                run.id
+            )));
+        }
+        Err(e) => return Err(refuse(format!("cannot read {integration}: {e}"))),
+    }
+    let diff = user
+        .binary_diff(&run.base, run.expected_head())
+        .map_err(|e| refuse(format!("cannot read the run's change ({integration}): {e}")))?;
+    if diff.is_empty() {
+        return Err(Outcome::ok(format!(
+            "for-loop: the landed tasks of backlog run {} changed nothing.{missing}",
+            run.id
+        )));
+    }
+    if let Err(why) = user.patch_applies(&diff) {
+        if user.holds_patch(&diff) {
+            return Err(Outcome::ok(format!(
+                "for-loop: backlog run {}'s change is already in the working tree.{missing}",
+                run.id
+            )));
+        }
+        return Err(refuse(format!(
+            "the run's change conflicts with local changes in {}; nothing was changed. Commit or stash yours, \
+             then run `loop-hook run --apply {}` again (see the change with `git diff {} {integration}`).\n  {}",
+            run.repo.display(),
+            run.id,
+            run.base,
+            why.to_string().trim()
+        )));
+    }
+    Ok(diff)
 }
 
 /// Every landed task's check and `--verify`, run in a new work tree at the integration head,

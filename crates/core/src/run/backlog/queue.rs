@@ -197,114 +197,143 @@ impl Queue {
     /// Merges task `offered` onto the integration head and judges the merged tree.
     pub(crate) fn judge(&mut self, offered: &Offered) -> Judged {
         let Offered { n, check, commit, .. } = offered;
-        let merged = match self.repo.merge_commits(&self.head, commit) {
+        let (merged, changed) = match self.merge(*n, commit) {
             Ok(merged) => merged,
-            Err(e) => return Judged::Fault(format!("the merge of task {n} failed: {e}")),
+            Err(judged) => return judged,
         };
-        let message = format!("for-loop: backlog task {n}");
-        if !merged.conflicts.is_empty() {
-            return match self.repo.commit_merge(
-                &merged.tree,
-                &[&self.head],
-                &format!("{message}, conflicted"),
-            ) {
-                Ok(marked) => Judged::Conflict { files: merged.conflicts, said: merged.said, marked },
-                Err(e) => Judged::Fault(format!("the conflict of task {n} could not be kept: {e}")),
-            };
-        }
-        let commit = match self.repo.commit_merge(&merged.tree, &[&self.head, commit], &message) {
-            Ok(commit) => commit,
-            Err(e) => return Judged::Fault(format!("the merge of task {n} could not be written: {e}")),
-        };
-        // Without its `.git` file, git would find whatever repository lies around the directory.
-        if !self.scratch.join(".git").is_file() {
-            let gone = format!("{} is gone", self.scratch.display());
-            return Judged::Fault(format!(
-                "the queue's work tree could not take the merge of task {n}: {gone}"
-            ));
-        }
-        let changed = match self.repo.changed_files(&self.head, &commit) {
-            Ok(changed) => changed,
-            Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
-        };
-        let touched: Vec<&(String, Failing)> =
-            self.protected.iter().filter(|(file, _)| changed.contains(file)).collect();
-        if !touched.is_empty() {
-            let mut failing: Vec<Failing> = Vec::new();
-            for (_, who) in &touched {
-                if !failing.contains(who) {
-                    failing.push(who.clone());
-                }
-            }
-            let files: Vec<&str> = touched.iter().map(|(file, _)| file.as_str()).collect();
-            let output = format!(
-                "the change edits files the checks run ({}): a task may not change what judges it or \
-                 another task; leave them as they are\n",
-                files.join(", ")
-            );
-            return Judged::Broken { failing, output, merged: commit };
+        if let Some(judged) = self.edits_what_judges(&changed, &merged) {
+            return judged;
         }
         let runs = self.runs(*n, check);
-        // The head first, cleaned of ignored files: its runner sections, and the test counts of
-        // every check that never ran on the integration, learnt before the merge is judged.
-        let tree = WorkTree::open(&self.scratch);
-        let cwd = self.scratch.join(&self.prefix);
-        let mut guard = None;
-        if self.suite {
-            if let Err(e) = tree.reset_clean_to(&self.head) {
-                return Judged::Fault(format!(
-                    "the queue's work tree could not take the integration head: {e}"
-                ));
-            }
-            guard = Some(SuiteGuard::on(&cwd, 0));
-            self.learn_head(&runs);
+        if let Err(judged) = self.take_merge(*n, &runs, &merged) {
+            return judged;
         }
-        if let Err(e) = tree.reset_clean_to(&commit) {
-            return Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"));
-        }
-        if let Some(guard) = &guard {
-            let broken = match self.suite_changes(&commit, guard) {
-                Ok(broken) => broken,
-                Err(e) => return Judged::Fault(format!("the files task {n} changes could not be read: {e}")),
-            };
-            if !broken.is_empty() {
-                let named: Vec<String> = broken.iter().map(ToString::to_string).collect();
-                let output = format!(
-                    "the change edits the test suite as a loop may not ({}): a test runner's own files (a \
-                     conftest.py, a .pth, a setup file) and the tests already there judge every task; \
-                     leave them as they are and add new test files instead\n",
-                    named.join(", ")
-                );
-                return Judged::Broken { failing: vec![Failing::Task(*n)], output, merged: commit };
-            }
-        }
-        let marked: Vec<&str> = changed
-            .iter()
-            .filter(|file| has_conflict_markers(&self.scratch.join(file)))
-            .map(String::as_str)
-            .collect();
-        if !marked.is_empty() {
-            // A check that greps for one side passes on a file holding both: never landed.
-            let output = format!(
-                "git's conflict markers are left in {}: resolve each conflict and remove the markers\n",
-                marked.join(", ")
-            );
-            return Judged::Broken { failing: vec![Failing::Task(*n)], output, merged: commit };
+        if let Some(judged) = self.markers_left(*n, &changed, &merged) {
+            return judged;
         }
         let (failing, output, learnt) = self.run_checks(&runs, offered.tests.as_ref());
         if !failing.is_empty() {
-            return Judged::Broken { failing, output, merged: commit };
+            return Judged::Broken { failing, output, merged };
         }
-        if let Err(e) = self.repo.move_ref(&self.integration, &commit, &self.head) {
+        if let Err(e) = self.repo.move_ref(&self.integration, &merged, &self.head) {
             return Judged::Fault(format!(
                 "{} could not be moved to task {n}'s merge: {e}",
                 self.integration
             ));
         }
-        self.head = commit;
+        self.head = merged;
         self.tests.extend(learnt);
         self.landed.push((*n, check.clone()));
         Judged::Landed { head: self.head.clone() }
+    }
+
+    /// Task `n`'s `commit` merged onto the head and written: the merge and the files it changes,
+    /// or what ends the judging (a conflict, kept as a commit for its agent; a fault).
+    fn merge(&self, n: u32, commit: &str) -> Result<(String, Vec<String>), Judged> {
+        let merged = self
+            .repo
+            .merge_commits(&self.head, commit)
+            .map_err(|e| Judged::Fault(format!("the merge of task {n} failed: {e}")))?;
+        let message = format!("for-loop: backlog task {n}");
+        if !merged.conflicts.is_empty() {
+            return Err(
+                match self.repo.commit_merge(&merged.tree, &[&self.head], &format!("{message}, conflicted")) {
+                    Ok(marked) => Judged::Conflict { files: merged.conflicts, said: merged.said, marked },
+                    Err(e) => Judged::Fault(format!("the conflict of task {n} could not be kept: {e}")),
+                },
+            );
+        }
+        let written = self
+            .repo
+            .commit_merge(&merged.tree, &[&self.head, commit], &message)
+            .map_err(|e| Judged::Fault(format!("the merge of task {n} could not be written: {e}")))?;
+        // Without its `.git` file, git would find whatever repository lies around the directory.
+        if !self.scratch.join(".git").is_file() {
+            let gone = format!("{} is gone", self.scratch.display());
+            return Err(Judged::Fault(format!(
+                "the queue's work tree could not take the merge of task {n}: {gone}"
+            )));
+        }
+        let changed = self
+            .repo
+            .changed_files(&self.head, &written)
+            .map_err(|e| Judged::Fault(format!("the files task {n} changes could not be read: {e}")))?;
+        Ok((written, changed))
+    }
+
+    /// A merge that edits a file a check or `--verify` runs is broken for every check it edits,
+    /// whatever the checks would say.
+    fn edits_what_judges(&self, changed: &[String], merged: &str) -> Option<Judged> {
+        let touched: Vec<&(String, Failing)> =
+            self.protected.iter().filter(|(file, _)| changed.contains(file)).collect();
+        if touched.is_empty() {
+            return None;
+        }
+        let mut failing: Vec<Failing> = Vec::new();
+        for (_, who) in &touched {
+            if !failing.contains(who) {
+                failing.push(who.clone());
+            }
+        }
+        let files: Vec<&str> = touched.iter().map(|(file, _)| file.as_str()).collect();
+        let output = format!(
+            "the change edits files the checks run ({}): a task may not change what judges it or \
+             another task; leave them as they are\n",
+            files.join(", ")
+        );
+        Some(Judged::Broken { failing, output, merged: merged.to_string() })
+    }
+
+    /// Puts the merge in the queue's work tree. The head first, cleaned of ignored files: its
+    /// runner sections, and the test counts of every check that never ran on the integration,
+    /// learnt before the merge is judged; a merge that edits the test suite is broken.
+    fn take_merge(&mut self, n: u32, runs: &[(Failing, String)], merged: &str) -> Result<(), Judged> {
+        let tree = WorkTree::open(&self.scratch);
+        let cwd = self.scratch.join(&self.prefix);
+        let mut guard = None;
+        if self.suite {
+            tree.reset_clean_to(&self.head).map_err(|e| {
+                Judged::Fault(format!("the queue's work tree could not take the integration head: {e}"))
+            })?;
+            guard = Some(SuiteGuard::on(&cwd, 0));
+            self.learn_head(runs);
+        }
+        tree.reset_clean_to(merged).map_err(|e| {
+            Judged::Fault(format!("the queue's work tree could not take the merge of task {n}: {e}"))
+        })?;
+        let Some(guard) = &guard else { return Ok(()) };
+        let broken = self
+            .suite_changes(merged, guard)
+            .map_err(|e| Judged::Fault(format!("the files task {n} changes could not be read: {e}")))?;
+        if broken.is_empty() {
+            return Ok(());
+        }
+        let named: Vec<String> = broken.iter().map(ToString::to_string).collect();
+        let output = format!(
+            "the change edits the test suite as a loop may not ({}): a test runner's own files (a \
+             conftest.py, a .pth, a setup file) and the tests already there judge every task; \
+             leave them as they are and add new test files instead\n",
+            named.join(", ")
+        );
+        Err(Judged::Broken { failing: vec![Failing::Task(n)], output, merged: merged.to_string() })
+    }
+
+    /// A merge that leaves git's conflict markers in a file it changes is broken: a check that
+    /// greps for one side passes on a file holding both.
+    fn markers_left(&self, n: u32, changed: &[String], merged: &str) -> Option<Judged> {
+        let marked: Vec<&str> = changed
+            .iter()
+            .filter(|file| has_conflict_markers(&self.scratch.join(file)))
+            .map(String::as_str)
+            .collect();
+        if marked.is_empty() {
+            return None;
+        }
+        let output = format!(
+            "git's conflict markers are left in {}: resolve each conflict and remove the markers\n",
+            marked.join(", ")
+        );
+        Some(Judged::Broken { failing: vec![Failing::Task(n)], output, merged: merged.to_string() })
     }
 
     /// Checks the integration head as it stands, in the queue's work tree cleaned of ignored

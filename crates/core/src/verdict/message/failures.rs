@@ -65,13 +65,18 @@ fn entries(failures: &[Failure], more: usize, new: &[String], room: usize) -> St
             Named { group: group_of(&name), name: format!("{name}{mark}"), long }
         })
         .collect();
+    every_one_with_lines(&names, more, room).unwrap_or_else(|| firsts_with_lines(&names, more, room))
+}
+
+/// Every failure with as many lines as all can have, the first ones with more while they fit;
+/// `None` when not every one fits with a line.
+fn every_one_with_lines(names: &[Named], more: usize, room: usize) -> Option<String> {
     let unnamed_room = if more > 0 { MORE_ROOM } else { 0 };
-    // Every failure with as many lines as all can have, the first ones with more while they fit.
     let chars = |lines: usize| names.iter().map(|n| n.long[lines - 1].chars().count()).sum::<usize>();
     if let Some(lines) = (1..=DETAIL_LINES).rev().find(|&lines| chars(lines) + unnamed_room <= room) {
         let mut total = chars(lines) + unnamed_room;
         let mut out = String::new();
-        for named in &names {
+        for named in names {
             let base = named.long[lines - 1].chars().count();
             let more_lines = (lines..=DETAIL_LINES)
                 .rev()
@@ -83,11 +88,16 @@ fn entries(failures: &[Failure], more: usize, new: &[String], room: usize) -> St
         if more > 0 {
             out.push_str(&format!("- and {more} more the output reported\n"));
         }
-        return out;
+        return Some(out);
     }
-    // Not all fit with a line each: the first ones do while the names of all the rest still fit.
-    // A failure with its line costs more than its name alone, so the cost rises with how many
-    // get a line: the most that fit is found by halving.
+    None
+}
+
+/// Not all fit with a line each: the first ones do while the names of all the rest still fit.
+/// A failure with its line costs more than its name alone, so the cost rises with how many get a
+/// line: the most that fit is found by halving.
+fn firsts_with_lines(names: &[Named], more: usize, room: usize) -> String {
+    let unnamed_room = if more > 0 { MORE_ROOM } else { 0 };
     let firsts: Vec<usize> = names
         .iter()
         .scan(0, |sum, named| {
