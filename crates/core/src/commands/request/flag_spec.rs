@@ -80,18 +80,30 @@ pub(crate) enum Flag {
     Task,
     Merge,
     List,
+    Session,
+    Cwd,
+    Host,
+    JsonOutput,
+    All,
     Yes,
     Open,
     Out,
+    OptionsOnStdin,
     Project,
     ProjectApply,
     User,
+    ExitZero,
 }
 
 /// The commands an option belongs to, as a set: a loop flag is read by `/for-loop` and by
-/// `loop-hook run`, `--more` by `/for-loop:resume` and by `loop-hook run --resume`.
+/// `loop-hook run`, `--more` by `/for-loop:resume` and by `loop-hook run --resume`, `--session`
+/// by every command line that acts on a session's loop.
+///
+/// The text typed after a slash command (`/for-loop:resume --more 5`) and the command line of
+/// the `loop-hook` command it runs (`loop-hook resume --session ID`) are groups of their own:
+/// the one is the user's words, the other the host's hook script's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Group(u8);
+pub(crate) struct Group(u32);
 
 impl Group {
     /// The loop settings: `/for-loop`'s text and `loop-hook run`'s words.
@@ -100,9 +112,56 @@ impl Group {
     pub(crate) const RUN: Group = Group(1 << 1);
     /// The room a resumed loop is given (`/for-loop:resume`, `loop-hook run --resume`).
     pub(crate) const RESUME: Group = Group(1 << 2);
+    /// The text typed after `/for-loop:rollback`.
     pub(crate) const ROLLBACK: Group = Group(1 << 3);
+    /// The text typed after `/for-loop:report`.
     pub(crate) const REPORT: Group = Group(1 << 4);
+    /// The text typed after `/for-loop:strict`.
     pub(crate) const STRICT: Group = Group(1 << 5);
+    // The command lines of `loop-hook`'s commands, one group each.
+    pub(crate) const START_LINE: Group = Group(1 << 6);
+    pub(crate) const STOP_HOOK_LINE: Group = Group(1 << 7);
+    pub(crate) const PROMPT_HOOK_LINE: Group = Group(1 << 8);
+    pub(crate) const SESSION_START_LINE: Group = Group(1 << 9);
+    pub(crate) const GUARD_LINE: Group = Group(1 << 10);
+    pub(crate) const SHOWN_LINE: Group = Group(1 << 11);
+    pub(crate) const CANCEL_LINE: Group = Group(1 << 12);
+    pub(crate) const HANDOFF_LINE: Group = Group(1 << 13);
+    pub(crate) const RESUME_LINE: Group = Group(1 << 14);
+    pub(crate) const ROLLBACK_LINE: Group = Group(1 << 15);
+    pub(crate) const STATUS_LINE: Group = Group(1 << 16);
+    pub(crate) const REPORT_LINE: Group = Group(1 << 17);
+    pub(crate) const DOCTOR_LINE: Group = Group(1 << 18);
+    pub(crate) const STRICT_LINE: Group = Group(1 << 19);
+    pub(crate) const HELP_LINE: Group = Group(1 << 20);
+
+    /// The command lines that name the loop they act on by its session (`--session`).
+    pub(crate) const ON_A_SESSION: Group = Group::START_LINE
+        .and(Group::CANCEL_LINE)
+        .and(Group::HANDOFF_LINE)
+        .and(Group::RESUME_LINE)
+        .and(Group::ROLLBACK_LINE)
+        .and(Group::STATUS_LINE)
+        .and(Group::REPORT_LINE)
+        .and(Group::SHOWN_LINE);
+    /// The command lines that read or act for one host (`--host`).
+    pub(crate) const FOR_A_HOST: Group = Group::START_LINE
+        .and(Group::STOP_HOOK_LINE)
+        .and(Group::PROMPT_HOOK_LINE)
+        .and(Group::SESSION_START_LINE)
+        .and(Group::CANCEL_LINE)
+        .and(Group::HANDOFF_LINE)
+        .and(Group::RESUME_LINE)
+        .and(Group::ROLLBACK_LINE)
+        .and(Group::STATUS_LINE)
+        .and(Group::REPORT_LINE)
+        .and(Group::DOCTOR_LINE);
+    /// The command lines a slash command runs, whose refusals a host may abort on (`--exit-zero`).
+    pub(crate) const SLASH_COMMANDS: Group =
+        Group::ON_A_SESSION.and(Group::DOCTOR_LINE).and(Group::STRICT_LINE);
+    /// Every command line of `loop-hook` but `run`, which reads its own words.
+    pub(crate) const LINES: Group =
+        Group::FOR_A_HOST.and(Group::SLASH_COMMANDS).and(Group::GUARD_LINE).and(Group::HELP_LINE);
 
     pub(crate) const fn and(self, other: Group) -> Group {
         Group(self.0 | other.0)
@@ -182,6 +241,8 @@ pub(crate) enum Value {
     OptionalName(&'static str),
     /// A count from 1 to `most`, when the next word is digits (`--parallel [N]`).
     OptionalCount { most: u32 },
+    /// The name of an agent host the host layer knows ([`Host::ALL`]).
+    Host,
 }
 
 impl Value {
@@ -199,6 +260,7 @@ impl Value {
             Value::AnyDuration => "a duration (300, 90s, 5m, 2h)".into(),
             Value::AnyWord => "any word, passed on as it is".into(),
             Value::OptionalCount { most } => format!("nothing, or a whole number from 1 to {most}"),
+            Value::Host => format!("an agent host: {}", host_list()),
         }
     }
 }
@@ -323,7 +385,7 @@ impl FlagSpec {
 
 /// Every option: the loop flags first, then each command's own. Limits and defaults come from the
 /// constants the checks use.
-pub(crate) const FLAGS: [FlagSpec; 59] = [
+pub(crate) const FLAGS: [FlagSpec; 66] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
         .help("Shell command that decides done."),
@@ -481,7 +543,7 @@ pub(crate) const FLAGS: [FlagSpec; 59] = [
         .repeatable()
         .help("Passed to the agent CLI, once per argument."),
     FlagSpec::switch(Flag::Json, "--json").of(Group::RUN).help("One JSON event per line on stdout."),
-    FlagSpec::switch(Flag::Help, "--help").of(Group::RUN).short("-h").help("Prints the usage."),
+    FlagSpec::switch(Flag::Help, "--help").of(Group::RUN.and(Group::LINES)).short("-h").help("Prints the usage."),
     FlagSpec::takes(Flag::Backoff, "--backoff", "D", Value::AnyDuration)
         .of(Group::RUN)
         .e_g("30s")
@@ -546,18 +608,54 @@ pub(crate) const FLAGS: [FlagSpec; 59] = [
         .help("With --backlog: works task N alone and pushes it."),
     FlagSpec::switch(Flag::Merge, "--merge").of(Group::RUN).help("With --backlog: judges and merges the pushed tasks."),
     FlagSpec::switch(Flag::List, "--list").of(Group::RUN).help("With --backlog: names the tasks."),
-    // `/for-loop:rollback` and `loop-hook rollback`.
+    // The command lines of `loop-hook`'s other commands.
+    FlagSpec::takes(Flag::Session, "--session", "ID", Value::Text("a session id"))
+        .of(Group::ON_A_SESSION)
+        .e_g("abc123")
+        .help(
+            "The host's session id (status and report also take the loop id `status --all` prints; \
+             default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID, $GEMINI_SESSION_ID, \
+             $CODEX_THREAD_ID or $COPILOT_AGENT_SESSION_ID). Without one, start on antigravity or \
+             cursor leaves the loop to be claimed by the conversation whose transcript holds its \
+             token, and the other commands act on the loop started in this directory (by --host's \
+             agent, when given).",
+        ),
+    FlagSpec::takes(Flag::Cwd, "--cwd", "DIR", Value::Text("a directory"))
+        .of(Group::START_LINE)
+        .e_g(".")
+        .help("Where verify runs (default: the current directory)."),
+    FlagSpec::takes(Flag::Host, "--host", "NAME", Value::Host)
+        .of(Group::FOR_A_HOST)
+        .e_g("claude-code")
+        .help("The agent host"),
+    FlagSpec::switch(Flag::JsonOutput, "--json")
+        .of(Group::STATUS_LINE.and(Group::DOCTOR_LINE))
+        .help("Machine-readable output: the status, or doctor's checks, as one JSON object."),
+    FlagSpec::switch(Flag::All, "--all").of(Group::STATUS_LINE).help("Lists every loop, not only this session's."),
+    // `/for-loop:rollback`'s text.
     FlagSpec::switch(Flag::Yes, "--yes").of(Group::ROLLBACK).short("-y").help("Restores the checkpoint."),
-    // `/for-loop:report` and `loop-hook report`.
-    FlagSpec::switch(Flag::Open, "--open").of(Group::REPORT).help("Opens the report in a browser."),
+    // `/for-loop:report`'s text, and `loop-hook report`.
+    FlagSpec::switch(Flag::Open, "--open")
+        .of(Group::REPORT.and(Group::REPORT_LINE))
+        .help("Opens the report in a browser."),
     FlagSpec::takes(Flag::Out, "--out", "FILE", Value::Text("a file name"))
-        .of(Group::REPORT)
+        .of(Group::REPORT.and(Group::REPORT_LINE))
         .e_g("loop.html")
-        .help("Where the report is written."),
-    // `/for-loop:strict` and `loop-hook strict`.
-    FlagSpec::switch(Flag::Project, "--project").of(Group::STRICT).help("Writes the settings into the project."),
+        .help("Where the report is written (default: report.html next to the loop's state)."),
+    FlagSpec::switch(Flag::OptionsOnStdin, "--options-on-stdin")
+        .of(Group::REPORT_LINE)
+        .help("Reads --out and --open from stdin, as typed after /for-loop:report."),
+    // `/for-loop:strict`'s text, and `loop-hook strict`.
+    FlagSpec::switch(Flag::Project, "--project")
+        .of(Group::STRICT.and(Group::STRICT_LINE))
+        .help("Writes the settings into this project's .claude/settings.json."),
     FlagSpec::switch(Flag::ProjectApply, "--apply").of(Group::STRICT).help("The same as --project."),
-    FlagSpec::switch(Flag::User, "--user").of(Group::STRICT).help("Writes the settings for the user."),
+    FlagSpec::switch(Flag::User, "--user")
+        .of(Group::STRICT.and(Group::STRICT_LINE))
+        .help("Writes the settings into the user's settings."),
+    FlagSpec::switch(Flag::ExitZero, "--exit-zero")
+        .of(Group::SLASH_COMMANDS)
+        .help("Exits 0 even when refused (for slash commands whose host aborts on failure)."),
 ];
 
 /// Best-of-K: the most attempts a run may have (`--attempts`, `--attempt`, `--parallel`).
@@ -565,6 +663,83 @@ pub(crate) const MAX_ATTEMPTS: u32 = 16;
 
 /// More merge tries than this is a loop of its own, not a queue.
 pub(crate) const MAX_MERGE_TRIES: u32 = 20;
+
+/// The hosts `--host` takes, as a help line lists them: `claude-code (default), ... or qwen-code`.
+fn host_list() -> String {
+    use crate::host::Host;
+    let names: Vec<String> =
+        Host::ALL
+            .iter()
+            .map(|&host| {
+                if host == Host::default() {
+                    format!("{} (default)", host.name())
+                } else {
+                    host.name().into()
+                }
+            })
+            .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+impl FlagSpec {
+    /// The help line as the usage shows it: a host's takes the list of hosts the host layer
+    /// knows, so that a host added there is listed here too.
+    pub(crate) fn help_line(&self) -> String {
+        match self.value {
+            Value::Host => format!("{}: {}.", self.help, host_list()),
+            _ => self.help.to_string(),
+        }
+    }
+}
+
+/// Where an option's help begins in a command's `Options:` section.
+const HELP_COLUMN: usize = 16;
+/// The widest a line of the help may be.
+const HELP_WIDTH: usize = 100;
+
+/// The `Options:` entries of the command lines in `group`, in the table's order: the option
+/// and its value's name, then its help line wrapped under 100 columns, continued at column 16
+/// (begun on the next line when the name is too long to leave room). `--help` is left out: the
+/// usage shows it.
+pub(crate) fn option_entries(group: Group) -> String {
+    let mut out = String::new();
+    for spec in Flag::all_in(group).map(Flag::spec).filter(|spec| spec.flag != Flag::Help) {
+        let usage = spec.usage();
+        let mut line = format!("  {usage}");
+        if line.len() + 2 > HELP_COLUMN {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::new();
+        }
+        let mut width = HELP_COLUMN;
+        line = format!("{line:HELP_COLUMN$}");
+        let mut first = true;
+        for word in spec.help_line().split(' ') {
+            if !first && width + 1 + word.len() > HELP_WIDTH {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = format!("{:HELP_COLUMN$}{word}", "");
+                width = HELP_COLUMN + word.len();
+            } else {
+                if !first {
+                    line.push(' ');
+                    width += 1;
+                }
+                line.push_str(word);
+                width += word.len();
+            }
+            first = false;
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
 
 /// The flags as a usage text lists them, one a line: `  --verify CMD  help [default: X]`.
 /// The docs test reads these lines from the binary's help, so their shape is kept plain.
