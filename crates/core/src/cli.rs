@@ -373,25 +373,13 @@ fn entry(section: &str, starts: impl Fn(&str) -> bool) -> String {
 }
 
 /// The options of `command`'s line in the option table (`stop` is also taken for `stop-hook`).
+/// `run` reads its own words, and `loop-hook run --help` lists them: here it takes `--help`.
 fn group_of(command: &str) -> Group {
-    match command {
-        "start" => Group::START_LINE,
-        "stop-hook" | "stop" => Group::STOP_HOOK_LINE,
-        "prompt-hook" => Group::PROMPT_HOOK_LINE,
-        "session-start" => Group::SESSION_START_LINE,
-        "guard" => Group::GUARD_LINE,
-        "shown" => Group::SHOWN_LINE,
-        "cancel" => Group::CANCEL_LINE,
-        "handoff" => Group::HANDOFF_LINE,
-        "resume" => Group::RESUME_LINE,
-        "rollback" => Group::ROLLBACK_LINE,
-        "status" => Group::STATUS_LINE,
-        "report" => Group::REPORT_LINE,
-        "doctor" => Group::DOCTOR_LINE,
-        "strict" => Group::STRICT_LINE,
-        // `help`, and `run`, whose own options `loop-hook run --help` lists: `--help` alone.
-        _ => Group::HELP_LINE,
-    }
+    let command = if command == "stop" { "stop-hook" } else { command };
+    Group::COMMANDS
+        .iter()
+        .find(|(group, name)| *group != Group::RUN && name.strip_prefix("loop-hook ") == Some(command))
+        .map_or(Group::HELP_LINE, |(group, _)| *group)
 }
 
 /// Why the option `typed` is refused; a mistyped one names the option of the command it was
@@ -621,10 +609,8 @@ mod tests {
         let status = command_help("status").unwrap();
         assert!(status.contains("\n  --all         Lists every loop, not only this session's."), "{status}");
         let report = command_help("report").unwrap();
-        assert!(
-            report.contains("\n  --options-on-stdin\n                Reads --out and --open"),
-            "{report}"
-        );
+        let entry = format!("\n  --options-on-stdin\n{:16}Reads --out and --open", "");
+        assert!(report.contains(&entry), "a name too long for its column stands alone: {report}");
         let global: Vec<String> = Flag::all_in(Group::LINES)
             .filter(|flag| *flag != Flag::Help)
             .map(|flag| flag.name().to_string())

@@ -134,6 +134,8 @@ impl Group {
     pub(crate) const DOCTOR_LINE: Group = Group(1 << 18);
     pub(crate) const STRICT_LINE: Group = Group(1 << 19);
     pub(crate) const HELP_LINE: Group = Group(1 << 20);
+    /// The loop flags of metric mode, which `docs/metric.md` explains.
+    pub(crate) const METRIC: Group = Group(1 << 21);
 
     /// The command lines that name the loop they act on by its session (`--session`).
     pub(crate) const ON_A_SESSION: Group = Group::START_LINE
@@ -162,6 +164,32 @@ impl Group {
     /// Every command line of `loop-hook` but `run`, which reads its own words.
     pub(crate) const LINES: Group =
         Group::FOR_A_HOST.and(Group::SLASH_COMMANDS).and(Group::GUARD_LINE).and(Group::HELP_LINE);
+
+    /// Each group and the command whose options it is, as its user types it; `--exit-zero` and
+    /// the like are named by the commands of their shared group.
+    pub(crate) const COMMANDS: [(Group, &'static str); 21] = [
+        (Group::LOOP, "/for-loop"),
+        (Group::RESUME, "/for-loop:resume"),
+        (Group::ROLLBACK, "/for-loop:rollback"),
+        (Group::REPORT, "/for-loop:report"),
+        (Group::STRICT, "/for-loop:strict"),
+        (Group::RUN, "loop-hook run"),
+        (Group::START_LINE, "loop-hook start"),
+        (Group::STOP_HOOK_LINE, "loop-hook stop-hook"),
+        (Group::PROMPT_HOOK_LINE, "loop-hook prompt-hook"),
+        (Group::SESSION_START_LINE, "loop-hook session-start"),
+        (Group::GUARD_LINE, "loop-hook guard"),
+        (Group::SHOWN_LINE, "loop-hook shown"),
+        (Group::CANCEL_LINE, "loop-hook cancel"),
+        (Group::HANDOFF_LINE, "loop-hook handoff"),
+        (Group::RESUME_LINE, "loop-hook resume"),
+        (Group::ROLLBACK_LINE, "loop-hook rollback"),
+        (Group::STATUS_LINE, "loop-hook status"),
+        (Group::REPORT_LINE, "loop-hook report"),
+        (Group::DOCTOR_LINE, "loop-hook doctor"),
+        (Group::STRICT_LINE, "loop-hook strict"),
+        (Group::HELP_LINE, "loop-hook help"),
+    ];
 
     pub(crate) const fn and(self, other: Group) -> Group {
         Group(self.0 | other.0)
@@ -320,6 +348,9 @@ pub(crate) struct FlagSpec {
     /// One sentence; each docs table that lists the flag begins its meaning with it (the
     /// final period may give way to more of the sentence there).
     pub(crate) help: &'static str,
+    /// Its meaning in the docs' tables, in Markdown, when the docs say more than the help line;
+    /// it begins with the help line.
+    pub(crate) docs: &'static str,
 }
 
 impl FlagSpec {
@@ -335,6 +366,7 @@ impl FlagSpec {
             repeatable: false,
             default: Default::Unset,
             help: "",
+            docs: "",
         }
     }
 
@@ -367,6 +399,15 @@ impl FlagSpec {
         FlagSpec { help, ..self }
     }
 
+    const fn docs(self, docs: &'static str) -> FlagSpec {
+        FlagSpec { docs, ..self }
+    }
+
+    /// What the docs' tables say the option means: its help line, or more.
+    pub(crate) fn meaning(&self) -> String {
+        if self.docs.is_empty() { self.help_line() } else { self.docs.to_string() }
+    }
+
     /// `--verify CMD`, or `--checkpoint` for a switch.
     pub(crate) fn usage(&self) -> String {
         if self.placeholder.is_empty() {
@@ -388,14 +429,30 @@ impl FlagSpec {
 pub(crate) const FLAGS: [FlagSpec; 66] = [
     FlagSpec::takes(Flag::Verify, "--verify", "CMD", Value::Command)
         .e_g("\"cargo test\"")
-        .help("Shell command that decides done."),
+        .help("Shell command that decides done.")
+        .docs(
+            "Shell command that decides done. It runs at every stop, in the directory where the \
+             loop started, with stdin closed, detached from the hook and without the hosts' and \
+             for-loop's variables (`CLAUDE*`, `GEMINI_*`, `CODEX_*`, `FOR_LOOP_*`, ...), as your \
+             own shell would run it; `FOR_LOOP_KEEP_ENV=NAME,NAME` in the hook's environment \
+             keeps the ones it needs \
+             ([integrity.md](integrity.md#a-check-that-cannot-tell-it-is-judged)).",
+        ),
     FlagSpec::takes(Flag::CompletionPromise, "--completion-promise", "TEXT", Value::Text("a phrase"))
         .e_g("\"ALL DONE\"")
-        .help("The final message must also contain <promise>TEXT</promise>."),
+        .help("The final message must also contain <promise>TEXT</promise>.")
+        .docs(
+            "The final message must also contain `<promise>TEXT</promise>`. Only on hosts whose \
+             hooks receive the final message: Claude Code, Gemini CLI and Codex.",
+        ),
     FlagSpec::takes(Flag::MaxIterations, "--max-iterations", "N", Value::Count { most: MAX_MAX_ITERATIONS })
         .e_g("30")
         .or(Default::Number(DEFAULT_MAX_ITERATIONS as u64))
-        .help("The agent gets at most N turns: the first, plus N−1 re-injections."),
+        .help("The agent gets at most N turns: the first, plus N−1 re-injections.")
+        .docs(
+            "The agent gets at most N turns: the first, plus N−1 re-injections. N ≥ 1; there is \
+             no unlimited mode.",
+        ),
     FlagSpec::takes(
         Flag::VerifyTimeout,
         "--verify-timeout",
@@ -404,34 +461,69 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
     )
     .e_g("300 (or 5m)")
     .or(Default::Number(DEFAULT_VERIFY_TIMEOUT_SECS))
-    .help("After this long, verify's whole process group is killed and the turn counts as failed (\"timed out\")."),
+    .help("After this long, verify's whole process group is killed and the turn counts as failed (\"timed out\").")
+    .docs(
+        "After this long, verify's whole process group is killed and the turn counts as failed \
+         (\"timed out\"). Accepts `90s`, `5m`, `1h`; at most 1 h.",
+    ),
     FlagSpec::takes(Flag::Protect, "--protect", "PATH_OR_GLOB", Value::Text("a path or glob"))
         .e_g("\"tests/**\"")
         .repeatable()
-        .help("More files that belong to the check."),
+        .help("More files that belong to the check.")
+        .docs(
+            "More files that belong to the check: `tests/**`, `tests/{unit,e2e}/**`, \
+             `**/test_*.py`, a directory. Repeatable. A pattern for-loop cannot honour is \
+             refused.",
+        ),
     FlagSpec::takes(Flag::MaxSameFailures, "--max-same-failures", "K", Value::Count { most: MAX_STREAK })
         .e_g("8")
         .or(Default::Number(DEFAULT_MAX_SAME_FAILURES as u64))
         .help("Parks the loop after K identical failures in a row, or after K stops in a row with no change in the working tree."),
     FlagSpec::takes(Flag::MaxTime, "--max-time", "DURATION", Value::Duration { most: MAX_RUN_SECS })
         .e_g("45m")
-        .help("A wall-clock budget (45m, 2h)."),
+        .help("A wall-clock budget (45m, 2h).")
+        .docs(
+            "A wall-clock budget (`45m`, `2h`). When it is spent the loop is parked, not deleted.",
+        ),
     FlagSpec::takes(Flag::MaxTokens, "--max-tokens", "N", Value::Tokens)
         .e_g("2000000 (or 2M, 500k)")
-        .help("A token budget (2000000, 500k, 2M) for the session's model usage since the loop started."),
+        .help("A token budget (2000000, 500k, 2M) for the session's model usage since the loop started.")
+        .docs(
+            "A token budget (`2000000`, `500k`, `2M`) for the session's model usage since the \
+             loop started. When it is passed the loop is parked. Claude Code only: it is read \
+             from the transcript.",
+        ),
     FlagSpec::takes(Flag::Escalate, "--escalate", "A,B,C", Value::Rising)
         .e_g("2,4,6")
         .or(Default::Numbers(&DEFAULT_ESCALATION))
         .help("At how many identical failures in a row the re-injection adds a note (A), asks for three hypotheses (B), and says to go back to the requirement (C)."),
     FlagSpec::switch(Flag::Checkpoint, "--checkpoint")
-        .help("After each iteration, snapshots the working tree to refs/for-loop/<loop id>/<n> (git only)."),
+        .help("After each iteration, snapshots the working tree to refs/for-loop/<loop id>/<n> (git only).")
+        .docs(
+            "After each iteration, snapshots the working tree to `refs/for-loop/<loop id>/<n>` \
+             (git only).",
+        ),
     FlagSpec::takes(Flag::Notify, "--notify", "CMD", Value::Command)
         .e_g("'notify-send \"$FOR_LOOP_SUMMARY\"'")
-        .help("Shell command run when the loop ends or parks (including /cancel-loop)."),
-    FlagSpec::switch(Flag::AllowTestEdits, "--allow-test-edits").help("The task itself changes or removes tests."),
+        .help("Shell command run when the loop ends or parks (including /cancel-loop).")
+        .docs(
+            "Shell command run when the loop ends or parks (including `/cancel-loop`), with the \
+             receipt as JSON on stdin and a one-line summary in `$FOR_LOOP_SUMMARY`. See \
+             [Notifications](#notifications).",
+        ),
+    FlagSpec::switch(Flag::AllowTestEdits, "--allow-test-edits").help("The task itself changes or removes tests.")
+    .docs(
+        "The task itself changes or removes tests: the test suite is not protected by default, \
+         and the test-count ratchet is off \
+         ([integrity.md](integrity.md#what-the-model-cannot-do)).",
+    ),
     FlagSpec::takes(Flag::Plan, "--plan", "FILE", Value::Text("a Markdown checklist or a prd.json"))
         .e_g("PLAN.md")
-        .help("Works through the stories of a Markdown checklist or a prd.json, one at a time."),
+        .help("Works through the stories of a Markdown checklist or a prd.json, one at a time.")
+        .docs(
+            "Works through the stories of a Markdown checklist or a `prd.json`, one at a time \
+             ([Plans](#plans)). The task text is optional.",
+        ),
     FlagSpec::takes(
         Flag::StoryIterations,
         "--story-iterations",
@@ -439,14 +531,26 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
         Value::Count { most: MAX_MAX_ITERATIONS },
     )
     .e_g("8")
-    .help("With --plan: parks the loop when one story has taken K stops without its check passing."),
+    .help("With --plan: parks the loop when one story has taken K stops without its check passing.")
+    .docs(
+        "With `--plan`: parks the loop when one story has taken K stops without its check \
+         passing.",
+    ),
     FlagSpec::switch(Flag::NoTick, "--no-tick").help(
         "With --plan: leaves the plan's boxes as you wrote them instead of ticking each story as it passes.",
+    )
+    .docs(
+        "With `--plan`: leaves the plan's boxes as you wrote them instead of ticking each story \
+         as it passes.",
     ),
     FlagSpec::takes(Flag::Scope, "--scope", "GLOB", Value::Text("a path or glob the model may change"))
         .e_g("\"src/**\"")
         .repeatable()
-        .help("The files the model may change."),
+        .help("The files the model may change.")
+        .docs(
+            "The files the model may change: `src/**`, `Cargo.toml`, a directory. Repeatable. A \
+             pass that changed any other file does not count ([Scope](#scope)). Git only.",
+        ),
     FlagSpec::takes(
         Flag::Review,
         "--review",
@@ -454,7 +558,12 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
         Value::Text("a command exiting 0 to approve, or claude, codex or gemini"),
     )
     .e_g("\"sh review.sh\"")
-    .help("A reviewer run after a passing check, with the change as JSON on its stdin: exit 0 approves, anything else vetoes."),
+    .help("A reviewer run after a passing check, with the change as JSON on its stdin: exit 0 approves, anything else vetoes.")
+    .docs(
+        "A reviewer run after a passing check, with the change as JSON on its stdin: exit 0 \
+         approves, anything else vetoes. Exactly `claude`, `codex` or `gemini` is the [built-in \
+         reviewer](#a-reviewer).",
+    ),
     FlagSpec::takes(Flag::MaxVetoes, "--max-vetoes", "N", Value::Count { most: MAX_STREAK })
         .e_g("3")
         .or(Default::Number(DEFAULT_MAX_VETOES as u64))
@@ -462,11 +571,18 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
     // For a run it asks for the run's own sandbox as well.
     FlagSpec::switch(Flag::RequireStrict, "--require-strict")
         .of(Group::LOOP.and(Group::RUN))
-        .help("Refuses to start a loop outside the strict tier."),
+        .help("Refuses to start a loop outside the strict tier.")
+        .docs(
+            "Refuses to start a loop outside the strict tier \
+             ([integrity.md](integrity.md#strict-mode-on-claude-code)). \
+             `FOR_LOOP_REQUIRE_STRICT=1` in the hook's environment does the same.",
+        ),
     FlagSpec::takes(Flag::Metric, "--metric", "CMD", Value::Text("a command that prints a number"))
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("\"sh bench.sh\"")
         .help("The command whose output gives the number."),
     FlagSpec::takes(Flag::Target, "--target", "COMPARISON", Value::Text("a comparison"))
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("\"<= 120\"")
         .help("When the loop is done (<= 120); sets the direction."),
     FlagSpec::takes(
@@ -475,6 +591,7 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
         "min|max",
         Value::Text("min (lower is better) or max (higher is better)"),
     )
+        .of(Group::LOOP.and(Group::METRIC))
     .e_g("min")
     .help("Which way is better, when there is no target."),
     FlagSpec::takes(
@@ -483,25 +600,31 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
         "CMD",
         Value::Text("a command that must pass for a change to be kept"),
     )
+        .of(Group::LOOP.and(Group::METRIC))
     .e_g("\"cargo test\"")
     .help("A command that must pass, with verify, for a change to be kept."),
     FlagSpec::takes(Flag::MetricRuns, "--metric-runs", "N", Value::Count { most: MAX_METRIC_RUNS })
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("5")
         .or(Default::Number(keep::DEFAULT_METRIC_RUNS as u64))
         .help("Runs per measurement; the median counts."),
     FlagSpec::takes(Flag::MinGain, "--min-gain", "X", Value::Text("a number or a percentage"))
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("1%")
         .or(Default::Number(0))
         .help("How much a change must beat the best by: a number, or a percentage such as 1%."),
     FlagSpec::takes(Flag::RefineAfter, "--refine-after", "N", Value::Count { most: MAX_STREAK })
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("3")
         .or(Default::Number(keep::DEFAULT_REFINE_AFTER as u64))
         .help("Discards in a row before a \"refine\" note."),
     FlagSpec::takes(Flag::PivotAfter, "--pivot-after", "N", Value::Count { most: MAX_STREAK })
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("5")
         .or(Default::Number(keep::DEFAULT_PIVOT_AFTER as u64))
         .help("Discards in a row before a \"pivot\" note."),
     FlagSpec::takes(Flag::ParkAfterPivots, "--park-after-pivots", "N", Value::Count { most: MAX_STREAK })
+        .of(Group::LOOP.and(Group::METRIC))
         .e_g("3")
         .or(Default::Number(keep::DEFAULT_PARK_AFTER_PIVOTS as u64))
         .help("Pivots without a keep before the loop is parked."),
@@ -513,7 +636,12 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
     )
     .e_g("handoff")
     .or(Default::Word("wait"))
-    .help("What a usage limit in the session does: wait parks the loop until the reset, handoff hands it over to loop-hook run, which waits out the window itself."),
+    .help("What a usage limit in the session does: wait parks the loop until the reset, handoff hands it over to loop-hook run, which waits out the window itself.")
+    .docs(
+        "What a usage limit in the session does: wait parks the loop until the reset, handoff \
+         hands it over to loop-hook run, which waits out the window itself ([Handing a loop \
+         over](run.md#handing-a-loop-over)).",
+    ),
     FlagSpec::takes(
         Flag::BackgroundWait,
         "--background-wait",
@@ -522,7 +650,13 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
     )
     .e_g("1h")
     .or(Default::Word("30m"))
-    .help("How long stops are let through unjudged while the agent's own background work runs (a build it started in the background); after that the stop is judged anyway."),
+    .help("How long stops are let through unjudged while the agent's own background work runs (a build it started in the background); after that the stop is judged anyway.")
+    .docs(
+        "How long stops are let through unjudged while the agent's own background work runs (a \
+         build it started in the background); after that the stop is judged anyway. Claude Code \
+         and Qwen Code, whose Stop events list that work ([Background \
+         work](#background-work-and-the-hosts-cap)).",
+    ),
     FlagSpec::takes(
         Flag::FeedbackTokens,
         "--feedback-tokens",
@@ -531,7 +665,13 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
     )
     .e_g("2000")
     .or(Default::Number(DEFAULT_FEEDBACK_TOKENS as u64))
-    .help("The budget of each re-injection, in tokens at 3 characters a token: the failures the check reported, then its output, cut to fit."),
+    .help("The budget of each re-injection, in tokens at 3 characters a token: the failures the check reported, then its output, cut to fit.")
+    .docs(
+        "The budget of each re-injection, in tokens at 3 characters a token: the failures the \
+         check reported, then its output, cut to fit. From 500 to 3166: the hosts cut a hook's \
+         prompt at 10,000 characters, and the re-injection stays under 9,500 ([What the agent \
+         sees](#what-the-agent-sees)).",
+    ),
     // `loop-hook run`'s own options.
     FlagSpec::takes(Flag::Agent, "--agent", "NAME", Value::Text("an agent CLI"))
         .of(Group::RUN)
