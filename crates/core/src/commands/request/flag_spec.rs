@@ -349,7 +349,9 @@ pub(crate) struct FlagSpec {
     /// final period may give way to more of the sentence there).
     pub(crate) help: &'static str,
     /// Its meaning in the docs' tables, in Markdown, when the docs say more than the help line;
-    /// it begins with the help line.
+    /// it begins with the help line. Only the docs' generator reads it, which is a test
+    /// ([`super::reference`]).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) docs: &'static str,
 }
 
@@ -401,11 +403,6 @@ impl FlagSpec {
 
     const fn docs(self, docs: &'static str) -> FlagSpec {
         FlagSpec { docs, ..self }
-    }
-
-    /// What the docs' tables say the option means: its help line, or more.
-    pub(crate) fn meaning(&self) -> String {
-        if self.docs.is_empty() { self.help_line() } else { self.docs.to_string() }
     }
 
     /// `--verify CMD`, or `--checkpoint` for a switch.

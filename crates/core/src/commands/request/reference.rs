@@ -33,6 +33,11 @@ fn default_column(spec: &FlagSpec) -> String {
     }
 }
 
+/// What the docs' tables say the option means: its help line, or more.
+fn meaning(spec: &FlagSpec) -> String {
+    if spec.docs.is_empty() { spec.help_line() } else { spec.docs.to_string() }
+}
+
 /// `--help`, `-h` for an option with a short name.
 fn names(spec: &FlagSpec) -> String {
     match spec.short {
@@ -47,7 +52,7 @@ fn loop_flags() -> String {
     let (metric, rest): (Vec<Flag>, Vec<Flag>) =
         Flag::all().partition(|flag| flag.spec().groups.has(Group::METRIC));
     for spec in rest.into_iter().map(Flag::spec) {
-        let row = [cell(&names(spec)), default_column(spec), cell(&spec.meaning())];
+        let row = [cell(&names(spec)), default_column(spec), cell(&meaning(spec))];
         out.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     let metric: Vec<String> = metric.iter().map(|flag| format!("`{}`", flag.name())).collect();
@@ -85,7 +90,7 @@ fn taken_by(spec: &FlagSpec) -> String {
 fn command_options() -> String {
     let mut out = String::from("| Option | Taken by | Default | Meaning |\n| --- | --- | --- | --- |\n");
     for spec in FLAGS.iter().filter(|spec| spec.groups != Group::LOOP && !spec.groups.has(Group::METRIC)) {
-        let row = [cell(&names(spec)), cell(&taken_by(spec)), default_column(spec), cell(&spec.meaning())];
+        let row = [cell(&names(spec)), cell(&taken_by(spec)), default_column(spec), cell(&meaning(spec))];
         out.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     out
@@ -169,7 +174,7 @@ fn options_reference_rows_say_what_the_table_says() {
 #[test]
 fn each_docs_meaning_begins_with_its_help_line() {
     for spec in &FLAGS {
-        let meaning = spec.meaning().replace('`', "");
+        let meaning = meaning(spec).replace('`', "");
         let help = spec.help.replace('`', "");
         assert!(meaning.starts_with(help.trim_end_matches('.')), "{}: {meaning}", spec.name);
     }
