@@ -110,10 +110,12 @@ impl Hook {
         match args.first()?.to_str()? {
             "stop-hook" | "stop" => {
                 let words: Vec<&str> = args[1..].iter().filter_map(|a| a.to_str()).collect();
-                let host = words.iter().enumerate().find_map(|(i, word)| match word.strip_prefix("--host") {
-                    Some("") => words.get(i + 1).and_then(|name| Host::from_name(name)),
-                    Some(inline) => inline.strip_prefix('=').and_then(Host::from_name),
-                    None => None,
+                let host = words.iter().enumerate().find_map(|(i, word)| {
+                    match word.strip_prefix(Flag::Host.name()) {
+                        Some("") => words.get(i + 1).and_then(|name| Host::from_name(name)),
+                        Some(inline) => inline.strip_prefix('=').and_then(Host::from_name),
+                        None => None,
+                    }
                 });
                 Some(Hook::Stop { host })
             }

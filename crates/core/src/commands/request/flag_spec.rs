@@ -60,23 +60,23 @@ pub(crate) enum Flag {
     // The options of one command each, after the loop flags.
     Agent,
     AgentArg,
+    Backoff,
     Json,
     Help,
-    Backoff,
     Resume,
-    Apply,
     More,
     MoreTime,
     MoreTokens,
     Attempts,
     Parallel,
+    NoSandbox,
+    Apply,
     Attempt,
+    Backlog,
+    MaxMergeTries,
     RunId,
     Remote,
     Pick,
-    NoSandbox,
-    Backlog,
-    MaxMergeTries,
     Task,
     Merge,
     List,
@@ -669,82 +669,155 @@ pub(crate) const FLAGS: [FlagSpec; 66] = [
          prompt at 10,000 characters, and the re-injection stays under 9,500 ([What the agent \
          sees](#what-the-agent-sees)).",
     ),
-    // `loop-hook run`'s own options.
+    // `loop-hook run`'s own options, in the order its usage lists them.
     FlagSpec::takes(Flag::Agent, "--agent", "NAME", Value::Text("an agent CLI"))
         .of(Group::RUN)
         .e_g("claude")
-        .help("The agent CLI to run."),
+        .help("The agent CLI to run: claude, gemini or codex (default: the first installed, in that order)."),
     FlagSpec::takes(Flag::AgentArg, "--agent-arg", "ARG", Value::AnyWord)
         .of(Group::RUN)
         .e_g("--model=x")
         .repeatable()
-        .help("Passed to the agent CLI, once per argument."),
-    FlagSpec::switch(Flag::Json, "--json").of(Group::RUN).help("One JSON event per line on stdout."),
-    FlagSpec::switch(Flag::Help, "--help").of(Group::RUN.and(Group::LINES)).short("-h").help("Prints the usage."),
+        .help(
+            "Passed to the agent CLI, once per argument; a permission flag among them replaces the \
+             default permissions (claude: --permission-mode acceptEdits; gemini: --approval-mode \
+             auto_edit; codex: --sandbox workspace-write).",
+        ),
     FlagSpec::takes(Flag::Backoff, "--backoff", "D", Value::AnyDuration)
         .of(Group::RUN)
         .e_g("30s")
-        .help("First wait after a rate or usage limit that gives no reset time."),
+        .help(
+            "First wait after a rate or usage limit that gives no reset time (default 30s, doubling \
+             to at most 30m).",
+        ),
+    FlagSpec::switch(Flag::Json, "--json").of(Group::RUN).help(
+        "One JSON event per line on stdout (on a terminal without it, a live status line on stderr: \
+         iteration, time, last verify, streaks, waits for a limit).",
+    ),
+    FlagSpec::switch(Flag::Help, "--help").of(Group::RUN.and(Group::LINES)).short("-h").help("Prints the usage."),
     FlagSpec::takes(Flag::Resume, "--resume", "[LOOP]", Value::OptionalName("a run loop's name"))
         .of(Group::RUN)
         .e_g("20260101-x")
-        .help("Continues the newest (or the named) parked or capped run loop."),
-    FlagSpec::takes(Flag::Apply, "--apply", "[RUN]", Value::OptionalName("a best-of-K run's name"))
-        .of(Group::RUN)
-        .e_g("20260101-x")
-        .help("Applies the newest (or the named) best-of-K winner."),
+        .help(
+            "Continues the newest (or the named) parked or capped run loop; LOOP may also name a loop \
+             running in a session (its session id or loop id, as `loop-hook status --all` lists \
+             them), which is handed over to the run: the same ledger, iteration, budgets, story and \
+             reviewer, the session's stops let through.",
+        ),
     // The room a resumed loop is given: `/for-loop:resume`, and `loop-hook run --resume`.
     FlagSpec::takes(Flag::More, "--more", "N", Value::Count { most: MAX_MAX_ITERATIONS })
         .of(Group::RUN.and(Group::RESUME))
         .e_g("10")
-        .help("Iterations added to a loop resumed at its cap."),
+        .help("Iterations added to a loop resumed at its cap (default at a spent cap: 10)."),
     FlagSpec::takes(Flag::MoreTime, "--more-time", "D", Value::AnyDuration)
         .of(Group::RUN.and(Group::RESUME))
         .e_g("30m")
-        .help("Time added to a loop resumed at its time budget."),
+        .help("Time added to a loop resumed at its time budget (default at a spent budget: half the budget again)."),
     FlagSpec::takes(Flag::MoreTokens, "--more-tokens", "N", Value::Tokens)
         .of(Group::RUN.and(Group::RESUME))
         .e_g("500k")
-        .help("Tokens added to a loop resumed at its token budget."),
+        .help("Tokens added to a loop resumed at its token budget (default at a spent budget: half the budget again)."),
     FlagSpec::takes(Flag::Attempts, "--attempts", "K", Value::Count { most: MAX_ATTEMPTS })
         .of(Group::RUN)
         .e_g("3")
-        .help("Best-of-K: how many independent attempts."),
+        .help(
+            "Best-of-K (in a git repository): K independent loops on the task, one after another, \
+             each in a git work tree of its own under the loop store, started from this working tree \
+             as it is; the first verified one wins and ends the run. Your working tree is not \
+             changed; every attempt is kept as a ref, refs/for-loop/attempts/RUN/N, and the work \
+             trees are removed.",
+        ),
     FlagSpec::takes(Flag::Parallel, "--parallel", "[N]", Value::OptionalCount { most: MAX_ATTEMPTS })
         .of(Group::RUN)
         .e_g("3")
-        .help("Runs the attempts, or a backlog's tasks, at once."),
+        .help(
+            "With --attempts: runs the attempts at once; the first verified one stops the others \
+             (their agents are killed, their loops parked). With --backlog: at most N agents at once \
+             (default 1).",
+        ),
+    FlagSpec::switch(Flag::NoSandbox, "--no-sandbox").of(Group::RUN).help(
+        "Runs the agent outside its sandbox, on purpose. By default each agent run is sandboxed with \
+         bubblewrap where the machine allows it: the project (or the attempt's work tree) writable, \
+         the loop store, for-loop, the host's settings and git's hooks and config read-only, nothing \
+         it starts outliving its run. Where bubblewrap cannot start, the run says so first and goes \
+         on without.",
+    ),
+    FlagSpec::takes(Flag::Apply, "--apply", "[RUN]", Value::OptionalName("a best-of-K run's name"))
+        .of(Group::RUN)
+        .e_g("20260101-x")
+        .help(
+            "Applies the winning attempt's changes of the newest (or the named) best-of-K run (or \
+             what landed of a backlog run) to this working tree; refused, changing nothing, when \
+             local changes are in the way; taken back when verify then fails here. Nothing is staged \
+             or committed.",
+        ),
     FlagSpec::takes(Flag::Attempt, "--attempt", "N", Value::Count { most: MAX_ATTEMPTS })
         .of(Group::RUN)
         .e_g("2")
-        .help("Runs only this attempt of the K and pushes its end state."),
-    FlagSpec::takes(Flag::RunId, "--run-id", "ID", Value::Text("a run's id"))
-        .of(Group::RUN)
-        .e_g("r1")
-        .help("The run the attempts or tasks across machines belong to."),
-    FlagSpec::takes(Flag::Remote, "--remote", "REMOTE", Value::Text("a git remote"))
-        .of(Group::RUN)
-        .e_g("origin")
-        .help("Where the attempts across machines are pushed."),
-    FlagSpec::takes(Flag::Pick, "--pick", "ID", Value::Text("a run's id"))
-        .of(Group::RUN)
-        .e_g("r1")
-        .help("Re-checks the pushed attempts of this run and picks the winner."),
-    FlagSpec::switch(Flag::NoSandbox, "--no-sandbox").of(Group::RUN).help("Runs the agent without a sandbox."),
+        .help(
+            "With --attempts K and --run-id ID: runs only attempt N of a best-of-K run spread over \
+             machines (one CI job each), from a clean checkout, then pushes its end state (a commit \
+             on HEAD, with the attempt's claim in its message) to refs/for-loop/attempts/ID/N on the \
+             remote.",
+        ),
     FlagSpec::takes(Flag::Backlog, "--backlog", "FILE", Value::Text("a plan whose stories are the tasks"))
         .of(Group::RUN)
         .e_g("TODO.md")
-        .help("Works the stories of a plan as independent tasks."),
+        .help(
+            "A backlog (in a git repository): the stories of FILE, a plan as --plan reads it, worked \
+             as independent tasks, each a loop of its own in a git work tree of its own started from \
+             this working tree as it is, with its story's check (or --verify) as its verify. A task \
+             whose check passes joins a merge queue, which merges it onto \
+             refs/for-loop/backlog/RUN/integration and lands it only when its check, the check of \
+             every task landed before it and --verify pass on the merged tree; a conflict or a broken \
+             check sends it back to its agent with what failed. Your working tree is not changed: \
+             `--apply RUN` brings what landed, `--resume RUN` goes on after Ctrl-C or a crash. Each \
+             task's end state is kept as refs/for-loop/backlog/RUN/tasks/N.",
+        ),
     FlagSpec::takes(Flag::MaxMergeTries, "--max-merge-tries", "K", Value::Count { most: MAX_MERGE_TRIES })
         .of(Group::RUN)
         .e_g("2")
-        .help("With --backlog: merges a task may fail before it parks."),
+        .help(
+            "With --backlog: merges a task may fail (a conflict, a broken check) before it parks as \
+             merge_failed (default 3).",
+        ),
+    FlagSpec::takes(Flag::RunId, "--run-id", "ID", Value::Text("a run's id"))
+        .of(Group::RUN)
+        .e_g("r1")
+        .help(
+            "The run the attempts or tasks across machines belong to: its id, the same on every \
+             machine (letters, digits, '-', '_', '.').",
+        ),
+    FlagSpec::takes(Flag::Remote, "--remote", "REMOTE", Value::Text("a git remote"))
+        .of(Group::RUN)
+        .e_g("origin")
+        .help("The git remote attempts are pushed to and picked from (default origin)."),
+    FlagSpec::takes(Flag::Pick, "--pick", "ID", Value::Text("a run's id"))
+        .of(Group::RUN)
+        .e_g("r1")
+        .help(
+            "Fetches run ID's attempts from the remote, checks each out fresh, re-runs --verify on it \
+             (what an attempt claims is not trusted), and names the first that verifies here, by \
+             number; a missing attempt is reported. Run it on the commit the attempts started from.",
+        ),
     FlagSpec::takes(Flag::Task, "--task", "N", Value::Count { most: u32::MAX })
         .of(Group::RUN)
         .e_g("1")
-        .help("With --backlog: works task N alone and pushes it."),
-    FlagSpec::switch(Flag::Merge, "--merge").of(Group::RUN).help("With --backlog: judges and merges the pushed tasks."),
-    FlagSpec::switch(Flag::List, "--list").of(Group::RUN).help("With --backlog: names the tasks."),
+        .help(
+            "With --backlog FILE and --run-id ID: works only task N of a backlog spread over machines \
+             (one CI job each), from a clean checkout, then pushes its end state (a commit on HEAD, \
+             with the task's claim in its message) to refs/for-loop/backlog/ID/tasks/N on the remote.",
+        ),
+    FlagSpec::switch(Flag::Merge, "--merge").of(Group::RUN).help(
+        "With --backlog FILE and --run-id ID: fetches the run's pushed tasks and merges them one at a \
+         time onto HEAD, each landing only when its check, every landed task's check and --verify \
+         pass on the merged tree (no claim is trusted); the result is kept and pushed as \
+         refs/for-loop/backlog/ID/integration.",
+    ),
+    FlagSpec::switch(Flag::List, "--list").of(Group::RUN).help(
+        "With --backlog FILE: names its tasks and their checks (a CI job matrix), refusing a backlog a \
+         run would refuse.",
+    ),
     // The command lines of `loop-hook`'s other commands.
     FlagSpec::takes(Flag::Session, "--session", "ID", Value::Text("a session id"))
         .of(Group::ON_A_SESSION)
@@ -835,39 +908,52 @@ impl FlagSpec {
 
 /// Where an option's help begins in a command's `Options:` section.
 const HELP_COLUMN: usize = 16;
+/// Where it begins in `loop-hook run --help`, whose options have longer names.
+const RUN_HELP_COLUMN: usize = 20;
 /// The widest a line of the help may be.
 const HELP_WIDTH: usize = 100;
 
-/// The `Options:` entries of the command lines in `group`, in the table's order: the option
-/// and its value's name, then its help line wrapped under 100 columns, continued at column 16
-/// (begun on the next line when the name is too long to leave room). `--help` is left out: the
-/// usage shows it.
+/// The `Options:` entries of the command lines in `group`, in the table's order, their help at
+/// column 16. `--help` is left out: the usage shows it.
 pub(crate) fn option_entries(group: Group) -> String {
+    entries(Flag::all_in(group).filter(|flag| *flag != Flag::Help), HELP_COLUMN)
+}
+
+/// `loop-hook run`'s own options, as its usage lists them before the loop flags (which
+/// [`flag_lines`] lists after them, `--require-strict` among them).
+pub(crate) fn run_entries() -> String {
+    let own =
+        Flag::all_in(Group::RUN).filter(|flag| *flag != Flag::Help && !flag.spec().groups.has(Group::LOOP));
+    entries(own, RUN_HELP_COLUMN)
+}
+
+/// One entry per flag: the option and its value's name, then its help line wrapped under 100
+/// columns and continued at `column`, begun on the next line when the name leaves no room.
+fn entries(flags: impl Iterator<Item = Flag>, column: usize) -> String {
     let mut out = String::new();
-    for spec in Flag::all_in(group).map(Flag::spec).filter(|spec| spec.flag != Flag::Help) {
-        let usage = spec.usage();
-        let mut line = format!("  {usage}");
-        if line.len() + 2 > HELP_COLUMN {
+    for spec in flags.map(Flag::spec) {
+        let mut line = format!("  {}", spec.usage());
+        if line.len() + 2 > column {
             out.push_str(&line);
             out.push('\n');
             line = String::new();
         }
-        let mut width = HELP_COLUMN;
-        line = format!("{line:HELP_COLUMN$}");
+        line = format!("{line:column$}");
+        let mut width = column;
         let mut first = true;
         for word in spec.help_line().split(' ') {
-            if !first && width + 1 + word.len() > HELP_WIDTH {
+            if !first && width + 1 + word.chars().count() > HELP_WIDTH {
                 out.push_str(line.trim_end());
                 out.push('\n');
-                line = format!("{:HELP_COLUMN$}{word}", "");
-                width = HELP_COLUMN + word.len();
+                line = format!("{:column$}{word}", "");
+                width = column + word.chars().count();
             } else {
                 if !first {
                     line.push(' ');
                     width += 1;
                 }
                 line.push_str(word);
-                width += word.len();
+                width += word.chars().count();
             }
             first = false;
         }
