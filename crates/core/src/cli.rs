@@ -533,7 +533,7 @@ mod tests {
         assert!(entry.contains("claude-code (default)"), "{entry}");
         assert!(entry.trim_end().ends_with(&format!("or {}.", Host::ALL.last().unwrap().name())), "{entry}");
         let whole = help();
-        assert!(!whole.contains("{HOSTS}"));
+        assert!(!whole.contains("{OPTIONS}"));
         let lines: Vec<&str> =
             whole.lines().skip_while(|l| !l.starts_with("  --host NAME")).take(3).collect();
         assert!(lines.iter().all(|line| line.len() <= 100), "{lines:#?}");

@@ -1,12 +1,14 @@
 //! Every option of every command, one row each: the name, the value it takes and its limits, the
-//! default, the groups it belongs to and the help line.
+//! default, the groups it belongs to, the help line and, where the docs say more, their meaning.
 //!
 //! It is a table rather than a match per property so that an option is added in one place: the
 //! loop flags ([`Group::LOOP`]) are read through it by both front ends (`/for-loop`'s text in
-//! [`super::text`], `loop-hook run`'s words in [`super::args`]), `run`'s own options and the
-//! options of resume, rollback, report and strict are looked up in it by their command's group,
-//! the checks take their limits from it, and the usage texts print it ([`flag_lines`]). The docs'
-//! flag tables are tested against what it prints.
+//! [`super::text`], `loop-hook run`'s words in [`super::args`]), `run`'s own options, the options
+//! of resume, rollback, report and strict and those of every `loop-hook` command line are looked
+//! up in it by their command's group, the checks take their limits from it, the usage texts print
+//! it ([`flag_lines`], [`option_entries`], [`run_entries`]), and so do the options tables of
+//! `docs/usage.md` (`reference.rs`, a test). The other pages' flag tables are tested against
+//! what it prints.
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -350,7 +352,7 @@ pub(crate) struct FlagSpec {
     pub(crate) help: &'static str,
     /// Its meaning in the docs' tables, in Markdown, when the docs say more than the help line;
     /// it begins with the help line. Only the docs' generator reads it, which is a test
-    /// ([`super::reference`]).
+    /// (`reference.rs`).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) docs: &'static str,
 }
