@@ -79,7 +79,8 @@ fn taken_by(spec: &FlagSpec) -> String {
     }
     let every = Group::COMMANDS.iter().filter(|(group, _)| Group::LINES.has(*group)).count();
     if lines.len() == every {
-        whole.push("every other `loop-hook` command".into());
+        let but_run = if spec.groups.has(Group::RUN) { "every other" } else { "every but run's" };
+        whole.push(format!("{but_run} `loop-hook` command"));
     } else if !lines.is_empty() {
         whole.push(format!("`loop-hook` {}", lines.join(", ")));
     }
