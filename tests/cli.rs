@@ -346,6 +346,33 @@ fn a_misspelt_command_or_host_gets_the_nearest_name() {
     }
 }
 
+/// A command line's option read through the option table: a bad one is refused with exit 2 and
+/// one line that says what to write, then the pointer to the usage; nothing is done.
+#[test]
+fn a_bad_option_on_a_command_line_is_refused_in_one_line() {
+    let env = TestEnv::new();
+    for (args, expected) in [
+        (&["status", "--json=yes"][..], "loop-hook: --json takes no value: write just --json"),
+        (
+            &["strict", "--user", "--project"],
+            "loop-hook: --project and --user each write elsewhere: give one",
+        ),
+        (&["report", "--session", SESSION, "--opn"], "did you mean --open?"),
+        (&["cancel", "--session"], "missing argument for option '--session'"),
+        (&["doctor", "--all"], "invalid option '--all'"),
+    ] {
+        let run = env.run(args, "");
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stdout);
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {}", run.stdout);
+        assert!(lines[0].contains(expected), "{args:?}: {}", run.stdout);
+        assert_eq!(lines[1], "Run `loop-hook --help` for usage.", "{args:?}");
+    }
+    for dir in [&env.home, &env.project] {
+        assert!(!dir.join(".claude/settings.json").exists(), "a refused strict writes nothing");
+    }
+}
+
 #[test]
 fn resume_continues_a_parked_loop_with_fresh_streaks() {
     let env = TestEnv::new();

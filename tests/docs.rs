@@ -369,14 +369,15 @@ fn flags_in(text: &str) -> BTreeSet<String> {
 }
 
 /// The options a subcommand's own help lists: the flags of its usage lines, and of each option
-/// line (one that starts with a flag) before the two spaces that begin its description.
+/// line (one that starts with a flag, indented as an entry's first line is, not as the lines
+/// that continue its description) before the two spaces that begin its description.
 fn options_in(help: &str) -> BTreeSet<String> {
     let mut options = BTreeSet::new();
-    for line in help.lines() {
-        let line = line.trim();
+    for raw in help.lines() {
+        let line = raw.trim();
         if line.starts_with("Usage:") || line.starts_with("loop-hook ") || line.starts_with('[') {
             options.extend(flags_in(line));
-        } else if line.starts_with("--") {
+        } else if raw.starts_with("  --") {
             options.extend(flags_in(line.split("  ").next().unwrap_or_default()));
         }
     }

@@ -6,13 +6,16 @@ use std::path::PathBuf;
 use lexopt::prelude::*;
 
 use crate::commands::doctor::DoctorOptions;
+use crate::commands::request::flag_spec::{Flag, Group, option_entries};
 use crate::commands::session::Target;
 use crate::commands::start::StartOptions;
 use crate::commands::status::StatusOptions;
+use crate::commands::strict::Scope;
 use crate::host::Host;
 use crate::report::ReportOptions;
 
-/// `loop-hook --help`, with `{HOSTS}` standing for `--host`'s list: see [`help`].
+/// `loop-hook --help`, with `{OPTIONS}` standing for the options of its command lines, which
+/// the option table prints: see [`help`].
 const HELP: &str = "\
 loop-hook: the engine of for-loop, a verified agent loop.
 The user's verify command is the only judge of done.
@@ -76,16 +79,7 @@ Commands:
              parks it (`run --resume` continues). `loop-hook run --help` explains it.
 
 Options:
-  --session ID  the host's session id (status and report also take the loop id `status --all`
-                prints; default: $CLAUDE_CODE_SESSION_ID, $FOR_LOOP_SESSION_ID,
-                $GEMINI_SESSION_ID, $CODEX_THREAD_ID or $COPILOT_AGENT_SESSION_ID). Without one,
-                start on antigravity or cursor leaves the loop to be claimed by the conversation
-                whose transcript holds its token, and the other commands act on the loop started
-                in this directory (by --host's agent, when given).
-  --cwd DIR     where verify runs (default: the current directory)
-  --host NAME   {HOSTS}
-  --json        machine-readable status
-  --exit-zero   exit 0 even when refused (for slash commands whose host aborts on failure)
+{OPTIONS}
 
 Files:
   Loops live in $FOR_LOOP_HOME, else $XDG_STATE_HOME/for-loop, else ~/.local/state/for-loop:
@@ -116,10 +110,12 @@ impl Hook {
         match args.first()?.to_str()? {
             "stop-hook" | "stop" => {
                 let words: Vec<&str> = args[1..].iter().filter_map(|a| a.to_str()).collect();
-                let host = words.iter().enumerate().find_map(|(i, word)| match word.strip_prefix("--host") {
-                    Some("") => words.get(i + 1).and_then(|name| Host::from_name(name)),
-                    Some(inline) => inline.strip_prefix('=').and_then(Host::from_name),
-                    None => None,
+                let host = words.iter().enumerate().find_map(|(i, word)| {
+                    match word.strip_prefix(Flag::Host.name()) {
+                        Some("") => words.get(i + 1).and_then(|name| Host::from_name(name)),
+                        Some(inline) => inline.strip_prefix('=').and_then(Host::from_name),
+                        None => None,
+                    }
                 });
                 Some(Hook::Stop { host })
             }
@@ -164,8 +160,8 @@ pub(crate) enum Cli {
     Report(ReportOptions),
     Run(Box<crate::run::RunOptions>),
     Doctor(DoctorOptions),
-    /// The scope option as typed (`--project`, `--user`), or empty to show.
-    Strict(String),
+    /// Where to write the strict tier's settings; `None` shows them.
+    Strict(Option<Scope>),
     Help,
     /// `loop-hook COMMAND --help` (or `loop-hook help COMMAND`): that command's own usage.
     CommandHelp(String),
@@ -202,6 +198,7 @@ impl Invocation {
             let options = crate::run::RunOptions::parse(rest).map_err(|e| lexopt::Error::Custom(e.into()))?;
             return plain(Cli::Run(Box::new(options)));
         }
+        let group = group_of(&command);
         let mut exit_zero = false;
         let mut start = StartOptions::default();
         let mut status = StatusOptions::default();
@@ -210,30 +207,35 @@ impl Invocation {
         let mut session_id = None;
         let mut host = None;
         let mut shown = None;
-        let mut scope = String::new();
+        let mut scope = None;
         while let Some(arg) = parser.next()? {
-            match (command.as_str(), arg) {
-                ("help", Value(word)) => return plain(Cli::CommandHelp(command_help(&word.string()?)?)),
-                (_, Long("help") | Short('h')) => return plain(Cli::CommandHelp(command_help(&command)?)),
-                (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "doctor"
-                    | "strict" | "handoff",
-                    Long("exit-zero"),
-                ) => {
-                    exit_zero = true;
+            let name = match arg {
+                Value(word) if command == "help" => {
+                    return plain(Cli::CommandHelp(command_help(&word.string()?)?));
                 }
-                (
-                    "start" | "cancel" | "status" | "resume" | "rollback" | "shown" | "report" | "handoff",
-                    Long("session"),
-                ) => {
-                    session_id = Some(parser.value()?.string()?);
+                Value(word) if command == "shown" && shown.is_none() => {
+                    shown = Some(word.string()?);
+                    continue;
                 }
-                ("start", Long("cwd")) => start.cwd = Some(PathBuf::from(parser.value()?)),
-                (
-                    "start" | "stop-hook" | "prompt-hook" | "cancel" | "status" | "resume" | "rollback"
-                    | "report" | "doctor" | "session-start" | "handoff",
-                    Long("host"),
-                ) => {
+                Value(_) => return Err(arg.unexpected()),
+                Long(name) => format!("--{name}"),
+                Short(letter) => format!("-{letter}"),
+            };
+            let Some(flag) = Flag::named_in(group, &name) else {
+                return Err(refusal(&command, &name));
+            };
+            // A switch given a value (`--json=yes`) is refused rather than read as on or off.
+            if flag.is_switch() && parser.optional_value().is_some() {
+                return Err(lexopt::Error::Custom(
+                    format!("{name} takes no value: write just {name}").into(),
+                ));
+            }
+            match flag {
+                Flag::Help => return plain(Cli::CommandHelp(command_help(&command)?)),
+                Flag::ExitZero => exit_zero = true,
+                Flag::Session => session_id = Some(parser.value()?.string()?),
+                Flag::Cwd => start.cwd = Some(PathBuf::from(parser.value()?)),
+                Flag::Host => {
                     let name = parser.value()?.string()?;
                     let names: Vec<&str> = Host::ALL.iter().map(|host| host.name()).collect();
                     host = Some(
@@ -241,17 +243,25 @@ impl Invocation {
                             .ok_or_else(|| unknown(&name, "host", &names, &Host::names()))?,
                     );
                 }
-                ("status", Long("json")) => status.json = true,
-                ("doctor", Long("json")) => doctor.json = true,
-                ("status", Long("all")) => status.all = true,
-                ("strict", Long(name @ ("project" | "user"))) if scope.is_empty() => {
-                    scope = format!("--{name}");
+                Flag::JsonOutput => (status.json, doctor.json) = (true, true),
+                Flag::All => status.all = true,
+                Flag::Project | Flag::User => {
+                    let asked = if flag == Flag::User { Scope::User } else { Scope::Project };
+                    if scope.is_some_and(|given| given != asked) {
+                        return Err(lexopt::Error::Custom(
+                            "--project and --user each write elsewhere: give one".into(),
+                        ));
+                    }
+                    scope = Some(asked);
                 }
-                ("shown", Value(word)) if shown.is_none() => shown = Some(word.string()?),
-                ("report", Long("out")) => report.out = Some(PathBuf::from(parser.value()?)),
-                ("report", Long("open")) => report.open = true,
-                ("report", Long("options-on-stdin")) => report.options_on_stdin = true,
-                (_, arg) => return Err(refusal(&command, arg)),
+                Flag::Out => report.out = Some(PathBuf::from(parser.value()?)),
+                Flag::Open => report.open = true,
+                Flag::OptionsOnStdin => report.options_on_stdin = true,
+                other => {
+                    let why =
+                        format!("`{other}` is known but not read by loop-hook {command}: please report it");
+                    return Err(lexopt::Error::Custom(why.into()));
+                }
             }
         }
         let cli = match command.as_str() {
@@ -311,42 +321,15 @@ fn unknown(typed: &str, what: &str, known: &[&str], listing: &str) -> lexopt::Er
     lexopt::Error::Custom(message.into())
 }
 
-/// `loop-hook --help`. `--host`'s entry names every host the host layer knows ([`Host::ALL`]),
-/// so that a host added there is listed here too.
+/// `loop-hook --help`: its options section is the option table's rows of every command line
+/// ([`Group::LINES`]), so that an option is described once and a host added to the host layer
+/// is listed in `--host`'s entry.
 pub(crate) fn help() -> String {
-    let names: Vec<String> =
-        Host::ALL
-            .iter()
-            .map(|&host| {
-                if host == Host::default() {
-                    format!("{} (default)", host.name())
-                } else {
-                    host.name().into()
-                }
-            })
-            .collect();
-    let list = match names.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    };
-    // Wrapped as the entries around it are: under 100 columns, under the entry's first word.
-    let mut entry = String::from("the agent host:");
-    let mut width = "  --host NAME   ".len() + entry.len();
-    for word in list.split(' ') {
-        if width + 1 + word.len() > 100 {
-            entry.push_str(&format!("\n{:16}{word}", ""));
-            width = 16 + word.len();
-        } else {
-            entry.push_str(&format!(" {word}"));
-            width += 1 + word.len();
-        }
-    }
-    HELP.replace("{HOSTS}", &entry)
+    HELP.replace("{OPTIONS}", &option_entries(Group::LINES))
 }
 
-/// `loop-hook COMMAND --help`: the command's usage lines, what it does and the options it
-/// takes, cut from [`help`] so that the two never disagree.
+/// `loop-hook COMMAND --help`: the command's usage lines and what it does, cut from [`help`],
+/// and the options its line takes, printed from the option table as [`help`] prints them.
 pub(crate) fn command_help(command: &str) -> Result<String, lexopt::Error> {
     let command = if command == "stop" { "stop-hook" } else { command };
     if !COMMANDS.contains(&command) {
@@ -367,13 +350,9 @@ pub(crate) fn command_help(command: &str) -> Result<String, lexopt::Error> {
     if !what.is_empty() {
         out.push_str(&format!("\n{what}\n"));
     }
-    let options: Vec<String> = options_of(command)
-        .iter()
-        .map(|option| entry(section("Options"), |line| names(line, option)))
-        .filter(|found| !found.is_empty())
-        .collect();
+    let options = option_entries(group_of(command));
     if !options.is_empty() {
-        out.push_str(&format!("\nOptions:\n{}\n", options.join("\n")));
+        out.push_str(&format!("\nOptions:\n{options}\n"));
     }
     out.push_str("\n`loop-hook --help` lists every command, where loops live and the exit codes.");
     Ok(out)
@@ -395,35 +374,25 @@ fn entry(section: &str, starts: impl Fn(&str) -> bool) -> String {
     lines.join("\n")
 }
 
-/// The options each command reads, for the nearest one to a mistyped option.
-fn options_of(command: &str) -> &'static [&'static str] {
-    match command {
-        "start" => &["--session", "--cwd", "--host", "--exit-zero"],
-        "stop-hook" | "stop" | "prompt-hook" => &["--host"],
-        "cancel" | "resume" | "rollback" => &["--session", "--host", "--exit-zero"],
-        "status" => &["--session", "--host", "--json", "--all", "--exit-zero"],
-        "shown" => &["--session", "--exit-zero"],
-        "report" => &["--session", "--host", "--out", "--open", "--options-on-stdin", "--exit-zero"],
-        "doctor" => &["--host", "--json", "--exit-zero"],
-        "strict" => &["--project", "--user", "--exit-zero"],
-        "handoff" => &["--session", "--host", "--exit-zero"],
-        _ => &[],
-    }
+/// The options of `command`'s line in the option table (`stop` is also taken for `stop-hook`).
+/// `run` reads its own words, and `loop-hook run --help` lists them: here it takes `--help`.
+fn group_of(command: &str) -> Group {
+    let command = if command == "stop" { "stop-hook" } else { command };
+    Group::COMMANDS
+        .iter()
+        .find(|(group, name)| *group != Group::RUN && name.strip_prefix("loop-hook ") == Some(command))
+        .map_or(Group::HELP_LINE, |(group, _)| *group)
 }
 
-/// Why `arg` is refused; a mistyped option names the one it was probably meant to be.
-fn refusal(command: &str, arg: lexopt::Arg<'_>) -> lexopt::Error {
-    let typed = match &arg {
-        Long(name) => format!("--{name}"),
-        Short(letter) => format!("-{letter}"),
-        Value(_) => return arg.unexpected(),
+/// Why the option `typed` is refused; a mistyped one names the option of the command it was
+/// probably meant to be.
+fn refusal(command: &str, typed: &str) -> lexopt::Error {
+    let names = Flag::all_in(group_of(command)).map(Flag::name);
+    let message = match crate::support::text::nearest::nearest(typed, names) {
+        Some(known) => format!("`{typed}` is not an option of `loop-hook {command}`: did you mean {known}?"),
+        None => format!("invalid option '{typed}'"),
     };
-    match crate::support::text::nearest::nearest(&typed, options_of(command).iter().copied()) {
-        Some(known) => lexopt::Error::Custom(
-            format!("`{typed}` is not an option of `loop-hook {command}`: did you mean {known}?").into(),
-        ),
-        None => arg.unexpected(),
-    }
+    lexopt::Error::Custom(message.into())
 }
 
 #[cfg(test)]
@@ -439,8 +408,12 @@ mod tests {
         assert!(matches!(parse(&[]), Ok(Cli::Help)));
         assert!(matches!(parse(&["--version"]), Ok(Cli::Version)));
         assert!(matches!(parse(&["stop-hook"]), Ok(Cli::StopHook { host: Host::ClaudeCode })));
-        assert!(matches!(parse(&["strict"]), Ok(Cli::Strict(scope)) if scope.is_empty()));
-        assert!(matches!(parse(&["strict", "--user"]), Ok(Cli::Strict(scope)) if scope == "--user"));
+        assert!(matches!(parse(&["strict"]), Ok(Cli::Strict(None))));
+        assert!(matches!(parse(&["strict", "--user"]), Ok(Cli::Strict(Some(Scope::User)))));
+        assert!(matches!(
+            parse(&["strict", "--project", "--project"]),
+            Ok(Cli::Strict(Some(Scope::Project)))
+        ));
         assert!(parse(&["strict", "--user", "--project"]).is_err(), "one scope at a time");
         assert!(matches!(parse(&["stop-hook", "--host", "claude-code"]), Ok(Cli::StopHook { .. })));
         match parse(&["start", "--session", "s", "--cwd", "/p"]).unwrap() {
@@ -558,9 +531,9 @@ mod tests {
             assert!(entry.contains(host.name()), "{} is missing: {entry}", host.name());
         }
         assert!(entry.contains("claude-code (default)"), "{entry}");
-        assert!(entry.trim_end().ends_with(&format!("or {}", Host::ALL.last().unwrap().name())), "{entry}");
+        assert!(entry.trim_end().ends_with(&format!("or {}.", Host::ALL.last().unwrap().name())), "{entry}");
         let whole = help();
-        assert!(!whole.contains("{HOSTS}"));
+        assert!(!whole.contains("{OPTIONS}"));
         let lines: Vec<&str> =
             whole.lines().skip_while(|l| !l.starts_with("  --host NAME")).take(3).collect();
         assert!(lines.iter().all(|line| line.len() <= 100), "{lines:#?}");
@@ -574,7 +547,7 @@ mod tests {
     /// table is in the help that command prints, under the name the table gives it.
     #[test]
     fn every_option_of_the_table_is_in_its_commands_help() {
-        use crate::commands::request::flag_spec::{Flag, Group};
+        use crate::commands::request::flag_spec::Flag;
         let shows = |help: &str, flag: Flag| {
             help.split(|c: char| !(c == '-' || c.is_alphanumeric())).any(|word| word == flag.name())
         };
@@ -582,6 +555,16 @@ mod tests {
         // `--help` is how the help is seen.
         for flag in Flag::all_in(Group::RUN.and(Group::LOOP)).filter(|flag| *flag != Flag::Help) {
             assert!(shows(&run, flag), "run: {} is read but not in its help", flag.name());
+        }
+        for command in COMMANDS.iter().filter(|c| **c != "run") {
+            let help = command_help(command).unwrap();
+            for flag in Flag::all_in(group_of(command)).filter(|flag| *flag != Flag::Help) {
+                assert!(
+                    shows(&help, flag),
+                    "{command}: {} is read but not in its help:\n{help}",
+                    flag.name()
+                );
+            }
         }
         for (command, group) in [
             ("resume", Group::RESUME),
@@ -599,6 +582,94 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each command's `Options:` section is its line's rows of the table, entry for entry, and
+    /// the global help's is every line's: nothing is written twice or left out.
+    #[test]
+    fn each_commands_options_section_is_printed_from_its_rows() {
+        use crate::commands::request::flag_spec::Flag;
+        let entries = |text: &str| -> Vec<String> {
+            let section = text.split("\nOptions:\n").nth(1).unwrap_or_default();
+            let section = section.split("\n\n").next().unwrap_or_default();
+            section
+                .lines()
+                .filter(|line| line.starts_with("  --"))
+                .map(|line| line.split_whitespace().next().unwrap().to_string())
+                .collect()
+        };
+        for command in COMMANDS {
+            let help = command_help(command).unwrap();
+            let rows: Vec<String> = Flag::all_in(group_of(command))
+                .filter(|flag| *flag != Flag::Help)
+                .map(|flag| flag.name().to_string())
+                .collect();
+            assert_eq!(entries(&help), rows, "{command}:\n{help}");
+            let options = help.split("\nOptions:\n").nth(1).unwrap_or_default();
+            assert!(options.lines().all(|line| line.chars().count() <= 100), "{command}:\n{help}");
+        }
+        let status = command_help("status").unwrap();
+        assert!(status.contains("\n  --all         Lists every loop, not only this session's."), "{status}");
+        let report = command_help("report").unwrap();
+        let entry = format!("\n  --options-on-stdin\n{:16}Reads --out and --open", "");
+        assert!(report.contains(&entry), "a name too long for its column stands alone: {report}");
+        let global: Vec<String> = Flag::all_in(Group::LINES)
+            .filter(|flag| *flag != Flag::Help)
+            .map(|flag| flag.name().to_string())
+            .collect();
+        assert_eq!(entries(&help()), global);
+    }
+
+    /// The parser reads what the table says each command line takes, and nothing else: every
+    /// option of the command lines parses for the commands whose group has it and is refused,
+    /// naming the command, for every other.
+    #[test]
+    fn each_command_line_takes_exactly_the_options_of_its_rows() {
+        use crate::commands::request::flag_spec::Flag;
+        for command in COMMANDS.iter().filter(|c| !matches!(**c, "run" | "help")) {
+            for flag in Flag::all_in(Group::LINES).filter(|flag| *flag != Flag::Help) {
+                let mut args = vec![command.to_string()];
+                if *command == "shown" {
+                    args.push("for-loop".into());
+                }
+                args.push(flag.name().into());
+                if !flag.is_switch() {
+                    args.push(if flag == Flag::Host { "codex".into() } else { "x".into() });
+                }
+                let parsed = Cli::parse(args.iter().map(OsString::from));
+                if group_of(command).has(flag.spec().groups) {
+                    assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err().map(|e| e.to_string()));
+                } else {
+                    assert!(parsed.is_err(), "{args:?} is read, though its row leaves {command} out");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_option_of_a_command_line_is_refused_in_one_line_saying_what_to_write() {
+        for (args, expected) in [
+            (&["status", "--json=yes"][..], "--json takes no value: write just --json"),
+            (&["cancel", "--exit-zero=1"], "--exit-zero takes no value: write just --exit-zero"),
+            (&["report", "--open=now"], "--open takes no value: write just --open"),
+            (&["strict", "--user", "--project"], "--project and --user each write elsewhere: give one"),
+            (&["strict", "--apply"], "invalid option '--apply'"),
+            (&["status", "--session"], "missing argument for option '--session'"),
+            (&["start", "--cwd"], "missing argument for option '--cwd'"),
+            (&["doctor", "--host"], "missing argument for option '--host'"),
+            (&["report", "--out"], "missing argument for option '--out'"),
+            (&["shown", "for-loop", "--host", "codex"], "invalid option '--host'"),
+            (&["guard", "--json"], "invalid option '--json'"),
+            (&["status", "--al"], "did you mean --all?"),
+            (&["report", "--options-on-stdn"], "did you mean --options-on-stdin?"),
+            (&["strict", "--usr"], "did you mean --user?"),
+        ] {
+            let error = parse(args).unwrap_err().to_string();
+            assert!(error.contains(expected), "{args:?}: {error}");
+            assert!(!error.contains('\n'), "{args:?}: {error}");
+        }
+        let huge = format!("--{}", "x".repeat(100_000));
+        assert!(parse(&["status", &huge]).is_err());
     }
 
     #[test]

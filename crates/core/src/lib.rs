@@ -165,7 +165,7 @@ pub fn run(
         Cli::Shown { session_id, command } => hook::prompt_hook::shown(env, session_id.as_deref(), &command),
         Cli::Run(options) => run::run(env, &options),
         Cli::Doctor(options) => commands::doctor::run(env, &options),
-        Cli::Strict(scope) => commands::strict::run(env, &scope),
+        Cli::Strict(scope) => commands::strict::run_in(env, scope),
         Cli::Handoff(target) => commands::handoff::run(env, &target, origin),
         Cli::Report(mut options) => {
             let typed = if options.options_on_stdin { read_text(stdin).map(Some) } else { Ok(None) };

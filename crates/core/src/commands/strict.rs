@@ -14,7 +14,7 @@ use crate::support::outcome::Outcome;
 
 /// Where the settings go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
+pub(crate) enum Scope {
     Project,
     User,
 }
@@ -23,13 +23,18 @@ const USAGE: &str = "usage: /for-loop:strict [--project | --user]  (no option: s
 
 /// Shows, or with a scope writes, the strict tier's settings for the project in `env.cwd`.
 pub(crate) fn run(env: &Environment, args: &str) -> Outcome {
-    let scope = match scope_asked(args) {
-        Ok(scope) => scope,
+    match scope_asked(args) {
+        Ok(scope) => run_in(env, scope),
         Err(why) => {
             let stop = if why.ends_with('?') { "" } else { "." };
-            return Outcome::refused(format!("for-loop: not done: {why}{stop} {USAGE}"));
+            Outcome::refused(format!("for-loop: not done: {why}{stop} {USAGE}"))
         }
-    };
+    }
+}
+
+/// Shows the settings (`None`), or writes them where `scope` says: `loop-hook strict`, whose
+/// command line the option table has already read.
+pub(crate) fn run_in(env: &Environment, scope: Option<Scope>) -> Outcome {
     let Some(file) = settings_file(env, scope.unwrap_or(Scope::Project)) else {
         return Outcome::refused(
             "for-loop: no home directory (HOME is not set), so no user settings to write.",

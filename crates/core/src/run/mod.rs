@@ -22,12 +22,11 @@ use crate::support::outcome::{Code, Outcome};
 pub(crate) use backlog::add_to_status as add_backlogs_to_status;
 pub(crate) use options::RunOptions;
 
-/// `loop-hook run --help`: `run`'s own options, then the loop flags from `/for-loop`'s table.
+/// `loop-hook run --help`: `run`'s own options, then the loop flags, each printed from its row
+/// of the option table.
 pub(crate) fn usage() -> String {
-    format!(
-        "{OWN_USAGE}\n\n  Loop flags, as in /for-loop:\n{}",
-        crate::commands::request::flag_spec::flag_lines()
-    )
+    use crate::commands::request::flag_spec::{flag_lines, run_entries};
+    format!("{OWN_USAGE}\n\n{}\n\n{NOTES}\n\n  Loop flags, as in /for-loop:\n{}", run_entries(), flag_lines())
 }
 
 const OWN_USAGE: &str = "\
@@ -46,76 +45,10 @@ Usage: loop-hook run TASK --verify CMD [--agent claude|gemini|codex] [--max-iter
        loop-hook run --backlog FILE --list [--verify CMD] [--json]
 
   Runs the agent CLI headless in this directory, one fresh session per iteration, until verify
-  passes (or the cap, the time budget or the stall breaker ends or parks the loop).
+  passes (or the cap, the time budget or the stall breaker ends or parks the loop).";
 
-  --agent NAME      claude, gemini or codex (default: the first installed, in that order)
-  --agent-arg ARG   passed to the agent CLI, once per argument; a permission flag among them
-                    replaces the default permissions (claude: --permission-mode acceptEdits;
-                    gemini: --approval-mode auto_edit; codex: --sandbox workspace-write)
-  --backoff D       first wait after a rate or usage limit that gives no reset time (default 30s,
-                    doubling to at most 30m)
-  --json            one JSON event per line on stdout (on a terminal without it, a live status
-                    line on stderr: iteration, time, last verify, streaks, waits for a limit)
-  --resume [LOOP]   continue the newest (or the named) parked or capped run loop; LOOP may also
-                    name a loop running in a session (its session id or loop id, as `loop-hook
-                    status --all` lists them), which is handed over to the run: the same ledger,
-                    iteration, budgets, story and reviewer, the session's stops let through
-  --more N, --more-time D, --more-tokens N
-                    with --resume: that many more iterations, time or tokens (at a spent cap or
-                    budget the default is 10 iterations, or half the budget again)
-  --attempts K      best-of-K (in a git repository): K independent loops on the task, one after
-                    another, each in a git work tree of its own under the loop store, started
-                    from this working tree as it is; the first verified one wins and ends the
-                    run. Your working tree is not changed; every attempt is kept as a ref,
-                    refs/for-loop/attempts/RUN/N, and the work trees are removed
-  --parallel        with --attempts: run the attempts at once; the first verified one stops the
-                    others (their agents are killed, their loops parked)
-  --no-sandbox      run the agent outside its sandbox, on purpose. By default each agent run is
-                    sandboxed with bubblewrap where the machine allows it: the project (or the
-                    attempt's work tree) writable, the loop store, for-loop, the host's settings
-                    and git's hooks and config read-only, nothing it starts outliving its run.
-                    Where bubblewrap cannot start, the run says so first and goes on without
-  --require-strict  refuse to start when the agent cannot be sandboxed
-  --apply [RUN]     apply the winning attempt's changes of the newest (or the named) best-of-K
-                    run (or what landed of a backlog run) to this working tree; refused, changing nothing, when local changes are
-                    in the way; taken back when verify then fails here. Nothing is staged or
-                    committed
-  --attempt N       with --attempts K and --run-id ID: run only attempt N of a best-of-K run
-                    spread over machines (one CI job each), from a clean checkout, then push its
-                    end state (a commit on HEAD, with the attempt's claim in its message) to
-                    refs/for-loop/attempts/ID/N on the remote
-  --backlog FILE    a backlog (in a git repository): the stories of FILE, a plan as --plan reads
-                    it, worked as independent tasks, each a loop of its own in a git work tree of
-                    its own started from this working tree as it is, with its story's check (or
-                    --verify) as its verify. A task whose check passes joins a merge queue, which
-                    merges it onto refs/for-loop/backlog/RUN/integration and lands it only when
-                    its check, the check of every task landed before it and --verify pass on the
-                    merged tree; a conflict or a broken check sends it back to its agent with
-                    what failed. Your working tree is not changed: `--apply RUN` brings what
-                    landed, `--resume RUN` goes on after Ctrl-C or a crash. Each task's end state
-                    is kept as refs/for-loop/backlog/RUN/tasks/N
-  --parallel N      with --backlog: at most N agents at once (default 1)
-  --max-merge-tries K
-                    with --backlog: merges a task may fail (a conflict, a broken check) before it
-                    parks as merge_failed (default 3)
-  --run-id ID       the run's id, the same on every machine (letters, digits, '-', '_', '.')
-  --remote REMOTE   the git remote attempts are pushed to and picked from (default origin)
-  --pick ID         fetch run ID's attempts from the remote, check each out fresh, re-run
-                    --verify on it (what an attempt claims is not trusted), and name the first
-                    that verifies here, by number; a missing attempt is reported. Run it on the
-                    commit the attempts started from
-  --task N          with --backlog FILE and --run-id ID: work only task N of a backlog spread
-                    over machines (one CI job each), from a clean checkout, then push its end
-                    state (a commit on HEAD, with the task's claim in its message) to
-                    refs/for-loop/backlog/ID/tasks/N on the remote
-  --merge           with --backlog FILE and --run-id ID: fetch the run's pushed tasks and merge
-                    them one at a time onto HEAD, each landing only when its check, every landed
-                    task's check and --verify pass on the merged tree (no claim is trusted);
-                    the result is kept and pushed as refs/for-loop/backlog/ID/integration
-  --list            with --backlog FILE: name its tasks and their checks (a CI job matrix),
-                    refusing a backlog a run would refuse
-
-  Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
+const NOTES: &str =
+    "  Every option takes its value as `--name value` or `--name=value` (`--agent-arg=--model=x`).
   An option that is neither one of these nor a loop flag is refused, never read as task text:
   task words that start with a dash go after `--`.";
 
@@ -192,6 +125,29 @@ fn planned(options: &RunOptions) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `run --help`'s own options are its rows of the option table, entry for entry, in the
+    /// table's order, each wrapped under 100 columns; the loop flags follow.
+    #[test]
+    fn run_help_lists_its_own_options_from_the_table() {
+        use crate::commands::request::flag_spec::{Flag, Group};
+        let help = usage();
+        let own = help.split("\n\n").nth(2).unwrap();
+        let listed: Vec<&str> = own
+            .lines()
+            .filter(|line| line.starts_with("  --"))
+            .map(|line| line.split_whitespace().next().unwrap())
+            .collect();
+        let rows: Vec<&str> = Flag::all_in(Group::RUN)
+            .filter(|flag| *flag != Flag::Help && !flag.spec().groups.has(Group::LOOP))
+            .map(Flag::name)
+            .collect();
+        assert_eq!(listed, rows, "{own}");
+        assert!(own.lines().all(|line| line.chars().count() <= 100), "{own}");
+        let entry = format!("\n  --max-merge-tries K\n{:20}With --backlog: merges", "");
+        assert!(own.contains(&entry), "{own}");
+        assert!(help.contains("\n\n  Every option takes its value"), "{help}");
+    }
 
     fn parse(args: &[&str]) -> Result<RunOptions, String> {
         RunOptions::parse(args.iter().map(std::ffi::OsString::from).collect())

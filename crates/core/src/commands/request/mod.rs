@@ -11,6 +11,8 @@
 mod args;
 mod check;
 pub(crate) mod flag_spec;
+#[cfg(test)]
+mod reference;
 mod text;
 pub(crate) mod words;
 
