@@ -260,24 +260,11 @@ impl Host {
     /// fields unique to one host count; anything else is taken as Claude Code's, the default.
     pub(crate) fn guess(object: &Map<String, Value>) -> Host {
         let fields = Fields(object);
-        let event = object.get("hook_event_name").and_then(Value::as_str);
-        if event == Some("AfterAgent") {
-            Host::GeminiCli
-        } else if fields.has_any(&["loop_count", "cursor_version"]) || event == Some("stop") {
-            Host::Cursor
-        } else if fields.has_any(antigravity::MARKERS) {
-            Host::Antigravity
-        } else if fields.has_any(&["stopReason"]) && fields.has_any(&["sessionId"]) {
-            Host::CopilotCli
-        } else if event == Some("Stop") && fields.has_any(&["turn_id"]) {
-            Host::Codex
-        } else if fields.has_any(&[opencode::MARKER]) {
-            Host::Opencode
-        } else if event == Some("Stop") && fields.has_any(qwen_code::MARKERS) {
-            Host::QwenCode
-        } else {
-            Host::ClaudeCode
-        }
+        Host::ALL
+            .iter()
+            .copied()
+            .find(|host| host.spec().looks_like.is_some_and(|looks_like| looks_like(&fields)))
+            .unwrap_or_default()
     }
 
     /// Reads this host's turn-end event. [`EventError::Foreign`] means the payload belongs to
@@ -369,23 +356,15 @@ impl Host {
     }
 }
 
-/// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
-/// adapter checks these before anything else.
+/// Fields only one other host sends (its spec's [`HostSpec::markers`]), so a payload holding
+/// any of them is not `host`'s. Each adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
-    let others: [(Host, &[&str], &'static str); 6] = [
-        (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
-        (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
-        // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
-        // configured under Claude's event name) is snake_case but has a `stop_reason`.
-        (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
-        (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
-        (Host::Opencode, &[opencode::MARKER], "an opencode plugin event"),
-        (Host::QwenCode, qwen_code::MARKERS, "a Qwen Code event"),
-    ];
-    others
-        .into_iter()
-        .find(|(other, markers, _)| *other != host && fields.has_any(markers))
-        .map(|(_, _, what)| what)
+    Host::ALL
+        .iter()
+        .filter(|other| **other != host)
+        .filter_map(|other| other.spec().markers)
+        .find(|markers| fields.has_any(markers.fields))
+        .map(|markers| markers.what)
 }
 
 /// The user's command in the payload of opencode's plugin (`command.execute.before`), if it is

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -130,6 +130,8 @@ pub(in crate::host) fn watched(env: &Environment, project: &std::path::Path) -> 
 /// What for-loop knows about antigravity: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
     aliases: &["agy"],
+    markers: Some(Markers { fields: MARKERS, what: "an Antigravity event" }),
+    looks_like: Some(|fields| fields.has_any(MARKERS)),
     watched: Some(watched),
     ..HostSpec::of(Host::Antigravity, "antigravity", "agy", parse, render)
 };

@@ -97,6 +97,7 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     },
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    looks_like: Some(|fields| fields.is("hook_event_name", "Stop") && fields.has_any(&["turn_id"])),
     watched: Some(watched),
     ..HostSpec::of(Host::Codex, "codex", "codex", parse, render)
 };

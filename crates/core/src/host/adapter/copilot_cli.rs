@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -104,6 +104,13 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     commands: Commands::SLASH_UNPREFIXED,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
+    // configured under Claude's event name) is snake_case but has a `stop_reason`.
+    markers: Some(Markers {
+        fields: &["sessionId", "hookEventName", "stop_reason"],
+        what: "a Copilot CLI or VS Code event",
+    }),
+    looks_like: Some(|fields| fields.has_any(&["stopReason"]) && fields.has_any(&["sessionId"])),
     watched: Some(watched),
     ..HostSpec::of(Host::CopilotCli, "copilot-cli", "copilot", parse, render)
 };

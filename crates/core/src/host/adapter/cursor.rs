@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::{FailureRead, HostSpec};
+use super::spec::{FailureRead, HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -112,6 +112,13 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
 /// What for-loop knows about cursor: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
     aliases: &["cursor-agent"],
+    markers: Some(Markers {
+        fields: &["cursor_version", "loop_count", "conversation_id"],
+        what: "a Cursor event",
+    }),
+    looks_like: Some(|fields| {
+        fields.has_any(&["loop_count", "cursor_version"]) || fields.is("hook_event_name", "stop")
+    }),
     watched: Some(watched),
     parse_failure: read_failure,
     ..HostSpec::of(Host::Cursor, "cursor", "cursor-agent", parse, render)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -113,6 +113,8 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     commands: Commands::SLASH_UNPREFIXED,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    markers: Some(Markers { fields: &["prompt_response"], what: "a Gemini CLI event" }),
+    looks_like: Some(|fields| fields.is("hook_event_name", "AfterAgent")),
     watched: Some(watched),
     ..HostSpec::of(Host::GeminiCli, "gemini-cli", "gemini", parse, render)
 };

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::support::environment::Environment;
 
@@ -192,6 +192,8 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     commands: Commands::NO_ROLLBACK,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    markers: Some(Markers { fields: &[MARKER], what: "an opencode plugin event" }),
+    looks_like: Some(|fields| fields.has_any(&[MARKER])),
     watched: Some(watched),
     ..HostSpec::of(Host::Opencode, "opencode", "opencode", parse, render)
 };

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::spec::{FailureRead, HostSpec};
+use super::spec::{FailureRead, HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
@@ -206,6 +206,8 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     hook_runner: Some(HOOK_RUNNER),
     // Its StopFailure hook runs under a supervisor of Qwen Code's own: see [`Host::failure_hook_runner`].
     failure_hook_runner: None,
+    markers: Some(Markers { fields: MARKERS, what: "a Qwen Code event" }),
+    looks_like: Some(|fields| fields.is("hook_event_name", "Stop") && fields.has_any(MARKERS)),
     watched: Some(watched),
     parse_failure: read_failure,
     ..HostSpec::of(Host::QwenCode, "qwen-code", "qwen", parse, render)

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::host::config_watch::Watched;
-use crate::host::event::{EventError, StopEvent, TurnFailure};
+use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::origin::HookRunner;
 use crate::host::{Commands, Host};
@@ -40,6 +40,11 @@ pub(crate) struct HostSpec {
     pub(crate) prompt_hook_replaces_the_command: bool,
     pub(crate) prompt_hook_adds_context: bool,
     pub(crate) typed_prompt_field: &'static str,
+    /// Fields only this host sends: every other adapter refuses a payload holding one.
+    pub(crate) markers: Option<Markers>,
+    /// Whether a payload is surely this host's, from fields only it sends: the guess for a hook
+    /// line that names no host. `None` for the default host, which is guessed when no other is.
+    pub(crate) looks_like: Option<fn(&Fields) -> bool>,
     pub(crate) agent_shell_marker: Option<&'static str>,
     /// Reads the cap of blocks in a row the user sets for this host, where they can.
     pub(crate) settable_block_cap: Option<fn(&Environment, &Path) -> u32>,
@@ -91,6 +96,8 @@ impl HostSpec {
             prompt_hook_replaces_the_command: false,
             prompt_hook_adds_context: false,
             typed_prompt_field: "prompt",
+            markers: None,
+            looks_like: None,
             agent_shell_marker: None,
             settable_block_cap: None,
             quiet_block_cap: None,
@@ -112,6 +119,14 @@ pub(crate) type FailureRead = Option<Result<TurnFailure, EventError>>;
 
 /// What reading a session's start gives: the session that was compacted, if it was.
 pub(crate) type CompactionRead = Result<Option<String>, EventError>;
+
+/// The fields only one host sends, and what a payload holding one is, for the refusal.
+#[derive(Clone, Copy)]
+pub(crate) struct Markers {
+    pub(crate) fields: &'static [&'static str],
+    /// `a Cursor event`.
+    pub(crate) what: &'static str,
+}
 
 /// A host's cap of Stop blocks in a row in which the agent called no tool.
 #[derive(Clone, Copy)]
