@@ -20,6 +20,7 @@ pub(crate) mod background;
 pub(crate) mod config_watch;
 pub(crate) mod event;
 pub(crate) mod hook_response;
+pub(crate) mod install;
 pub(crate) mod origin;
 pub(crate) mod transcript;
 pub(crate) mod usage;
@@ -35,7 +36,7 @@ use adapter::opencode;
 pub(crate) use adapter::opencode::Command as OpencodeCommand;
 pub(crate) use adapter::qwen_code::{
     BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
-    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP, block_cap as qwen_block_cap,
+    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP,
 };
 pub(crate) use adapter::spec::HostSpec;
 use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
@@ -60,30 +61,44 @@ pub(crate) enum Host {
     QwenCode,
 }
 
-impl Host {
-    pub(crate) const ALL: &'static [Host] = &[
-        Host::ClaudeCode,
-        Host::Antigravity,
-        Host::GeminiCli,
-        Host::Codex,
-        Host::Cursor,
-        Host::CopilotCli,
-        Host::Opencode,
-        Host::QwenCode,
-    ];
+/// Every adapter's spec, in the order of [`Host`]'s variants: with the variant and the adapter's
+/// `mod` line, the one line a new host adds outside its adapter file.
+const SPECS: [&HostSpec; 8] = [
+    &claude_code::SPEC,
+    &antigravity::SPEC,
+    &gemini_cli::SPEC,
+    &codex::SPEC,
+    &cursor::SPEC,
+    &copilot_cli::SPEC,
+    &opencode::SPEC,
+    &qwen_code::SPEC,
+];
 
-    /// What this host's adapter declares about it: the one place a host is told from another.
-    pub(crate) fn spec(self) -> &'static HostSpec {
-        match self {
-            Host::ClaudeCode => &claude_code::SPEC,
-            Host::Antigravity => &antigravity::SPEC,
-            Host::GeminiCli => &gemini_cli::SPEC,
-            Host::Codex => &codex::SPEC,
-            Host::Cursor => &cursor::SPEC,
-            Host::CopilotCli => &copilot_cli::SPEC,
-            Host::Opencode => &opencode::SPEC,
-            Host::QwenCode => &qwen_code::SPEC,
+// Each spec sits at its variant's place, so that `Host::spec` reads the host's own.
+const _: () = {
+    let mut i = 0;
+    while i < SPECS.len() {
+        assert!(SPECS[i].host as usize == i, "SPECS is not in the order of Host's variants");
+        i += 1;
+    }
+};
+
+impl Host {
+    /// Every host, in the order of the variants.
+    pub(crate) const ALL: &'static [Host] = &{
+        let mut all = [Host::ClaudeCode; SPECS.len()];
+        let mut i = 0;
+        while i < SPECS.len() {
+            all[i] = SPECS[i].host;
+            i += 1;
         }
+        all
+    };
+
+    /// What this host's adapter declares about it: every other method reads it, so no code
+    /// tells one host from another.
+    pub(crate) fn spec(self) -> &'static HostSpec {
+        SPECS[self as usize]
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -367,6 +382,24 @@ fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
         .map(|markers| markers.what)
 }
 
+/// What a machine where for-loop is installed for no host is told to install first: the host
+/// for-loop was made for first, and its package.
+pub(crate) struct FirstInstall {
+    pub(crate) host: Host,
+    /// The host itself and how to get it.
+    pub(crate) get_host: &'static str,
+    /// for-loop's package for it, and the command that installs it.
+    pub(crate) package: String,
+}
+
+pub(crate) fn first_install(binary: &install::BinaryFacts) -> FirstInstall {
+    FirstInstall {
+        host: Host::ClaudeCode,
+        get_host: "Claude Code (npm install -g @anthropic-ai/claude-code)",
+        package: format!("Claude Code's plugin: {}", claude_code::install_command(binary)),
+    }
+}
+
 /// The user's command in the payload of opencode's plugin (`command.execute.before`), if it is
 /// one: read by the prompt hook, whatever host it was started for.
 pub(crate) fn opencode_command(object: &Map<String, Value>) -> Option<OpencodeCommand> {
@@ -495,6 +528,77 @@ mod tests {
         assert_eq!(markers, ["QWEN_CODE"]);
         let fields: Vec<&str> = Host::ALL.iter().map(|h| h.typed_prompt_field()).collect();
         assert_eq!(fields.iter().filter(|f| **f == "submitted_prompt").count(), 1);
+    }
+
+    /// Adding a host is one adapter file, as far as a test can tell: every file in `adapter/`
+    /// that declares a spec is one host's, named after it, and every host has one; each spec
+    /// says how to tell its payload from the others' and where doctor looks for its files; and
+    /// doctor's checks of it, on a machine with nothing of it, are its own lines and say it is
+    /// missing.
+    #[test]
+    fn a_host_is_one_adapter_file_whose_spec_is_complete() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host/adapter");
+        let mut adapters: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| {
+                std::fs::read_to_string(path).unwrap().contains("pub(in crate::host) const SPEC: HostSpec")
+            })
+            .map(|path| path.file_stem().unwrap().to_string_lossy().replace('_', "-"))
+            .collect();
+        adapters.sort();
+        let mut names: Vec<&str> = Host::ALL.iter().map(|host| host.name()).collect();
+        names.sort_unstable();
+        assert_eq!(adapters, names, "one adapter file per host, named after it");
+
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let vars = [
+            ("HOME".to_string(), home.path().display().to_string()),
+            ("PATH".to_string(), "/nonexistent".to_string()),
+        ];
+        let env =
+            crate::support::environment::Environment::new(vars, project.clone(), jiff::Timestamp::UNIX_EPOCH);
+        let binary = install::BinaryFacts::default();
+        let mut homes = Vec::new();
+        let mut markers: Vec<&str> = Vec::new();
+        for host in Host::ALL.iter().copied() {
+            let (spec, name) = (host.spec(), host.name());
+            assert_eq!(
+                spec.looks_like.is_none(),
+                host == Host::default(),
+                "{name}: only the default host is guessed without fields of its own"
+            );
+            markers.extend(spec.markers.iter().flat_map(|m| m.fields.iter().copied()));
+            let at = host.install_home(&env).unwrap_or_else(|| panic!("{name}: no home under HOME"));
+            assert!(at.starts_with(home.path()), "{name}: {}", at.display());
+            homes.push(at);
+            let look =
+                install::Look { env: &env, project: &project, binary: &binary, asked: true, present: true };
+            let found =
+                host.check_install(&look).unwrap_or_else(|| panic!("{name}: asked for, checked nothing"));
+            assert!(!found.installed, "{name}: installed on an empty machine");
+            let first = &found.checks[0];
+            assert!(
+                first.name == format!("{name}: installed") && !first.ok && first.matters,
+                "{name}: {first:?}"
+            );
+            assert!(first.fix.as_deref().is_some_and(|fix| !fix.is_empty()), "{name}: {first:?}");
+            for check in &found.checks {
+                assert!(
+                    check.name.starts_with(&format!("{name}: ")),
+                    "{name} answers for another: {check:?}"
+                );
+            }
+        }
+        let (all_homes, all_markers) = (homes.len(), markers.len());
+        homes.sort();
+        homes.dedup();
+        markers.sort_unstable();
+        markers.dedup();
+        assert_eq!(homes.len(), all_homes, "two hosts share the folder that says one is installed");
+        assert_eq!(markers.len(), all_markers, "a field only one host sends is claimed by two");
     }
 
     /// The table holds one spec per host, each naming its own host, and no two hosts answer to

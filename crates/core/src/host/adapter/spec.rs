@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::host::config_watch::Watched;
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
+use crate::host::install::Install;
 use crate::host::origin::HookRunner;
 use crate::host::{Commands, Host};
 use crate::support::environment::Environment;
@@ -63,6 +64,8 @@ pub(crate) struct HostSpec {
     /// The answer to a session's start that adds text to the agent's context, where the host
     /// takes one.
     pub(crate) render_session_context: Option<fn(&str) -> String>,
+    /// What `loop-hook doctor` checks of the host's installation, and where it looks.
+    pub(crate) install: Install,
 }
 
 /// What reading a turn-end event as a failed turn gives: `None` when it is no failure report.
@@ -77,6 +80,7 @@ impl HostSpec {
         program: &'static str,
         parse_stop: fn(&Map<String, Value>) -> Result<StopEvent, EventError>,
         render: fn(&HookResponse) -> String,
+        install: Install,
     ) -> HostSpec {
         HostSpec {
             host,
@@ -111,6 +115,7 @@ impl HostSpec {
             parse_compacted: no_compaction,
             render,
             render_session_context: None,
+            install,
         }
     }
 }
