@@ -3,15 +3,17 @@
 //! [`HookResponse`].
 //!
 //! What each host can do is a table: every adapter declares a [`HostSpec`], and the methods
-//! of [`Host`] read it ([`Host::spec`] is the one match on the host).
+//! of [`Host`] read it; [`Host::spec`] finds a host's in one array, so nothing, here or
+//! elsewhere, matches on the host to learn what it can do.
 //!
 //! The host is named on the hook's command line in each host's hook config (`stop-hook --host
 //! NAME`), because payloads are too alike to tell apart reliably. [`Host::guess`] exists only as
-//! a fallback for a hook line that names no host.
+//! a fallback for a hook line that names no host, from each spec's `looks_like`.
 //!
 //! Every adapter refuses what is not its own host's normal turn end with
-//! [`EventError::Foreign`]: another host's payload (Cursor and Copilot CLI also run Claude Code's
-//! hooks; VS Code reads Copilot's), another event, or a turn that ended abnormally. The hook then
+//! [`EventError::Foreign`]: another host's payload (a field of another spec's `markers`; Cursor
+//! and Copilot CLI also run Claude Code's hooks, VS Code reads Copilot's), another event, or a
+//! turn that ended abnormally. The hook then
 //! judges nothing and prints only the host's plain "let it stop" answer.
 
 mod adapter;

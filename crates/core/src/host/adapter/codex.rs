@@ -15,6 +15,7 @@ use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, shell_quote,
 };
+use crate::host::user_command::CommandKind;
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
@@ -98,6 +99,18 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
         start: "$for-loop",
         rollback: "`loop-hook rollback` in a terminal",
     },
+    // Codex names a plugin's skills `PLUGIN:NAME`: only `$for-loop:NAME` puts the skill in
+    // front of the model, and the bare `$NAME` is still taken.
+    typed_commands: &[
+        ("$for-loop:for-loop", CommandKind::Start),
+        ("$for-loop:cancel-loop", CommandKind::Cancel),
+        ("$for-loop:loop-status", CommandKind::Status),
+        ("$for-loop:resume-loop", CommandKind::Resume),
+        ("$for-loop", CommandKind::Start),
+        ("$cancel-loop", CommandKind::Cancel),
+        ("$loop-status", CommandKind::Status),
+        ("$resume-loop", CommandKind::Resume),
+    ],
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
     looks_like: Some(|fields| fields.is("hook_event_name", "Stop") && fields.has_any(&["turn_id"])),

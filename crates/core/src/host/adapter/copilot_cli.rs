@@ -28,6 +28,7 @@ use crate::host::install::{
     self, BinaryFacts, Check, HookFile, Install, Installation, Look, home_dir, not_installed, read_json,
     runs_us, shell_quote,
 };
+use crate::host::user_command::CommandKind;
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
@@ -106,6 +107,14 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     resubmits_block_reason_as_prompt: true,
     prompt_hook_answers_in_place: true,
     commands: Commands::SLASH_UNPREFIXED,
+    // Copilot CLI invokes a skill as `/NAME` and passes the typed text to its prompt hook.
+    typed_commands: &[
+        ("/for-loop", CommandKind::Start),
+        ("/cancel-loop", CommandKind::Cancel),
+        ("/loop-status", CommandKind::Status),
+        ("/resume-loop", CommandKind::Resume),
+        ("/for-loop:rollback", CommandKind::Rollback),
+    ],
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
     // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook

@@ -27,6 +27,7 @@ use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Look, not_installed, shell_quote,
 };
+use crate::host::user_command;
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
@@ -193,6 +194,8 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     has_prompt_hook: true,
     prompt_hook_replaces_the_command: true,
     commands: Commands::NO_ROLLBACK,
+    // The plugin passes the command's name and its arguments, read as `/NAME ARGS`.
+    typed_commands: user_command::BARE,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
     markers: Some(Markers { fields: &[MARKER], what: "an opencode plugin event" }),

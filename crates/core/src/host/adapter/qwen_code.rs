@@ -29,6 +29,7 @@ use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, read_json,
 };
 use crate::host::origin::{HookRunner, HookSession};
+use crate::host::user_command;
 use crate::host::{Commands, Host, foreign_marker};
 use crate::support::environment::Environment;
 
@@ -206,6 +207,8 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     agent_shell_marker: Some(AGENT_SHELL_VAR),
     settable_block_cap: Some(block_cap),
     commands: Commands::NO_ROLLBACK,
+    // Qwen Code names an extension's commands by their file names, with no namespace.
+    typed_commands: user_command::BARE,
     hook_runner: Some(HOOK_RUNNER),
     // Its StopFailure hook runs under a supervisor of Qwen Code's own: see [`Host::failure_hook_runner`].
     failure_hook_runner: None,

@@ -1,7 +1,7 @@
 //! A host as a table: what each adapter declares about its host, read by [`Host`]'s methods.
-//! Adding a host is one adapter file with its [`HostSpec`], a variant, and its line in
-//! [`Host::spec`] and [`Host::ALL`]; the rest of the engine asks the host what it can do and never
-//! learns which one it is.
+//! Adding a host is one adapter file with its [`HostSpec`], a variant, its `mod` line and its
+//! line in the array of specs in `host/mod.rs` (which [`Host::ALL`] is built from); the rest of
+//! the engine, doctor included, asks the host what it can do and never learns which one it is.
 
 use std::path::Path;
 
@@ -12,6 +12,7 @@ use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::install::Install;
 use crate::host::origin::HookRunner;
+use crate::host::user_command::{self, TypedCommands};
 use crate::host::{Commands, Host};
 use crate::support::environment::Environment;
 
@@ -41,6 +42,8 @@ pub(crate) struct HostSpec {
     pub(crate) prompt_hook_replaces_the_command: bool,
     pub(crate) prompt_hook_adds_context: bool,
     pub(crate) typed_prompt_field: &'static str,
+    /// The command names the user types, as the prompt hook receives them.
+    pub(crate) typed_commands: TypedCommands,
     /// Fields only this host sends: every other adapter refuses a payload holding one.
     pub(crate) markers: Option<Markers>,
     /// Whether a payload is surely this host's, from fields only it sends: the guess for a hook
@@ -100,6 +103,7 @@ impl HostSpec {
             prompt_hook_replaces_the_command: false,
             prompt_hook_adds_context: false,
             typed_prompt_field: "prompt",
+            typed_commands: user_command::NAMESPACED,
             markers: None,
             looks_like: None,
             agent_shell_marker: None,
