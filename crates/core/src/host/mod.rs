@@ -13,8 +13,8 @@
 //! Every adapter refuses what is not its own host's normal turn end with
 //! [`EventError::Foreign`]: another host's payload (a field of another spec's `markers`; Cursor
 //! and Copilot CLI also run Claude Code's hooks, VS Code reads Copilot's), another event, or a
-//! turn that ended abnormally. The hook then
-//! judges nothing and prints only the host's plain "let it stop" answer.
+//! turn that ended abnormally. The hook then judges nothing and prints only the host's plain
+//! "let it stop" answer.
 
 mod adapter;
 pub(crate) mod agent;
