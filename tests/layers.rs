@@ -546,11 +546,6 @@ fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
     assert!(io[0].starts_with("verdict/decision.rs:1:"), "{io:#?}");
 }
 
-/// The files outside `host/` that still name a host, and why: doctor's checks of each host's
-/// installation (its plugin files, its settings) are written per host in `commands/doctor/`.
-/// Moving them behind the host table empties this list; nothing may join it.
-const STILL_NAMING_A_HOST: &[&str] = &["commands/doctor/lines.rs", "commands/doctor/gather/mod.rs"];
-
 /// Lines outside `host/` that name one of `Host`'s variants (`Host::Codex`), to compare it or to
 /// build it: a host is a table in `host/` (each adapter's `HostSpec`), and the loop asks it what
 /// it can do by a method that names the capability, never learning which host it is. `Host::ALL`,
@@ -602,23 +597,7 @@ fn host_variants_at(line: &str) -> Vec<(usize, usize)> {
 #[test]
 fn no_host_is_named_outside_the_host_layer() {
     let found = host_names(&sources(&core_src()));
-    let problems: Vec<&String> = found
-        .iter()
-        .filter(|p| !STILL_NAMING_A_HOST.iter().any(|file| p.starts_with(&format!("{file}:"))))
-        .collect();
-    assert!(
-        problems.is_empty(),
-        "{} host names outside host/:\n{}",
-        problems.len(),
-        problems.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\n")
-    );
-    // A file that no longer names a host leaves the list, so that it cannot start again unseen.
-    for file in STILL_NAMING_A_HOST {
-        assert!(
-            found.iter().any(|p| p.starts_with(&format!("{file}:"))),
-            "{file} names no host any more: take it off STILL_NAMING_A_HOST"
-        );
-    }
+    assert!(found.is_empty(), "{} host names outside host/:\n{}", found.len(), found.join("\n"));
 }
 
 /// The check above would pass on a reader that sees nothing; this shows it sees each form.

@@ -168,6 +168,11 @@ impl Fields<'_> {
         }
     }
 
+    /// Whether `field` is the string `value`.
+    pub(crate) fn is(&self, field: &str, value: &str) -> bool {
+        self.0.get(field).and_then(Value::as_str) == Some(value)
+    }
+
     /// Whether any of `fields` is present (even as `null`): how a payload shows which host sent it.
     pub(crate) fn has_any(&self, fields: &[&str]) -> bool {
         fields.iter().any(|field| self.0.contains_key(*field))

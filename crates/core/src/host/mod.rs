@@ -3,16 +3,18 @@
 //! [`HookResponse`].
 //!
 //! What each host can do is a table: every adapter declares a [`HostSpec`], and the methods
-//! of [`Host`] read it ([`Host::spec`] is the one match on the host).
+//! of [`Host`] read it; [`Host::spec`] finds a host's in one array, so nothing, here or
+//! elsewhere, matches on the host to learn what it can do.
 //!
 //! The host is named on the hook's command line in each host's hook config (`stop-hook --host
 //! NAME`), because payloads are too alike to tell apart reliably. [`Host::guess`] exists only as
-//! a fallback for a hook line that names no host.
+//! a fallback for a hook line that names no host, from each spec's `looks_like`.
 //!
 //! Every adapter refuses what is not its own host's normal turn end with
-//! [`EventError::Foreign`]: another host's payload (Cursor and Copilot CLI also run Claude Code's
-//! hooks; VS Code reads Copilot's), another event, or a turn that ended abnormally. The hook then
-//! judges nothing and prints only the host's plain "let it stop" answer.
+//! [`EventError::Foreign`]: another host's payload (a field of another spec's `markers`; Cursor
+//! and Copilot CLI also run Claude Code's hooks, VS Code reads Copilot's), another event, or a
+//! turn that ended abnormally. The hook then judges nothing and prints only the host's plain
+//! "let it stop" answer.
 
 mod adapter;
 pub(crate) mod agent;
@@ -20,6 +22,7 @@ pub(crate) mod background;
 pub(crate) mod config_watch;
 pub(crate) mod event;
 pub(crate) mod hook_response;
+pub(crate) mod install;
 pub(crate) mod origin;
 pub(crate) mod transcript;
 pub(crate) mod usage;
@@ -35,7 +38,7 @@ use adapter::opencode;
 pub(crate) use adapter::opencode::Command as OpencodeCommand;
 pub(crate) use adapter::qwen_code::{
     BLOCK_CAP_SETTING as QWEN_BLOCK_CAP_SETTING, BLOCK_CAP_VAR as QWEN_BLOCK_CAP_VAR,
-    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP, block_cap as qwen_block_cap,
+    MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP,
 };
 pub(crate) use adapter::spec::HostSpec;
 use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
@@ -60,30 +63,44 @@ pub(crate) enum Host {
     QwenCode,
 }
 
-impl Host {
-    pub(crate) const ALL: &'static [Host] = &[
-        Host::ClaudeCode,
-        Host::Antigravity,
-        Host::GeminiCli,
-        Host::Codex,
-        Host::Cursor,
-        Host::CopilotCli,
-        Host::Opencode,
-        Host::QwenCode,
-    ];
+/// Every adapter's spec, in the order of [`Host`]'s variants: with the variant and the adapter's
+/// `mod` line, the one line a new host adds outside its adapter file.
+const SPECS: [&HostSpec; 8] = [
+    &claude_code::SPEC,
+    &antigravity::SPEC,
+    &gemini_cli::SPEC,
+    &codex::SPEC,
+    &cursor::SPEC,
+    &copilot_cli::SPEC,
+    &opencode::SPEC,
+    &qwen_code::SPEC,
+];
 
-    /// What this host's adapter declares about it: the one place a host is told from another.
-    pub(crate) fn spec(self) -> &'static HostSpec {
-        match self {
-            Host::ClaudeCode => &claude_code::SPEC,
-            Host::Antigravity => &antigravity::SPEC,
-            Host::GeminiCli => &gemini_cli::SPEC,
-            Host::Codex => &codex::SPEC,
-            Host::Cursor => &cursor::SPEC,
-            Host::CopilotCli => &copilot_cli::SPEC,
-            Host::Opencode => &opencode::SPEC,
-            Host::QwenCode => &qwen_code::SPEC,
+// Each spec sits at its variant's place, so that `Host::spec` reads the host's own.
+const _: () = {
+    let mut i = 0;
+    while i < SPECS.len() {
+        assert!(SPECS[i].host as usize == i, "SPECS is not in the order of Host's variants");
+        i += 1;
+    }
+};
+
+impl Host {
+    /// Every host, in the order of the variants.
+    pub(crate) const ALL: &'static [Host] = &{
+        let mut all = [Host::ClaudeCode; SPECS.len()];
+        let mut i = 0;
+        while i < SPECS.len() {
+            all[i] = SPECS[i].host;
+            i += 1;
         }
+        all
+    };
+
+    /// What this host's adapter declares about it: every other method reads it, so no code
+    /// tells one host from another.
+    pub(crate) fn spec(self) -> &'static HostSpec {
+        SPECS[self as usize]
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -260,24 +277,11 @@ impl Host {
     /// fields unique to one host count; anything else is taken as Claude Code's, the default.
     pub(crate) fn guess(object: &Map<String, Value>) -> Host {
         let fields = Fields(object);
-        let event = object.get("hook_event_name").and_then(Value::as_str);
-        if event == Some("AfterAgent") {
-            Host::GeminiCli
-        } else if fields.has_any(&["loop_count", "cursor_version"]) || event == Some("stop") {
-            Host::Cursor
-        } else if fields.has_any(antigravity::MARKERS) {
-            Host::Antigravity
-        } else if fields.has_any(&["stopReason"]) && fields.has_any(&["sessionId"]) {
-            Host::CopilotCli
-        } else if event == Some("Stop") && fields.has_any(&["turn_id"]) {
-            Host::Codex
-        } else if fields.has_any(&[opencode::MARKER]) {
-            Host::Opencode
-        } else if event == Some("Stop") && fields.has_any(qwen_code::MARKERS) {
-            Host::QwenCode
-        } else {
-            Host::ClaudeCode
-        }
+        Host::ALL
+            .iter()
+            .copied()
+            .find(|host| host.spec().looks_like.is_some_and(|looks_like| looks_like(&fields)))
+            .unwrap_or_default()
     }
 
     /// Reads this host's turn-end event. [`EventError::Foreign`] means the payload belongs to
@@ -369,23 +373,33 @@ impl Host {
     }
 }
 
-/// Fields only one other host sends, so a payload holding any of them is not `host`'s. Each
-/// adapter checks these before anything else.
+/// Fields only one other host sends (its spec's [`HostSpec::markers`]), so a payload holding
+/// any of them is not `host`'s. Each adapter checks these before anything else.
 fn foreign_marker(host: Host, fields: &Fields) -> Option<&'static str> {
-    let others: [(Host, &[&str], &'static str); 6] = [
-        (Host::Cursor, &["cursor_version", "loop_count", "conversation_id"], "a Cursor event"),
-        (Host::Antigravity, antigravity::MARKERS, "an Antigravity event"),
-        // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
-        // configured under Claude's event name) is snake_case but has a `stop_reason`.
-        (Host::CopilotCli, &["sessionId", "hookEventName", "stop_reason"], "a Copilot CLI or VS Code event"),
-        (Host::GeminiCli, &["prompt_response"], "a Gemini CLI event"),
-        (Host::Opencode, &[opencode::MARKER], "an opencode plugin event"),
-        (Host::QwenCode, qwen_code::MARKERS, "a Qwen Code event"),
-    ];
-    others
-        .into_iter()
-        .find(|(other, markers, _)| *other != host && fields.has_any(markers))
-        .map(|(_, _, what)| what)
+    Host::ALL
+        .iter()
+        .filter(|other| **other != host)
+        .filter_map(|other| other.spec().markers)
+        .find(|markers| fields.has_any(markers.fields))
+        .map(|markers| markers.what)
+}
+
+/// What a machine where for-loop is installed for no host is told to install first: the host
+/// for-loop was made for first, and its package.
+pub(crate) struct FirstInstall {
+    pub(crate) host: Host,
+    /// The host itself and how to get it.
+    pub(crate) get_host: &'static str,
+    /// for-loop's package for it, and the command that installs it.
+    pub(crate) package: String,
+}
+
+pub(crate) fn first_install(binary: &install::BinaryFacts) -> FirstInstall {
+    FirstInstall {
+        host: Host::ClaudeCode,
+        get_host: "Claude Code (npm install -g @anthropic-ai/claude-code)",
+        package: format!("Claude Code's plugin: {}", claude_code::install_command(binary)),
+    }
 }
 
 /// The user's command in the payload of opencode's plugin (`command.execute.before`), if it is
@@ -516,6 +530,77 @@ mod tests {
         assert_eq!(markers, ["QWEN_CODE"]);
         let fields: Vec<&str> = Host::ALL.iter().map(|h| h.typed_prompt_field()).collect();
         assert_eq!(fields.iter().filter(|f| **f == "submitted_prompt").count(), 1);
+    }
+
+    /// Adding a host is one adapter file, as far as a test can tell: every file in `adapter/`
+    /// that declares a spec is one host's, named after it, and every host has one; each spec
+    /// says how to tell its payload from the others' and where doctor looks for its files; and
+    /// doctor's checks of it, on a machine with nothing of it, are its own lines and say it is
+    /// missing.
+    #[test]
+    fn a_host_is_one_adapter_file_whose_spec_is_complete() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host/adapter");
+        let mut adapters: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| {
+                std::fs::read_to_string(path).unwrap().contains("pub(in crate::host) const SPEC: HostSpec")
+            })
+            .map(|path| path.file_stem().unwrap().to_string_lossy().replace('_', "-"))
+            .collect();
+        adapters.sort();
+        let mut names: Vec<&str> = Host::ALL.iter().map(|host| host.name()).collect();
+        names.sort_unstable();
+        assert_eq!(adapters, names, "one adapter file per host, named after it");
+
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let vars = [
+            ("HOME".to_string(), home.path().display().to_string()),
+            ("PATH".to_string(), "/nonexistent".to_string()),
+        ];
+        let env =
+            crate::support::environment::Environment::new(vars, project.clone(), jiff::Timestamp::UNIX_EPOCH);
+        let binary = install::BinaryFacts::default();
+        let mut homes = Vec::new();
+        let mut markers: Vec<&str> = Vec::new();
+        for host in Host::ALL.iter().copied() {
+            let (spec, name) = (host.spec(), host.name());
+            assert_eq!(
+                spec.looks_like.is_none(),
+                host == Host::default(),
+                "{name}: only the default host is guessed without fields of its own"
+            );
+            markers.extend(spec.markers.iter().flat_map(|m| m.fields.iter().copied()));
+            let at = host.install_home(&env).unwrap_or_else(|| panic!("{name}: no home under HOME"));
+            assert!(at.starts_with(home.path()), "{name}: {}", at.display());
+            homes.push(at);
+            let look =
+                install::Look { env: &env, project: &project, binary: &binary, asked: true, present: true };
+            let found =
+                host.check_install(&look).unwrap_or_else(|| panic!("{name}: asked for, checked nothing"));
+            assert!(!found.installed, "{name}: installed on an empty machine");
+            let first = &found.checks[0];
+            assert!(
+                first.name == format!("{name}: installed") && !first.ok && first.matters,
+                "{name}: {first:?}"
+            );
+            assert!(first.fix.as_deref().is_some_and(|fix| !fix.is_empty()), "{name}: {first:?}");
+            for check in &found.checks {
+                assert!(
+                    check.name.starts_with(&format!("{name}: ")),
+                    "{name} answers for another: {check:?}"
+                );
+            }
+        }
+        let (all_homes, all_markers) = (homes.len(), markers.len());
+        homes.sort();
+        homes.dedup();
+        markers.sort_unstable();
+        markers.dedup();
+        assert_eq!(homes.len(), all_homes, "two hosts share the folder that says one is installed");
+        assert_eq!(markers.len(), all_markers, "a field only one host sends is claimed by two");
     }
 
     /// The table holds one spec per host, each naming its own host, and no two hosts answer to

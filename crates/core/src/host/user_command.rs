@@ -32,62 +32,42 @@ pub(crate) struct UserCommand {
     pub(crate) args: String,
 }
 
-/// Each host's command names. Claude Code namespaces plugin commands (`/for-loop:NAME`) and, in
-/// its interactive prompt, also takes the bare `/NAME`, passing the bare text to hooks. Bare
-/// `/resume` is Claude Code's own command and `/rollback` too generic to claim, so those two are
-/// recognised only namespaced. Codex names a plugin's skills `PLUGIN:NAME`: only
-/// `$for-loop:NAME` puts the skill in front of the model, and the bare `$NAME` is still taken.
-fn names(host: Host) -> &'static [(&'static str, CommandKind)] {
-    match host {
-        Host::Codex => &[
-            ("$for-loop:for-loop", CommandKind::Start),
-            ("$for-loop:cancel-loop", CommandKind::Cancel),
-            ("$for-loop:loop-status", CommandKind::Status),
-            ("$for-loop:resume-loop", CommandKind::Resume),
-            ("$for-loop", CommandKind::Start),
-            ("$cancel-loop", CommandKind::Cancel),
-            ("$loop-status", CommandKind::Status),
-            ("$resume-loop", CommandKind::Resume),
-        ],
-        // Copilot CLI invokes a skill as `/NAME` and passes the typed text to its prompt hook.
-        Host::CopilotCli => &[
-            ("/for-loop", CommandKind::Start),
-            ("/cancel-loop", CommandKind::Cancel),
-            ("/loop-status", CommandKind::Status),
-            ("/resume-loop", CommandKind::Resume),
-            ("/for-loop:rollback", CommandKind::Rollback),
-        ],
-        // opencode's plugin passes the command's name and its arguments, read as `/NAME ARGS`.
-        // There is no rollback command: `loop-hook rollback` runs from a terminal.
-        // Qwen Code names an extension's commands by their file names, with no namespace, and
-        // passes the typed text to its prompt hook as `submitted_prompt`.
-        Host::Opencode | Host::QwenCode => &[
-            ("/for-loop", CommandKind::Start),
-            ("/cancel-loop", CommandKind::Cancel),
-            ("/loop-status", CommandKind::Status),
-            ("/resume-loop", CommandKind::Resume),
-        ],
-        _ => &[
-            ("/for-loop:for-loop", CommandKind::Start),
-            ("/for-loop:cancel-loop", CommandKind::Cancel),
-            ("/for-loop:loop-status", CommandKind::Status),
-            ("/for-loop:resume", CommandKind::Resume),
-            ("/for-loop:rollback", CommandKind::Rollback),
-            ("/for-loop:strict", CommandKind::Strict),
-            ("/for-loop", CommandKind::Start),
-            ("/cancel-loop", CommandKind::Cancel),
-            ("/loop-status", CommandKind::Status),
-            ("/for-loop:handoff", CommandKind::Handoff),
-        ],
-    }
-}
+/// A host's command names as its user types them, each with the command it is: a spec's
+/// `typed_commands`, tried in order (a longer name before its prefix).
+pub(crate) type TypedCommands = &'static [(&'static str, CommandKind)];
+
+/// The command names of a host with plugin commands in Claude Code's manner, the default.
+/// Claude Code namespaces plugin commands (`/for-loop:NAME`) and, in its interactive prompt, also
+/// takes the bare `/NAME`, passing the bare text to hooks. Bare `/resume` is Claude Code's own
+/// command and `/rollback` too generic to claim, so those two are recognised only namespaced.
+pub(crate) const NAMESPACED: TypedCommands = &[
+    ("/for-loop:for-loop", CommandKind::Start),
+    ("/for-loop:cancel-loop", CommandKind::Cancel),
+    ("/for-loop:loop-status", CommandKind::Status),
+    ("/for-loop:resume", CommandKind::Resume),
+    ("/for-loop:rollback", CommandKind::Rollback),
+    ("/for-loop:strict", CommandKind::Strict),
+    ("/for-loop", CommandKind::Start),
+    ("/cancel-loop", CommandKind::Cancel),
+    ("/loop-status", CommandKind::Status),
+    ("/for-loop:handoff", CommandKind::Handoff),
+];
+
+/// The command names of a host whose commands take no namespace and that has no rollback
+/// command (`loop-hook rollback` runs from a terminal).
+pub(crate) const BARE: TypedCommands = &[
+    ("/for-loop", CommandKind::Start),
+    ("/cancel-loop", CommandKind::Cancel),
+    ("/loop-status", CommandKind::Status),
+    ("/resume-loop", CommandKind::Resume),
+];
 
 impl UserCommand {
     /// The command `prompt` begins with on `host`, if any. Leading blank lines and spaces are
     /// skipped, as the hosts skip them.
     pub(crate) fn parse(host: Host, prompt: &str) -> Option<UserCommand> {
         let text = prompt.trim_start();
-        names(host).iter().find_map(|&(name, kind)| {
+        host.spec().typed_commands.iter().find_map(|&(name, kind)| {
             let rest = text.strip_prefix(name)?;
             let args = match rest.chars().next() {
                 None => "",

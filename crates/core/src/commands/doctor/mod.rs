@@ -6,7 +6,9 @@
 //! Every failure it looks for is a silent one: a hook that is not registered, not trusted or
 //! switched off, a binary of another version found first, a store the hooks cannot write. Each
 //! lets the agent stop as if no loop ran, and says nothing. The facts are gathered in
-//! [`gather`] and judged in [`lines`], a pure function tested without a filesystem.
+//! [`gather`] and judged in [`lines`], a pure function tested without a filesystem; what each
+//! host's installation needs is its adapter's to check ([`crate::host::install`]), so nothing
+//! here names a host.
 
 mod facts;
 mod gather;

@@ -16,12 +16,15 @@
 //! The hook's working directory is the hooks.json folder, never the project; the loop's own
 //! directory is in its state, so `workspacePaths` is not needed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
+use crate::host::install::{
+    self, BinaryFacts, Check, INSTALL, Install, Installation, Launch, Look, not_installed, shell_quote,
+};
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
@@ -130,9 +133,109 @@ pub(in crate::host) fn watched(env: &Environment, project: &std::path::Path) -> 
 /// What for-loop knows about antigravity: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
     aliases: &["agy"],
+    markers: Some(Markers { fields: MARKERS, what: "an Antigravity event" }),
+    looks_like: Some(|fields| fields.has_any(MARKERS)),
     watched: Some(watched),
-    ..HostSpec::of(Host::Antigravity, "antigravity", "agy", parse, render)
+    ..HostSpec::of(Host::Antigravity, "antigravity", "agy", parse, render, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of Antigravity's installation: the plugin folder, and the
+// hooks.json Antigravity drops whole when one entry is wrong.
+
+const DOCTOR: Install = Install { home: config_dir, check: doctor };
+
+/// `~/.gemini/config`, where Antigravity keeps its plugins (Gemini CLI shares `~/.gemini`).
+fn config_dir(env: &Environment) -> Option<PathBuf> {
+    super::gemini_cli::home(env).map(|home| home.join("config"))
+}
+
+fn doctor(look: &Look) -> Option<Installation> {
+    if !look.present {
+        return None;
+    }
+    let gemini_home = super::gemini_cli::home(look.env);
+    let facts = antigravity(look.env, gemini_home.as_deref(), look.project);
+    let installed = facts.plugin_dir.is_some();
+    Some(Installation { installed, checks: antigravity_lines(&facts, look.binary, look.asked) })
+}
+
+/// `~/.gemini/config/plugins/for-loop`, else the project's `.agents/plugins/for-loop`.
+fn antigravity(env: &Environment, gemini_home: Option<&Path>, project: &Path) -> AntigravityFacts {
+    let dirs = [
+        gemini_home.map(|h| h.join("config/plugins/for-loop")),
+        Some(project.join(".agents/plugins/for-loop")),
+    ];
+    let Some(dir) = dirs.into_iter().flatten().find(|d| d.join("plugin.json").is_file()) else {
+        return AntigravityFacts::default();
+    };
+    let hooks = dir.join("hooks.json");
+    let problem = match std::fs::read(&hooks) {
+        Err(e) => Some(format!("{} cannot be read: {e}", hooks.display())),
+        Ok(bytes) if bytes.starts_with(&[0xef, 0xbb, 0xbf]) => {
+            Some(format!("{} starts with a byte order mark", hooks.display()))
+        }
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Err(e) => Some(format!("{} is not valid JSON ({e})", hooks.display())),
+            Ok(value) => stop_hook_problem(&value, &dir),
+        },
+    };
+    let launch = dir.join("scripts/loop-hook").is_file().then(|| install::launch(env, &dir));
+    AntigravityFacts { plugin_dir: Some(dir), hooks_problem: problem, launch }
+}
+
+/// Why for-loop's `Stop` entry would not run: a timeout that is not an integer, or a script that
+/// is missing or not executable.
+fn stop_hook_problem(hooks: &Value, dir: &Path) -> Option<String> {
+    let stop = hooks.get("for-loop")?.get("Stop")?.as_array()?.first()?;
+    if stop.get("timeout").is_some_and(|t| !t.is_u64()) {
+        return Some("the Stop hook's timeout is not a whole number of seconds".into());
+    }
+    let command = stop.get("command").and_then(Value::as_str)?;
+    let script = dir.join(command);
+    (!install::is_executable(&script)).then(|| format!("{} is missing or not executable", script.display()))
+}
+
+/// Antigravity: the plugin folder.
+#[derive(Debug, Clone, Default)]
+struct AntigravityFacts {
+    pub plugin_dir: Option<PathBuf>,
+    /// Why Antigravity would drop the plugin's hooks.json, if it would.
+    pub hooks_problem: Option<String>,
+    pub launch: Option<Launch>,
+}
+
+fn antigravity_lines(antigravity: &AntigravityFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("antigravity: {what}");
+    let Some(dir) = &antigravity.plugin_dir else {
+        return vec![not_installed(
+            Host::Antigravity,
+            "no for-loop plugin in ~/.gemini/config/plugins or .agents/plugins".into(),
+            "mkdir -p ~/.gemini/config/plugins && ln -s <for-loop checkout>/plugin/antigravity ~/.gemini/config/plugins/for-loop && agy plugin validate".into(),
+            asked,
+        )];
+    };
+    let mut out = vec![match &antigravity.hooks_problem {
+        None => Check::pass(name("installed"), format!("plugin at {}", dir.display())),
+        Some(why) => Check::fail(
+            name("hooks.json"),
+            format!("{why}: Antigravity drops the whole file silently"),
+            format!(
+                "ln -sfn <for-loop checkout>/plugin/antigravity {} && agy plugin validate",
+                shell_quote(dir)
+            ),
+        ),
+    }];
+    out.push(install::binary_line(&name("binary"), antigravity.launch.as_ref(), binary));
+    // The skills (the slash commands) run loop-hook from PATH or FOR_LOOP_BIN.
+    if binary.first_on_path.is_none() && binary.for_loop_bin.is_none() {
+        out.push(Check::fail(
+            name("skills"),
+            "the skills run loop-hook from PATH, and there is none on PATH",
+            format!("{INSTALL}, with ~/.cargo/bin on the agent's PATH"),
+        ));
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

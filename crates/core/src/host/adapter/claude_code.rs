@@ -12,6 +12,9 @@ use super::spec::{FailureRead, HostSpec, QuietBlockCap};
 use crate::host::config_watch::{self, Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
+use crate::host::install::{
+    self, BinaryFacts, Check, Install, Installation, Launch, Look, is_absolute, not_installed, read_json,
+};
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Commands, Host, foreign_marker};
 use crate::support::environment::Environment;
@@ -174,8 +177,213 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     parse_failure: read_failure,
     parse_compacted,
     render_session_context: Some(render_session_context),
-    ..HostSpec::of(Host::ClaudeCode, "claude-code", "claude", parse, HookResponse::to_claude_json)
+    ..HostSpec::of(Host::ClaudeCode, "claude-code", "claude", parse, HookResponse::to_claude_json, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of Claude Code's installation: the plugin's install record,
+// `enabledPlugins`, `disableAllHooks` and the `env` of every settings file, read as Claude Code
+// layers them (user, project, local; managed last).
+
+const DOCTOR: Install = Install { home: config_dir, check: doctor };
+
+fn doctor(look: &Look) -> Option<Installation> {
+    let dir = config_dir(look.env)?;
+    // A project's own Claude Code settings are read even where Claude Code is not installed
+    // yet: a `disableAllHooks` there would keep the loop from holding once it is.
+    if !look.present && !look.project.join(".claude").is_dir() {
+        return None;
+    }
+    let facts = install_facts(look.env, dir, look.project);
+    let installed = !facts.installed.is_empty();
+    Some(Installation { installed, checks: claude_lines(&facts, look.binary, look.asked) })
+}
+
+/// Claude Code's managed settings on Linux, which override every other layer.
+const MANAGED: &str = "/etc/claude-code/managed-settings.json";
+
+fn config_dir(env: &Environment) -> Option<PathBuf> {
+    env.var("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".claude")))
+}
+
+fn install_facts(env: &Environment, config_dir: PathBuf, project: &Path) -> ClaudeFacts {
+    let installed_file = read_json(&config_dir.join("plugins/installed_plugins.json"));
+    let mut installed = Vec::new();
+    let mut install_path = None;
+    if let Some(plugins) = installed_file.as_ref().and_then(|v| v.get("plugins")).and_then(Value::as_object) {
+        for (id, installs) in plugins.iter().filter(|(id, _)| id.starts_with("for-loop@")) {
+            installed.push(id.clone());
+            let path = installs.as_array().into_iter().flatten().find_map(|i| i.get("installPath")?.as_str());
+            install_path = install_path.or_else(|| path.map(PathBuf::from));
+        }
+    }
+    // Lowest precedence first: a later file has the last word.
+    let files = [
+        (config_dir.join("settings.json"), false),
+        (project.join(".claude/settings.json"), true),
+        (project.join(".claude/settings.local.json"), true),
+        (PathBuf::from(MANAGED), false),
+    ];
+    let mut facts = ClaudeFacts {
+        installed,
+        launch: install_path.filter(|p| p.is_dir()).map(|root| install::launch(env, &root)),
+        ..ClaudeFacts::default()
+    };
+    for (file, in_project) in files {
+        let Some(settings) = read_json(&file) else { continue };
+        let enabled = settings.get("enabledPlugins").and_then(Value::as_object);
+        if let Some(on) = enabled.and_then(|enabled| facts.installed.iter().find_map(|id| enabled.get(id))) {
+            facts.enabled = Some((file.clone(), on.as_bool().unwrap_or(false)));
+        }
+        if settings.get("disableAllHooks") == Some(&Value::Bool(true)) {
+            facts.hooks_disabled_by.push(file.clone());
+        }
+        for name in ["FOR_LOOP_BIN", "FOR_LOOP_HOME"] {
+            if let Some(value) = settings.get("env").and_then(|e| e.get(name)).and_then(Value::as_str) {
+                facts.env_overrides.push(EnvOverride {
+                    file: file.clone(),
+                    in_project,
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    is_file: Path::new(value).is_file(),
+                });
+            }
+        }
+    }
+    facts.config_dir = config_dir;
+    facts
+}
+
+/// A setting that names another binary or store, and the settings file that sets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EnvOverride {
+    pub file: PathBuf,
+    /// The file is the project's (`.claude/settings*.json`), which the agent can write.
+    pub in_project: bool,
+    pub name: String,
+    pub value: String,
+    /// The value names an existing file (what matters for `FOR_LOOP_BIN`).
+    pub is_file: bool,
+}
+
+/// Claude Code: the plugin, its enablement and the settings that switch hooks off.
+#[derive(Debug, Clone, Default)]
+struct ClaudeFacts {
+    pub config_dir: PathBuf,
+    /// `for-loop@MARKETPLACE` ids recorded as installed.
+    pub installed: Vec<String>,
+    /// What the installed plugin's launcher runs.
+    pub launch: Option<Launch>,
+    /// The settings file with the last word on `enabledPlugins` for our plugin, and its value.
+    pub enabled: Option<(PathBuf, bool)>,
+    /// Settings files that set `disableAllHooks: true`.
+    pub hooks_disabled_by: Vec<PathBuf>,
+    pub env_overrides: Vec<EnvOverride>,
+}
+
+/// The Claude Code install from a clone, whose root is the marketplace: the one `cargo install`
+/// built this machine's loop-hook from when it is known, else any. A release's repository is
+/// not known here, and a placeholder is no fix.
+pub(in crate::host) fn install_command(binary: &BinaryFacts) -> String {
+    let clone = binary
+        .cargo_checkout
+        .as_deref()
+        .map_or_else(|| "<a for-loop checkout>".to_string(), |dir| shell_word(&dir.display().to_string()));
+    format!("claude plugin marketplace add {clone} && claude plugin install for-loop@for-loop")
+}
+
+/// `text` as one shell word: as it is when it needs no quoting, else single-quoted.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("claude-code: {what}");
+    let mut out = Vec::new();
+    let Some(id) = claude.installed.first() else {
+        // What would switch the plugin's hooks off once it is installed is worth knowing now.
+        let off = claude.hooks_disabled_by.iter().map(|file| {
+            let check = Check::fail(
+                name("hooks on"),
+                format!(
+                    "{} sets disableAllHooks, so no hook will run there and no loop hold",
+                    file.display()
+                ),
+                format!("remove \"disableAllHooks\": true from {}", file.display()),
+            );
+            if asked { check } else { check.minor() }
+        });
+        let missing = not_installed(
+            Host::ClaudeCode,
+            format!("the for-loop plugin is not installed in {}", claude.config_dir.display()),
+            install_command(binary),
+            asked,
+        );
+        return std::iter::once(missing).chain(off).collect();
+    };
+    out.push(Check::pass(name("installed"), format!("{id} is installed")));
+    out.push(match &claude.enabled {
+        Some((_, true)) => Check::pass(name("enabled"), format!("{id} is enabled")),
+        Some((file, false)) => Check::fail(
+            name("enabled"),
+            format!("{} turns {id} off, so none of its hooks run", file.display()),
+            format!("claude plugin enable {id}"),
+        ),
+        None => Check::fail(
+            name("enabled"),
+            format!("no settings file enables {id}, so none of its hooks run"),
+            format!("claude plugin enable {id}"),
+        ),
+    });
+    for file in &claude.hooks_disabled_by {
+        out.push(Check::fail(
+            name("hooks on"),
+            format!("{} sets disableAllHooks, so no hook runs and no loop holds", file.display()),
+            format!("remove \"disableAllHooks\": true from {}", file.display()),
+        ));
+    }
+    if claude.hooks_disabled_by.is_empty() {
+        out.push(Check::pass(name("hooks on"), "no settings file sets disableAllHooks"));
+    }
+    for over in &claude.env_overrides {
+        let set = format!("{} sets {}={}", over.file.display(), over.name, over.value);
+        out.push(if over.in_project {
+            Check::fail(
+                name("settings env"),
+                format!(
+                    "{set}: a project file the agent can write decides which {} the hooks use",
+                    if over.name == "FOR_LOOP_BIN" { "binary" } else { "loop store" }
+                ),
+                format!(
+                    "remove {} from the env of {} (set it in ~/.claude/settings.json if you need it)",
+                    over.name,
+                    over.file.display()
+                ),
+            )
+        } else if over.name == "FOR_LOOP_BIN" && !is_absolute(&over.value) {
+            Check::fail(
+                name("settings env"),
+                format!("{set}, which is not an absolute path, so the launcher ignores it"),
+                format!("set {} to an absolute path in {}, or remove it", over.name, over.file.display()),
+            )
+        } else if over.name == "FOR_LOOP_BIN" && !over.is_file {
+            Check::fail(
+                name("settings env"),
+                format!("{set}, which names no file"),
+                format!("point {} in {} at a built loop-hook, or remove it", over.name, over.file.display()),
+            )
+        } else {
+            Check::pass(name("settings env"), format!("{set}: every Claude Code hook uses it"))
+        });
+    }
+    out.push(install::binary_line(&name("binary"), claude.launch.as_ref(), binary));
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -295,5 +503,116 @@ mod tests {
             parse_text(r#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":true}"#).unwrap();
         assert_eq!(event.session_id, "s1");
         assert_eq!(event.stop_hook_active, Some(true));
+    }
+}
+
+/// What doctor checks of this host's installation.
+#[cfg(test)]
+mod install_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::host::install::all_pass;
+    use crate::host::install::tests::{binary, failing};
+    fn claude() -> ClaudeFacts {
+        ClaudeFacts {
+            config_dir: PathBuf::from("/h/.claude"),
+            installed: vec!["for-loop@for-loop".into()],
+            enabled: Some((PathBuf::from("/h/.claude/settings.json"), true)),
+            ..ClaudeFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_healthy_claude_code_install_passes_every_check() {
+        let checks = claude_lines(&claude(), &binary(), false);
+        assert!(all_pass(&checks), "{checks:#?}");
+        assert!(checks.iter().any(|c| c.name == "claude-code: enabled" && c.ok));
+    }
+    #[test]
+    fn a_missing_claude_code_plugin_is_fixed_from_a_clone_not_a_placeholder() {
+        let none = ClaudeFacts { installed: Vec::new(), enabled: None, ..claude() };
+        let checks = claude_lines(&none, &binary(), true);
+        let check = failing(&checks, "claude-code: installed");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some(
+                "claude plugin marketplace add <a for-loop checkout> && claude plugin install for-loop@for-loop"
+            )
+        );
+        assert!(checks.iter().filter_map(|c| c.fix.as_deref()).all(|fix| !fix.contains("OWNER/REPO")));
+    }
+    #[test]
+    fn a_missing_claude_code_plugin_is_fixed_from_the_clone_cargo_installed_from() {
+        let none = ClaudeFacts { installed: Vec::new(), enabled: None, ..claude() };
+        for (dir, shown) in [("/src/for-loop", "/src/for-loop"), ("/src/it's here", "'/src/it'\\''s here'")] {
+            let binary = BinaryFacts { cargo_checkout: Some(PathBuf::from(dir)), ..binary() };
+            let checks = claude_lines(&none, &binary, true);
+            assert_eq!(
+                failing(&checks, "claude-code: installed").fix,
+                Some(format!(
+                    "claude plugin marketplace add {shown} && claude plugin install for-loop@for-loop"
+                ))
+            );
+        }
+    }
+    #[test]
+    fn a_plugin_turned_off_in_settings_fails_with_the_enable_command() {
+        let off = ClaudeFacts {
+            enabled: Some((PathBuf::from("/p/.claude/settings.local.json"), false)),
+            ..claude()
+        };
+        let checks = claude_lines(&off, &binary(), false);
+        let check = failing(&checks, "claude-code: enabled");
+        assert!(check.detail.contains("/p/.claude/settings.local.json"), "{check:?}");
+        assert_eq!(check.fix.as_deref(), Some("claude plugin enable for-loop@for-loop"));
+        let never = ClaudeFacts { enabled: None, ..claude() };
+        failing(&claude_lines(&never, &binary(), false), "claude-code: enabled");
+    }
+    #[test]
+    fn disable_all_hooks_fails_naming_the_file() {
+        let off =
+            ClaudeFacts { hooks_disabled_by: vec![PathBuf::from("/h/.claude/settings.json")], ..claude() };
+        let checks = claude_lines(&off, &binary(), false);
+        let check = failing(&checks, "claude-code: hooks on");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some("remove \"disableAllHooks\": true from /h/.claude/settings.json")
+        );
+    }
+    #[test]
+    fn a_binary_or_store_set_from_project_settings_fails() {
+        let over = EnvOverride {
+            file: PathBuf::from("/p/.claude/settings.local.json"),
+            in_project: true,
+            name: "FOR_LOOP_BIN".into(),
+            value: "/p/evil".into(),
+            is_file: true,
+        };
+        let checks =
+            claude_lines(&ClaudeFacts { env_overrides: vec![over.clone()], ..claude() }, &binary(), false);
+        assert!(failing(&checks, "claude-code: settings env").detail.contains("the agent can write"));
+        let user = EnvOverride { file: PathBuf::from("/h/.claude/settings.json"), in_project: false, ..over };
+        let checks =
+            claude_lines(&ClaudeFacts { env_overrides: vec![user.clone()], ..claude() }, &binary(), false);
+        assert!(all_pass(&checks), "{checks:#?}");
+        let missing = EnvOverride { is_file: false, ..user };
+        let checks =
+            claude_lines(&ClaudeFacts { env_overrides: vec![missing], ..claude() }, &binary(), false);
+        failing(&checks, "claude-code: settings env");
+    }
+    #[test]
+    fn a_projects_disable_all_hooks_is_listed_before_the_plugin_is_installed() {
+        let none = ClaudeFacts {
+            installed: Vec::new(),
+            enabled: None,
+            hooks_disabled_by: vec![PathBuf::from("/p/.claude/settings.json")],
+            ..claude()
+        };
+        let checks = claude_lines(&none, &binary(), false);
+        let off = checks.iter().find(|c| c.name == "claude-code: hooks on").expect("listed");
+        assert!(!off.ok && off.detail.contains("/p/.claude/settings.json sets disableAllHooks"), "{off:?}");
+        let asked = claude_lines(&none, &binary(), true);
+        failing(&asked, "claude-code: hooks on");
     }
 }

@@ -22,8 +22,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
+use crate::host::install::{
+    self, BinaryFacts, Check, HookFile, Install, Installation, Look, home_dir, not_installed, read_json,
+    runs_us, shell_quote,
+};
+use crate::host::user_command::CommandKind;
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
@@ -102,11 +107,117 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     resubmits_block_reason_as_prompt: true,
     prompt_hook_answers_in_place: true,
     commands: Commands::SLASH_UNPREFIXED,
+    // Copilot CLI invokes a skill as `/NAME` and passes the typed text to its prompt hook.
+    typed_commands: &[
+        ("/for-loop", CommandKind::Start),
+        ("/cancel-loop", CommandKind::Cancel),
+        ("/loop-status", CommandKind::Status),
+        ("/resume-loop", CommandKind::Resume),
+        ("/for-loop:rollback", CommandKind::Rollback),
+    ],
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    // Copilot CLI and VS Code spell their fields in camelCase; Copilot CLI's `Stop` (a hook
+    // configured under Claude's event name) is snake_case but has a `stop_reason`.
+    markers: Some(Markers {
+        fields: &["sessionId", "hookEventName", "stop_reason"],
+        what: "a Copilot CLI or VS Code event",
+    }),
+    looks_like: Some(|fields| fields.has_any(&["stopReason"]) && fields.has_any(&["sessionId"])),
     watched: Some(watched),
-    ..HostSpec::of(Host::CopilotCli, "copilot-cli", "copilot", parse, render)
+    ..HostSpec::of(Host::CopilotCli, "copilot-cli", "copilot", parse, render, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of Copilot CLI's installation: its hook files, the user's and
+// the repository's.
+
+const DOCTOR: Install = Install { home: copilot_home, check: doctor };
+
+fn doctor(look: &Look) -> Option<Installation> {
+    let in_project = look.project.join(".github/hooks").is_dir();
+    let home = copilot_home(look.env).filter(|_| look.present || in_project)?;
+    let facts = copilot(look.env, home, look.project);
+    let installed = facts.user_hook.is_some() || facts.repo_hook.is_some();
+    Some(Installation { installed, checks: copilot_lines(&facts, look.binary, look.asked) })
+}
+
+/// `$COPILOT_HOME`, else `~/.copilot`.
+fn copilot_home(env: &Environment) -> Option<PathBuf> {
+    home_dir(env, "COPILOT_HOME", ".copilot")
+}
+
+/// The first `*.json` in `dir` whose `agentStop` hook runs for-loop.
+fn copilot_hook(dir: &Path) -> Option<HookFile> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
+    files.sort();
+    files.into_iter().filter(|f| f.extension().is_some_and(|e| e == "json")).find_map(|path| {
+        let hooks = read_json(&path)?;
+        let ours = hooks.get("hooks")?.get("agentStop")?.as_array()?.iter().any(|hook| {
+            ["bash", "command"]
+                .iter()
+                .any(|key| hook.get(key).and_then(Value::as_str).is_some_and(|c| runs_us(c, "copilot-cli")))
+        });
+        ours.then_some(HookFile { path, limit: None })
+    })
+}
+
+fn copilot(env: &Environment, home: PathBuf, project: &Path) -> CopilotFacts {
+    CopilotFacts {
+        user_hook: copilot_hook(&home.join("hooks")),
+        repo_hook: copilot_hook(&project.join(".github/hooks")),
+        allow_all: env.var("COPILOT_ALLOW_ALL") == Some("true"),
+        home,
+    }
+}
+
+/// Copilot CLI: its hook files.
+#[derive(Debug, Clone, Default)]
+struct CopilotFacts {
+    pub home: PathBuf,
+    /// `~/.copilot/hooks/*.json` running for-loop.
+    pub user_hook: Option<HookFile>,
+    /// `<repo>/.github/hooks/*.json` running for-loop.
+    pub repo_hook: Option<HookFile>,
+    /// `COPILOT_ALLOW_ALL=true` in this environment, which lets repository hooks load in `-p`.
+    pub allow_all: bool,
+}
+
+fn copilot_lines(copilot: &CopilotFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("copilot-cli: {what}");
+    let user_dir = copilot.home.join("hooks");
+    let mut out = Vec::new();
+    match (&copilot.user_hook, &copilot.repo_hook) {
+        (None, None) => {
+            return vec![not_installed(
+                Host::CopilotCli,
+                format!("no hook file in {} or .github/hooks runs for-loop", user_dir.display()),
+                format!(
+                    "mkdir -p {dir} && cp <for-loop checkout>/plugin/copilot-cli/for-loop.json {dir}/",
+                    dir = shell_quote(&user_dir)
+                ),
+                asked,
+            )];
+        }
+        (Some(hook), _) => {
+            out.push(Check::pass(name("installed"), format!("{} runs for-loop", hook.path.display())));
+        }
+        (None, Some(hook)) if copilot.allow_all => out.push(Check::pass(
+            name("installed"),
+            format!("{} runs for-loop (repository hooks load: COPILOT_ALLOW_ALL=true)", hook.path.display()),
+        )),
+        (None, Some(hook)) => out.push(Check::fail(
+            name("installed"),
+            format!(
+                "{} runs for-loop, but repository hooks load in copilot -p only with --trust-folder or \
+                 COPILOT_ALLOW_ALL=true, so a headless loop would not hold",
+                hook.path.display()
+            ),
+            format!("mkdir -p {dir} && cp {} {dir}/", shell_quote(&hook.path), dir = shell_quote(&user_dir)),
+        )),
+    }
+    out.push(install::binary_line(&name("binary"), None, binary));
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -172,5 +283,31 @@ mod tests {
             render(&HookResponse::block("go on".into(), "1/3".into())),
             r#"{"decision":"block","reason":"go on"}"#
         );
+    }
+}
+
+/// What doctor checks of this host's installation.
+#[cfg(test)]
+mod install_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::host::install::all_pass;
+    use crate::host::install::tests::{binary, failing};
+    #[test]
+    fn copilot_repository_hooks_alone_fail_for_headless_runs_unless_allowed() {
+        let copilot = CopilotFacts {
+            home: PathBuf::from("/h/.copilot"),
+            repo_hook: Some(HookFile { path: PathBuf::from("/p/.github/hooks/for-loop.json"), limit: None }),
+            ..CopilotFacts::default()
+        };
+        let checks = copilot_lines(&copilot, &binary(), false);
+        let check = failing(&checks, "copilot-cli: installed");
+        assert!(check.detail.contains("--trust-folder or COPILOT_ALLOW_ALL=true"), "{check:?}");
+        assert_eq!(
+            check.fix.as_deref(),
+            Some("mkdir -p /h/.copilot/hooks && cp /p/.github/hooks/for-loop.json /h/.copilot/hooks/")
+        );
+        assert!(all_pass(&copilot_lines(&CopilotFacts { allow_all: true, ..copilot }, &binary(), false)));
     }
 }

@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::{FailureRead, HostSpec};
+use super::spec::{FailureRead, HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
+use crate::host::install::{
+    self, BinaryFacts, Check, HookFile, Install, Installation, Look, not_installed, read_json, runs_us,
+    shell_quote,
+};
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnError, TurnFailure};
@@ -112,10 +116,113 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
 /// What for-loop knows about cursor: read by [`Host`]'s methods.
 pub(in crate::host) const SPEC: HostSpec = HostSpec {
     aliases: &["cursor-agent"],
+    markers: Some(Markers {
+        fields: &["cursor_version", "loop_count", "conversation_id"],
+        what: "a Cursor event",
+    }),
+    looks_like: Some(|fields| {
+        fields.has_any(&["loop_count", "cursor_version"]) || fields.is("hook_event_name", "stop")
+    }),
     watched: Some(watched),
     parse_failure: read_failure,
-    ..HostSpec::of(Host::Cursor, "cursor", "cursor-agent", parse, render)
+    ..HostSpec::of(Host::Cursor, "cursor", "cursor-agent", parse, render, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of Cursor's installation: its hook files, the user's and the
+// project's.
+
+const DOCTOR: Install = Install { home: cursor_home, check: doctor };
+
+fn doctor(look: &Look) -> Option<Installation> {
+    let in_project = look.project.join(".cursor/hooks.json").is_file();
+    let home = cursor_home(look.env).filter(|_| look.present || in_project)?;
+    let facts = cursor(home, look.project);
+    let installed = facts.user_hook.is_some() || facts.project_hook.is_some();
+    Some(Installation { installed, checks: cursor_lines(&facts, look.binary, look.asked) })
+}
+
+/// `~/.cursor`.
+fn cursor_home(env: &Environment) -> Option<PathBuf> {
+    env.var("HOME").map(|home| Path::new(home).join(".cursor"))
+}
+
+/// for-loop's `stop` hook in a Cursor `hooks.json`, with its `loop_limit` when that is a cap.
+fn cursor_hook(path: PathBuf) -> Option<HookFile> {
+    let hooks = read_json(&path)?;
+    let ours = hooks
+        .get("hooks")?
+        .get("stop")?
+        .as_array()?
+        .iter()
+        .find(|hook| hook.get("command").and_then(Value::as_str).is_some_and(|c| runs_us(c, "cursor")))?;
+    // Cursor caps follow-ups at 5 when `loop_limit` is missing; `null` lifts the cap.
+    let limit = match ours.get("loop_limit") {
+        Some(Value::Null) => None,
+        Some(other) => Some(other.to_string()),
+        None => Some("5 (Cursor's default, when loop_limit is missing)".into()),
+    };
+    Some(HookFile { path, limit })
+}
+
+fn cursor(home: PathBuf, project: &Path) -> CursorFacts {
+    CursorFacts {
+        user_hook: cursor_hook(home.join("hooks.json")),
+        project_hook: cursor_hook(project.join(".cursor/hooks.json")),
+        home,
+    }
+}
+
+/// Cursor: its hook files.
+#[derive(Debug, Clone, Default)]
+struct CursorFacts {
+    pub home: PathBuf,
+    pub user_hook: Option<HookFile>,
+    pub project_hook: Option<HookFile>,
+}
+
+fn cursor_lines(cursor: &CursorFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("cursor: {what}");
+    let hooks: Vec<&HookFile> = cursor.user_hook.iter().chain(&cursor.project_hook).collect();
+    if hooks.is_empty() {
+        return vec![not_installed(
+            Host::Cursor,
+            format!(
+                "no stop hook of for-loop in {} or .cursor/hooks.json",
+                cursor.home.join("hooks.json").display()
+            ),
+            format!(
+                "cp <for-loop checkout>/plugin/cursor/hooks/hooks.json {}",
+                shell_quote(&cursor.home.join("hooks.json"))
+            ),
+            asked,
+        )];
+    }
+    let mut out = Vec::new();
+    for hook in hooks {
+        out.push(match &hook.limit {
+            Some(limit) => Check::fail(
+                name("loop_limit"),
+                format!(
+                    "{} sets loop_limit {limit}: Cursor ends the loop after that many follow-ups",
+                    hook.path.display()
+                ),
+                format!("set \"loop_limit\": null in for-loop's stop hook in {}", hook.path.display()),
+            ),
+            None => Check::pass(name("installed"), format!("{} runs for-loop", hook.path.display())),
+        });
+    }
+    if cursor.user_hook.is_none() {
+        out.push(
+            Check::pass(
+                name("workspace trust"),
+                "project hooks run only in a trusted workspace: trust it in Cursor",
+            )
+            .minor(),
+        );
+    }
+    out.push(install::binary_line(&name("binary"), None, binary));
+    out
+}
 
 #[cfg(test)]
 mod tests {

@@ -22,8 +22,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::spec::HostSpec;
+use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
+use crate::host::install::{
+    self, BinaryFacts, Check, Install, Installation, Look, not_installed, shell_quote,
+};
+use crate::host::user_command;
 use crate::support::environment::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
@@ -190,11 +194,131 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     has_prompt_hook: true,
     prompt_hook_replaces_the_command: true,
     commands: Commands::NO_ROLLBACK,
+    // The plugin passes the command's name and its arguments, read as `/NAME ARGS`.
+    typed_commands: user_command::BARE,
     hook_runner: Some(HOOK_RUNNER),
     failure_hook_runner: Some(HOOK_RUNNER),
+    markers: Some(Markers { fields: &[MARKER], what: "an opencode plugin event" }),
+    looks_like: Some(|fields| fields.has_any(&[MARKER])),
     watched: Some(watched),
-    ..HostSpec::of(Host::Opencode, "opencode", "opencode", parse, render)
+    ..HostSpec::of(Host::Opencode, "opencode", "opencode", parse, render, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of opencode's installation: the plugin file and the command
+// files, in the user's config folder or the project's `.opencode/`, where opencode loads them
+// from.
+
+const DOCTOR: Install = Install { home: config_dir, check: doctor };
+
+fn doctor(look: &Look) -> Option<Installation> {
+    let in_project = look.project.join(".opencode").is_dir();
+    let dir = config_dir(look.env).filter(|_| look.present || in_project)?;
+    let facts = install_facts(dir, look.project);
+    let installed = facts.plugin.is_some();
+    Some(Installation { installed, checks: opencode_lines(&facts, look.binary, look.asked) })
+}
+
+/// The command files for-loop ships, by name.
+const COMMANDS: &[&str] = &["for-loop", "cancel-loop", "loop-status", "resume-loop"];
+
+/// `$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode`.
+fn config_dir(env: &Environment) -> Option<PathBuf> {
+    env.var("XDG_CONFIG_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(|dir| Path::new(dir).join("opencode"))
+        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".config/opencode")))
+}
+
+/// Whether a plugin file is for-loop's: it passes the session's idle to loop-hook's Stop hook.
+fn is_ours(path: &Path) -> bool {
+    crate::support::read::bounded_read::read(path, 1 << 20)
+        .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(r#""stop-hook", "--host", "opencode""#))
+}
+
+/// The first plugin file of for-loop's in `dir`'s `plugins/` or `plugin/`.
+fn plugin_in(dir: &Path) -> Option<PathBuf> {
+    ["plugins", "plugin"].iter().find_map(|sub| {
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(dir.join(sub)).ok()?.flatten().map(|entry| entry.path()).collect();
+        files.sort();
+        files
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "js" || e == "ts"))
+            .find(|f| is_ours(f))
+    })
+}
+
+/// The command files missing from both `dir`'s and the project's `commands/` (or `command/`).
+fn missing_commands(dirs: &[PathBuf]) -> Vec<&'static str> {
+    COMMANDS
+        .iter()
+        .copied()
+        .filter(|name| {
+            !dirs.iter().any(|dir| {
+                ["commands", "command"].iter().any(|sub| dir.join(sub).join(format!("{name}.md")).is_file())
+            })
+        })
+        .collect()
+}
+
+fn install_facts(config: PathBuf, project: &Path) -> OpencodeFacts {
+    let dirs = [config.clone(), project.join(".opencode")];
+    OpencodeFacts {
+        plugin: dirs.iter().find_map(|dir| plugin_in(dir)),
+        missing_commands: missing_commands(&dirs),
+        config,
+    }
+}
+
+/// opencode: the plugin file and the command files.
+#[derive(Debug, Clone, Default)]
+struct OpencodeFacts {
+    /// The user's config folder (`~/.config/opencode`).
+    pub config: PathBuf,
+    /// for-loop's plugin, in that folder or the project's `.opencode/`.
+    pub plugin: Option<PathBuf>,
+    /// The command files of for-loop's found in neither folder.
+    pub missing_commands: Vec<&'static str>,
+}
+
+fn opencode_lines(opencode: &OpencodeFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("opencode: {what}");
+    let copy = |what: &str| {
+        let dir = opencode.config.join(what);
+        format!(
+            "mkdir -p {dir} && cp <for-loop checkout>/plugin/opencode/{what}/* {dir}/",
+            dir = shell_quote(&dir)
+        )
+    };
+    let Some(plugin) = &opencode.plugin else {
+        return vec![not_installed(
+            Host::Opencode,
+            format!(
+                "no plugin of for-loop's in {} or .opencode/plugins: no idle is judged",
+                opencode.config.join("plugins").display()
+            ),
+            copy("plugins"),
+            asked,
+        )];
+    };
+    let mut out = vec![Check::pass(name("installed"), format!("{} runs for-loop", plugin.display()))];
+    out.push(if opencode.missing_commands.is_empty() {
+        Check::pass(name("commands"), "/for-loop, /cancel-loop, /loop-status and /resume-loop are there")
+    } else {
+        Check::fail(
+            name("commands"),
+            format!(
+                "no command file for /{} in {} or .opencode/commands: opencode does not know the command, so \
+                 the plugin never sees it",
+                opencode.missing_commands.join(", /"),
+                opencode.config.join("commands").display()
+            ),
+            copy("commands"),
+        )
+    });
+    out.push(install::binary_line(&name("binary"), None, binary));
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -333,5 +457,60 @@ mod tests {
             render(&HookResponse::block("go on".into(), "1/3".into())),
             r#"{"message":"1/3","prompt":"go on"}"#
         );
+    }
+}
+
+/// What doctor checks of this host's installation.
+#[cfg(test)]
+mod install_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::host::install::all_pass;
+    use crate::host::install::tests::{binary, failing};
+    #[test]
+    fn opencode_needs_its_plugin_its_commands_and_a_binary() {
+        let bare = OpencodeFacts { config: PathBuf::from("/h/.config/opencode"), ..OpencodeFacts::default() };
+        let asked = opencode_lines(&bare, &binary(), true);
+        let check = failing(&asked, "opencode: installed");
+        // The folder as this platform joins it (and quotes it, where it holds a backslash).
+        let plugins = shell_quote(&bare.config.join("plugins"));
+        assert_eq!(
+            check.fix,
+            Some(format!(
+                "mkdir -p {plugins} && cp <for-loop checkout>/plugin/opencode/plugins/* {plugins}/"
+            ))
+        );
+        let plugin = Some(PathBuf::from("/h/.config/opencode/plugins/for-loop.js"));
+        let partial =
+            OpencodeFacts { plugin: plugin.clone(), missing_commands: vec!["resume-loop"], ..bare.clone() };
+        let checks = opencode_lines(&partial, &binary(), false);
+        let commands = failing(&checks, "opencode: commands");
+        assert!(commands.detail.contains("/resume-loop"), "{commands:?}");
+        let whole = OpencodeFacts { plugin, ..bare };
+        let checks = opencode_lines(&whole, &binary(), false);
+        assert!(all_pass(&checks), "{checks:#?}");
+        assert!(checks.iter().any(|c| c.name == "opencode: binary" && c.ok), "{checks:#?}");
+    }
+
+    #[test]
+    fn finds_the_plugin_and_the_commands_in_either_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        let project = dir.path().join("project");
+        let empty = install_facts(config.clone(), &project);
+        assert_eq!((empty.plugin, empty.missing_commands.len()), (None, 4));
+        std::fs::create_dir_all(config.join("plugins")).unwrap();
+        std::fs::write(config.join("plugins/other.js"), "export const X = 1").unwrap();
+        std::fs::create_dir_all(project.join(".opencode/plugin")).unwrap();
+        let ours = project.join(".opencode/plugin/for-loop.js");
+        std::fs::write(&ours, r#"run(["stop-hook", "--host", "opencode"])"#).unwrap();
+        std::fs::create_dir_all(config.join("commands")).unwrap();
+        for name in ["for-loop", "cancel-loop", "loop-status"] {
+            std::fs::write(config.join("commands").join(format!("{name}.md")), "x").unwrap();
+        }
+        let found = install_facts(config, &project);
+        assert_eq!(found.plugin, Some(ours));
+        assert_eq!(found.missing_commands, ["resume-loop"]);
     }
 }

@@ -21,11 +21,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::spec::{FailureRead, HostSpec};
+use super::spec::{FailureRead, HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
+use crate::host::install::{
+    self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, read_json,
+};
 use crate::host::origin::{HookRunner, HookSession};
+use crate::host::user_command;
 use crate::host::{Commands, Host, foreign_marker};
 use crate::support::environment::Environment;
 
@@ -203,13 +207,126 @@ pub(in crate::host) const SPEC: HostSpec = HostSpec {
     agent_shell_marker: Some(AGENT_SHELL_VAR),
     settable_block_cap: Some(block_cap),
     commands: Commands::NO_ROLLBACK,
+    // Qwen Code names an extension's commands by their file names, with no namespace.
+    typed_commands: user_command::BARE,
     hook_runner: Some(HOOK_RUNNER),
     // Its StopFailure hook runs under a supervisor of Qwen Code's own: see [`Host::failure_hook_runner`].
     failure_hook_runner: None,
+    markers: Some(Markers { fields: MARKERS, what: "a Qwen Code event" }),
+    looks_like: Some(|fields| fields.is("hook_event_name", "Stop") && fields.has_any(MARKERS)),
     watched: Some(watched),
     parse_failure: read_failure,
-    ..HostSpec::of(Host::QwenCode, "qwen-code", "qwen", parse, render)
+    ..HostSpec::of(Host::QwenCode, "qwen-code", "qwen", parse, render, DOCTOR)
 };
+
+// What `loop-hook doctor` checks of Qwen Code's installation: the extension, its enablement for
+// this folder, the settings that turn hooks off, and the cap of blocked stops in a row, read as
+// Qwen Code 0.24 reads them.
+
+const DOCTOR: Install = Install { home, check: doctor };
+
+fn doctor(look: &Look) -> Option<Installation> {
+    let home = home(look.env).filter(|_| look.present)?;
+    let facts = install_facts(look.env, home, look.project);
+    let installed = facts.extension.is_some();
+    Some(Installation { installed, checks: qwen_lines(&facts, look.binary, look.asked) })
+}
+
+/// `$QWEN_HOME`, else `~/.qwen`.
+fn home(env: &Environment) -> Option<PathBuf> {
+    env.var("QWEN_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".qwen")))
+}
+
+fn install_facts(env: &Environment, home: PathBuf, project: &Path) -> QwenFacts {
+    let extension =
+        Some(home.join("extensions/for-loop")).filter(|dir| dir.join("qwen-extension.json").is_file());
+    let hooks_disabled_by = [home.join("settings.json"), project.join(".qwen/settings.json")]
+        .into_iter()
+        .filter(|file| read_json(file).and_then(|s| s.get("disableAllHooks")?.as_bool()).unwrap_or(false))
+        .collect();
+    QwenFacts {
+        launch: extension.as_ref().map(|dir| install::launch(env, dir)),
+        // The same enablement file and rules as Gemini CLI's, which Qwen Code forked.
+        enabled: extension
+            .as_ref()
+            .map(|_| super::gemini_cli::enabled(&home.join("extensions/extension-enablement.json"), project)),
+        hooks_disabled_by,
+        block_cap: block_cap(env, project),
+        extension,
+        home,
+    }
+}
+
+/// Qwen Code: the extension, the settings that switch hooks off, and the cap of blocked stops.
+#[derive(Debug, Clone, Default)]
+struct QwenFacts {
+    /// `$QWEN_HOME` or `~/.qwen`.
+    pub home: PathBuf,
+    /// The installed extension's directory.
+    pub extension: Option<PathBuf>,
+    pub launch: Option<Launch>,
+    /// `Some(false)` when the extension is disabled for this project or everywhere.
+    pub enabled: Option<bool>,
+    /// Settings files with `disableAllHooks: true`.
+    pub hooks_disabled_by: Vec<PathBuf>,
+    /// The most blocked stops in a row Qwen Code honours here, so the longest loop it holds.
+    pub block_cap: u32,
+}
+
+fn qwen_lines(qwen: &QwenFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
+    let name = |what: &str| format!("qwen-code: {what}");
+    let Some(extension) = &qwen.extension else {
+        return vec![not_installed(
+            Host::QwenCode,
+            format!("the for-loop extension is not in {}", qwen.home.join("extensions").display()),
+            "qwen extensions install <for-loop checkout>/plugin/qwen-code --consent".into(),
+            asked,
+        )];
+    };
+    let mut out = vec![Check::pass(name("installed"), format!("extension at {}", extension.display()))];
+    if qwen.enabled == Some(false) {
+        out.push(Check::fail(
+            name("enabled"),
+            "the for-loop extension is disabled here, so its hooks do not run",
+            "qwen extensions enable for-loop",
+        ));
+    }
+    for file in &qwen.hooks_disabled_by {
+        out.push(Check::fail(
+            name("hooks on"),
+            format!("{} sets disableAllHooks, so no stop is judged", file.display()),
+            format!("remove \"disableAllHooks\" from {}", file.display()),
+        ));
+    }
+    let settings = qwen.home.join("settings.json");
+    let most = MAX_BLOCK_CAP;
+    out.push(if qwen.block_cap >= most {
+        Check::pass(
+            name("block cap"),
+            format!("Qwen Code honours {most} blocked stops in a row: loops of up to {most} iterations"),
+        )
+    } else {
+        Check::fail(
+            name("block cap"),
+            format!(
+                "Qwen Code ends a turn after {} blocked stops in a row, so /for-loop refuses more than \
+                 --max-iterations {} (the default is 30)",
+                qwen.block_cap, qwen.block_cap
+            ),
+            format!(
+                "add \"{}\": {most} to {}, then restart qwen (unset {} if it is set lower)",
+                BLOCK_CAP_SETTING,
+                settings.display(),
+                BLOCK_CAP_VAR
+            ),
+        )
+        .minor()
+    });
+    out.push(install::binary_line(&name("binary"), qwen.launch.as_ref(), binary));
+    out
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,18 @@
 //! A host as a table: what each adapter declares about its host, read by [`Host`]'s methods.
-//! Adding a host is one adapter file with its [`HostSpec`], a variant, and its line in
-//! [`Host::spec`] and [`Host::ALL`]; the rest of the engine asks the host what it can do and never
-//! learns which one it is.
+//! Adding a host is one adapter file with its [`HostSpec`], a variant, its `mod` line and its
+//! line in the array of specs in `host/mod.rs` (which [`Host::ALL`] is built from); the rest of
+//! the engine, doctor included, asks the host what it can do and never learns which one it is.
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use crate::host::config_watch::Watched;
-use crate::host::event::{EventError, StopEvent, TurnFailure};
+use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
+use crate::host::install::Install;
 use crate::host::origin::HookRunner;
+use crate::host::user_command::{self, TypedCommands};
 use crate::host::{Commands, Host};
 use crate::support::environment::Environment;
 
@@ -40,6 +42,13 @@ pub(crate) struct HostSpec {
     pub(crate) prompt_hook_replaces_the_command: bool,
     pub(crate) prompt_hook_adds_context: bool,
     pub(crate) typed_prompt_field: &'static str,
+    /// The command names the user types, as the prompt hook receives them.
+    pub(crate) typed_commands: TypedCommands,
+    /// Fields only this host sends: every other adapter refuses a payload holding one.
+    pub(crate) markers: Option<Markers>,
+    /// Whether a payload is surely this host's, from fields only it sends: the guess for a hook
+    /// line that names no host. `None` for the default host, which is guessed when no other is.
+    pub(crate) looks_like: Option<fn(&Fields) -> bool>,
     pub(crate) agent_shell_marker: Option<&'static str>,
     /// Reads the cap of blocks in a row the user sets for this host, where they can.
     pub(crate) settable_block_cap: Option<fn(&Environment, &Path) -> u32>,
@@ -58,6 +67,8 @@ pub(crate) struct HostSpec {
     /// The answer to a session's start that adds text to the agent's context, where the host
     /// takes one.
     pub(crate) render_session_context: Option<fn(&str) -> String>,
+    /// What `loop-hook doctor` checks of the host's installation, and where it looks.
+    pub(crate) install: Install,
 }
 
 /// What reading a turn-end event as a failed turn gives: `None` when it is no failure report.
@@ -72,6 +83,7 @@ impl HostSpec {
         program: &'static str,
         parse_stop: fn(&Map<String, Value>) -> Result<StopEvent, EventError>,
         render: fn(&HookResponse) -> String,
+        install: Install,
     ) -> HostSpec {
         HostSpec {
             host,
@@ -91,6 +103,9 @@ impl HostSpec {
             prompt_hook_replaces_the_command: false,
             prompt_hook_adds_context: false,
             typed_prompt_field: "prompt",
+            typed_commands: user_command::NAMESPACED,
+            markers: None,
+            looks_like: None,
             agent_shell_marker: None,
             settable_block_cap: None,
             quiet_block_cap: None,
@@ -104,6 +119,7 @@ impl HostSpec {
             parse_compacted: no_compaction,
             render,
             render_session_context: None,
+            install,
         }
     }
 }
@@ -112,6 +128,14 @@ pub(crate) type FailureRead = Option<Result<TurnFailure, EventError>>;
 
 /// What reading a session's start gives: the session that was compacted, if it was.
 pub(crate) type CompactionRead = Result<Option<String>, EventError>;
+
+/// The fields only one host sends, and what a payload holding one is, for the refusal.
+#[derive(Clone, Copy)]
+pub(crate) struct Markers {
+    pub(crate) fields: &'static [&'static str],
+    /// `a Cursor event`.
+    pub(crate) what: &'static str,
+}
 
 /// A host's cap of Stop blocks in a row in which the agent called no tool.
 #[derive(Clone, Copy)]

@@ -34,7 +34,7 @@ pub(super) fn tier(env: &Environment, project: &Path, store: Option<&Store>) -> 
     TierFacts {
         sandbox_settings: sandbox::sandbox_settings(env, project, &store_root),
         bubblewrap: sandbox::sandbox_unavailable(),
-        socat: super::binary::on_path(env, "socat").is_some(),
+        socat: crate::host::install::on_path(env, "socat").is_some(),
         linux: cfg!(target_os = "linux"),
     }
 }

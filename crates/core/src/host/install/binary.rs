@@ -5,14 +5,52 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::super::facts::{Binary, BinaryFacts, Launch};
 use crate::support::environment::Environment;
 use crate::support::text::version::VERSION;
 
 /// How long another binary gets to answer `--version`.
 const VERSION_WAIT: Duration = Duration::from_secs(5);
 
-pub(super) fn facts(env: &Environment) -> BinaryFacts {
+/// A `loop-hook` executable and the version it reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Binary {
+    pub path: PathBuf,
+    /// `None` when it did not say (it failed, or it is not a loop-hook).
+    pub version: Option<String>,
+}
+
+/// The binaries that could run, and the version they should be.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BinaryFacts {
+    /// The version this binary is: the one the checks expect of every other.
+    pub this_version: String,
+    pub this_path: Option<PathBuf>,
+    /// The plugin's version, when the plugin's launcher started this run.
+    pub launcher_plugin_version: Option<String>,
+    /// `$FOR_LOOP_BIN` as set in this environment, and whether it names a file.
+    pub for_loop_bin: Option<(String, bool)>,
+    /// The first `loop-hook` on `PATH` (absolute entries only, as every lookup reads it).
+    pub first_on_path: Option<Binary>,
+    /// `${CARGO_HOME:-~/.cargo}/bin/loop-hook`, when it is there.
+    pub cargo: Option<Binary>,
+    /// The checkout `cargo install --path` built for-loop from, when it still holds the Claude
+    /// Code marketplace: the place a user can install the plugin from.
+    pub cargo_checkout: Option<PathBuf>,
+}
+
+/// What a package's launcher (`scripts/loop-hook`) would run, found as the launcher finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Launch {
+    /// The package's root, holding `scripts/loop-hook`.
+    pub root: PathBuf,
+    /// The version the launcher announces (`plugin_version=` in it).
+    pub plugin_version: Option<String>,
+    /// The binary it runs and where it was found (`FOR_LOOP_BIN`, `checkout`, `cargo`,
+    /// `shipped`, `PATH`), or why it runs none.
+    pub runs: Result<(Binary, &'static str), String>,
+}
+
+pub(crate) fn facts(env: &Environment) -> BinaryFacts {
     let this_path = crate::support::text::version::current_exe();
     let version = |path: PathBuf| {
         let version = version_of(&path, this_path.as_deref());
@@ -73,14 +111,14 @@ fn percent_decoded(text: &str) -> Option<String> {
 
 /// The first executable `name` in an absolute `PATH` entry outside the current directory, as
 /// every lookup of ours reads `PATH`.
-pub(super) fn on_path(env: &Environment, name: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(env: &Environment, name: &str) -> Option<PathBuf> {
     std::env::split_paths(env.var("PATH")?)
         .filter(|dir| dir.is_absolute() && !dir.starts_with(&env.cwd))
         .map(|dir| dir.join(name))
         .find(|path| is_executable(path))
 }
 
-pub(super) fn is_executable(path: &Path) -> bool {
+pub(in crate::host) fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -130,7 +168,7 @@ fn version_of(path: &Path, this: Option<&Path>) -> Option<String> {
 /// build of the checkout the plugin is (its root holds `Cargo.toml`) or sits in (`plugin/<host>/`
 /// under one; never an installed copy), `cargo install`'s, a release's verified binary, then
 /// `PATH` (no release).
-pub(super) fn launch(env: &Environment, root: &Path) -> Launch {
+pub(in crate::host) fn launch(env: &Environment, root: &Path) -> Launch {
     let launcher = std::fs::read_to_string(root.join("scripts/loop-hook")).unwrap_or_default();
     let plugin_version =
         launcher.lines().find_map(|line| line.strip_prefix("plugin_version=")).map(|v| v.trim().to_string());
