@@ -71,35 +71,7 @@ pub fn run(
     let args: Vec<OsString> = args.into_iter().collect();
     let (cli, exit_zero) = match cli::Invocation::parse(args.iter().cloned()) {
         Ok(invocation) => (invocation.cli, invocation.exit_zero),
-        // A hook must never fail on its arguments: Claude Code reads exit 2 from a Stop hook
-        // as a block of every stop, and any other failure as a hook error at every turn.
-        Err(e) => match cli::Hook::named_in(&args) {
-            Some(cli::Hook::Stop { host }) => {
-                let response = panic::catch_unwind(AssertUnwindSafe(|| {
-                    hook::stop_hook::misinvoked(env, host, &e.to_string(), &mut *stdin)
-                }));
-                let (host, response) =
-                    response.unwrap_or_else(|_| (host.unwrap_or_default(), HookResponse::allow()));
-                let _ = write_line(stdout, &host.render(&response));
-                return 0;
-            }
-            Some(cli::Hook::Guard) => {
-                eprintln!("loop-hook: guard: {e}; the tool call is not examined");
-                return 0;
-            }
-            // Through a plugin of another version, an option this binary does not know is the
-            // version gap, not a typo: say so, and never fail the host's command for it.
-            None => {
-                if let Some(line) =
-                    support::text::version::mismatch(env, support::text::version::current_exe().as_deref())
-                {
-                    let _ = writeln!(stdout, "{line}\n(loop-hook: {e})");
-                    return 0;
-                }
-                let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
-                return Code::Usage as i32;
-            }
-        },
+        Err(e) => return unparsed(env, &args, &e.to_string(), stdin, stdout),
     };
     // Where a command line comes from: mutations from an agent's shell are refused on hosts
     // whose prompt hook carries out the user's own commands.
@@ -108,7 +80,55 @@ pub fn run(
         cli,
         Cli::Start(_) | Cli::Cancel(_) | Cli::Status(_) | Cli::Resume(_) | Cli::Rollback(_) | Cli::Handoff(_)
     );
-    let outcome = match cli {
+    let outcome = dispatch(env, cli, origin, stdin);
+    let outcome =
+        if user_command { support::text::version::with_version_notice(env, outcome) } else { outcome };
+    let _ = write_line(stdout, &outcome.stdout);
+    if exit_zero { 0 } else { outcome.code as i32 }
+}
+
+/// A command line that did not parse: a hook answers its host as if nothing were asked, since a
+/// hook must never fail on its arguments (Claude Code reads exit 2 from a Stop hook as a block
+/// of every stop, and any other failure as a hook error at every turn); a user is told.
+fn unparsed(
+    env: &Environment,
+    args: &[OsString],
+    e: &str,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> i32 {
+    match cli::Hook::named_in(args) {
+        Some(cli::Hook::Stop { host }) => {
+            let response = panic::catch_unwind(AssertUnwindSafe(|| {
+                hook::stop_hook::misinvoked(env, host, e, &mut *stdin)
+            }));
+            let (host, response) =
+                response.unwrap_or_else(|_| (host.unwrap_or_default(), HookResponse::allow()));
+            let _ = write_line(stdout, &host.render(&response));
+            0
+        }
+        Some(cli::Hook::Guard) => {
+            eprintln!("loop-hook: guard: {e}; the tool call is not examined");
+            0
+        }
+        // Through a plugin of another version, an option this binary does not know is the
+        // version gap, not a typo: say so, and never fail the host's command for it.
+        None => {
+            if let Some(line) =
+                support::text::version::mismatch(env, support::text::version::current_exe().as_deref())
+            {
+                let _ = writeln!(stdout, "{line}\n(loop-hook: {e})");
+                return 0;
+            }
+            let _ = writeln!(stdout, "loop-hook: {e}\nRun `loop-hook --help` for usage.");
+            Code::Usage as i32
+        }
+    }
+}
+
+/// What the command `cli` does, run from `origin`.
+fn dispatch(env: &Environment, cli: Cli, origin: host::origin::Origin, stdin: &mut dyn Read) -> Outcome {
+    match cli {
         Cli::Help => Outcome::ok(cli::help()),
         Cli::CommandHelp(text) => Outcome::ok(text),
         Cli::Version => Outcome::ok(support::text::version::version_text(env)),
@@ -175,11 +195,7 @@ pub fn run(
                 Err(e) => Outcome::refused(format!("for-loop: could not read the options on stdin: {e}")),
             }
         }
-    };
-    let outcome =
-        if user_command { support::text::version::with_version_notice(env, outcome) } else { outcome };
-    let _ = write_line(stdout, &outcome.stdout);
-    if exit_zero { 0 } else { outcome.code as i32 }
+    }
 }
 
 /// Prints `text` as one line, or nothing when it is empty.

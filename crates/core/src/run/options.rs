@@ -282,6 +282,39 @@ impl RunOptions {
                     })?);
                 }
             }
+            Flag::NoSandbox | Flag::RequireStrict => {
+                let asked = if flag == Flag::NoSandbox { SandboxAsked::Off } else { SandboxAsked::Required };
+                if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
+                    return Err("--no-sandbox and --require-strict contradict each other: give one".into());
+                }
+                self.sandbox = asked;
+            }
+            Flag::Backlog
+            | Flag::MaxMergeTries
+            | Flag::Task
+            | Flag::Merge
+            | Flag::List
+            | Flag::Attempts
+            | Flag::Attempt
+            | Flag::RunId
+            | Flag::Remote
+            | Flag::Pick => self.take_fleet(flag, name, takes, parser)?,
+            other => {
+                return Err(format!("`{other}` is known but not read by loop-hook run: please report it"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one of the options of several agents' runs: best of K and a backlog.
+    fn take_fleet(
+        &mut self,
+        flag: Flag,
+        name: &str,
+        takes: Takes,
+        parser: &mut lexopt::Parser,
+    ) -> Result<(), String> {
+        match flag {
             Flag::Backlog => self.backlog = Some(value(parser, name, takes)?),
             Flag::MaxMergeTries => {
                 let text = value(parser, name, takes)?;
@@ -299,13 +332,6 @@ impl RunOptions {
             }
             Flag::Merge => self.fleet_mode(Fleet::Merge)?,
             Flag::List => self.fleet_mode(Fleet::List)?,
-            Flag::NoSandbox | Flag::RequireStrict => {
-                let asked = if flag == Flag::NoSandbox { SandboxAsked::Off } else { SandboxAsked::Required };
-                if self.sandbox != SandboxAsked::Default && self.sandbox != asked {
-                    return Err("--no-sandbox and --require-strict contradict each other: give one".into());
-                }
-                self.sandbox = asked;
-            }
             Flag::Attempts => {
                 let text = value(parser, name, takes)?;
                 let most = super::attempts::MAX_ATTEMPTS;

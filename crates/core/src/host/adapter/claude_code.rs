@@ -350,39 +350,44 @@ fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<
     if claude.hooks_disabled_by.is_empty() {
         out.push(Check::pass(name("hooks on"), "no settings file sets disableAllHooks"));
     }
-    for over in &claude.env_overrides {
-        let set = format!("{} sets {}={}", over.file.display(), over.name, over.value);
-        out.push(if over.in_project {
-            Check::fail(
-                name("settings env"),
-                format!(
-                    "{set}: a project file the agent can write decides which {} the hooks use",
-                    if over.name == "FOR_LOOP_BIN" { "binary" } else { "loop store" }
-                ),
-                format!(
-                    "remove {} from the env of {} (set it in ~/.claude/settings.json if you need it)",
-                    over.name,
-                    over.file.display()
-                ),
-            )
-        } else if over.name == "FOR_LOOP_BIN" && !is_absolute(&over.value) {
-            Check::fail(
-                name("settings env"),
-                format!("{set}, which is not an absolute path, so the launcher ignores it"),
-                format!("set {} to an absolute path in {}, or remove it", over.name, over.file.display()),
-            )
-        } else if over.name == "FOR_LOOP_BIN" && !over.is_file {
-            Check::fail(
-                name("settings env"),
-                format!("{set}, which names no file"),
-                format!("point {} in {} at a built loop-hook, or remove it", over.name, over.file.display()),
-            )
-        } else {
-            Check::pass(name("settings env"), format!("{set}: every Claude Code hook uses it"))
-        });
-    }
+    out.extend(claude.env_overrides.iter().map(env_override_line));
     out.push(install::binary_line(&name("binary"), claude.launch.as_ref(), binary));
     out
+}
+
+/// The line of a for-loop variable a settings file's `env` sets for every hook: a project file
+/// the agent can write must not choose the binary or the store; a binary must be a file.
+fn env_override_line(over: &EnvOverride) -> Check {
+    let name = |what: &str| format!("claude-code: {what}");
+    let set = format!("{} sets {}={}", over.file.display(), over.name, over.value);
+    if over.in_project {
+        Check::fail(
+            name("settings env"),
+            format!(
+                "{set}: a project file the agent can write decides which {} the hooks use",
+                if over.name == "FOR_LOOP_BIN" { "binary" } else { "loop store" }
+            ),
+            format!(
+                "remove {} from the env of {} (set it in ~/.claude/settings.json if you need it)",
+                over.name,
+                over.file.display()
+            ),
+        )
+    } else if over.name == "FOR_LOOP_BIN" && !is_absolute(&over.value) {
+        Check::fail(
+            name("settings env"),
+            format!("{set}, which is not an absolute path, so the launcher ignores it"),
+            format!("set {} to an absolute path in {}, or remove it", over.name, over.file.display()),
+        )
+    } else if over.name == "FOR_LOOP_BIN" && !over.is_file {
+        Check::fail(
+            name("settings env"),
+            format!("{set}, which names no file"),
+            format!("point {} in {} at a built loop-hook, or remove it", over.name, over.file.display()),
+        )
+    } else {
+        Check::pass(name("settings env"), format!("{set}: every Claude Code hook uses it"))
+    }
 }
 
 #[cfg(test)]
