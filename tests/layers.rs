@@ -714,6 +714,7 @@ const LOOP_FILE_NAMES: &[&str] = &[
     "\"driver.pid\"",
     "\"host-process.json\"",
     "\"oracle\"",
+    "\"report.html\"",
 ];
 
 /// Calls that write, move or delete a file or a directory, however they are imported

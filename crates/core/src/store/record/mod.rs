@@ -39,6 +39,8 @@ pub(crate) enum LoopFile {
     HostProcess,
     /// The run driver's settings, so that `loop-hook run --resume` runs the same agent.
     RunRecord,
+    /// The loop's HTML report, when `loop-hook report` is not told where else to write it.
+    Report,
 }
 
 impl LoopFile {
@@ -52,6 +54,7 @@ impl LoopFile {
             LoopFile::Progress => "progress.md",
             LoopFile::HostProcess => "host-process.json",
             LoopFile::RunRecord => "run.json",
+            LoopFile::Report => "report.html",
         }
     }
 
@@ -88,7 +91,7 @@ impl LoopFile {
 
     /// Replaces it with `bytes`, atomically, holding no lock: for a hint a hook writes whole
     /// outside any transaction (the last command's record, Copilot CLI's block memo, the run
-    /// driver's next prompt, the host process). A caller holding the loop's transaction writes
+    /// driver's next prompt, the host process, the report). A caller holding the loop's transaction writes
     /// through [`Transaction::write_record`].
     pub(crate) fn write(self, dir: &Path, bytes: &[u8]) -> io::Result<()> {
         super::private::create_dir_all(dir)?;
