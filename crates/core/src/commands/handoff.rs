@@ -493,6 +493,35 @@ mod tests {
         "2026-11-22T03:10:00Z".parse().unwrap()
     }
 
+    /// The run's settings are written under the run loop's lock and read back; what is in their
+    /// place and is not them is refused with why, and left as it is.
+    #[test]
+    fn the_run_record_is_read_back_and_anything_else_is_refused_with_why() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = Store::at(root.path().join("for-loop")).paths("run-l1");
+        let record = RunRecord { agent: "claude".into(), agent_args: vec!["--x".into()], backoff_secs: 9 };
+        record.write(&Transaction::lock(&paths).unwrap()).unwrap();
+        let read = RunRecord::read(&paths.dir).unwrap();
+        assert_eq!(
+            (read.agent.as_str(), read.agent_args, read.backoff_secs),
+            ("claude", vec!["--x".into()], 9)
+        );
+        let file = LoopFile::RunRecord.path(&paths.dir);
+        let refused =
+            |what: &str| RunRecord::read(&paths.dir).err().unwrap_or_else(|| panic!("{what} was read"));
+        for (what, text) in [("corrupt", "{\"agent\": "), ("wrong type", "[1, 2]"), ("empty", "")] {
+            fs::write(&file, text).unwrap();
+            assert!(refused(what).starts_with("bad run settings: "), "{what}: {}", refused(what));
+        }
+        fs::write(&file, vec![b' '; (1 << 20) + 1]).unwrap();
+        assert!(refused("huge").contains("cannot be read"), "{}", refused("huge"));
+        fs::remove_file(&file).unwrap();
+        assert!(refused("missing").ends_with("run.json is missing"), "{}", refused("missing"));
+        fs::create_dir(&file).unwrap();
+        assert!(refused("a directory").ends_with("is a directory, not a file"), "{}", refused("a directory"));
+        assert!(file.is_dir(), "left as it is");
+    }
+
     fn handoff() -> Handoff {
         Handoff { from: "sess-1".into(), to: "run-x".into(), at: now(), iteration: 3 }
     }

@@ -236,6 +236,42 @@ mod tests {
         assert_eq!(Mark::parse(&mark.render()), Some(mark));
     }
 
+    /// A link, a directory or text that is no mark in the mark's place proves nothing: the
+    /// driver taking the loop moves it aside (kept) and says why; a link is never followed.
+    #[test]
+    #[cfg(unix)]
+    fn what_is_not_a_mark_is_replaced_with_why_and_kept_aside() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = crate::store::Store::at(root.path().join("for-loop")).paths("run-l1");
+        paths.make_dir().unwrap();
+        let own = format!("{} {}\n", std::process::id(), process::own_start().unwrap_or(0));
+        let elsewhere = root.path().join("elsewhere");
+        std::fs::write(&elsewhere, &own).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path(&paths)).unwrap();
+        assert_eq!(
+            found(&paths, &["run-l1"]),
+            Found::Stale("the driver mark is not a file that can be read".into())
+        );
+        let (mark, replaced) = DriverMark::take(&paths, &["run-l1"]).unwrap();
+        assert!(replaced.is_some_and(|why| why.contains("not a file")));
+        assert!(std::fs::symlink_metadata(path(&paths)).unwrap().is_file(), "the link was replaced");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), own, "its target untouched");
+        drop(mark);
+        assert!(!path(&paths).exists(), "the driver's own mark goes with it");
+        std::fs::write(path(&paths), "not a mark").unwrap();
+        assert!(matches!(found(&paths, &["run-l1"]), Found::Stale(why) if why.contains("no process id")));
+        std::fs::remove_file(path(&paths)).unwrap();
+        std::fs::create_dir(path(&paths)).unwrap();
+        let (_mark, replaced) = DriverMark::take(&paths, &["run-l1"]).unwrap();
+        assert!(replaced.is_some());
+        let aside = std::fs::read_dir(&paths.dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("driver.pid.aside-"))
+            .count();
+        assert_eq!(aside, 2, "the link and the directory are kept aside");
+    }
+
     #[test]
     fn only_loop_hook_run_of_this_loop_started_when_the_mark_says_holds_it() {
         let ids = ["run-l1", "l1"];

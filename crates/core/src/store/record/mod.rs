@@ -93,9 +93,16 @@ impl LoopFile {
     /// outside any transaction (the last command's record, Copilot CLI's block memo, the run
     /// driver's next prompt, the host process, the report). A caller holding the loop's transaction writes
     /// through [`Transaction::write_record`].
+    /// A loop's directory that is gone is not made again for a hint: the write fails.
     pub(crate) fn write(self, dir: &Path, bytes: &[u8]) -> io::Result<()> {
-        super::private::create_dir_all(dir)?;
         super::write_atomic(&self.path(dir), bytes, false)
+    }
+
+    /// [`LoopFile::write`], making the loop's directory first (its user's alone) when it is
+    /// missing: for the record of a command that may have made no loop (a refused start).
+    pub(crate) fn write_making_dir(self, dir: &Path, bytes: &[u8]) -> io::Result<()> {
+        super::private::create_dir_all(dir)?;
+        self.write(dir, bytes)
     }
 
     /// Writes `bytes` unless something is there already, atomically: two writers that begin it
@@ -106,7 +113,6 @@ impl LoopFile {
         if std::fs::symlink_metadata(&path).is_ok() {
             return Ok(());
         }
-        super::private::create_dir_all(dir)?;
         let mut temp = tempfile::Builder::new().prefix(&super::temp_prefix(&path)).tempfile_in(dir)?;
         temp.write_all(bytes)?;
         match temp.persist_noclobber(&path) {
@@ -132,7 +138,7 @@ impl Transaction<'_> {
     /// Replaces the loop's record `file` with `bytes`, atomically, under the lock this
     /// transaction holds.
     pub(crate) fn write_record(&self, file: LoopFile, bytes: &[u8]) -> io::Result<()> {
-        file.write(&self.paths().dir, bytes)
+        file.write_making_dir(&self.paths().dir, bytes)
     }
 
     /// Keeps the oracle's files as they are now (read from the project `cwd`) in the loop's
@@ -205,6 +211,12 @@ mod tests {
         LoopFile::NextPrompt.remove(dir.path()).unwrap();
         LoopFile::NextPrompt.remove(dir.path()).unwrap();
         assert!(!LoopFile::NextPrompt.path(dir.path()).exists());
+        // A hint never makes a loop's directory again; a command's record may.
+        let gone = dir.path().join("gone");
+        assert!(LoopFile::BlockMemo.write(&gone, b"x").is_err());
+        assert!(!gone.exists());
+        LoopFile::PromptRecord.write_making_dir(&gone, b"{}").unwrap();
+        assert_eq!(LoopFile::PromptRecord.read(&gone, 8).as_deref(), Some(&b"{}"[..]));
     }
 
     /// What is in a record's place and is not the record (a directory, a link, a FIFO, a file
