@@ -31,7 +31,6 @@ use model::{FileChanges, LedgerLines, LoopReport};
 
 /// The most of a ledger a report reads, from its end: about 30,000 stops.
 const MAX_LEDGER_BYTES: u64 = 32 << 20;
-/// The page's file name in the loop's directory.
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReportOptions {

@@ -153,7 +153,7 @@ fn clip(text: &str) -> String {
 /// Why a driver cannot take the mark.
 #[derive(Debug)]
 pub(crate) enum NotTaken {
-    /// A proven driver, this process, holds it.
+    /// A proven driver, another process, holds it.
     Held(u32),
     /// The loop's lock, under which the mark is read and written, could not be taken.
     Lock(LockError),

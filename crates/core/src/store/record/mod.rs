@@ -89,11 +89,11 @@ impl LoopFile {
             .map_err(|e| format!("{} cannot be read ({e})", path.display()))
     }
 
-    /// Replaces it with `bytes`, atomically, holding no lock: for a hint a hook writes whole
-    /// outside any transaction (the last command's record, Copilot CLI's block memo, the run
-    /// driver's next prompt, the host process, the report). A caller holding the loop's transaction writes
-    /// through [`Transaction::write_record`].
-    /// A loop's directory that is gone is not made again for a hint: the write fails.
+    /// Replaces it with `bytes`, atomically, holding no lock: for a hint written whole outside
+    /// any transaction (the last command's record, Copilot CLI's block memo, the run driver's
+    /// next prompt, the host process, the report). A caller holding the loop's transaction
+    /// writes through [`Transaction::write_record`]. A loop's directory that is gone is not made
+    /// again for a hint: the write fails.
     pub(crate) fn write(self, dir: &Path, bytes: &[u8]) -> io::Result<()> {
         super::write_atomic(&self.path(dir), bytes, false)
     }
