@@ -717,8 +717,9 @@ const LOOP_FILE_NAMES: &[&str] = &[
     "\"report.html\"",
 ];
 
-/// Calls that write, move or delete a file or a directory, however they are imported
-/// (`fs::rename`, `std::fs::rename`, `rename` after `use std::fs::rename`).
+/// Calls that write, move or delete a file or a directory. A rename, a removal or a creation is
+/// caught however it is imported (`fs::rename`, `std::fs::rename`, `rename` after
+/// `use std::fs::rename`); a write by `fs::write`, as `write(` alone is every writer's method.
 const FILE_WRITES: &[&str] = &[
     "fs::write",
     "rename(",
