@@ -69,8 +69,10 @@ impl Notice {
             return None;
         }
         let _held = StateLock::try_acquire(&lock_of(dir), NOTE_WAIT)?;
-        let mut all = pending(dir, Timestamp::now());
-        let _ = LoopFile::Notices.remove(dir);
+        let (mut all, cleared) = pending(dir, Timestamp::now());
+        if cleared {
+            let _ = LoopFile::Notices.remove(dir);
+        }
         // Listed again under the lock: a post that kept one meanwhile is shown too.
         for path in kept_in(dir) {
             all.push(match read_kept(&path) {
@@ -103,7 +105,13 @@ fn lock_of(dir: &Path) -> PathBuf {
 /// cannot be written.
 fn add_or_keep(dir: &Path, text: &str) {
     let now = Timestamp::now();
-    let mut all = pending(dir, now);
+    let (mut all, cleared) = pending(dir, now);
+    if !cleared {
+        // What is in the list's place could not be moved aside: it is not written over.
+        let _ = keep(dir, &all.join("\n"), now);
+        let _ = keep(dir, text, now);
+        return;
+    }
     all.push(text.to_string());
     let mut bytes = serde_json::to_vec(&all).unwrap_or_default();
     if bytes.len() as u64 > LIMIT {
@@ -123,24 +131,35 @@ fn add_or_keep(dir: &Path, text: &str) {
     }
 }
 
-/// The list as written (the lock held): a list that cannot be read is moved aside, and its one
-/// line says where, so that nothing in it is lost or shown as something it is not.
-fn pending(dir: &Path, now: Timestamp) -> Vec<String> {
+/// The list as written (the lock held), and whether its place may be written over. A list that
+/// cannot be read is moved aside, and its one line says where, so that nothing in it is lost or
+/// shown as something it is not; one that cannot even be moved is left where it is.
+fn pending(dir: &Path, now: Timestamp) -> (Vec<String>, bool) {
     let why = match LoopFile::Notices.read_record(dir, LIMIT) {
-        Ok(None) => return Vec::new(),
+        Ok(None) => return (Vec::new(), true),
         Ok(Some(bytes)) => match serde_json::from_slice::<Vec<String>>(&bytes) {
-            Ok(all) => return all,
+            Ok(all) => return (all, true),
             Err(e) => format!("it is not a list of notices: {e}"),
         },
         Err(why) => why,
     };
-    vec![match LoopFile::Notices.set_aside(dir, now) {
-        Ok(aside) => format!(
-            "for-loop: the loop's notices could not be read ({why}); they are kept at {}.",
-            aside.display()
+    match LoopFile::Notices.set_aside(dir, now) {
+        Ok(aside) => (
+            vec![format!(
+                "for-loop: the loop's notices could not be read ({why}); they are kept at {}.",
+                aside.display()
+            )],
+            true,
         ),
-        Err(e) => format!("for-loop: the loop's notices could not be read ({why}) nor moved aside ({e})."),
-    }]
+        Err(e) => (
+            vec![format!(
+                "for-loop: the loop's notices could not be read ({why}) nor moved aside ({e}); they are \
+                 left at {}.",
+                LoopFile::Notices.path(dir).display()
+            )],
+            false,
+        ),
+    }
 }
 
 /// Keeps `text` in a new file of its own, written whole; `false` when even that fails.
