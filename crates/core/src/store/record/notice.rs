@@ -112,18 +112,26 @@ fn add_or_keep(dir: &Path, text: &str) {
         let _ = keep(dir, text, now);
         return;
     }
+    if text.len() as u64 > LIMIT / 2 {
+        // Longer than a list item can be: a file of its own, and the list left as it is.
+        let _ = keep(dir, text, now);
+        return;
+    }
     all.push(text.to_string());
     let mut bytes = serde_json::to_vec(&all).unwrap_or_default();
     if bytes.len() as u64 > LIMIT {
         // Over the limit it could not be read back: the list so far goes aside, whole.
-        let told = match LoopFile::Notices.set_aside(dir, now) {
-            Ok(aside) => format!(
-                "for-loop: earlier notices grew past {} KiB and are kept at {}.",
-                LIMIT >> 10,
-                aside.display()
-            ),
-            Err(_) => String::from("for-loop: earlier notices grew too long to keep."),
+        let Ok(aside) = LoopFile::Notices.set_aside(dir, now) else {
+            // It could not be moved: the list is not written over, and the notice keeps a file
+            // of its own.
+            let _ = keep(dir, text, now);
+            return;
         };
+        let told = format!(
+            "for-loop: earlier notices grew past {} KiB and are kept at {}.",
+            LIMIT >> 10,
+            aside.display()
+        );
         bytes = serde_json::to_vec(&[told, text.to_string()]).unwrap_or_default();
     }
     if LoopFile::Notices.write(dir, &bytes).is_err() {
@@ -330,6 +338,23 @@ mod tests {
             &told[..200]
         );
         assert!(told.ends_with(&long));
+    }
+
+    /// A notice longer than any list may hold is never written over the list: it keeps a file
+    /// of its own, which, too long to show, is set aside whole and named.
+    #[test]
+    fn a_notice_too_long_for_the_list_is_kept_whole_beside_it() {
+        let (_root, paths) = loop_dir();
+        Notice::post(&paths.dir, "short");
+        let huge = "y".repeat(LIMIT_LEN + 10);
+        Notice::post(&paths.dir, &huge);
+        assert_eq!(kept_in(&paths.dir).len(), 1);
+        let told = Notice::take(&paths.dir).unwrap();
+        let (first, second) = told.split_once('\n').unwrap();
+        assert_eq!(first, "short");
+        assert!(second.starts_with("for-loop: a notice kept for you could not be read ("), "{second}");
+        let aside = PathBuf::from(second.rsplit_once("kept at ").unwrap().1.trim_end_matches('.'));
+        assert_eq!(fs::read_to_string(aside).unwrap(), huge);
     }
 
     #[test]
