@@ -651,14 +651,20 @@ fn the_reader_catches_each_way_of_naming_a_host() {
     assert!(found[6].starts_with("cli.rs:3:"), "{found:#?}");
 }
 
-/// A loop's files as `LoopPaths` names them (`paths.ledger`), and as their names on disk: only
-/// `store` writes them, so that every write goes through its lock and its journal.
+/// A loop's files as `LoopPaths` names them (`paths.ledger`), its directory (`paths.dir`,
+/// `target.dir`), and its files' names on disk: only `store` writes them, so that every write
+/// goes through its lock and its journal.
 const LOOP_FILES: &[&str] = &[
     ".state",
     ".ledger",
     ".journal",
     ".armed",
     ".lock",
+    ".dir",
+    "paths()",
+    "\"archive\"",
+    "\"unclaimed\"",
+    "\"logs\"",
     "\"state.md\"",
     "\"ledger.jsonl\"",
     "\"journal.json\"",
@@ -672,6 +678,7 @@ const LOOP_FILES: &[&str] = &[
     "\"oracle\"",
     "LoopFile::",
     "oracle_originals(",
+    "log_path(",
 ];
 
 /// The names on disk of the files a loop keeps beside its state (`store::record::LoopFile`,
@@ -686,25 +693,46 @@ const LOOP_FILE_NAMES: &[&str] = &[
     "\"driver.pid\"",
     "\"host-process.json\"",
     "\"oracle\"",
+    "\"report.html\"",
 ];
 
-/// Calls that write, move or delete a file.
+/// Calls that write, move or delete a file or a directory. A rename, a removal or a creation is
+/// caught however it is imported (`fs::rename`, `std::fs::rename`, `rename` after
+/// `use std::fs::rename`); a write by `fs::write`, as `write(` alone is every writer's method.
 const FILE_WRITES: &[&str] = &[
     "fs::write",
-    "fs::rename",
-    "fs::remove_file",
+    "rename(",
+    "remove_file",
+    "remove_dir",
+    "create_dir",
+    "DirBuilder",
     "fs::copy",
-    "fs::hard_link",
+    "hard_link",
     "File::create",
+    "File::options",
     "OpenOptions",
+    "file_options(",
     "write_atomic",
+    "persist",
+    "tempfile_in(",
     "remove_if_present",
     "move_aside",
     "set_len",
+    "set_permissions",
     "append_to",
     "append_lines",
     "symlink(",
 ];
+
+/// Whether the line at `index` opens a test module (`#[cfg(test)]` or `#[cfg(all(test, unix))]`
+/// before a `mod`): every module keeps its tests at its end, so the rest of the file is tests.
+fn opens_test_module(lines: &[&str], index: usize) -> bool {
+    let attribute = lines[index].trim();
+    let is_test = attribute == "#[cfg(test)]"
+        || (attribute.starts_with("#[cfg(all(") && attribute.contains("(test,") && attribute.ends_with(")]"));
+    let next = lines[index + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim());
+    is_test && next.is_some_and(|l| l.trim_start_matches("pub(crate) ").starts_with("mod "))
+}
 
 /// Statements outside `store` that write one of a loop's files: a file-writing call and a loop
 /// file in one statement (text up to a `;`, `{` or `}`, across lines). Test modules are left
@@ -716,8 +744,7 @@ fn loop_file_writes(sources: &[Source]) -> Vec<String> {
         let mut statement = String::new();
         let mut starts = 0;
         for (index, raw) in lines.iter().enumerate() {
-            let next = lines[index + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim());
-            if raw.trim() == "#[cfg(test)]" && next.is_some_and(|l| l.starts_with("mod ")) {
+            if opens_test_module(&lines, index) {
                 break;
             }
             for c in code_of(raw).chars() {
@@ -791,7 +818,7 @@ fn no_loop_state_or_ledger_is_written_outside_store() {
         source("store::journal", "fn j(p: &LoopPaths) { let _ = fs::remove_file(&p.journal); }\n"),
         source(
             "commands::status",
-            "fn s(p: &LoopPaths) { file.lock(); let _ = fs::write(p.dir.join(\"x\"), p.state_digest); }\n",
+            "fn s(p: &LoopPaths) { file.lock(); let _ = fs::write(p.report.join(\"x\"), p.state_digest); }\n",
         ),
     ];
     let found = loop_file_writes(&planted);
@@ -800,14 +827,68 @@ fn no_loop_state_or_ledger_is_written_outside_store() {
     assert!(found[1].starts_with("run/driver.rs:1: `OpenOptions` on `\"ledger.jsonl\"`"), "{found:#?}");
 }
 
+/// The reader of writes above, shown to catch each way of writing, creating, moving or removing
+/// a file or directory on each way of naming a loop's path, and nothing else: a write elsewhere,
+/// a name that only begins like a loop's path, a comment, a test module, `store` itself.
+#[test]
+fn the_write_reader_catches_each_form_of_a_write_on_a_loop_path() {
+    let caught = [
+        "fn a(paths: &LoopPaths) { let _ = fs::write(paths.dir.join(\"x\"), b\"x\"); }",
+        "fn a(paths: &LoopPaths) { let _ = File::create(paths.dir.join(\"x\")); }",
+        "fn a(paths: &LoopPaths) { let _ = File::options().write(true).open(&paths.state); }",
+        "fn a(paths: &LoopPaths) { let _ = OpenOptions::new().create(true).write(true).open(&paths.ledger); }",
+        "fn a(p: &LoopPaths) { let _ = crate::store::private::file_options().append(true).open(p.dir.join(\"y\")); }",
+        "fn a(pending: &LoopPaths) { let _ = fs::rename(&pending.dir, \"/elsewhere\"); }",
+        "fn a(pending: &LoopPaths) { let _ = std::fs::rename(&pending.journal, \"j\"); }",
+        "use std::fs::rename;\nfn a(target: &LoopPaths) {\n    let _ = rename(\n        &target.dir,\n        \"u\",\n    );\n}",
+        "fn a(t: &Transaction) { let _ = std::fs::create_dir_all(t.paths().dir.join(\"sub\")); }",
+        "fn a(paths: &LoopPaths) { let _ = fs::create_dir(paths.dir.join(\"archive\")); }",
+        "fn a(root: &Path) { let _ = fs::create_dir_all(root.join(\"unclaimed\")); }",
+        "fn a(paths: &LoopPaths) { let _ = std::fs::remove_dir_all(&paths.dir); }",
+        "fn a(paths: &LoopPaths) { let _ = fs::remove_file(&paths.lock); }",
+        "fn a(paths: &LoopPaths) { let _ = DirBuilder::new().create(paths.dir.join(\"logs\")); }",
+        "fn a(d: &Path) { let _ = temp.persist(LoopFile::NextPrompt.path(d)); }",
+        "fn a(d: &Path) { let _ = tempfile::Builder::new().tempfile_in(oracle_originals(d)); }",
+        "fn a(d: &Path) { let _ = fs::copy(\"x\", log_path(d, \"driver.log\")); }",
+        "fn a(p: &LoopPaths) { let _ = fs::set_permissions(&p.armed.clone().unwrap(), perms); }",
+    ];
+    let mut sources: Vec<Source> = caught
+        .iter()
+        .enumerate()
+        .map(|(n, text)| source(&format!("run::w{n}"), &format!("{text}\n")))
+        .collect();
+    let missed = [
+        ("run::elsewhere", "fn b(report: &Path) { let _ = fs::write(report.join(\"x.html\"), b\"x\"); }\n"),
+        ("run::method", "fn b(t: &Tree) { let _ = fs::create_dir_all(t.dir().join(\"x\")); }\n"),
+        (
+            "run::longer",
+            "fn b(s: &Run) { let _ = fs::remove_dir_all(&s.dirs[0]); let _ = fs::write(&s.state_file, b\"\"); }\n",
+        ),
+        (
+            "run::comment",
+            "fn b(paths: &LoopPaths) { let _ = fs::read(&paths.state); } // fs::write(&paths.dir)\n",
+        ),
+        (
+            "run::tested",
+            "fn b() {}\n#[cfg(all(test, unix))]\nmod tests {\n    fn t(p: &LoopPaths) { std::fs::remove_dir_all(&p.dir).unwrap(); }\n}\n",
+        ),
+        ("store::record", "fn b(paths: &LoopPaths) { let _ = fs::remove_dir_all(&paths.dir); }\n"),
+    ];
+    sources.extend(missed.iter().map(|(module, text)| source(module, text)));
+    let found = loop_file_writes(&sources);
+    let files: Vec<&str> = found.iter().map(|f| f.split(':').next().unwrap()).collect();
+    let expected: Vec<String> = (0..caught.len()).map(|n| format!("run/w{n}.rs")).collect();
+    assert_eq!(files, expected, "{found:#?}");
+    assert!(found[7].starts_with("run/w7.rs:3: `rename(` on `.dir`"), "{found:#?}");
+}
+
 /// Lines outside `store` (test modules left out) that spell the name of one of a loop's files.
 fn loop_file_names(sources: &[Source]) -> Vec<String> {
     let mut out = Vec::new();
     for source in sources.iter().filter(|s| layer(&s.module) != "store") {
         let lines: Vec<&str> = source.text.lines().collect();
         for (index, raw) in lines.iter().enumerate() {
-            let next = lines[index + 1..].iter().find(|l| !l.trim().is_empty()).map(|l| l.trim());
-            if raw.trim() == "#[cfg(test)]" && next.is_some_and(|l| l.starts_with("mod ")) {
+            if opens_test_module(&lines, index) {
                 break;
             }
             if let Some(name) = LOOP_FILE_NAMES.iter().find(|name| code_of(raw).contains(*name)) {
@@ -853,7 +934,7 @@ fn the_store_alone_names_and_writes_the_files_of_a_loops_directory() {
     assert_eq!(written.len(), 3, "{written:#?}");
     assert!(written[1].starts_with("run/schedule.rs:1: `fs::write` on `LoopFile::`"), "{written:#?}");
     assert!(
-        written[2].starts_with("provenance/claim.rs:1: `fs::rename` on `oracle_originals(`"),
+        written[2].starts_with("provenance/claim.rs:1: `rename(` on `oracle_originals(`"),
         "{written:#?}"
     );
 }

@@ -21,6 +21,7 @@ use crate::commands::request::flag_spec::{Flag, Group};
 use crate::commands::request::words::{self, Given, OptionError};
 use crate::commands::session::Target;
 use crate::state::{LoopState, Status};
+use crate::store::record::LoopFile;
 use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
@@ -30,13 +31,11 @@ use model::{FileChanges, LedgerLines, LoopReport};
 
 /// The most of a ledger a report reads, from its end: about 30,000 stops.
 const MAX_LEDGER_BYTES: u64 = 32 << 20;
-/// The page's file name in the loop's directory.
-pub(crate) const REPORT_FILE: &str = "report.html";
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReportOptions {
     pub(crate) target: Target,
-    /// Where to write the page; default: [`REPORT_FILE`] next to the loop's state.
+    /// Where to write the page; default: the loop's own (`LoopFile::Report`), next to its state.
     pub(crate) out: Option<PathBuf>,
     /// Open the page in the default browser once written.
     pub(crate) open: bool,
@@ -113,11 +112,15 @@ pub(crate) fn run(env: &Environment, options: &ReportOptions) -> Outcome {
         LoopReport::build(&state, ledger, file_changes(&store, &state), state.meta.tier.clone(), env.now);
     report.backlog = backlog::BacklogSection::of(&store, &state.meta.session_id);
     let page = html::render(&report);
-    let out = match &options.out {
-        Some(out) => env.cwd.join(out),
-        None => paths.dir.join(REPORT_FILE),
+    let (out, written) = match &options.out {
+        Some(out) => {
+            let out = env.cwd.join(out);
+            let written = write_atomically(&out, page.as_bytes());
+            (out, written)
+        }
+        None => (LoopFile::Report.path(&paths.dir), LoopFile::Report.write(&paths.dir, page.as_bytes())),
     };
-    if let Err(e) = write_atomically(&out, page.as_bytes()) {
+    if let Err(e) = written {
         return Outcome::refused(format!("for-loop: could not write the report to {}: {e}", out.display()));
     }
     let mut message = format!("for-loop: report written to {}", out.display());

@@ -67,7 +67,7 @@ fn cancel(env: &Environment, target: &Target, origin: Origin, again: bool) -> Ou
     if let Err(e) = transaction.commit(&state, &lines) {
         return Outcome::refused(format!("for-loop: could not cancel, nothing changed: {e}"));
     }
-    origin::after(&paths, &state, Mutation::Cancel, origin);
+    origin::after(Notes::Held(&transaction), &state, Mutation::Cancel, origin);
     drop(transaction);
     crate::commands::notify::after_end(&paths, &state, &receipt, env.now);
     let ledger = ledger_after_cancel(env, &paths, &state);

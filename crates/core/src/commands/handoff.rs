@@ -74,19 +74,26 @@ pub(crate) struct RunRecord {
 }
 
 impl RunRecord {
-    pub(crate) fn path(dir: &Path) -> PathBuf {
-        LoopFile::RunRecord.path(dir)
-    }
+    /// The largest record read: an agent's name and its arguments.
+    const LIMIT: u64 = 1 << 20;
 
+    /// The run's settings kept in the loop's directory `dir`, or why they cannot be used.
     pub(crate) fn read(dir: &Path) -> Result<RunRecord, String> {
-        let text = fs::read_to_string(RunRecord::path(dir))
-            .map_err(|e| format!("cannot read the run's settings: {e}"))?;
-        serde_json::from_str(&text).map_err(|e| format!("bad run settings: {e}"))
+        let bytes = LoopFile::RunRecord
+            .read_record(dir, RunRecord::LIMIT)
+            .map_err(|why| format!("cannot read the run's settings: {why}"))?
+            .ok_or_else(|| {
+                format!(
+                    "cannot read the run's settings: {} is missing",
+                    LoopFile::RunRecord.path(dir).display()
+                )
+            })?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("bad run settings: {e}"))
     }
 
-    pub(crate) fn write(&self, dir: &Path) -> std::io::Result<()> {
-        fs::create_dir_all(dir)?;
-        LoopFile::RunRecord.write(dir, serde_json::to_string(self).unwrap_or_default().as_bytes())
+    /// Keeps the settings in the loop `held` holds, under its lock.
+    pub(crate) fn write(&self, held: &Transaction<'_>) -> std::io::Result<()> {
+        held.write_record(LoopFile::RunRecord, serde_json::to_string(self).unwrap_or_default().as_bytes())
     }
 }
 
@@ -152,10 +159,10 @@ pub(crate) fn hand_over(
         agent_args: request.agent_args.clone(),
         backoff_secs: request.backoff_secs.unwrap_or(DEFAULT_BACKOFF_SECS),
     };
-    record.write(&paths.dir).map_err(|e| HandoffError::Store(e.to_string()))?;
     let run = run_copy(&state, &handoff, agent, env.now);
     {
         let target = Transaction::lock(&paths).map_err(|e| HandoffError::Store(e.to_string()))?;
+        record.write(&target).map_err(|e| HandoffError::Store(e.to_string()))?;
         target.copy_ledger_from(&held).map_err(|e| HandoffError::Store(e.to_string()))?;
         let line = LedgerEntry {
             detail: Some(format!("handed over from session {} to loop-hook run ({run_id})", handoff.from)),
@@ -378,10 +385,8 @@ const TAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 /// the loop) is not a loop running in the background.
 pub(crate) fn start_driver(env: &Environment, handed: &Handed) -> std::io::Result<PathBuf> {
     let program = std::env::current_exe()?;
-    let logs = handed.paths.dir.join("logs");
-    crate::store::private::create_dir_all(&logs)?;
-    let log = logs.join("driver.log");
-    let file = crate::store::private::file_options().create(true).append(true).open(&log)?;
+    let log = crate::store::record::log_path(&handed.paths.dir, "driver.log");
+    let file = crate::store::record::open_log(&log, true)?;
     let mut cmd = Command::new(program);
     cmd.args(["run", "--resume", &handed.run_id])
         .current_dir(&handed.cwd)
@@ -452,7 +457,7 @@ pub(crate) fn run(env: &Environment, target: &Target, origin: Origin) -> Outcome
         Err(e) => return Outcome::refused(format!("for-loop: not handed over: {e}.")),
     };
     if let Some(state) = crate::store::custody::trusted_state(&paths).ok().flatten() {
-        origin::after(&paths, &state, Mutation::Handoff, origin);
+        origin::after(Notes::Free(&paths), &state, Mutation::Handoff, origin);
     }
     let driver = match started {
         Ok(log) => format!("It is running now in the background; its output goes to {}.", log.display()),
@@ -486,6 +491,35 @@ mod tests {
 
     fn now() -> Timestamp {
         "2026-11-22T03:10:00Z".parse().unwrap()
+    }
+
+    /// The run's settings are written under the run loop's lock and read back; what is in their
+    /// place and is not them is refused with why, and left as it is.
+    #[test]
+    fn the_run_record_is_read_back_and_anything_else_is_refused_with_why() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = Store::at(root.path().join("for-loop")).paths("run-l1");
+        let record = RunRecord { agent: "claude".into(), agent_args: vec!["--x".into()], backoff_secs: 9 };
+        record.write(&Transaction::lock(&paths).unwrap()).unwrap();
+        let read = RunRecord::read(&paths.dir).unwrap();
+        assert_eq!(
+            (read.agent.as_str(), read.agent_args, read.backoff_secs),
+            ("claude", vec!["--x".into()], 9)
+        );
+        let file = LoopFile::RunRecord.path(&paths.dir);
+        let refused =
+            |what: &str| RunRecord::read(&paths.dir).err().unwrap_or_else(|| panic!("{what} was read"));
+        for (what, text) in [("corrupt", "{\"agent\": "), ("wrong type", "[1, 2]"), ("empty", "")] {
+            fs::write(&file, text).unwrap();
+            assert!(refused(what).starts_with("bad run settings: "), "{what}: {}", refused(what));
+        }
+        fs::write(&file, vec![b' '; (1 << 20) + 1]).unwrap();
+        assert!(refused("huge").contains("cannot be read"), "{}", refused("huge"));
+        fs::remove_file(&file).unwrap();
+        assert!(refused("missing").ends_with("run.json is missing"), "{}", refused("missing"));
+        fs::create_dir(&file).unwrap();
+        assert!(refused("a directory").ends_with("is a directory, not a file"), "{}", refused("a directory"));
+        assert!(file.is_dir(), "left as it is");
     }
 
     fn handoff() -> Handoff {

@@ -147,7 +147,7 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     if let Err(e) = transaction.commit(&state, &[entry]) {
         return Outcome::refused(format!("for-loop: could not resume, nothing changed: {e}"));
     }
-    origin::after(&paths, &state, Mutation::Resume, origin);
+    origin::after(Notes::Held(&transaction), &state, Mutation::Resume, origin);
     let meta = &state.meta;
     Outcome::ok(format!(
         "for-loop: resumed after {was}, now at iteration {} of {}{}.\n\nTask:\n{}\n\nWork on the task now; the \

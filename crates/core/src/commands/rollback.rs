@@ -163,7 +163,7 @@ fn record_rollback(
         ..LedgerEntry::new(state, env.now, LedgerDecision::Rollback, ReasonCode::RolledBack)
     };
     let _ = transaction.note_or_keep(&entry);
-    origin::after(transaction.paths(), state, Mutation::Rollback, origin);
+    origin::after(Notes::Held(transaction), state, Mutation::Rollback, origin);
 }
 
 /// What rolling back to checkpoint `n` changed (`done`) or would change: the files restored and

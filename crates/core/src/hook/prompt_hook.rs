@@ -356,8 +356,7 @@ fn answer(
         output: outcome.stdout.clone(),
     };
     if let Ok(bytes) = serde_json::to_vec(&record) {
-        let _ = crate::store::private::create_dir_all(dir)
-            .and_then(|()| crate::store::record::LoopFile::PromptRecord.write(dir, &bytes));
+        let _ = crate::store::record::LoopFile::PromptRecord.write_making_dir(dir, &bytes);
     }
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.

@@ -13,7 +13,6 @@
 //! `status` and error messages print give nothing away. Any fault while claiming (an unreadable
 //! transcript, a full disk) leaves the loop unclaimed and the stop allowed.
 
-use std::fs;
 use std::io;
 
 use jiff::{SignedDuration, Timestamp};
@@ -104,7 +103,7 @@ fn claim(
     now: Timestamp,
 ) -> io::Result<bool> {
     let target = store.paths(session_id);
-    fs::create_dir_all(&target.dir)?;
+    target.make_dir()?;
     let waiting = Transaction::lock(pending).map_err(io::Error::other)?;
     let claiming = Transaction::lock(&target).map_err(io::Error::other)?;
     // Read under the locks: a cancel or another stop may have got here first.
@@ -113,10 +112,10 @@ fn claim(
     };
     let loop_id = state.meta.loop_id.clone();
     let current = target.load().map_err(io::Error::other)?;
-    let held_before = current.as_ref().is_some_and(|current| current.meta.loop_id == loop_id)
-        || target.dir.join("archive").join(&loop_id).exists();
+    let held_before =
+        current.as_ref().is_some_and(|current| current.meta.loop_id == loop_id) || target.archived(&loop_id);
     if held_before {
-        let _ = fs::remove_dir_all(&pending.dir);
+        let _ = waiting.remove_loop();
         return Ok(false);
     }
     let fresh = now.duration_since(state.meta.started_at) <= CLAIM_WINDOW;
@@ -127,11 +126,11 @@ fn claim(
         // The session's own running loop goes on; this one waits (and expires).
         Some(current) if current.is_active() => return Ok(false),
         Some(current) => {
-            target.archive(&current.meta.loop_id)?;
+            claiming.archive(&current.meta.loop_id)?;
         }
         None => {}
     }
-    crate::store::record::adopt_oracle_originals(&pending.dir, &target.dir, now)?;
+    claiming.adopt_oracle_originals(&waiting, now)?;
     claiming.adopt_ledger(&waiting)?;
     state.meta.session_id = session_id.to_string();
     state.meta.updated_at = now;
@@ -141,7 +140,7 @@ fn claim(
     };
     claiming.commit(&state, &[claimed]).map_err(io::Error::other)?;
     // The loop is the session's now; a copy left here by a crash is removed by the next claim.
-    let _ = fs::remove_dir_all(&pending.dir);
+    let _ = waiting.remove_loop();
     Ok(true)
 }
 
@@ -164,13 +163,11 @@ pub(crate) fn sweep(store: &Store, now: Timestamp) {
 
 /// Moves a waiting loop to `unclaimed/`, under its lock.
 fn set_aside(store: &Store, pending: &LoopPaths) {
-    let Some(name) = pending.dir.file_name() else { return };
     if !pending.state.exists() {
         return;
     }
-    let Ok(_held) = Transaction::lock(pending) else { return };
-    let unclaimed = store.root().join("unclaimed");
-    let _ = fs::create_dir_all(&unclaimed).and_then(|()| fs::rename(&pending.dir, unclaimed.join(name)));
+    let Ok(held) = Transaction::lock(pending) else { return };
+    let _ = held.set_aside_unclaimed(store);
 }
 
 /// The tokens in `text`, in order of appearance.
@@ -185,6 +182,7 @@ fn tokens_in(text: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::path::{Path, PathBuf};
 
     use super::*;

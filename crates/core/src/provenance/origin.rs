@@ -17,8 +17,8 @@ use crate::host::origin::Origin;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::Store;
 use crate::store::transaction::Notes;
-use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::Outcome;
 
@@ -95,14 +95,14 @@ pub(crate) fn gate(
     };
     let _ = notes.note(&entry);
     if state.is_active() {
-        Notice::post(&notes.paths().dir, &notice_text(mutation, origin, state.meta.iteration, true));
+        Notice::post_in(notes, &notice_text(mutation, origin, state.meta.iteration, true));
     }
     Some(Outcome::refused(refusal(host, mutation)))
 }
 
 /// Records who made a change that went ahead: a change not from the user's own prompt is left
 /// as a notice for the user.
-pub(crate) fn after(paths: &LoopPaths, state: &LoopState, mutation: Mutation, origin: Origin) {
+pub(crate) fn after(notes: Notes<'_, '_>, state: &LoopState, mutation: Mutation, origin: Origin) {
     if origin == Origin::User {
         return;
     }
@@ -118,7 +118,7 @@ pub(crate) fn after(paths: &LoopPaths, state: &LoopState, mutation: Mutation, or
             state.meta.iteration
         )
     };
-    Notice::post(&paths.dir, &text);
+    Notice::post_in(notes, &text);
 }
 
 fn done(mutation: Mutation) -> &'static str {

@@ -28,7 +28,7 @@ use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
-use crate::store::driver_mark::DriverMark;
+use crate::store::driver_mark::{DriverMark, NotTaken};
 use crate::store::record::LoopFile;
 use crate::store::transaction::{Notes, Transaction};
 use crate::store::{LoopPaths, Store};
@@ -187,12 +187,15 @@ impl Driver {
                 }
                 mark
             }
-            Err(pid) => {
+            Err(NotTaken::Held(pid)) => {
                 return refuse(format!(
                     "loop-hook run (process {pid}) is already running this loop ({}); a loop is judged in \
                      one place at a time. `loop-hook status --session {}` follows it.",
                     self.session_id, self.session_id
                 ));
+            }
+            Err(NotTaken::Lock(e)) => {
+                return refuse(format!("could not take the loop {} to drive it: {e}", self.session_id));
             }
         };
         let progress = LoopFile::Progress.path(&self.paths.dir);
@@ -256,7 +259,8 @@ impl Driver {
         let prompt = self.prompt(state, progress);
         // A run held by a limit keeps its log: the retry writes its own.
         let retry = if limit_waits == 0 { String::new() } else { format!("-retry-{limit_waits}") };
-        let log = self.paths.dir.join("logs").join(format!("iteration-{iteration}{retry}.jsonl"));
+        let log =
+            crate::store::record::log_path(&self.paths.dir, &format!("iteration-{iteration}{retry}.jsonl"));
         self.event(
             json!({"event": "iteration", "iteration": iteration,
             "max_iterations": state.meta.settings.max_iterations, "log": log}),
@@ -442,10 +446,7 @@ impl Driver {
     /// ends bubblewrap and with it everything inside), the second kills it; whatever the run
     /// left in its group is killed when it ends, so no process of it outlives the iteration.
     fn run_agent(&self, prompt: &str, log: &Path) -> std::io::Result<(Option<i32>, String)> {
-        if let Some(dir) = log.parent() {
-            crate::store::private::create_dir_all(dir)?;
-        }
-        let file = crate::store::private::file_options().write(true).create(true).truncate(true).open(log)?;
+        let file = crate::store::record::open_log(log, false)?;
         let agent = self.agent.command(&self.program, prompt, &self.agent_args);
         // The CLI's private settings live as long as this run, and go with it.
         let private = tempfile::Builder::new().prefix("for-loop-agent-").tempdir()?;
@@ -750,7 +751,10 @@ fn start_run(
         agent_args: options.agent_args.clone(),
         backoff_secs: options.backoff.unwrap_or(DEFAULT_BACKOFF).as_secs(),
     };
-    let _ = record.write(&store.paths(&session_id).dir);
+    let paths = store.paths(&session_id);
+    if let Ok(held) = Transaction::lock(&paths) {
+        let _ = record.write(&held);
+    }
     Ok((session_id, record))
 }
 
@@ -796,7 +800,7 @@ fn hand_over_session_loop(
     };
     let handed = handoff::hand_over(env, store, &paths, &request)
         .map_err(|e| refuse(format!("not handed over: {e}")))?;
-    origin::after(&paths, &state, Mutation::Handoff, origin);
+    origin::after(Notes::Free(&paths), &state, Mutation::Handoff, origin);
     Ok(handed.run_id)
 }
 

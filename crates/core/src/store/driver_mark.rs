@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::store::LoopPaths;
+use crate::store::lock::{LockError, StateLock};
+use crate::store::transaction::{NOTE_WAIT, Transaction};
 use crate::support::process::{self, Seen};
 
 /// A mark as written: the driver's pid and start time (`None`: not readable here).
@@ -61,12 +63,19 @@ pub(crate) struct DriverMark {
     path: PathBuf,
 }
 
+/// The mark's name in the loop's folder.
+pub(in crate::store) const NAME: &str = "driver.pid";
+
 fn path(paths: &LoopPaths) -> PathBuf {
-    paths.dir.join("driver.pid")
+    paths.dir.join(NAME)
 }
 
 /// What the mark in `paths`' folder is, for the loop known by `ids` (its session id, its loop id).
 pub(crate) fn found(paths: &LoopPaths, ids: &[&str]) -> Found {
+    // A link in its place proves nothing, whatever it points to.
+    if std::fs::symlink_metadata(path(paths)).is_ok_and(|meta| !meta.file_type().is_file()) {
+        return Found::Stale("the driver mark is not a file that can be read".into());
+    }
     let Ok(bytes) = crate::support::read::bounded_read::read(&path(paths), 256) else {
         return if std::fs::symlink_metadata(path(paths)).is_ok() {
             Found::Stale("the driver mark is not a file that can be read".into())
@@ -141,13 +150,25 @@ fn clip(text: &str) -> String {
     }
 }
 
+/// Why a driver cannot take the mark.
+#[derive(Debug)]
+pub(crate) enum NotTaken {
+    /// A proven driver, another process, holds it.
+    Held(u32),
+    /// The loop's lock, under which the mark is read and written, could not be taken.
+    Lock(LockError),
+}
+
 impl DriverMark {
-    /// Takes the mark for this process: `Err(pid)` when a proven driver holds it; otherwise the
-    /// mark, and why a mark that was there did not count, for the ledger.
-    pub(crate) fn take(paths: &LoopPaths, ids: &[&str]) -> Result<(DriverMark, Option<String>), u32> {
+    /// Takes the mark for this process, under the loop's lock (the mark is read, judged and
+    /// written again: two drivers started at once must not both take it). Refused when a proven
+    /// driver holds it; otherwise the mark, and why a mark that was there did not count, for the
+    /// ledger.
+    pub(crate) fn take(paths: &LoopPaths, ids: &[&str]) -> Result<(DriverMark, Option<String>), NotTaken> {
+        let _held = Transaction::lock(paths).map_err(NotTaken::Lock)?;
         let own = std::process::id();
         let replaced = match found(paths, ids) {
-            Found::Held(pid) if pid != own => return Err(pid),
+            Found::Held(pid) if pid != own => return Err(NotTaken::Held(pid)),
             Found::Held(_) | Found::None => None,
             Found::Stale(why) => Some(why),
         };
@@ -165,19 +186,31 @@ impl DriverMark {
 }
 
 impl Drop for DriverMark {
+    /// Removes the mark if it is still this process's, under the loop's lock taken within a
+    /// note's wait; a mark left behind names a process that is gone, which the next driver
+    /// replaces.
     fn drop(&mut self) {
-        let own = std::fs::read_to_string(&self.path).ok().and_then(|text| Mark::parse(&text));
-        if own.is_some_and(|mark| mark.pid == std::process::id()) {
+        let Some(dir) = self.path.parent() else { return };
+        let Some(_held) = StateLock::try_acquire(&LoopPaths::in_dir(dir.to_path_buf(), None).lock, NOTE_WAIT)
+        else {
+            return;
+        };
+        if own_mark(&self.path).is_some_and(|mark| mark.pid == std::process::id()) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
+/// The mark at `path`, if it is a file that holds one.
+fn own_mark(path: &Path) -> Option<Mark> {
+    let bytes = crate::store::read_regular(path, 256).ok().flatten()?;
+    Mark::parse(&String::from_utf8_lossy(&bytes))
+}
+
 /// Whether the driver `pid` a handoff started, and has not reaped (so its pid is not reused),
 /// has written its mark: it has taken the loop.
 pub(crate) fn taken_by(paths: &LoopPaths, pid: u32) -> bool {
-    let text = std::fs::read_to_string(path(paths)).unwrap_or_default();
-    Mark::parse(&text).is_some_and(|mark| mark.pid == pid)
+    own_mark(&path(paths)).is_some_and(|mark| mark.pid == pid)
 }
 
 #[cfg(test)]
@@ -201,6 +234,42 @@ mod tests {
         }
         let mark = Mark { pid: 7, started: Some(9) };
         assert_eq!(Mark::parse(&mark.render()), Some(mark));
+    }
+
+    /// A link, a directory or text that is no mark in the mark's place proves nothing: the
+    /// driver taking the loop moves it aside (kept) and says why; a link is never followed.
+    #[test]
+    #[cfg(unix)]
+    fn what_is_not_a_mark_is_replaced_with_why_and_kept_aside() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = crate::store::Store::at(root.path().join("for-loop")).paths("run-l1");
+        paths.make_dir().unwrap();
+        let own = format!("{} {}\n", std::process::id(), process::own_start().unwrap_or(0));
+        let elsewhere = root.path().join("elsewhere");
+        std::fs::write(&elsewhere, &own).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path(&paths)).unwrap();
+        assert_eq!(
+            found(&paths, &["run-l1"]),
+            Found::Stale("the driver mark is not a file that can be read".into())
+        );
+        let (mark, replaced) = DriverMark::take(&paths, &["run-l1"]).unwrap();
+        assert!(replaced.is_some_and(|why| why.contains("not a file")));
+        assert!(std::fs::symlink_metadata(path(&paths)).unwrap().is_file(), "the link was replaced");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), own, "its target untouched");
+        drop(mark);
+        assert!(!path(&paths).exists(), "the driver's own mark goes with it");
+        std::fs::write(path(&paths), "not a mark").unwrap();
+        assert!(matches!(found(&paths, &["run-l1"]), Found::Stale(why) if why.contains("no process id")));
+        std::fs::remove_file(path(&paths)).unwrap();
+        std::fs::create_dir(path(&paths)).unwrap();
+        let (_mark, replaced) = DriverMark::take(&paths, &["run-l1"]).unwrap();
+        assert!(replaced.is_some());
+        let aside = std::fs::read_dir(&paths.dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("driver.pid.aside-"))
+            .count();
+        assert_eq!(aside, 2, "the link and the directory are kept aside");
     }
 
     #[test]

@@ -224,6 +224,10 @@ impl LoopPaths {
                 temp_prefix(&self.journal),
                 temp_prefix(&self.ledger),
                 temp_prefix(&marker),
+                // Written only under the lock too; the other records are not (`record`).
+                temp_prefix(&record::LoopFile::Notices.path(&self.dir)),
+                temp_prefix(&record::LoopFile::RunRecord.path(&self.dir)),
+                temp_prefix(&self.dir.join(driver_mark::NAME)),
             ],
         )];
         if let Some(armed) = &self.armed
@@ -241,24 +245,6 @@ impl LoopPaths {
                 }
             }
         }
-    }
-
-    /// Moves a finished loop's files aside so a new loop can start in the same session.
-    pub(crate) fn archive(&self, loop_id: &str) -> io::Result<PathBuf> {
-        let archive = self.dir.join("archive").join(loop_id);
-        private::create_dir_all(&archive)?;
-        fs::rename(&self.state, archive.join("state.md"))?;
-        if let Some(armed) = &self.armed {
-            remove_if_present(armed)?;
-        }
-        if self.ledger.exists() {
-            fs::rename(&self.ledger, archive.join("ledger.jsonl"))?;
-        }
-        let originals = self.dir.join("oracle");
-        if originals.exists() {
-            fs::rename(&originals, archive.join("oracle"))?;
-        }
-        Ok(archive)
     }
 }
 
@@ -396,7 +382,7 @@ mod tests {
         paths.save(&state).unwrap();
         assert_eq!(paths.load().unwrap().unwrap(), state);
         assert_eq!(store.all().unwrap().len(), 1);
-        let archived = paths.archive(&state.meta.loop_id).unwrap();
+        let archived = transaction::Transaction::lock(&paths).unwrap().archive(&state.meta.loop_id).unwrap();
         assert!(archived.join("state.md").is_file());
         assert!(paths.load().unwrap().is_none());
     }
@@ -442,9 +428,16 @@ mod tests {
         let litter = [
             paths.dir.join(".state.md.abc123"),
             paths.dir.join(".journal.json.x"),
+            paths.dir.join(".notice.json.k2"),
+            paths.dir.join(".driver.pid.z"),
             armed.parent().unwrap().join(".s.md.q1"),
         ];
-        let kept = [paths.dir.join("notes.txt"), armed.parent().unwrap().join(".other.md.q1")];
+        // A hint written without the lock may have a live writer: its temporary is not swept.
+        let kept = [
+            paths.dir.join("notes.txt"),
+            armed.parent().unwrap().join(".other.md.q1"),
+            paths.dir.join(".next-prompt.md.a1"),
+        ];
         for path in litter.iter().chain(&kept) {
             fs::write(path, "x").unwrap();
         }

@@ -196,13 +196,6 @@ impl Notes<'_, '_> {
             Notes::Free(paths) => note_best_effort(paths, entry),
         }
     }
-
-    pub(crate) fn paths(&self) -> &LoopPaths {
-        match self {
-            Notes::Held(transaction) => transaction.paths(),
-            Notes::Free(paths) => paths,
-        }
-    }
 }
 
 /// Appends `entry`, a note that is part of no change, to the loop's ledger under its lock, taken

@@ -214,26 +214,28 @@ impl Oracle {
         }
     }
 
-    /// Copies the oracle files as they are now (at start) into `dir`, so a changed one can be
-    /// restored even outside git. Skipped when they are too large to keep.
-    pub(crate) fn save_originals(&self, cwd: &Path, dir: &Path) -> io::Result<bool> {
+    /// The oracle files as they are now (at start), each by its path in the project, for the
+    /// store to keep so that a changed one can be restored even outside git; `None` when there
+    /// are none or they are too large to keep. Only read here: the loop's files are the store's
+    /// to write.
+    pub(crate) fn originals(&self, cwd: &Path) -> io::Result<Option<Vec<Original>>> {
         let present: Vec<&String> =
             self.files.iter().filter(|(_, d)| d.starts_with("sha256:")).map(|(p, _)| p).collect();
         let total: u64 = present.iter().filter_map(|p| fs::metadata(cwd.join(p)).ok()).map(|m| m.len()).sum();
         if total > MAX_SAVED_BYTES || present.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
+        let mut out = Vec::with_capacity(present.len());
         for path in present {
-            let target = dir.join(path);
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent)?;
-            }
             // Read like every oracle file: a FIFO put there since the fingerprint cannot block.
-            fs::write(target, bounded_read::read(&cwd.join(path), MAX_SAVED_BYTES)?)?;
+            out.push((path.clone(), bounded_read::read(&cwd.join(path), MAX_SAVED_BYTES)?));
         }
-        Ok(true)
+        Ok(Some(out))
     }
 }
+
+/// An oracle file as it was at start: its path in the project and its bytes.
+pub(crate) type Original = (String, Vec<u8>);
 
 /// The project files a verify command runs: each word of it (one level into `sh -c "…"`) that
 /// names an existing file inside `cwd`, plus the build file that `make`, `just` or a Node package
@@ -580,12 +582,12 @@ mod tests {
     }
 
     #[test]
-    fn saves_originals_for_restoring() {
+    fn reads_the_originals_to_keep_for_restoring() {
         let dir = project(&[("scripts/check.sh", "exit 1")]);
         let cwd = dir.path();
         let oracle = Oracle::capture(cwd, Some("sh scripts/check.sh"), &[], false);
-        let saved = tempfile::tempdir().unwrap();
-        assert!(oracle.save_originals(cwd, saved.path()).unwrap());
-        assert_eq!(fs::read_to_string(saved.path().join("scripts/check.sh")).unwrap(), "exit 1");
+        let originals = oracle.originals(cwd).unwrap().unwrap();
+        assert_eq!(originals, [("scripts/check.sh".to_string(), b"exit 1".to_vec())]);
+        assert_eq!(Oracle::capture(cwd, Some("true"), &[], false).originals(cwd).unwrap(), None);
     }
 }

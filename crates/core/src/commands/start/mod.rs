@@ -100,7 +100,7 @@ pub(crate) fn run_request(
         Ok(place) => place,
         Err(refusal) => return refusal,
     };
-    if let Err(e) = std::fs::create_dir_all(&paths.dir) {
+    if let Err(e) = paths.make_dir() {
         return Outcome::refused(format!(
             "for-loop: not started: could not create {}: {e}",
             paths.dir.display()
@@ -120,16 +120,14 @@ pub(crate) fn run_request(
             Ok(found) => lessons = found,
             Err(why) => {
                 if claim_token.is_some() {
-                    let _ = std::fs::remove_dir_all(&paths.dir);
+                    let _ = transaction.remove_loop();
                 }
                 return Outcome::refused(format!("for-loop: not started: {why}"));
             }
         }
     }
     // Originals of the oracle files, so a changed one can be restored outside git too.
-    let _ = crate::store::record::save_oracle_originals(&state.meta.oracle, &cwd, &paths.dir);
-    // Copied with the umask's modes: the store's files are its user's alone.
-    crate::store::private::tighten(&crate::store::record::oracle_originals(&paths.dir), &[]);
+    let _ = transaction.save_oracle_originals(&state.meta.oracle, &cwd);
     let started = LedgerEntry {
         origin: options.origin,
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Start, ReasonCode::Started)
@@ -139,7 +137,7 @@ pub(crate) fn run_request(
     if let Err(e) = transaction.commit(&state, &lines) {
         if claim_token.is_some() {
             // Nobody else knows this directory; leaving it would only cost stops a search.
-            let _ = std::fs::remove_dir_all(&paths.dir);
+            let _ = transaction.remove_loop();
         }
         return Outcome::refused(format!("for-loop: not started: {e}"));
     }
@@ -289,7 +287,7 @@ fn clear_the_way(env: &Environment, transaction: &Transaction<'_>, session_id: &
             existing.meta.settings.max_iterations,
             existing.meta.host.commands().cancel
         ))),
-        Ok(Some(existing)) => paths.archive(&existing.meta.loop_id).map(|_| ()).map_err(|e| {
+        Ok(Some(existing)) => transaction.archive(&existing.meta.loop_id).map(|_| ()).map_err(|e| {
             Outcome::refused(format!("for-loop: not started: could not archive the last loop: {e}"))
         }),
         Ok(None) => Ok(()),
