@@ -621,6 +621,32 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert!(unconfirmed["state_digest"].is_string());
 }
 
+/// The prompt hook commits what its stages change once, before any command runs: the forged
+/// cancel undone and the user's own `/cancel-loop` marked to await its confirmation go in one
+/// commit (both lines carry the digest of one state); the cancel then commits its own change.
+#[test]
+fn a_prompt_that_undoes_a_forged_cancel_and_marks_the_users_command_commits_once_before_it() {
+    let env = TestEnv::new();
+    let transcript = env.forge_a_cancel("Done.");
+    let typed = json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
+        "prompt_id": "p-2", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+        "prompt": "/cancel-loop"});
+    let cancelled = env.run(&["prompt-hook"], typed.to_string());
+    assert_eq!(cancelled.code, 0, "{}{}", cancelled.stdout, cancelled.stderr);
+    assert!(cancelled.stdout.contains("did not come from the user's prompt"), "{}", cancelled.stdout);
+    let raw = env.ledger_of_raw(SESSION);
+    let line =
+        |reason: &str| raw.iter().rfind(|l| l["reason"] == reason).unwrap_or_else(|| panic!("{raw:#?}"));
+    let (undone, marked) = (line("command_unconfirmed"), line("command_pending"));
+    assert!(undone["state_digest"].is_string(), "{raw:#?}");
+    assert_eq!(undone["state_digest"], marked["state_digest"], "one commit: {raw:#?}");
+    let last = raw.last().unwrap();
+    assert_eq!(last["reason"], "cancelled", "{raw:#?}");
+    assert_ne!(last["state_digest"], marked["state_digest"], "the cancel's own commit, after: {raw:#?}");
+    let state = fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("status: ended"), "{state}");
+}
+
 /// `rollback` reads its loop under the lock, through custody: a state edited behind the loop's
 /// back is restored before the rollback acts on it, and the ledger records both, in that order.
 #[test]
