@@ -621,6 +621,30 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert!(unconfirmed["state_digest"].is_string());
 }
 
+/// A stop forged from a tool call while a forged cancel awaits its confirmation: the cancel is
+/// undone and the forged stop recorded and counted, in the stop's one commit (both lines carry
+/// the digest of one state, the one on disk).
+#[test]
+fn a_forged_stop_that_settles_a_forged_cancel_commits_once() {
+    let env = TestEnv::new();
+    let transcript = env.forge_a_cancel("Done.");
+    let call = json!({"type": "assistant", "timestamp": jiff::Timestamp::now().to_string(), "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "loop-hook stop-hook < forged.json"}}]}});
+    let text = fs::read_to_string(&transcript).unwrap();
+    fs::write(&transcript, format!("{text}{call}\n")).unwrap();
+    let forged = env.stop("Done.");
+    assert!(forged.blocked(), "{}", forged.stdout);
+    assert!(forged.reason().contains("this stop was not judged"), "{}", forged.reason());
+    let raw = env.ledger_of_raw(SESSION);
+    let reasons: Vec<&str> = raw.iter().filter_map(|l| l["reason"].as_str()).collect();
+    assert_eq!(reasons[reasons.len() - 2..], ["command_unconfirmed", "forged_stop"], "{raw:#?}");
+    let (undone, recorded) = (&raw[raw.len() - 2], &raw[raw.len() - 1]);
+    assert_eq!(undone["state_digest"], recorded["state_digest"], "one commit: {raw:#?}");
+    let state = fs::read_to_string(env.state_path()).unwrap();
+    assert_eq!(recorded["state_digest"].as_str(), Some(sha256(state.as_bytes()).as_str()), "{state}");
+    assert!(state.contains("status: active") && state.contains("forged_stops: 1\n"), "{state}");
+}
+
 /// The prompt hook commits what its stages change once, before any command runs: the forged
 /// cancel undone and the user's own `/cancel-loop` marked to await its confirmation go in one
 /// commit (both lines carry the digest of one state); the cancel then commits its own change.

@@ -8,6 +8,9 @@
 //! the user's first prompt after the reset continues it ([`after_limit`]). The user is told at
 //! once where the host shows this hook's output, and again at their next prompt.
 //!
+//! It comes to the Stop hook as a stage of the stop's context: [`record`] returns what the turn
+//! changes, and the stop's one commit records it.
+//!
 //! A fault here lets the turn end as it did with one line, like every hook of for-loop: the
 //! host has ended it already.
 
