@@ -3,12 +3,12 @@
 
 use crate::host::hook_response::HookResponse;
 use crate::state::{Incident, Rhythm};
+use crate::store::transaction::Change;
 use crate::verdict::background::{self, Call};
 
 use super::Round;
 use super::context::StopContext;
 use super::open::{Opened, reopen};
-use crate::store::transaction::Change;
 
 impl StopContext<'_> {
     /// This stop's wait on background work: `Err` with the stop's answer when it waits, else the
