@@ -621,6 +621,56 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert!(unconfirmed["state_digest"].is_string());
 }
 
+/// A stop forged from a tool call while a forged cancel awaits its confirmation: the cancel is
+/// undone and the forged stop recorded and counted, in the stop's one commit (both lines carry
+/// the digest of one state, the one on disk).
+#[test]
+fn a_forged_stop_that_settles_a_forged_cancel_commits_once() {
+    let env = TestEnv::new();
+    let transcript = env.forge_a_cancel("Done.");
+    let call = json!({"type": "assistant", "timestamp": jiff::Timestamp::now().to_string(), "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "loop-hook stop-hook < forged.json"}}]}});
+    let text = fs::read_to_string(&transcript).unwrap();
+    fs::write(&transcript, format!("{text}{call}\n")).unwrap();
+    let forged = env.stop("Done.");
+    assert!(forged.blocked(), "{}", forged.stdout);
+    assert!(forged.reason().contains("this stop was not judged"), "{}", forged.reason());
+    let raw = env.ledger_of_raw(SESSION);
+    let reasons: Vec<&str> = raw.iter().filter_map(|l| l["reason"].as_str()).collect();
+    assert_eq!(reasons[reasons.len() - 2..], ["command_unconfirmed", "forged_stop"], "{raw:#?}");
+    let (undone, recorded) = (&raw[raw.len() - 2], &raw[raw.len() - 1]);
+    assert_eq!(undone["state_digest"], recorded["state_digest"], "one commit: {raw:#?}");
+    let state = fs::read_to_string(env.state_path()).unwrap();
+    assert_eq!(recorded["state_digest"].as_str(), Some(sha256(state.as_bytes()).as_str()), "{state}");
+    assert!(state.contains("status: active") && state.contains("forged_stops: 1\n"), "{state}");
+}
+
+/// The prompt hook commits what its stages change once, before any command runs: the forged
+/// cancel undone and the user's own `/cancel-loop` marked to await its confirmation go in one
+/// commit (both lines carry the digest of one state); the cancel then commits its own change.
+#[test]
+fn a_prompt_that_undoes_a_forged_cancel_and_marks_the_users_command_commits_once_before_it() {
+    let env = TestEnv::new();
+    let transcript = env.forge_a_cancel("Done.");
+    let typed = json!({"session_id": SESSION, "transcript_path": transcript, "cwd": env.project,
+        "prompt_id": "p-2", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+        "prompt": "/cancel-loop"});
+    let cancelled = env.run(&["prompt-hook"], typed.to_string());
+    assert_eq!(cancelled.code, 0, "{}{}", cancelled.stdout, cancelled.stderr);
+    assert!(cancelled.stdout.contains("did not come from the user's prompt"), "{}", cancelled.stdout);
+    let raw = env.ledger_of_raw(SESSION);
+    let line =
+        |reason: &str| raw.iter().rfind(|l| l["reason"] == reason).unwrap_or_else(|| panic!("{raw:#?}"));
+    let (undone, marked) = (line("command_unconfirmed"), line("command_pending"));
+    assert!(undone["state_digest"].is_string(), "{raw:#?}");
+    assert_eq!(undone["state_digest"], marked["state_digest"], "one commit: {raw:#?}");
+    let last = raw.last().unwrap();
+    assert_eq!(last["reason"], "cancelled", "{raw:#?}");
+    assert_ne!(last["state_digest"], marked["state_digest"], "the cancel's own commit, after: {raw:#?}");
+    let state = fs::read_to_string(env.state_path()).unwrap();
+    assert!(state.contains("status: ended"), "{state}");
+}
+
 /// `rollback` reads its loop under the lock, through custody: a state edited behind the loop's
 /// back is restored before the rollback acts on it, and the ledger records both, in that order.
 #[test]

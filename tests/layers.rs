@@ -988,3 +988,82 @@ fn no_message_carries_the_indentation_of_a_line_continuation() {
     ];
     assert_eq!(space_runs(&planted), ["run/driver.rs:1: 22 blanks in a string"]);
 }
+
+/// The files that commit a hook run's change, once: the Stop hook's (its judged stops, forged
+/// stops, settled commands, loops ended as tampered, and the turns the host ended on an error)
+/// and the prompt hook's. Their stages return a `Change` and never commit.
+const HOOK_COMMIT_OWNERS: &[&str] = &["hook/stop_hook/mod.rs", "hook/prompt_hook.rs"];
+
+/// Files on the stop's and the prompt's paths that still commit on their own, and why.
+const COMMITS_OF_THEIR_OWN: &[(&str, &str)] = &[
+    (
+        "provenance/claim.rs",
+        "a claim moves a waiting loop into the session under two locks; its commit sits between the \
+         moves and the removal of the waiting copy, before the loop it makes is judged",
+    ),
+    (
+        "hook/guard_host_config.rs",
+        "the one commit of a tool call's guard and of a settings change, and the snapshot taken \
+         after the user's /for-loop:strict, which follows that command's own commit",
+    ),
+];
+
+/// Lines under `hook/` and `provenance/` that commit a loop's change anywhere but in the owner
+/// of a hook run's one commit, and owners that commit in more than one place.
+fn commits_outside_their_owner(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources.iter().filter(|s| matches!(layer(&s.module), "hook" | "provenance")) {
+        let owner = HOOK_COMMIT_OWNERS.contains(&source.file.as_str());
+        let exempt = COMMITS_OF_THEIR_OWN.iter().any(|(file, _)| *file == source.file);
+        let mut owned = 0;
+        for (index, raw) in source.text.lines().enumerate() {
+            if raw.trim() == "#[cfg(test)]" {
+                break;
+            }
+            let line = code_of(raw);
+            let at = format!("{}:{}", source.file, index + 1);
+            if line.contains("commit_in(") {
+                owned += 1;
+                if !owner {
+                    out.push(format!("{at}: commits a Change outside its hook's owner\n    {}", line.trim()));
+                }
+            } else if (owner && line.contains("transaction.commit("))
+                || (!owner && !exempt && line.contains(".commit("))
+            {
+                out.push(format!(
+                    "{at}: commits on its own; return a Change to the hook's one commit\n    {}",
+                    line.trim()
+                ));
+            }
+        }
+        if owner && owned != 1 {
+            out.push(format!("{}: commits a Change in {owned} places, not one", source.file));
+        }
+    }
+    out
+}
+
+/// A stop commits what its stages decided once, in one place that holds its transaction; so does
+/// the prompt hook (issue 43). A stage that commits on its own is named here.
+#[test]
+fn a_hook_run_commits_in_one_place() {
+    let problems = commits_outside_their_owner(&sources(&core_src()));
+    assert!(problems.is_empty(), "{} commits outside their owner:\n{}", problems.len(), problems.join("\n"));
+    // The rule sees a stage that commits, an owner that commits twice, and not a test module or
+    // a comment.
+    let planted = [
+        source("hook::stop_hook::open", "fn f(t: &Transaction) { let _ = transaction.commit(&s, &[]); }\n"),
+        source("provenance::confirmation", "fn f(c: Change, t: &Transaction) { c.commit_in(t); }\n"),
+        source("hook::stop_hook::mod", "fn a() { c.commit_in(t); }\nfn b() { d.commit_in(t); }\n"),
+        source("hook::prompt_hook", "fn a() { c.commit_in(t); }\n// transaction.commit(\n"),
+        source(
+            "hook::turn_failure",
+            "#[cfg(test)]\nmod tests {\n    fn t() { transaction.commit(&s, &[]); }\n}\n",
+        ),
+    ];
+    let found = commits_outside_their_owner(&planted);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(found[0].starts_with("hook/stop_hook/open.rs:1"), "{found:#?}");
+    assert!(found[1].starts_with("provenance/confirmation.rs:1"), "{found:#?}");
+    assert!(found[2].starts_with("hook/stop_hook/mod.rs: commits a Change in 2 places"), "{found:#?}");
+}

@@ -4,46 +4,43 @@
 //! and told to the user once.
 
 use crate::host::COPILOT_BLOCK_CAP;
+use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::LoopPaths;
-use crate::store::custody::Custody;
 use crate::store::record::LoopFile;
-use crate::store::transaction::Transaction;
 use crate::support::digest::sha256_hex;
 use crate::support::environment::Environment;
 
-/// The words for the user when their prompt arrives while this session's loop last blocked a
-/// stop, or `None` when it did not. A blocked stop keeps the agent working, so a prompt can come
-/// only after the CLI ended the turn in spite of the block: its cap of [`COPILOT_BLOCK_CAP`] blocks in a
-/// row, or the user interrupting it. The CLI tells nobody (one line in its log file), so this
-/// hook does, once: the override is recorded as the stop hook records one, and the loop stays on.
-pub(crate) fn block_overridden(env: &Environment, paths: &LoopPaths) -> Option<String> {
-    let Ok((transaction, Custody::Loop { state, .. })) = Transaction::open(paths, env.now) else {
-        return None;
-    };
+/// When the user's prompt arrives while this session's loop (`state`, as the prompt hook holds
+/// it) last blocked a stop: the override recorded in `state`, its ledger line for the hook's one
+/// commit, and the words for the user once it is recorded; `None` when it did not. A blocked
+/// stop keeps the agent working, so a prompt can come only after the CLI ended the turn in spite
+/// of the block: its cap of [`COPILOT_BLOCK_CAP`] blocks in a row, or the user interrupting it.
+/// The CLI tells nobody (one line in its log file), so this hook does, once: the override is
+/// recorded as the stop hook records one, and the loop stays on.
+pub(crate) fn block_overridden(env: &Environment, state: &mut LoopState) -> Option<(LedgerEntry, String)> {
     if !state.meta.host.caps_blocks_in_a_row() || !state.is_active() || !state.meta.last_blocked {
         return None;
     }
-    let mut next = state.clone();
-    next.meta.last_blocked = false;
-    next.meta.harness_overrides += 1;
-    next.meta.updated_at = env.now;
     let entry = LedgerEntry {
         detail: Some(format!(
             "Copilot CLI ended the turn although the last stop was blocked (its cap of {COPILOT_BLOCK_CAP} \
              blocks in a row, or the user interrupted the agent); the user was told at their next prompt"
         )),
-        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::HarnessOverride)
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Note, ReasonCode::HarnessOverride)
     };
-    transaction.commit(&next, &[entry]).ok()?;
-    Some(format!(
+    state.meta.last_blocked = false;
+    state.meta.harness_overrides += 1;
+    state.meta.updated_at = env.now;
+    let told = format!(
         "for-loop: Copilot CLI ended the agent's last turn although for-loop had blocked it: it \
          honours at most {COPILOT_BLOCK_CAP} blocks in a row (or you interrupted the agent). Your loop is still \
          on, at iteration {} of {}, and verify has not passed. This prompt was not sent to the \
          agent: send it again to go on with the loop, or /cancel-loop to end it (/loop-status shows it).",
         state.meta.iteration, state.meta.settings.max_iterations
-    ))
+    );
+    Some((entry, told))
 }
 
 /// Keeps the digest of `reason`, which the CLI is about to submit as the next prompt, for

@@ -23,18 +23,55 @@ use crate::store::custody::Custody;
 use crate::store::transaction::Transaction;
 use crate::support::environment::Environment;
 
-/// What to tell the user about a change since the last look, if any. The loop's start took the
-/// snapshot; each change is told once, and becomes the snapshot later looks compare with. A loop
-/// started before snapshots were taken is not watched.
-pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> Option<String> {
+/// The host's settings and for-loop's files as they are now, when they changed since `seen`'s
+/// look (the loop as the prompt hook read it, without its lock); `None` when nothing changed or
+/// the loop is not watched. The loop's start took the first look; each change is told once, and
+/// becomes the look later ones compare with.
+pub(crate) fn changed_since(env: &Environment, seen: &LoopState) -> Option<config_watch::Snapshot> {
     let before = seen.meta.host_config.as_ref()?;
     let now = seen.meta.host.config_snapshot_since(env, &seen.meta.cwd, before);
-    if config_watch::changes(before, &now).is_empty() {
-        return None;
+    (!config_watch::changes(before, &now).is_empty()).then_some(now)
+}
+
+/// A change the prompt hook found, recorded in `state` (the loop as it holds it) for its one
+/// commit, and told to the user whether or not that commit is made.
+pub(crate) struct Noticed {
+    pub(crate) lines: Vec<LedgerEntry>,
+    changes: Vec<String>,
+    host: Host,
+}
+
+impl Noticed {
+    /// The user's words; told even when the change could not be recorded: the user hearing it is
+    /// what matters now.
+    pub(crate) fn told(&self, recorded: bool) -> String {
+        words(&self.changes, self.host, recorded)
     }
-    let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(paths, env.now) else {
+}
+
+/// What to tell the user about a change since the last look, if any, recorded in a transaction
+/// of its own: the one commit of a hook that changes nothing else (a tool call's guard, a change
+/// of the host's settings). The prompt hook records it in its own commit ([`notice_in`]).
+pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> Option<String> {
+    let now = changed_since(env, seen)?;
+    let Ok((transaction, Custody::Loop { mut state, incidents })) = Transaction::open(paths, env.now) else {
         return None;
     };
+    let noticed = notice_in(env, &mut state, &incidents, now)?;
+    // Told even when it cannot be recorded: the user hearing it is what matters now.
+    let recorded = transaction.commit(&state, &noticed.lines).is_ok();
+    Some(noticed.told(recorded))
+}
+
+/// The change since the loop's last look, `now` (from [`changed_since`]), in `state` as the
+/// prompt hook holds it, where custody found `incidents`: the snapshot taken into `state`, and
+/// the lines that record it; `None` when the held loop is not running or shows no change.
+pub(crate) fn notice_in(
+    env: &Environment,
+    state: &mut LoopState,
+    incidents: &[Incident],
+    now: config_watch::Snapshot,
+) -> Option<Noticed> {
     let changes = config_watch::changes(state.meta.host_config.as_ref()?, &now);
     if !state.is_active() || changes.is_empty() {
         return None;
@@ -46,19 +83,16 @@ pub(crate) fn notice(env: &Environment, paths: &LoopPaths, seen: &LoopState) -> 
         .map(|incident| LedgerEntry {
             time: incident.at,
             detail: Some(incident.what.clone()),
-            ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, incident.code)
+            ..LedgerEntry::new(state, env.now, LedgerDecision::Note, incident.code)
         })
         .collect();
     lines.push(LedgerEntry {
         origin: Some(Origin::Agent),
         detail: Some(changes.join("; ")),
-        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::HostConfigChanged)
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Note, ReasonCode::HostConfigChanged)
     });
-    let mut next = state.clone();
-    next.meta.host_config = Some(now);
-    // Told even when it cannot be recorded: the user hearing it is what matters now.
-    let recorded = transaction.commit(&next, &lines).is_ok();
-    Some(words(&changes, state.meta.host, recorded))
+    state.meta.host_config = Some(now);
+    Some(Noticed { lines, changes, host: state.meta.host })
 }
 
 /// At a judged stop of `state`'s loop: the change since the last look, as an incident for the
@@ -83,6 +117,11 @@ pub(crate) fn at_stop(env: &Environment, state: &LoopState) -> Option<(Incident,
 
 /// Takes the snapshot again after the user's own change of the settings (`/for-loop:strict`), so
 /// that the guard does not report it as the agent's. Recorded as a change with origin user.
+///
+/// A commit of its own, after the prompt hook's: it follows the command, which changes the
+/// settings and commits in a transaction of its own (`commands/`), and it must look at the
+/// settings as the command left them; folded into the hook's one commit, made before the
+/// command runs, it would record the settings before the change.
 pub(crate) fn user_changed(env: &Environment, paths: &LoopPaths, why: &str) {
     let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open(paths, env.now) else {
         return;

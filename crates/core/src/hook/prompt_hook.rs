@@ -15,7 +15,7 @@
 //! fault here lets the prompt through unchanged.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -33,8 +33,11 @@ use crate::host::origin::Origin;
 use crate::host::user_command::{CommandKind, UserCommand};
 use crate::provenance::origin::Notice;
 use crate::state::ReasonCode;
+use crate::state::{Incident, LoopState};
 use crate::state::{LedgerDecision, LedgerEntry};
-use crate::store::Store;
+use crate::store::custody::Custody;
+use crate::store::transaction::{Change, CommitError, Notes, Transaction};
+use crate::store::{LoopPaths, Store};
 use crate::support::environment::Environment;
 use crate::support::outcome::{Code, Outcome};
 use crate::support::read::reverse_lines::ReverseLines;
@@ -74,7 +77,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> String {
     render(host, &respond(env, host, &object))
 }
 
-fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
+pub(super) fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> PromptResponse {
     let fields = Fields(object);
     let read = if host.prompt_hook_replaces_the_command() {
         crate::host::opencode_command(object).map(|c| (c.session_id, c.prompt))
@@ -84,7 +87,6 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     let Some((session_id, prompt)) = read else { return PromptResponse::default() };
     let Ok(store) = Store::locate(env) else { return PromptResponse::default() };
     let paths = store.paths(&session_id);
-    let dir = paths.dir.clone();
     // Sent by a process of the agent's (its process tree shows it): before anything is settled,
     // taken or carried out.
     match crate::provenance::sender::prompt_from_the_agent(env, host, &paths, &prompt) {
@@ -92,26 +94,269 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         Some(crate::provenance::sender::AgentPrompt::Ignored) => return PromptResponse::default(),
         None => {}
     }
-    let mut notice = waiting_notice(env, &session_id, &dir);
+    let mut held = Held::new(&paths, env.now);
+    let route = route(env, host, &fields, &session_id, &prompt, &mut held);
+    // The hook's one commit, before any command runs: what its stages changed in the loop.
+    let committed = held.commit();
+    route.answer(env, host, &session_id, &paths, committed.as_ref().copied())
+}
+
+/// The loop of a prompt's session as one prompt-hook run holds it: opened by the first stage
+/// that changes it (most prompts open nothing), read and changed by each later stage as the
+/// earlier ones left it, and committed once, by [`Held::commit`], before any command runs; a
+/// command commits in a transaction of its own (`commands/`).
+struct Held<'p> {
+    paths: &'p LoopPaths,
+    now: Timestamp,
+    opened: Option<Result<Option<HeldLoop<'p>>, String>>,
+}
+
+/// A loop held open by the prompt hook, as its stages have changed it so far.
+struct HeldLoop<'p> {
+    transaction: Transaction<'p>,
+    state: LoopState,
+    /// What custody found when the loop was opened, for the first stage that records it (a
+    /// stage that opened a transaction of its own after that one would find nothing left).
+    incidents: Vec<Incident>,
+    lines: Vec<LedgerEntry>,
+    /// Notes that are part of no change, written after the commit.
+    notes: Vec<LedgerEntry>,
+}
+
+impl<'p> Held<'p> {
+    fn new(paths: &'p LoopPaths, now: Timestamp) -> Held<'p> {
+        Held { paths, now, opened: None }
+    }
+
+    /// The loop, opened and read through custody the first time it is asked for; `Ok(None)` when
+    /// the session has none, `Err` when it cannot be opened or trusted.
+    fn open(&mut self) -> Result<Option<&mut HeldLoop<'p>>, String> {
+        let (paths, now) = (self.paths, self.now);
+        let opened = self.opened.get_or_insert_with(|| match Transaction::open(paths, now) {
+            Ok((transaction, Custody::Loop { state, incidents })) => {
+                Ok(Some(HeldLoop { transaction, state, incidents, lines: Vec::new(), notes: Vec::new() }))
+            }
+            Ok((_, Custody::None)) => Ok(None),
+            Ok((_, Custody::Untrusted { why, .. })) => Err(why),
+            Err(e) => Err(e.to_string()),
+        });
+        match opened {
+            Ok(held) => Ok(held.as_mut()),
+            Err(why) => Err(why.clone()),
+        }
+    }
+
+    /// The loop to change, opened if need be; `None` when there is none.
+    fn running(&mut self) -> Option<&mut HeldLoop<'p>> {
+        self.open().ok().flatten()
+    }
+
+    /// The loop as held and changed so far, when it is open.
+    fn state(&self) -> Option<&LoopState> {
+        match &self.opened {
+            Some(Ok(Some(held))) => Some(&held.state),
+            _ => None,
+        }
+    }
+
+    /// Writes a note that is part of no change: after the commit, under the held lock, when the
+    /// loop is held (so it follows the lines of the change, as it would follow a commit of its
+    /// own); else at once, under the lock taken briefly.
+    fn note(&mut self, entry: LedgerEntry) {
+        match &mut self.opened {
+            Some(Ok(Some(held))) => held.notes.push(entry),
+            _ => {
+                let _ = crate::store::note_best_effort(self.paths, &entry);
+            }
+        }
+    }
+
+    /// The one commit of this hook run: every stage's change, all or nothing; `Ok` when there
+    /// was nothing to commit. Then the notes, and the loop's lock is released.
+    fn commit(self) -> Result<(), CommitError> {
+        let Some(Ok(Some(held))) = self.opened else { return Ok(()) };
+        let HeldLoop { transaction, state, lines, notes, .. } = held;
+        let committed =
+            if lines.is_empty() { Ok(()) } else { Change::new(state, lines).commit_in(&transaction) };
+        for note in &notes {
+            let _ = Notes::Held(&transaction).note(note);
+        }
+        committed
+    }
+}
+
+/// A line for the user, as a stage says it once the hook's commit is made or failed.
+enum Told {
+    Said(String),
+    Settled(Option<String>),
+    Limit(crate::hook::turn_failure::AfterLimit),
+    HostConfig(crate::hook::guard_host_config::Noticed),
+}
+
+impl Told {
+    fn after(&self, committed: Result<(), &CommitError>) -> Option<String> {
+        match self {
+            Told::Said(line) => Some(line.clone()),
+            Told::Settled(told) => match committed {
+                Ok(()) => told.clone(),
+                Err(e) => Some(crate::provenance::confirmation::Settlement::not_recorded(
+                    told.clone(),
+                    &e.to_string(),
+                )),
+            },
+            Told::Limit(after) => Some(after.told(committed)),
+            Told::HostConfig(noticed) => Some(noticed.told(committed.is_ok())),
+        }
+    }
+}
+
+/// What the hook does with the prompt once its stages have run and their change is committed.
+enum Route {
+    /// Copilot CLI's re-injection of a block's reason: what is told waits for the next prompt.
+    Reinjection(Vec<Told>),
+    /// No command: the prompt goes to the model, with what is told for the user, and Copilot
+    /// CLI's override of a block, told once it is recorded.
+    NotACommand(Vec<Told>, Option<String>),
+    /// A command refused: it is not carried out.
+    NotRun(String, Vec<Told>),
+    /// A command to carry out.
+    CarryOut(Box<CarryOut>),
+}
+
+/// A command to carry out once the hook's commit is made.
+struct CarryOut {
+    command: UserCommand,
+    cwd: PathBuf,
+    transcript: Option<PathBuf>,
+    awaiting: Option<crate::state::Awaiting>,
+    /// The loop was marked as awaiting the command's confirmation: it runs only once that mark
+    /// is committed.
+    marked: bool,
+    /// The session had a loop when the prompt came.
+    had_loop: bool,
+    notice: Vec<Told>,
+}
+
+impl Route {
+    fn answer(
+        self,
+        env: &Environment,
+        host: Host,
+        session_id: &str,
+        paths: &LoopPaths,
+        committed: Result<(), &CommitError>,
+    ) -> PromptResponse {
+        let said = |told: &[Told]| -> Option<String> {
+            let lines: Vec<String> = told.iter().filter_map(|t| t.after(committed)).collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        };
+        match self {
+            Route::Reinjection(told) => {
+                if let Some(notice) = said(&told) {
+                    Notice::post(&paths.dir, &notice);
+                }
+                PromptResponse::default()
+            }
+            Route::NotACommand(told, overridden) => {
+                not_a_command(host, paths, said(&told), overridden.filter(|_| committed.is_ok()))
+            }
+            Route::NotRun(why, told) => not_run(why, said(&told)),
+            Route::CarryOut(carry) => {
+                let notice = said(&carry.notice);
+                if carry.marked
+                    && let Err(e) = committed
+                {
+                    return not_run(format!("for-loop: `{}` was not run: {e}.", carry.command.name), notice);
+                }
+                let CarryOut { command, cwd, transcript, awaiting, had_loop, .. } = *carry;
+                let outcome = carry_out(
+                    env,
+                    host,
+                    session_id,
+                    &cwd,
+                    transcript.as_deref(),
+                    awaiting.as_ref(),
+                    &command,
+                );
+                if command.kind == CommandKind::Strict && outcome.code == Code::Success && had_loop {
+                    crate::hook::guard_host_config::user_changed(
+                        &env.with_cwd(cwd.clone()),
+                        paths,
+                        "the user's /for-loop:strict",
+                    );
+                }
+                answer(env, host, &paths.dir, &command, outcome, notice)
+            }
+        }
+    }
+}
+
+/// The prompt hook's stages, in order, each changing the held loop as the one before left it;
+/// where the prompt goes from here.
+fn route(
+    env: &Environment,
+    host: Host,
+    fields: &Fields<'_>,
+    session_id: &str,
+    prompt: &str,
+    held: &mut Held<'_>,
+) -> Route {
+    let paths = held.paths;
+    let dir = paths.dir.clone();
+    let mut notice: Vec<Told> = Vec::new();
+    // A command this hook carried out earlier that the host never recorded the user sending is
+    // undone first, so what follows sees the loop as it really is.
+    if dir.exists()
+        && let Some(settlement) =
+            crate::provenance::confirmation::Settlement::find(paths, &crate::store::custody::Known::default())
+        && let Some(open) = held.running()
+    {
+        let incidents = std::mem::take(&mut open.incidents);
+        if let Some((lines, told)) = settlement.settle(&mut open.state, &incidents, env.now) {
+            open.lines.extend(lines);
+            notice.push(Told::Settled(told));
+        }
+    }
+    if dir.exists()
+        && let Some(taken) = Notice::take(&dir)
+    {
+        notice.push(Told::Said(taken));
+    }
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
     // naming an empty file.
-    let trusted =
-        if dir.exists() { crate::store::custody::trusted_state(&paths).ok().flatten() } else { None };
+    let trusted = if !dir.exists() {
+        None
+    } else if let Some(state) = held.state() {
+        Some(state.clone())
+    } else {
+        crate::store::custody::trusted_state(paths).ok().flatten()
+    };
     // A loop parked on a usage limit goes on at the user's first prompt after the reset.
-    if let Some(line) =
-        trusted.as_ref().and_then(|state| crate::hook::turn_failure::after_limit(env, host, &paths, state))
+    if trusted.as_ref().is_some_and(|state| crate::hook::turn_failure::parked_on_limit(host, state))
+        && let Some(open) = held.running()
     {
-        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+        open.incidents.clear();
+        if let Some((line, after)) = crate::hook::turn_failure::after_limit(env, &mut open.state) {
+            open.lines.extend(line);
+            notice.push(Told::Limit(after));
+        }
     }
     // What decides whether for-loop's hooks run, looked at again (issue 32): a change since the
     // last look is told now, and recorded.
-    if let Some(line) = trusted
+    if let Some(now) = trusted
         .as_ref()
-        .filter(|state| state.is_active() && state.is_owned_by(&session_id))
-        .and_then(|state| crate::hook::guard_host_config::notice(env, &paths, state))
+        .filter(|state| state.is_active() && state.is_owned_by(session_id))
+        .and_then(|state| crate::hook::guard_host_config::changed_since(env, state))
+        && let Some(open) = held.running()
     {
-        notice = Some(notice.map_or_else(|| line.clone(), |told| format!("{told}\n{line}")));
+        let incidents = std::mem::take(&mut open.incidents);
+        if let Some(noticed) =
+            crate::hook::guard_host_config::notice_in(env, &mut open.state, &incidents, now)
+        {
+            open.lines.extend(noticed.lines.iter().cloned());
+            notice.push(Told::HostConfig(noticed));
+        }
     }
     let loop_transcript =
         trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
@@ -122,22 +367,31 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
     // A hook killed while it judged the last stop let that stop through: the user hears it now,
     // and the next stop records it.
     let forged = transcript.as_deref().is_some_and(crate::host::transcript::tool_call_still_pending);
-    if let Some(line) = missed_stop(env, host, &paths, transcript.as_deref(), forged) {
-        notice = Some(prepend(&line, notice));
+    if let Some(line) = missed_stop(env, host, held, transcript.as_deref(), forged) {
+        notice.insert(0, Told::Said(line));
     }
     // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
     // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
     if host.resubmits_block_reason_as_prompt()
         && dir.exists()
-        && crate::hook::copilot_block::is_reinjection(&paths, &prompt)
+        && crate::hook::copilot_block::is_reinjection(paths, prompt)
     {
-        if let Some(notice) = notice {
-            Notice::post(&dir, &notice);
-        }
-        return PromptResponse::default();
+        return Route::Reinjection(notice);
     }
-    let Some(command) = UserCommand::parse(host, &prompt) else {
-        return not_a_command(env, host, &paths, notice);
+    let Some(command) = UserCommand::parse(host, prompt) else {
+        // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
+        // itself: an override of its cap of blocks is recorded, and told that way.
+        let overridden = if host.prompt_hook_answers_in_place() && dir.exists() {
+            held.running().and_then(|open| {
+                open.incidents.clear();
+                let (line, told) = crate::hook::copilot_block::block_overridden(env, &mut open.state)?;
+                open.lines.push(line);
+                Some(told)
+            })
+        } else {
+            None
+        };
+        return Route::NotACommand(notice, overridden);
     };
     // opencode's plugin names the session's directory.
     let cwd = fields
@@ -153,7 +407,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         // A start over a running loop is refused anyway, and says why.
         && !(kind == crate::state::AwaitingKind::Start && state.is_active())
     {
-        return not_run(unreadable_transcript(&command, state, kind, &session_id), notice);
+        return Route::NotRun(unreadable_transcript(&command, state, kind, session_id), notice);
     }
     // A handoff is carried out at once, never undone, so it needs the transcript that tells the
     // user's prompt from a program's even more than the commands confirmed later.
@@ -162,7 +416,7 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         && anchorless
         && host.confirms_commands_from_transcript()
     {
-        return not_run(
+        return Route::NotRun(
             format!(
                 "for-loop: `{}` was not run: this loop was started without its session's transcript, so \
                  nothing tells your prompt from a program's. Hand it over from your own terminal: \
@@ -173,34 +427,45 @@ fn respond(env: &Environment, host: Host, object: &Map<String, Value>) -> Prompt
         );
     }
     if forged {
-        return not_run(sent_mid_tool_call(&command), notice);
+        return Route::NotRun(sent_mid_tool_call(&command), notice);
     }
     if let Some(marker) = host.agent_shell_marker().filter(|name| env.var(name).is_some()) {
-        return not_run(from_the_agents_shell(&command, marker), notice);
+        return Route::NotRun(from_the_agents_shell(&command, marker), notice);
     }
-    if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, &prompt)) {
-        return not_run(in_agent_tool_call(&command, &tool), notice);
+    if let Some(tool) = transcript.as_deref().and_then(|path| written_by_the_agent(path, prompt)) {
+        return Route::NotRun(in_agent_tool_call(&command, &tool), notice);
     }
     // Confirmed later from the transcript (Claude Code's is the one read): marked before it is
-    // carried out, so a hook killed in between leaves the mark, never a change without one.
+    // carried out, by the hook's one commit, so a hook killed in between leaves the mark, never a
+    // change without one.
     let awaiting = kind
         .filter(|_| host.confirms_commands_from_transcript() && transcript.is_some())
         .map(|kind| crate::state::Awaiting { command: command.name.clone(), kind, at: env.now });
+    let mut marked = false;
     if let (Some(awaiting), Some(_)) = (&awaiting, &trusted)
         && awaiting.kind != crate::state::AwaitingKind::Start
-        && let Err(why) = crate::provenance::confirmation::mark(&paths, awaiting, env.now)
     {
-        return not_run(format!("for-loop: `{}` was not run: {why}.", command.name), notice);
+        match held.open() {
+            Ok(Some(open)) => {
+                open.incidents.clear();
+                open.lines.push(crate::provenance::confirmation::mark(&mut open.state, awaiting, env.now));
+                marked = true;
+            }
+            Ok(None) => {}
+            Err(why) => {
+                return Route::NotRun(format!("for-loop: `{}` was not run: {why}.", command.name), notice);
+            }
+        }
     }
-    let outcome = carry_out(env, host, &session_id, &cwd, transcript.as_deref(), awaiting.as_ref(), &command);
-    if command.kind == CommandKind::Strict && outcome.code == Code::Success && trusted.is_some() {
-        crate::hook::guard_host_config::user_changed(
-            &env.with_cwd(cwd.clone()),
-            &paths,
-            "the user's /for-loop:strict",
-        );
-    }
-    answer(env, host, &dir, &command, outcome, notice)
+    Route::CarryOut(Box::new(CarryOut {
+        command,
+        cwd,
+        transcript,
+        awaiting,
+        marked,
+        had_loop: trusted.is_some(),
+        notice,
+    }))
 }
 
 /// The event's session id and the prompt the user typed, when it has both.
@@ -214,39 +479,22 @@ fn session_and_prompt(host: Host, fields: &Fields) -> Option<(String, String)> {
     Some((session_id, prompt))
 }
 
-/// What waits to be told to the user of this session's loop in `dir`, if it has one.
-fn waiting_notice(env: &Environment, session_id: &str, dir: &Path) -> Option<String> {
-    // A command this hook carried out earlier that the host never recorded the user sending is
-    // undone first, so what follows sees the loop as it really is.
-    let unconfirmed =
-        if dir.exists() { crate::provenance::confirmation::settle(env, session_id) } else { None };
-    let notice = if dir.exists() { Notice::take(dir) } else { None };
-    match unconfirmed {
-        Some(line) => Some(prepend(&line, notice)),
-        None => notice,
-    }
-}
-
-/// `line`, then `notice` below it when there is one.
-fn prepend(line: &str, notice: Option<String>) -> String {
-    notice.map_or(line.to_string(), |notice| format!("{line}\n{notice}"))
-}
-
 /// Words for the user about the loop's last stop, when no Stop judgment held it: the hook was
 /// killed while it judged, or it did not run.
 fn missed_stop(
     env: &Environment,
     host: Host,
-    paths: &crate::store::LoopPaths,
+    held: &mut Held<'_>,
     transcript: Option<&Path>,
     forged: bool,
 ) -> Option<String> {
+    let paths = held.paths;
     let interrupted =
         if paths.dir.exists() { crate::store::judgment::Judgment::interrupted(paths, env.now) } else { None };
     // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
     let unjudged = match (&interrupted, transcript) {
         (None, Some(transcript)) if host.keeps_claude_transcript() && !forged && paths.dir.exists() => {
-            unjudged_turn(env, paths, transcript)
+            unjudged_turn(env, held, transcript)
         }
         _ => None,
     };
@@ -255,15 +503,14 @@ fn missed_stop(
 
 /// The answer to a prompt that is no command: it goes to the model, with `notice` for the user.
 fn not_a_command(
-    env: &Environment,
     host: Host,
-    paths: &crate::store::LoopPaths,
+    paths: &LoopPaths,
     notice: Option<String>,
+    overridden: Option<String>,
 ) -> PromptResponse {
     // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
     // itself: what they must hear is told that way, and they send the prompt again.
     if host.prompt_hook_answers_in_place() && paths.dir.exists() {
-        let overridden = crate::hook::copilot_block::block_overridden(env, paths);
         let told = match (notice, overridden) {
             (Some(notice), Some(overridden)) => Some(format!("{notice}\n\n{overridden}")),
             (Some(notice), None) => Some(format!(
@@ -383,8 +630,13 @@ fn answer(
 /// turn's replies are written: so a turn that began after the loop's last line written by a
 /// stop was never judged. The hook did not run: hooks turned off (`disableAllHooks`), the
 /// plugin's `hooks.json` changed, `loop-hook` replaced, or a crash the host swallowed.
-fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript: &Path) -> Option<String> {
-    let state = crate::store::custody::trusted_state(paths).ok().flatten()?;
+fn unjudged_turn(env: &Environment, held: &mut Held<'_>, transcript: &Path) -> Option<String> {
+    let paths = held.paths;
+    // The loop as this hook holds it, when it does: what its commit will leave.
+    let state = match held.state() {
+        Some(state) => state.clone(),
+        None => crate::store::custody::trusted_state(paths).ok().flatten()?,
+    };
     if crate::verdict::decision::gate(&state, &state.meta.session_id) != crate::verdict::decision::Gate::Judge
     {
         return None;
@@ -426,7 +678,7 @@ fn unjudged_turn(env: &Environment, paths: &crate::store::LoopPaths, transcript:
         detail: Some(detail),
         ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::StopNotJudged)
     };
-    let _ = crate::store::note_best_effort(paths, &entry);
+    held.note(entry);
     Some(format!(
         "for-loop: your loop's last turn ended without being judged: for-loop's Stop hook did not run, \
          so nothing held the agent to the check. Check that hooks are on (no `disableAllHooks` in any \

@@ -8,6 +8,9 @@
 //! the user's first prompt after the reset continues it ([`after_limit`]). The user is told at
 //! once where the host shows this hook's output, and again at their next prompt.
 //!
+//! It comes to the Stop hook as a stage of the stop's context: [`record`] returns what the turn
+//! changes, and the stop's one commit records it.
+//!
 //! A fault here lets the turn end as it did with one line, like every hook of for-loop: the
 //! host has ended it already.
 
@@ -17,47 +20,34 @@ use crate::host::Host;
 use crate::host::event::{EventError, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::provenance::origin::Notice;
-use crate::state::{
-    FailedTurn, Incident, LedgerDecision, LedgerEntry, LoopState, OnLimit, ReasonCode, Status,
-};
+use crate::state::{FailedTurn, LedgerDecision, LedgerEntry, LoopState, OnLimit, ReasonCode, Status};
+use crate::store::LoopPaths;
 use crate::store::custody::Custody;
-use crate::store::transaction::Transaction;
-use crate::store::{LoopPaths, Store};
+use crate::store::transaction::{Change, CommitError, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::message::failed_turn as words;
 
-/// Handles the host's report of a turn that ended on an error.
-pub(crate) fn run(env: &Environment, host: Host, failure: Result<TurnFailure, EventError>) -> HookResponse {
+/// The host's report of a turn that ended on an error, read; `Err` is the answer when it cannot
+/// be recorded (another host's event, or one that cannot be read).
+pub(crate) fn read(failure: Result<TurnFailure, EventError>) -> Result<TurnFailure, HookResponse> {
     outlive_the_host();
-    let failure = match failure {
-        Ok(failure) => failure,
+    match failure {
+        Ok(failure) => Ok(failure),
         Err(EventError::Foreign(why)) => {
             eprintln!("for-loop: {why}; nothing to do");
-            return HookResponse::allow();
+            Err(HookResponse::allow())
         }
-        Err(e) => {
-            return HookResponse::allow_with(format!(
-                "for-loop: a turn ended on an error, but the host's report of it could not be read ({e}); \
-                 nothing was recorded. `loop-hook status` shows the loop as it stands."
-            ));
-        }
-    };
-    let Ok(store) = Store::locate(env) else {
-        eprintln!(
-            "for-loop: the turn ended on an error ({}); no loop store, nothing to record",
-            kind(&failure)
-        );
-        return HookResponse::allow();
-    };
-    let paths = store.paths(&failure.session_id);
-    if !paths.state.exists() {
-        eprintln!(
-            "for-loop: the turn ended on an error ({}); this session has no loop, nothing to record",
-            kind(&failure)
-        );
-        return HookResponse::allow();
+        Err(e) => Err(HookResponse::allow_with(format!(
+            "for-loop: a turn ended on an error, but the host's report of it could not be read ({e}); \
+             nothing was recorded. `loop-hook status` shows the loop as it stands."
+        ))),
     }
-    record(env, host, &paths, &failure)
+}
+
+/// The answer to a failed turn with no loop to record it in (`why`: no store, no loop).
+pub(crate) fn nothing_to_record(failure: &TurnFailure, why: &str) -> HookResponse {
+    eprintln!("for-loop: the turn ended on an error ({}); {why}, nothing to record", kind(failure));
+    HookResponse::allow()
 }
 
 /// Lets the record be finished when the host exits right after sending the event: Claude Code's
@@ -94,24 +84,39 @@ fn kind(failure: &TurnFailure) -> String {
     }
 }
 
-/// The loop's record of `failure`, as one commit, and the words for the user.
-fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailure) -> HookResponse {
+/// A failed turn's record, decided in the transaction it was read in, for the stop's one commit;
+/// [`Failed::answer`] says what happened once it is committed.
+pub(crate) struct Failed<'p> {
+    pub(crate) transaction: Transaction<'p>,
+    pub(crate) change: Change,
+    turn: FailedTurn,
+}
+
+/// The loop's record of `failure`: what it changes, for the hook's one commit; `Err` is the
+/// answer when nothing is to be committed (no running loop of this session, a report the agent
+/// forged, a fault of ours).
+pub(crate) fn record<'p>(
+    env: &Environment,
+    host: Host,
+    paths: &'p LoopPaths,
+    failure: &TurnFailure,
+) -> Result<Failed<'p>, HookResponse> {
     let (transaction, state, incidents) = match Transaction::open(paths, env.now) {
         Ok((transaction, Custody::Loop { state, incidents })) => (transaction, state, incidents),
-        Ok((_, Custody::None)) => return HookResponse::allow(),
+        Ok((_, Custody::None)) => return Err(HookResponse::allow()),
         Ok((_, Custody::Untrusted { why, .. })) => {
-            return HookResponse::allow_with(format!(
+            return Err(HookResponse::allow_with(format!(
                 "for-loop: the loop's turn ended on an error ({}), and its state cannot be trusted ({why}); \
                  nothing was recorded. The next stop tells what happened to it.",
                 kind(failure)
-            ));
+            )));
         }
         Err(e) => {
-            return HookResponse::allow_with(format!(
+            return Err(HookResponse::allow_with(format!(
                 "for-loop: the loop's turn ended on an error ({}), and the loop could not be opened to record \
                  it ({e}). Nothing changed; `loop-hook status` shows the loop.",
                 kind(failure)
-            ));
+            )));
         }
     };
     let limited_again =
@@ -121,12 +126,12 @@ fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailur
             "for-loop: the turn ended on an error ({}); the session's loop is not running",
             kind(failure)
         );
-        return HookResponse::allow();
+        return Err(HookResponse::allow());
     }
     // Fail closed on the model: a report the agent sent from its shell changes nothing, and only
     // a limit the transcript bears out parks the loop (a parked loop lets the agent stop).
     if host.agent_shell_marker().is_some_and(|marker| env.var(marker).is_some()) {
-        return forged(&forged_note(&state, env.now, "from the agent's shell"), &transaction);
+        return Err(forged(&forged_note(&state, env.now, "from the agent's shell"), &transaction));
     }
     // Nor does one its process tree shows the agent sent (provenance::ancestry), by the rule for
     // how the loop's host starts this hook.
@@ -134,14 +139,17 @@ fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailur
         crate::provenance::ancestry::by_rule(state.meta.host.failure_hook_runner())
     {
         let how = format!("{} (the hook's process tree shows it)", path.how());
-        return forged(&forged_note(&state, env.now, &how), &transaction);
+        return Err(forged(&forged_note(&state, env.now, &how), &transaction));
     }
     let transcript =
         state.meta.transcript.clone().filter(|t| t.is_file() && state.meta.host.keeps_claude_transcript());
     if let Some(transcript) = &transcript
         && crate::host::transcript::tool_call_still_pending(transcript)
     {
-        return forged(&forged_note(&state, env.now, "while a tool call was still running"), &transaction);
+        return Err(forged(
+            &forged_note(&state, env.now, "while a tool call was still running"),
+            &transaction,
+        ));
     }
     let failed = failed_turn(failure, env.now);
     // Read only for a limit: the host may not wait long for this hook (see `outlive_the_host`).
@@ -158,23 +166,37 @@ fn record(env: &Environment, host: Host, paths: &LoopPaths, failure: &TurnFailur
         )),
         ..LedgerEntry::new(&next, env.now, LedgerDecision::Note, failed.kind)
     });
-    if let Err(e) = transaction.commit(&next, &lines) {
-        return HookResponse::allow_with(format!(
-            "for-loop: the loop's turn ended on an error ({}), and it could not be recorded ({e}). Nothing \
-             changed; free some disk space.",
-            kind(failure)
-        ));
+    Ok(Failed { transaction, change: Change { next, lines, told: incidents }, turn: failed })
+}
+
+impl Failed<'_> {
+    /// The words for the user once the hook's commit recorded the failed turn, or failed to.
+    pub(crate) fn answer(
+        self,
+        env: &Environment,
+        failure: &TurnFailure,
+        committed: Result<(), CommitError>,
+    ) -> HookResponse {
+        let Failed { transaction, change, turn: failed } = self;
+        if let Err(e) = committed {
+            return HookResponse::allow_with(format!(
+                "for-loop: the loop's turn ended on an error ({}), and it could not be recorded ({e}). Nothing \
+                 changed; free some disk space.",
+                kind(failure)
+            ));
+        }
+        let paths = transaction.paths();
+        drop(transaction);
+        let next = &change.next;
+        let mut told = words::told(next, &failed, env.now);
+        if next.meta.status == Status::Parked && next.meta.settings.on_limit == OnLimit::Handoff {
+            told = format!("{told}\n{}", hand_over_on_limit(env, paths, &failure.session_id));
+        }
+        // Again at the user's next prompt: where the host shows this hook's output, if anywhere, it
+        // is easily missed at the end of a session.
+        Notice::post(&paths.dir, &told);
+        HookResponse::allow_with(told)
     }
-    incidents.iter().for_each(Incident::forget_fallback);
-    drop(transaction);
-    let mut told = words::told(&next, &failed, env.now);
-    if next.meta.status == Status::Parked && next.meta.settings.on_limit == OnLimit::Handoff {
-        told = format!("{told}\n{}", hand_over_on_limit(env, paths, &failure.session_id));
-    }
-    // Again at the user's next prompt: where the host shows this hook's output, if anywhere, it
-    // is easily missed at the end of a session.
-    Notice::post(&paths.dir, &told);
-    HookResponse::allow_with(told)
 }
 
 /// The loop's record of `failure` at `now`.
@@ -251,54 +273,74 @@ fn park_limited(mut state: LoopState) -> LoopState {
     state
 }
 
-/// At the user's prompt, a loop parked on a usage limit: continued when the limit has lifted (or
-/// the host never said when it would), else left parked. `trusted` is the loop as the prompt
-/// hook read it; the change is made on the loop as its transaction reads it. The words for the
-/// user; `None` when the session's loop is not parked on a limit.
+/// Whether `trusted`, the loop as the prompt hook of `host` read it, is parked on a usage limit
+/// that the user's prompt may lift ([`after_limit`]). `loop-hook run` parks its loops on limits
+/// too, and waits them out itself.
+pub(crate) fn parked_on_limit(host: Host, trusted: &LoopState) -> bool {
+    trusted.meta.status == Status::Parked
+        && trusted.meta.outcome == Some(ReasonCode::AgentLimited)
+        && trusted.meta.host == host
+        && trusted.meta.failed_turn.is_some()
+}
+
+/// What the user's prompt does to a loop parked on a usage limit.
+pub(crate) enum AfterLimit {
+    /// The limit has not lifted: left parked, with these words.
+    Waits(String),
+    /// Continued: its words once the prompt hook's one commit is made, and the command that
+    /// continues it when that commit failed.
+    Lifted { continued: String, resume: String },
+}
+
+impl AfterLimit {
+    /// The words for the user, once the prompt hook's commit recorded the change, or failed to.
+    pub(crate) fn told(&self, committed: Result<(), &CommitError>) -> String {
+        match (self, committed) {
+            (AfterLimit::Waits(words), _) | (AfterLimit::Lifted { continued: words, .. }, Ok(())) => {
+                words.clone()
+            }
+            (AfterLimit::Lifted { resume, .. }, Err(e)) => format!(
+                "for-loop: the usage limit has lifted, but the loop could not be continued ({e}); \
+                 {resume} continues it."
+            ),
+        }
+    }
+}
+
+/// At the user's prompt, a loop parked on a usage limit: `state` (the loop as the prompt hook
+/// holds it) continued when the limit has lifted (or the host never said when it would), else
+/// left parked; the ledger line of a continued loop, for the prompt hook's one commit. `None`
+/// when the loop is not parked on a limit.
 pub(crate) fn after_limit(
     env: &Environment,
-    host: Host,
-    paths: &LoopPaths,
-    trusted: &LoopState,
-) -> Option<String> {
-    if trusted.meta.status != Status::Parked || trusted.meta.outcome != Some(ReasonCode::AgentLimited) {
-        return None;
-    }
-    // `loop-hook run` parks its loops on limits too, and waits them out itself.
-    if trusted.meta.host != host || trusted.meta.failed_turn.is_none() {
-        return None;
-    }
-    let (transaction, Custody::Loop { mut state, .. }) = Transaction::open(paths, env.now).ok()? else {
-        return None;
-    };
+    state: &mut LoopState,
+) -> Option<(Option<LedgerEntry>, AfterLimit)> {
     let failed = state.meta.failed_turn.clone()?;
     if state.meta.status != Status::Parked || state.meta.outcome != Some(ReasonCode::AgentLimited) {
         return None;
     }
     if !failed.has_reset(env.now) {
-        return Some(words::after_limit(&state, &failed, env.now, false));
+        return Some((None, AfterLimit::Waits(words::after_limit(state, &failed, env.now, false))));
     }
     state.meta.status = Status::Active;
     state.meta.outcome = None;
     state.meta.updated_at = env.now;
     let line = LedgerEntry {
         detail: Some("the usage limit lifted; continued at the user's prompt".into()),
-        ..LedgerEntry::new(&state, env.now, LedgerDecision::Note, ReasonCode::Resumed)
+        ..LedgerEntry::new(state, env.now, LedgerDecision::Note, ReasonCode::Resumed)
     };
-    match transaction.commit(&state, &[line]) {
-        Ok(()) => Some(words::after_limit(&state, &failed, env.now, true)),
-        Err(e) => Some(format!(
-            "for-loop: the usage limit has lifted, but the loop could not be continued ({e}); \
-             {} continues it.",
-            state.meta.host.commands().resume
-        )),
-    }
+    let lifted = AfterLimit::Lifted {
+        continued: words::after_limit(state, &failed, env.now, true),
+        resume: state.meta.host.commands().resume.to_string(),
+    };
+    Some((Some(line), lifted))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::LedgerEntry;
+    use crate::store::Store;
 
     const SESSION: &str = "s-1";
 
@@ -331,6 +373,12 @@ mod tests {
         serde_json::json!({"session_id": SESSION, "hook_event_name": "StopFailure", "error": error,
             "last_assistant_message": said})
         .to_string()
+    }
+
+    /// What the prompt hook of `host` tells the user of session [`SESSION`] at a plain prompt.
+    fn prompt(env: &Environment, host: Host) -> Option<String> {
+        let event = serde_json::json!({"session_id": SESSION, "prompt": "go on", "cwd": env.cwd});
+        crate::hook::prompt_hook::respond(env, host, event.as_object().unwrap()).system_message
     }
 
     fn state(paths: &LoopPaths) -> LoopState {
@@ -407,16 +455,16 @@ mod tests {
         );
         assert_eq!(parked.meta.failed_turn.as_ref().unwrap().resets_at, Some(at(reset)));
         assert_eq!(parked.meta.iteration, 2, "no iteration used");
+        // The failure's notice is taken by the first prompt; what follows is the limit's alone.
+        let _ = prompt(&env_at(home.path(), at(start + 30)), Host::ClaudeCode);
         // Before the reset the loop waits, and says until when.
-        let early =
-            after_limit(&env_at(home.path(), at(start + 60)), Host::ClaudeCode, &paths, &state(&paths))
-                .unwrap();
+        let early = prompt(&env_at(home.path(), at(start + 60)), Host::ClaudeCode).unwrap();
         assert!(early.contains("A prompt before then meets the same limit"), "{early}");
         assert_eq!(state(&paths).meta.status, Status::Parked);
         // Another host's prompt does not continue it.
-        assert_eq!(after_limit(&env_at(home.path(), at(reset)), Host::Codex, &paths, &state(&paths)), None);
-        let lifted =
-            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)).unwrap();
+        assert_eq!(prompt(&env_at(home.path(), at(reset)), Host::Codex), None);
+        assert_eq!(state(&paths).meta.status, Status::Parked);
+        let lifted = prompt(&env_at(home.path(), at(reset)), Host::ClaudeCode).unwrap();
         assert!(lifted.contains("the loop goes on at iteration 2"), "{lifted}");
         let resumed = state(&paths);
         assert_eq!(
@@ -424,11 +472,7 @@ mod tests {
             (Status::Active, None, 2)
         );
         assert_eq!(ledger(&paths).pop().unwrap().reason, ReasonCode::Resumed);
-        assert_eq!(
-            after_limit(&env_at(home.path(), at(reset)), Host::ClaudeCode, &paths, &state(&paths)),
-            None,
-            "once"
-        );
+        assert_eq!(prompt(&env_at(home.path(), at(reset)), Host::ClaudeCode), None, "once");
     }
 
     /// The loop's transcript, holding `records`, named in its state as the user's start named it.

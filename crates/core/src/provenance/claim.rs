@@ -138,6 +138,9 @@ fn claim(
         detail: Some(format!("claimed by conversation {session_id}")),
         ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::Claimed)
     };
+    // A commit of its own, not a stage's change for the stop's one commit: the loop it makes must
+    // be on disk between the moves above and the removal of the waiting copy below, and before
+    // the stop opens it to judge it (a crash in between is repaired by the next claim).
     claiming.commit(&state, &[claimed]).map_err(io::Error::other)?;
     // The loop is the session's now; a copy left here by a crash is removed by the next claim.
     let _ = waiting.remove_loop();

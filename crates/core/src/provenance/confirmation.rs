@@ -33,14 +33,14 @@ use serde_json::Value;
 use crate::host::hook_response::HookResponse;
 use crate::host::origin::Origin;
 use crate::host::user_command::UserCommand;
+use crate::state::Incident;
 use crate::state::ReasonCode;
 use crate::state::{Awaiting, AwaitingKind as Kind};
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
+use crate::store::LoopPaths;
 use crate::store::custody::{Custody, Known};
-use crate::store::transaction::Transaction;
-use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
+use crate::store::transaction::{Change, CommitError, Transaction};
 use crate::support::read::reverse_lines::ReverseLines;
 
 /// How long the transcript is given to show the user's prompt: Claude Code writes it
@@ -193,62 +193,55 @@ fn capitalised(text: &str) -> String {
     chars.next().map_or_else(String::new, |c| c.to_uppercase().collect::<String>() + chars.as_str())
 }
 
-/// Marks the session's loop as awaiting confirmation of `awaiting`, before the prompt hook
+/// Marks `state` (the session's loop, as the prompt hook holds it) as awaiting confirmation of
+/// `awaiting`; the ledger line that records the mark. The hook commits the mark before it
 /// carries the command out: a hook killed between the two leaves the mark, never a change
-/// without one. `Err` when the mark cannot be written (the command must then not run).
-pub(crate) fn mark(paths: &LoopPaths, awaiting: &Awaiting, now: Timestamp) -> Result<(), String> {
-    let (transaction, custody) = Transaction::open(paths, now).map_err(|e| e.to_string())?;
-    let mut state = match custody {
-        Custody::Loop { state, .. } => state,
-        Custody::None => return Ok(()),
-        Custody::Untrusted { why, .. } => return Err(why),
-    };
+/// without one; a mark that cannot be committed keeps the command from running.
+pub(crate) fn mark(state: &mut LoopState, awaiting: &Awaiting, now: Timestamp) -> LedgerEntry {
     state.meta.awaiting = Some(awaiting.clone());
-    let entry = LedgerEntry {
+    LedgerEntry {
         origin: Some(Origin::User),
         detail: Some(format!(
             "`{}` from the prompt hook; the host's transcript is to confirm it",
             awaiting.command
         )),
-        ..LedgerEntry::new(&state, now, LedgerDecision::Note, ReasonCode::CommandPending)
-    };
-    transaction.commit(&state, &[entry]).map_err(|e| e.to_string())
+        ..LedgerEntry::new(state, now, LedgerDecision::Note, ReasonCode::CommandPending)
+    }
 }
 
-/// Settles the session's awaited command, if there is one: confirmed from the transcript, or
-/// recorded as sent by a program and undone where it can be. Returns what the user and the
-/// agent are to be told. Cheap when no loop waits: one `stat`.
-pub(crate) fn settle(env: &Environment, session_id: &str) -> Option<String> {
-    settle_at(&Store::locate(env).ok()?.paths(session_id), env.now, &Known::default())
+/// A settled command, read under the loop's lock, for its hook run's one commit: the transaction
+/// it was decided in, what it changes, and what it tells.
+pub(crate) struct Settling<'p> {
+    pub(crate) transaction: Transaction<'p>,
+    pub(crate) change: Change,
+    told: Option<String>,
 }
 
-/// [`settle`] for the loop whose files are `paths`, at `now`, parsing only state texts `known`
-/// has not read: looked up, applied and committed in one go (the prompt hook, and a stop whose
-/// judgment reached no verdict).
-pub(crate) fn settle_at(paths: &LoopPaths, now: Timestamp, known: &Known) -> Option<String> {
+impl Settling<'_> {
+    /// What the user and the agent are told once the hook's commit recorded the settlement, or
+    /// failed to.
+    pub(crate) fn told(self, committed: Result<(), CommitError>) -> Option<String> {
+        match committed {
+            Ok(()) => self.told,
+            Err(e) => Some(Settlement::not_recorded(self.told, &e.to_string())),
+        }
+    }
+}
+
+/// Settles the command the loop whose files are `paths` awaits, if there is one: confirmed from
+/// the transcript, or recorded as sent by a program and undone where it can be. Looked up and
+/// applied at `now` under the loop's lock, parsing only state texts `known` has not read, for
+/// the stop to commit (a stop whose judgment reached no verdict; the prompt hook settles in the
+/// loop it holds, [`Settlement::settle`]). Cheap when no loop waits: one `stat`.
+pub(crate) fn settle_at<'p>(paths: &'p LoopPaths, now: Timestamp, known: &Known) -> Option<Settling<'p>> {
     let settlement = Settlement::find(paths, known)?;
     let Ok((transaction, Custody::Loop { state, incidents })) = Transaction::open_known(paths, now, known)
     else {
         return None;
     };
-    // Settled meanwhile by another hook run.
-    let (next, line, told) = settlement.apply(&state, now)?;
-    // What custody found and repaired on the way is recorded and told here, as the stop's own
-    // judgment would have: its check now finds nothing left to tell.
-    let mut lines: Vec<LedgerEntry> = incidents.iter().map(|incident| incident.note(&state, now)).collect();
-    lines.push(line);
-    let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
-        out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
-        out
-    });
-    let told = match told {
-        Some(told) => Some(format!("{noticed}{told}")),
-        None => (!noticed.is_empty()).then(|| noticed.trim_end().to_string()),
-    };
-    match transaction.commit(&next, &lines) {
-        Ok(()) => told,
-        Err(e) => Some(Settlement::not_recorded(told, &e.to_string())),
-    }
+    let mut next = state;
+    let (lines, told) = settlement.settle(&mut next, &incidents, now)?;
+    Some(Settling { transaction, change: Change::new(next, lines), told })
 }
 
 /// A command the session's loop awaits confirmation of, looked up in the host's transcript. A
@@ -302,6 +295,33 @@ impl Settlement {
         Some((next, line, Some(told)))
     }
 
+    /// Settles this command in `state`, the loop as read under its lock, where custody found
+    /// `incidents`: the lines to commit (what custody found and repaired on the way, recorded and
+    /// told here as the stop's own judgment would have, then the settlement's), and what the
+    /// user and the agent are told once they are. `None`, and `state` unchanged, when it no
+    /// longer awaits this command (settled meanwhile by another hook run).
+    pub(crate) fn settle(
+        &self,
+        state: &mut LoopState,
+        incidents: &[Incident],
+        now: Timestamp,
+    ) -> Option<(Vec<LedgerEntry>, Option<String>)> {
+        let (next, line, told) = self.apply(state, now)?;
+        let mut lines: Vec<LedgerEntry> =
+            incidents.iter().map(|incident| incident.note(state, now)).collect();
+        lines.push(line);
+        let noticed = incidents.iter().fold(String::new(), |mut out, incident| {
+            out.push_str(&format!("for-loop noticed: {}.\n", incident.what));
+            out
+        });
+        let told = match told {
+            Some(told) => Some(format!("{noticed}{told}")),
+            None => (!noticed.is_empty()).then(|| noticed.trim_end().to_string()),
+        };
+        *state = next;
+        Some((lines, told))
+    }
+
     /// The words of a settlement whose commit failed.
     pub(crate) fn not_recorded(told: Option<String>, error: &str) -> String {
         format!(
@@ -311,7 +331,7 @@ impl Settlement {
     }
 }
 
-/// Adds what [`settle`] found to a stop's answer: the user reads it in the system message, and
+/// Adds what [`settle_at`] found to a stop's answer: the user reads it in the system message, and
 /// the agent in the block's reason when the stop is blocked.
 pub(crate) fn tell(mut response: HookResponse, told: Option<String>) -> HookResponse {
     let Some(told) = told else { return response };

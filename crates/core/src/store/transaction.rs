@@ -30,7 +30,8 @@ use crate::state::ReasonCode;
 use crate::store::LoopPaths;
 use crate::store::StoreError;
 use crate::store::custody::{Custody, Known};
-use crate::store::journal::{CommitError, Journal};
+pub(crate) use crate::store::journal::CommitError;
+use crate::store::journal::Journal;
 use crate::store::lock::{LIVE_WAIT, LOCK_WAIT, LockError, StateLock};
 
 /// How long a note outside a transaction waits for the loop's lock. A commit holds it for
@@ -175,6 +176,31 @@ impl<'p> Transaction<'p> {
 
     pub(crate) fn paths(&self) -> &'p LoopPaths {
         self.paths
+    }
+}
+
+/// What one stage of a hook run changes in its loop: the state it leaves, the ledger lines that
+/// record it, and the incidents those lines tell (their kept copies are forgotten once the change
+/// is committed). A stage returns it instead of committing, so that a hook run commits what its
+/// stages decided once, in the one place that holds its transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct Change {
+    pub(crate) next: LoopState,
+    pub(crate) lines: Vec<LedgerEntry>,
+    pub(crate) told: Vec<Incident>,
+}
+
+impl Change {
+    pub(crate) fn new(next: LoopState, lines: Vec<LedgerEntry>) -> Change {
+        Change { next, lines, told: Vec::new() }
+    }
+
+    /// Commits this change in `transaction`, all or nothing, and forgets the kept copies of the
+    /// incidents it told. For the one owner of a hook run's commit.
+    pub(crate) fn commit_in(&self, transaction: &Transaction<'_>) -> Result<(), CommitError> {
+        transaction.commit(&self.next, &self.lines)?;
+        self.told.iter().for_each(Incident::forget_fallback);
+        Ok(())
     }
 }
 

@@ -3,11 +3,12 @@
 
 use crate::host::hook_response::HookResponse;
 use crate::state::{Incident, Rhythm};
+use crate::store::transaction::Change;
 use crate::verdict::background::{self, Call};
 
+use super::Round;
 use super::context::StopContext;
 use super::open::{Opened, reopen};
-use super::{Change, Round};
 
 impl StopContext<'_> {
     /// This stop's wait on background work: `Err` with the stop's answer when it waits, else the
@@ -20,7 +21,8 @@ impl StopContext<'_> {
             Call::Judge { rhythm, incident } => Ok((rhythm, incident)),
             Call::Wait { mut next, ledger, said } => {
                 let mut found = Vec::new();
-                let transaction = reopen(self, &mut opened.state, &mut found).map_err(Round::NotJudged)?;
+                let transaction =
+                    reopen(self, &mut opened.state, &mut found).map_err(|u| self.unjudged(u))?;
                 // A command the prompt hook marked meanwhile still awaits its confirmation.
                 next.meta.awaiting.clone_from(&opened.state.meta.awaiting);
                 // The command this stop settled is recorded by its commit, as a verdict's is.
@@ -30,9 +32,9 @@ impl StopContext<'_> {
                     .chain(found.iter().map(|i| i.note(&opened.state, self.now())))
                     .chain(ledger)
                     .collect();
-                let change = Change { next: &next, lines };
-                self.finish(&transaction, &opened.state, &change, &found).map_err(Round::Judged)?;
                 let told = crate::verdict::message::incident_lines(&found);
+                let change = Change { next: *next, lines, told: found };
+                self.finish(&transaction, &opened.state, &change).map_err(Round::Judged)?;
                 Err(Round::Judged(HookResponse::allow_with(format!("{told}{said}"))))
             }
         }

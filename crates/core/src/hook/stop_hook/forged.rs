@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 
 use crate::host::hook_response::HookResponse;
 use crate::host::transcript;
-use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::custody::Custody;
-use crate::store::transaction::{Notes, Transaction};
+use crate::store::transaction::{Change, Notes, Transaction};
 use crate::verdict::decision::{self, Gate};
 use crate::verdict::facts::FinalReply;
 
@@ -75,11 +74,25 @@ impl Seen {
 }
 
 /// A stop's standing before it is judged.
-pub(super) enum Forgery {
-    /// Forged: recorded, not judged, and answered with this.
-    Answered(HookResponse),
+pub(super) enum Forgery<'p> {
+    /// Forged: not judged. Its record, decided in the transaction it was read in, is for the
+    /// stop's one commit; then it is answered with [`answer`].
+    Forged(Transaction<'p>, Box<Change>),
     /// Judged, with what the checks saw.
     Judge(Seen),
+}
+
+/// The answer to a forged stop, whose reader is the agent.
+pub(super) fn answer() -> HookResponse {
+    HookResponse {
+        block: Some(
+            "for-loop: this stop was not judged: it arrived while a tool call was still running, or \
+             before the agent's turn had ended, so it did not come from the end of a turn. It is \
+             recorded and the user will be told. Keep working on the task."
+                .into(),
+        ),
+        system_message: None,
+    }
 }
 
 /// A Stop event that arrived while the agent's tool call was still pending came from that tool
@@ -89,7 +102,7 @@ pub(super) enum Forgery {
 /// process is told only that it was not judged. Otherwise the stop is judged: as usual when it is
 /// not forged or there is no running loop of this session to protect, and unable to pass when
 /// the streak is full.
-pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
+pub(super) fn forged_stop<'p>(stop: &'p StopContext<'_>) -> Forgery<'p> {
     if let Some(forgery) = from_the_agents_shell(stop) {
         return forgery;
     }
@@ -115,7 +128,7 @@ pub(super) fn forged_stop(stop: &StopContext<'_>) -> Forgery {
 /// A Stop hook started with the variable the host gives only the agent's shell (Qwen Code's
 /// `QWEN_CODE`) is the agent running `loop-hook stop-hook` itself, or a session it started: a
 /// forged stop of the running loop, whatever its payload says.
-fn from_the_agents_shell(stop: &StopContext<'_>) -> Option<Forgery> {
+fn from_the_agents_shell<'p>(stop: &'p StopContext<'_>) -> Option<Forgery<'p>> {
     let marker = stop.host.agent_shell_marker()?;
     stop.env.var(marker)?;
     if !stop.has_loop_files() {
@@ -138,7 +151,7 @@ fn from_the_agents_shell(stop: &StopContext<'_>) -> Option<Forgery> {
 /// by it, a copy of the host it ran): a forged stop of the running loop, whatever its payload and
 /// the transcript say. The tree is read only for a running loop of this session, by the loop's
 /// own host's rule.
-fn from_the_agents_process_tree(stop: &StopContext<'_>) -> Option<Forgery> {
+fn from_the_agents_process_tree<'p>(stop: &'p StopContext<'_>) -> Option<Forgery<'p>> {
     if !stop.has_loop_files() {
         return None;
     }
@@ -156,9 +169,10 @@ fn from_the_agents_process_tree(stop: &StopContext<'_>) -> Option<Forgery> {
     Some(not_judged(stop, &trusted.meta.loop_id, seen, &how))
 }
 
-/// Records a stop taken for forged, `how` it arrived, and answers it without judging it; or,
-/// when the streak of forged stops is full or the loop cannot be read, judges it as `doubted`.
-fn not_judged(stop: &StopContext<'_>, loop_id: &str, doubted: Seen, how: &str) -> Forgery {
+/// What a stop taken for forged changes (its note, `how` it arrived, and the count of forged
+/// stops), for the stop's one commit; or, when the streak of forged stops is full or the loop
+/// cannot be read, the stop judged as `doubted`.
+fn not_judged<'p>(stop: &'p StopContext<'_>, loop_id: &str, doubted: Seen, how: &str) -> Forgery<'p> {
     let (env, event, paths) = (stop.env, stop.event, &stop.paths);
     // Locked before the streak is read, and read through custody only once the stop is known to
     // be forged: a stop judged as usual must still find (and report) what custody would repair.
@@ -198,18 +212,7 @@ fn not_judged(stop: &StopContext<'_>, loop_id: &str, doubted: Seen, how: &str) -
     );
     let mut lines = stop.recorded(settled);
     lines.push(entry);
-    if transaction.commit(&next, &lines).is_err() {
-        Incident::record_fallback(&paths.dir, ReasonCode::ForgedStop, env.now);
-    }
-    Forgery::Answered(HookResponse {
-        block: Some(
-            "for-loop: this stop was not judged: it arrived while a tool call was still running, or \
-             before the agent's turn had ended, so it did not come from the end of a turn. It is \
-             recorded and the user will be told. Keep working on the task."
-                .into(),
-        ),
-        system_message: None,
-    })
+    Forgery::Forged(transaction, Box::new(Change::new(next, lines)))
 }
 
 /// The session's running loop, as last trusted, and the transcript to look in: the one the

@@ -31,17 +31,18 @@ mod scope;
 use std::fs;
 use std::io::Read;
 
+use crate::hook::turn_failure;
 use crate::host::Host;
-use crate::host::event::{self, EventError, StopEvent};
+use crate::host::event::{self, EventError, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::provenance::claim;
 use crate::provenance::confirmation::Settlement;
+use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::Rhythm;
-use crate::state::{Incident, LedgerEntry};
 use crate::store::custody;
-use crate::store::transaction::{Notes, Transaction};
+use crate::store::transaction::{Change, CommitError, Notes, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Decision};
 
@@ -50,7 +51,7 @@ pub(crate) use fault::misinvoked;
 use fault::{fault, record_fault, unreadable_event};
 use forged::{Forgery, Seen, forged_stop};
 use gather::Gathered;
-use open::{Opened, Opening};
+use open::{Opened, Unjudged};
 
 /// How many times one stop may be judged. A stop is judged again only when a judgment reached no
 /// verdict and something changed that: a new loop this conversation started was claimed in place
@@ -65,7 +66,7 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
     if let Ok(object) = &object
         && let Some(failure) = host.parse_failure(object, env.now)
     {
-        return crate::hook::turn_failure::run(env, host, failure);
+        return failed_turn(env, host, failure);
     }
     let event = object.and_then(|object| host.parse_stop(&object));
     match event {
@@ -78,6 +79,29 @@ pub(crate) fn run(env: &Environment, host: Host, stdin: impl Read) -> HookRespon
             HookResponse::allow()
         }
         Err(error) => unreadable_event(env, &error),
+    }
+}
+
+/// A turn the host ended on an error (its `StopFailure`): a stage of the stop's context, whose
+/// record the stop's one commit makes.
+fn failed_turn(env: &Environment, host: Host, failure: Result<TurnFailure, EventError>) -> HookResponse {
+    let failure = match turn_failure::read(failure) {
+        Ok(failure) => failure,
+        Err(response) => return response,
+    };
+    let event = StopEvent { session_id: failure.session_id.clone(), ..StopEvent::default() };
+    let Some(stop) = StopContext::locate(env, host, &event) else {
+        return turn_failure::nothing_to_record(&failure, "no loop store");
+    };
+    if !stop.paths.state.exists() {
+        return turn_failure::nothing_to_record(&failure, "this session has no loop");
+    }
+    match turn_failure::record(env, host, &stop.paths, &failure) {
+        Ok(failed) => {
+            let committed = commit(&failed.transaction, &failed.change);
+            failed.answer(env, &failure, committed)
+        }
+        Err(response) => response,
     }
 }
 
@@ -112,8 +136,12 @@ impl StopContext<'_> {
         self.settlement = Settlement::find(&self.paths, &self.known);
         let response = match forged_stop(&self) {
             // A forged stop is answered without the user's notices: its reader is the agent.
-            Forgery::Answered(response) => {
-                crate::provenance::confirmation::tell(response, self.settled_words())
+            Forgery::Forged(transaction, change) => {
+                if commit(&transaction, &change).is_err() {
+                    Incident::record_fallback(&self.paths.dir, ReasonCode::ForgedStop, self.now());
+                }
+                drop(transaction);
+                crate::provenance::confirmation::tell(forged::answer(), self.settled_words())
             }
             Forgery::Judge(seen) => {
                 let (response, late) = self.judge_rounds(&seen, true);
@@ -146,7 +174,12 @@ impl StopContext<'_> {
                 Round::NotJudged(response) => response,
             };
             let settled = if settle && response.block.is_none() {
-                crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known)
+                crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known).and_then(
+                    |settling| {
+                        let committed = commit(&settling.transaction, &settling.change);
+                        settling.told(committed)
+                    },
+                )
             } else {
                 None
             };
@@ -209,9 +242,8 @@ impl StopContext<'_> {
             return Round::NotJudged(no_loop(self.event));
         }
         let mut opened = match open::open(self) {
-            Ok(Opening::Judge(opened)) => *opened,
-            Ok(Opening::Again) => return Round::Again,
-            Err(response) => return Round::NotJudged(response),
+            Ok(opened) => *opened,
+            Err(unjudged) => return self.unjudged(unjudged),
         };
         // Which host process sent this stop: a handoff takes the loop at once once it has exited.
         crate::provenance::host_process::record(&self.paths.dir, self.host, self.now());
@@ -226,31 +258,49 @@ impl StopContext<'_> {
         // A loop changed while verify ran was not judged: a cancel landed, perhaps one to undo.
         let transaction = match open::reopen(self, &mut opened.state, &mut gathered.incidents) {
             Ok(transaction) => transaction,
-            Err(response) => return Round::NotJudged(response),
+            Err(unjudged) => return self.unjudged(unjudged),
         };
         opened.state.meta.rhythm = Rhythm { block_cap: self.host.quiet_block_cap(self.env), ..rhythm };
         let decision = decision::decide(&opened.state, gathered.facts());
         // The command this stop settled goes first, then the verdict's lines.
         let mut lines = self.recorded(opened.settled.take());
         lines.extend(decision.ledger.iter().cloned());
-        let change = Change { next: &decision.next, lines };
-        if let Err(response) = self.finish(&transaction, &opened.state, &change, &gathered.incidents) {
+        let change = Change { next: decision.next.clone(), lines, told: gathered.incidents.clone() };
+        if let Err(response) = self.finish(&transaction, &opened.state, &change) {
             return Round::Judged(response);
         }
         Round::Judged(self.effects(transaction, opened, &gathered, &decision).unwrap_or_else(|r| r))
     }
 
-    /// Commits a judged stop's change (a verdict, or a wait on background work) in the
-    /// transaction its stage was handed, and forgets the incidents it told; or changes nothing
-    /// and lets the stop through with the fault recorded.
+    /// A stop that reached no verdict: what it changes (a settled command, a loop ended as
+    /// tampered) is committed here, then it is answered.
+    fn unjudged(&self, unjudged: Unjudged<'_>) -> Round {
+        match unjudged {
+            Unjudged::Answer(response) => Round::NotJudged(response),
+            Unjudged::Untrusted(transaction, untrusted) => {
+                let committed = commit(&transaction, &untrusted.change);
+                Round::NotJudged(untrusted.answer(&transaction, committed))
+            }
+            Unjudged::Over(transaction, mut over) => {
+                let lines = self.recorded(over.settled.take());
+                if !lines.is_empty() {
+                    // A failure leaves the command awaiting: the next stop settles it again.
+                    let _ = commit(&transaction, &Change::new(over.state().clone(), lines));
+                }
+                over.after(self, transaction)
+            }
+        }
+    }
+
+    /// Commits a judged stop's change (a verdict, or a wait on background work); or changes
+    /// nothing and lets the stop through with the fault recorded.
     fn finish(
         &self,
         transaction: &Transaction<'_>,
         state: &LoopState,
-        change: &Change<'_>,
-        incidents: &[Incident],
+        change: &Change,
     ) -> Result<(), HookResponse> {
-        if let Err(e) = transaction.commit(change.next, &change.lines) {
+        if let Err(e) = commit(transaction, change) {
             let what = format!(
                 "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
                  goes on at the next stop. Free some disk space (or raise the file-size limit)"
@@ -265,7 +315,6 @@ impl StopContext<'_> {
             );
             return Err(HookResponse::allow_with(format!("for-loop: {what}.")));
         }
-        incidents.iter().for_each(Incident::forget_fallback);
         Ok(())
     }
 
@@ -310,6 +359,14 @@ impl StopContext<'_> {
     }
 }
 
+/// The one place a stop commits: what one of its stages decided (a verdict, a wait on background
+/// work, a forged stop's record, a settled command, a loop ended as tampered, a turn that ended
+/// on an error), in the transaction that stage was handed, all or nothing. The stages return
+/// their [`Change`] and never commit themselves.
+fn commit(transaction: &Transaction<'_>, change: &Change) -> Result<(), CommitError> {
+    change.commit_in(transaction)
+}
+
 /// `response` with `line` for the user, after what it says already.
 fn with_notice(mut response: HookResponse, line: Option<String>) -> HookResponse {
     if let Some(line) = line {
@@ -319,13 +376,6 @@ fn with_notice(mut response: HookResponse, line: Option<String>) -> HookResponse
         });
     }
     response
-}
-
-/// What a judged stop changes in its loop: the state it leaves and the ledger lines that record
-/// it, committed once by [`StopContext::finish`].
-pub(super) struct Change<'s> {
-    pub(super) next: &'s LoopState,
-    pub(super) lines: Vec<LedgerEntry>,
 }
 
 /// A session without a loop. On a continuation (a stop hook blocked the last stop) whose

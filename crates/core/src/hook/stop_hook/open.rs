@@ -11,13 +11,13 @@ use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::custody::Custody;
 use crate::store::judgment::{Found, Judgment, Marked};
-use crate::store::transaction::{Notes, OpenError, Transaction};
+use crate::store::transaction::{Change, CommitError, Notes, OpenError, Transaction};
 use crate::support::environment::Environment;
 use crate::verdict::decision::{self, Gate};
 
 use super::context::{Settled, StopContext};
 use super::fault::{fault, record};
-use super::no_loop;
+use super::{Round, no_loop};
 
 /// A loop open for judging this stop: its state as read before verify, what to tell about it,
 /// and the mark that says a judgment is running (cleared when it is dropped).
@@ -30,22 +30,93 @@ pub(super) struct Opened<'p> {
     pub(super) settled: Option<Settled>,
 }
 
-/// What opening found.
-pub(super) enum Opening<'p> {
-    /// The loop, to judge.
-    Judge(Box<Opened<'p>>),
-    /// A new loop this conversation started was claimed in place of its ended one: open again.
-    Again,
+/// A stop that reaches no verdict on its loop.
+pub(super) enum Unjudged<'p> {
+    /// Answered as it stands; nothing to commit.
+    Answer(HookResponse),
+    /// The loop is over, or another session's: the command it settled (if any) is committed by
+    /// the stop, then [`Over::after`] answers.
+    Over(Transaction<'p>, Box<Over>),
+    /// A loop no trusted copy vouches for, ended as tampered by the stop's commit, then
+    /// [`Untrusted::answer`] answers.
+    Untrusted(Transaction<'p>, Box<Untrusted>),
+}
+
+impl From<HookResponse> for Unjudged<'_> {
+    fn from(response: HookResponse) -> Self {
+        Unjudged::Answer(response)
+    }
+}
+
+/// A loop that is over (ended) or another session's, as this stop read it.
+pub(super) struct Over {
+    state: LoopState,
+    /// The settlement of the awaited command, for the stop's commit.
+    pub(super) settled: Option<Settled>,
+    /// Another session's loop, with what custody found in it; `None`: an ended loop.
+    foreign: Option<Vec<Incident>>,
+}
+
+impl Over {
+    /// The state to commit with a settled command's line.
+    pub(super) fn state(&self) -> &LoopState {
+        &self.state
+    }
+
+    /// What follows the commit (made, failed or not needed): an ended loop may be replaced by a
+    /// new one this conversation started (judge again); another session's loop is recorded as
+    /// such.
+    pub(super) fn after(self, stop: &StopContext<'_>, transaction: Transaction<'_>) -> Round {
+        let (env, event) = (stop.env, stop.event);
+        let Some(incidents) = self.foreign else {
+            drop(transaction);
+            // A new loop this conversation started, on a host whose commands cannot name it, may
+            // be waiting to replace the ended one.
+            return if claim::attach(&stop.store, stop.host, event, env.now) {
+                Round::Again
+            } else {
+                Round::NotJudged(handed_over(&self.state))
+            };
+        };
+        for incident in &incidents {
+            record(Notes::Held(&transaction), &self.state, event, env, incident.code, Some(&incident.what));
+        }
+        record(Notes::Held(&transaction), &self.state, event, env, ReasonCode::ForeignSession, None);
+        Round::NotJudged(HookResponse::allow())
+    }
+}
+
+/// The end of a loop whose state no trusted copy vouches for, and the words that tell it.
+pub(super) struct Untrusted {
+    pub(super) change: Change,
+    said: String,
+}
+
+impl Untrusted {
+    /// The answer once the stop's commit recorded the end, or failed to.
+    pub(super) fn answer(
+        &self,
+        transaction: &Transaction<'_>,
+        committed: Result<(), CommitError>,
+    ) -> HookResponse {
+        let recorded = match committed {
+            Ok(()) => format!("ledger: {}", transaction.paths().ledger.display()),
+            Err(e) => format!("this could not be recorded: {e}"),
+        };
+        HookResponse::allow_with(format!("{}\n  {recorded}", self.said))
+    }
 }
 
 /// Opens the session's loop for this stop. `Err` is the answer when there is nothing to judge:
 /// no loop, another session's, an ended one, or a fault of ours.
-pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookResponse> {
+pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Box<Opened<'p>>, Unjudged<'p>> {
     let (env, host, event, paths) = (stop.env, stop.host, stop.event, &stop.paths);
     let (transaction, custody) = match Transaction::open_known(paths, env.now, &stop.known) {
         Ok(opened) => opened,
         Err(OpenError::Lock(e)) => {
-            return Err(fault(Notes::Free(paths), None, event, env, &format!("{e}. This stop is allowed.")));
+            return Err(
+                fault(Notes::Free(paths), None, event, env, &format!("{e}. This stop is allowed.")).into()
+            );
         }
         Err(OpenError::Unreadable(e)) => {
             return Err(fault(
@@ -59,39 +130,30 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
                      {} moves it aside and ends the loop.",
                     host.commands().cancel
                 ),
-            ));
+            )
+            .into());
         }
     };
     let (state, mut incidents) = match custody {
-        Custody::None => return Err(no_loop(event)),
+        Custody::None => return Err(no_loop(event).into()),
         Custody::Untrusted { state, why } => {
             return Err(match decision::gate(&state, &event.session_id) {
-                Gate::Judge => end_untrusted(&transaction, &state, &why, event, env),
-                _ => HookResponse::allow(),
+                Gate::Judge => {
+                    Unjudged::Untrusted(transaction, Box::new(untrusted(&state, &why, event, env)))
+                }
+                _ => HookResponse::allow().into(),
             });
         }
         Custody::Loop { state, incidents } => (state, incidents),
     };
     let (state, settled) = stop.settled(state);
     match decision::gate(&state, &event.session_id) {
-        // A new loop this conversation started, on a host whose commands cannot name it, may
-        // be waiting to replace the ended one.
         Gate::Ended => {
-            commit_settled(stop, &transaction, &state, settled);
-            drop(transaction);
-            return if claim::attach(&stop.store, host, event, env.now) {
-                Ok(Opening::Again)
-            } else {
-                Err(handed_over(&state))
-            };
+            return Err(Unjudged::Over(transaction, Box::new(Over { state, settled, foreign: None })));
         }
         Gate::Foreign => {
-            commit_settled(stop, &transaction, &state, settled);
-            for incident in &incidents {
-                record(Notes::Held(&transaction), &state, event, env, incident.code, Some(&incident.what));
-            }
-            record(Notes::Held(&transaction), &state, event, env, ReasonCode::ForeignSession, None);
-            return Err(HookResponse::allow());
+            let over = Over { state, settled, foreign: Some(incidents) };
+            return Err(Unjudged::Over(transaction, Box::new(over)));
         }
         Gate::Judge => {}
     }
@@ -116,7 +178,7 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
                  through and that one answers; if the hook is installed twice, remove one",
                 other.pid
             );
-            return Err(fault(Notes::Held(&transaction), Some(&state), event, env, &what));
+            return Err(fault(Notes::Held(&transaction), Some(&state), event, env, &what).into());
         }
         Found::Interrupted(judgment) => {
             if judgment.loop_id == state.meta.loop_id {
@@ -127,7 +189,7 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Opening<'p>, HookRes
         Found::None => {}
     }
     let judging = Judgment::begin(paths, &state, env.now);
-    Ok(Opening::Judge(Box::new(Opened { state, incidents, judging, settled })))
+    Ok(Box::new(Opened { state, incidents, judging, settled }))
 }
 
 /// The answer to a stop of a loop that is over: silence, or, for a loop handed over to
@@ -141,19 +203,6 @@ fn handed_over(state: &LoopState) -> HookResponse {
     }
 }
 
-/// Commits a settlement alone, for a stop that reaches no verdict to commit it with.
-fn commit_settled(
-    stop: &StopContext<'_>,
-    transaction: &Transaction<'_>,
-    state: &LoopState,
-    settled: Option<Settled>,
-) {
-    if settled.is_some() {
-        // A failure leaves the command awaiting: the next stop settles it again.
-        let _ = transaction.commit(state, &stop.recorded(settled));
-    }
-}
-
 /// Opens the loop again after verify, and keeps it open for the commit. The state may have been
 /// changed meanwhile: by the user (a cancel, a new loop: this stop is then allowed), or behind
 /// for-loop's back (restored again, and told).
@@ -161,7 +210,7 @@ pub(super) fn reopen<'p>(
     stop: &'p StopContext<'_>,
     state: &mut LoopState,
     incidents: &mut Vec<Incident>,
-) -> Result<Transaction<'p>, HookResponse> {
+) -> Result<Transaction<'p>, Unjudged<'p>> {
     let (env, event, paths) = (stop.env, stop.event, &stop.paths);
     let transaction = Transaction::lock(paths).map_err(|e| {
         fault(Notes::Free(paths), Some(state), event, env, &format!("{e}. This stop is allowed."))
@@ -183,20 +232,17 @@ pub(super) fn reopen<'p>(
             state.meta.awaiting = now.meta.awaiting;
             Ok(transaction)
         }
-        Ok(Custody::Untrusted { state, why }) => Err(end_untrusted(&transaction, &state, &why, event, env)),
-        _ => Err(HookResponse::allow()),
+        Ok(Custody::Untrusted { state, why }) => {
+            let untrusted = untrusted(&state, &why, event, env);
+            Err(Unjudged::Untrusted(transaction, Box::new(untrusted)))
+        }
+        _ => Err(HookResponse::allow().into()),
     }
 }
 
-/// Ends a loop whose state no trusted copy vouches for: its settings may be the agent's, so
+/// The end of a loop whose state no trusted copy vouches for: its settings may be the agent's, so
 /// neither judging by them nor going on is safe. The user is told, and the receipt says tampered.
-pub(super) fn end_untrusted(
-    transaction: &Transaction<'_>,
-    state: &LoopState,
-    why: &str,
-    event: &StopEvent,
-    env: &Environment,
-) -> HookResponse {
+fn untrusted(state: &LoopState, why: &str, event: &StopEvent, env: &Environment) -> Untrusted {
     let mut next = state.clone();
     next.meta.status = Status::Ended;
     next.meta.outcome = Some(ReasonCode::StateTampered);
@@ -210,14 +256,10 @@ pub(super) fn end_untrusted(
         receipt: Some(receipt.clone()),
         ..LedgerEntry::new(state, env.now, LedgerDecision::Allow, ReasonCode::StateTampered)
     };
-    let recorded = match transaction.commit(&next, &[entry]) {
-        Ok(()) => format!("ledger: {}", transaction.paths().ledger.display()),
-        Err(e) => format!("this could not be recorded: {e}"),
-    };
     let headline = format!(
         "for-loop: {why}. for-loop cannot tell what the loop's settings really were, so the loop is \
          over: ended as tampered, not verified. If it was not you, it was the agent; start the loop \
          again with the for-loop command."
     );
-    HookResponse::allow_with(format!("{}\n  {recorded}", receipt.render(&headline, state.meta.host)))
+    Untrusted { change: Change::new(next, vec![entry]), said: receipt.render(&headline, state.meta.host) }
 }
