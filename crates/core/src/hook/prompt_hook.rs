@@ -151,6 +151,14 @@ impl<'p> Held<'p> {
         self.open().ok().flatten()
     }
 
+    /// The transaction the loop is held open in, when a stage opened it.
+    fn transaction(&self) -> Option<&Transaction<'p>> {
+        match &self.opened {
+            Some(Ok(Some(held))) => Some(&held.transaction),
+            _ => None,
+        }
+    }
+
     /// The loop as held and changed so far, when it is open.
     fn state(&self) -> Option<&LoopState> {
         match &self.opened {
@@ -317,10 +325,14 @@ fn route(
             notice.push(Told::Settled(told));
         }
     }
-    if dir.exists()
-        && let Some(taken) = Notice::take(&dir)
-    {
-        notice.push(Told::Said(taken));
+    if dir.exists() {
+        // Taken under the lock the hook holds once a stage opened the loop: a second take of
+        // that lock would wait for this very hook, and the notices would never be shown.
+        let taken = match held.transaction() {
+            Some(transaction) => Notice::take_held(transaction),
+            None => Notice::take(&dir),
+        };
+        notice.extend(taken.map(Told::Said));
     }
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one

@@ -69,31 +69,46 @@ impl Notice {
             return None;
         }
         let _held = StateLock::try_acquire(&lock_of(dir), NOTE_WAIT)?;
-        let (mut all, cleared) = pending(dir, Timestamp::now());
-        if cleared {
-            let _ = LoopFile::Notices.remove(dir);
-        }
-        // Listed again under the lock: a post that kept one meanwhile is shown too.
-        for path in kept_in(dir) {
-            all.push(match read_kept(&path) {
-                Ok(text) => {
-                    let _ = fs::remove_file(&path);
-                    text
-                }
-                Err(why) => match crate::store::move_aside(&path, Timestamp::now()) {
-                    Ok(aside) => format!(
-                        "for-loop: a notice kept for you could not be read ({why}); it is kept at {}.",
-                        aside.display()
-                    ),
-                    Err(e) => format!(
-                        "for-loop: a notice kept at {} could not be read ({why}) nor moved aside ({e}).",
-                        path.display()
-                    ),
-                },
-            });
-        }
-        (!all.is_empty()).then(|| all.join("\n"))
+        taken(dir)
     }
+
+    /// [`Notice::take`] for a caller that holds the loop's lock in `transaction`.
+    pub(crate) fn take_held(transaction: &Transaction<'_>) -> Option<String> {
+        let dir = &transaction.paths().dir;
+        let listed = fs::symlink_metadata(LoopFile::Notices.path(dir)).is_ok();
+        if !listed && kept_in(dir).is_empty() {
+            return None;
+        }
+        taken(dir)
+    }
+}
+
+/// The pending notices as one message, removed (the lock held).
+fn taken(dir: &Path) -> Option<String> {
+    let (mut all, cleared) = pending(dir, Timestamp::now());
+    if cleared {
+        let _ = LoopFile::Notices.remove(dir);
+    }
+    // Listed again under the lock: a post that kept one meanwhile is shown too.
+    for path in kept_in(dir) {
+        all.push(match read_kept(&path) {
+            Ok(text) => {
+                let _ = fs::remove_file(&path);
+                text
+            }
+            Err(why) => match crate::store::move_aside(&path, Timestamp::now()) {
+                Ok(aside) => format!(
+                    "for-loop: a notice kept for you could not be read ({why}); it is kept at {}.",
+                    aside.display()
+                ),
+                Err(e) => format!(
+                    "for-loop: a notice kept at {} could not be read ({why}) nor moved aside ({e}).",
+                    path.display()
+                ),
+            },
+        });
+    }
+    (!all.is_empty()).then(|| all.join("\n"))
 }
 
 /// The loop's lock file, by its directory.
