@@ -42,6 +42,8 @@ const NO_IO_IN_VERDICT: &[&str] =
 struct Reference {
     from: String,
     to: String,
+    /// The whole path named, after `crate::` (`store::lock::StateLock`); empty for `super::`.
+    path: String,
     file: String,
     line: usize,
     text: String,
@@ -226,9 +228,10 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
             // `super::` names a sibling (or, in a file's inline test module, the file itself).
             let parent =
                 if in_test && !test_file { source.module.clone() } else { parent_of(&source.module) };
-            let reference = |to: String| Reference {
+            let reference = |to: String, path: &str| Reference {
                 from: source.module.clone(),
                 to,
+                path: path.to_string(),
                 file: source.file.clone(),
                 line: start,
                 text: text.trim().to_string(),
@@ -237,12 +240,12 @@ fn references(sources: &[Source]) -> (Vec<Reference>, Vec<String>) {
             for path in paths_following(&text, "super::", ':') {
                 let full = if parent.is_empty() { path } else { format!("{parent}::{path}") };
                 if let Some(to) = module_of(&full, &modules).filter(|to| *to != source.module) {
-                    refs.push(reference(to));
+                    refs.push(reference(to, ""));
                 }
             }
             for path in paths_following(&text, "crate::", '$') {
                 match module_of(&path, &modules) {
-                    Some(to) if to != source.module => refs.push(reference(to)),
+                    Some(to) if to != source.module => refs.push(reference(to, &path)),
                     Some(_) => {}
                     None => into_lib.push(format!(
                         "{}:{}: `crate::{path}` reaches into lib.rs; name the module that defines it\n    {}",
@@ -501,6 +504,84 @@ fn only_the_worktree_layer_runs_git() {
     assert_eq!(git_outside_worktree(&planted).len(), 1, "the reader misses a git command line");
     let in_tests = [source("run::pick", "#[cfg(test)]\nfn t() { Command::new(\"git\"); }\n")];
     assert!(git_outside_worktree(&in_tests).is_empty(), "a test may set up its repository with git");
+}
+
+/// Paths from one layer into another that name a type, a trait or a constant (an item whose name
+/// starts upper-case) inside one of that layer's modules (`crate::store::lock::StateLock`)
+/// instead of at its front door (`crate::store::StateLock`, re-exported by `store/mod.rs`).
+/// Functions are named through their module (`crate::support::process::start_time`): a function's
+/// name reads with its module's, as in Rust's own idiom. `fuzzing` (built only for the fuzz
+/// targets) opens every layer's readers where they are.
+fn past_the_door(refs: &[Reference]) -> Vec<String> {
+    refs.iter()
+        .filter(|r| {
+            !r.in_test && r.from != "fuzzing" && layer(&r.from) != layer(&r.to) && r.to.contains("::")
+        })
+        .filter(|r| {
+            let item = r.path.strip_prefix(&format!("{}::", r.to)).and_then(|rest| rest.split("::").next());
+            item.is_some_and(|item| item.starts_with(|c: char| c.is_ascii_uppercase()))
+        })
+        .map(|r| {
+            let item = &r.path[r.to.len() + 2..];
+            format!(
+                "{}:{}: `crate::{}` reaches past {}'s front door: name it `crate::{}::{item}` (re-export it \
+                 from {}/mod.rs)\n    {}",
+                r.file,
+                r.line,
+                r.path,
+                layer(&r.to),
+                layer(&r.to),
+                layer(&r.to),
+                r.text
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_type_from_another_layer_comes_through_its_front_door() {
+    let (refs, _) = references(&sources(&core_src()));
+    let problems = past_the_door(&refs);
+    assert!(
+        problems.is_empty(),
+        "{} paths reach past a front door:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    // The doors are used: most paths between layers go through one.
+    let between: Vec<&Reference> =
+        refs.iter().filter(|r| !r.in_test && !r.path.is_empty() && layer(&r.from) != layer(&r.to)).collect();
+    let at_door = between.iter().filter(|r| !r.to.contains("::")).count();
+    assert!(
+        at_door * 2 > between.len(),
+        "{at_door} of {} paths between layers use a front door",
+        between.len()
+    );
+}
+
+#[test]
+fn the_reader_catches_a_type_named_past_its_layers_front_door() {
+    let sources = vec![
+        source("store", "pub(crate) use self::lock::StateLock;\n"),
+        source("store::lock", ""),
+        source("hook", ""),
+        source(
+            "hook::stop_hook",
+            "use crate::store::{lock::StateLock, self};\nuse crate::store::StateLock;\n\
+             fn f() { crate::store::lock::acquire(); crate::store::lock::LOCK_WAIT; }\n\
+             #[cfg(test)]\nmod tests {\n    use crate::store::lock::StateLock;\n}\n",
+        ),
+        source("store::journal", "use crate::store::lock::StateLock;\n"),
+    ];
+    let (refs, _) = references(&sources);
+    let past = past_the_door(&refs);
+    assert_eq!(past.len(), 2, "{past:#?}");
+    assert!(
+        past[0].starts_with("hook/stop_hook.rs:1: `crate::store::lock::StateLock` reaches past"),
+        "{past:#?}"
+    );
+    assert!(past[0].contains("name it `crate::store::StateLock`"), "{past:#?}");
+    assert!(past[1].starts_with("hook/stop_hook.rs:3: `crate::store::lock::LOCK_WAIT`"), "{past:#?}");
 }
 
 /// The checks above would pass on a reader that sees nothing; these show they see what they must.
