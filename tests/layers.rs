@@ -1148,3 +1148,71 @@ fn a_hook_run_commits_in_one_place() {
     assert!(found[1].starts_with("provenance/confirmation.rs:1"), "{found:#?}");
     assert!(found[2].starts_with("hook/stop_hook/mod.rs: commits a Change in 2 places"), "{found:#?}");
 }
+
+/// The most lines a production function of the engine may have without saying, in a comment
+/// just above it, why it is longer (`// Over 80 lines: ...`).
+const LONGEST_FUNCTION: usize = 80;
+
+/// Production functions longer than [`LONGEST_FUNCTION`] lines (from `fn` to its closing brace,
+/// which rustfmt puts at the `fn`'s indentation) with no `Over 80 lines:` comment above them.
+fn long_functions(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in sources {
+        let lines: Vec<&str> = source.text.lines().collect();
+        let end = lines.iter().position(|l| l.trim() == "#[cfg(test)]").unwrap_or(lines.len());
+        for (at, line) in lines[..end].iter().enumerate() {
+            let code = code_of(line);
+            let body = code.trim_start();
+            let indent = code.len() - body.len();
+            let words: Vec<&str> = body.split_whitespace().collect();
+            let Some(fn_at) = words.iter().position(|w| *w == "fn") else { continue };
+            if !words[..fn_at].iter().all(|w| {
+                ["pub", "pub(crate)", "pub(super)", "const", "async", "unsafe"].contains(w)
+                    || w.starts_with("pub(in")
+            }) {
+                continue;
+            }
+            let closing = format!("{}}}", " ".repeat(indent));
+            let Some(length) = lines[at + 1..end].iter().position(|l| l.trim_end() == closing) else {
+                continue;
+            };
+            let length = length + 2;
+            let said = lines[..at]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim_start().starts_with("//") || l.trim_start().starts_with("#["))
+                .any(|l| l.contains("Over 80 lines:"));
+            if length > LONGEST_FUNCTION && !said {
+                out.push(format!(
+                    "{}:{}: `{}` is {length} lines: split it, or say why it is not in a comment above it \
+                     (`// Over 80 lines: ...`)",
+                    source.file,
+                    at + 1,
+                    words.get(fn_at + 1).map_or("", |w| w.split(['(', '<']).next().unwrap_or(w))
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_production_function_is_over_80_lines_without_a_reason() {
+    let long = long_functions(&sources(&core_src()));
+    assert!(long.is_empty(), "{} long functions:\n{}", long.len(), long.join("\n"));
+}
+
+#[test]
+fn the_reader_catches_a_long_function_and_hears_its_reason() {
+    let body = |name: &str| format!("fn {name}() {{\n{}}}\n", "    x();\n".repeat(LONGEST_FUNCTION));
+    let text = format!(
+        "{}// Over 80 lines: one table of cases, read in one place.\n{}{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        body("long"),
+        body("said"),
+        "fn short() {\n    x();\n}\n",
+        body("in_test")
+    );
+    let long = long_functions(&[source("checks::sample", &text)]);
+    assert_eq!(long.len(), 1, "{long:#?}");
+    assert!(long[0].starts_with("checks/sample.rs:1: `long` is 82 lines"), "{long:#?}");
+}

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 
-use crate::commands::doctor::DoctorOptions;
-use crate::commands::request::flag_spec::{Flag, Group, option_entries};
-use crate::commands::session::Target;
-use crate::commands::start::StartOptions;
-use crate::commands::status::StatusOptions;
-use crate::commands::strict::Scope;
+use crate::commands::DoctorOptions;
+use crate::commands::Scope;
+use crate::commands::StartOptions;
+use crate::commands::StatusOptions;
+use crate::commands::Target;
+use crate::commands::{Flag, Group, request::flag_spec::option_entries};
 use crate::host::Host;
 use crate::report::ReportOptions;
 

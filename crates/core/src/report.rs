@@ -17,15 +17,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::commands::request::flag_spec::{Flag, Group};
-use crate::commands::request::words::{self, Given, OptionError};
-use crate::commands::session::Target;
+use crate::commands::Target;
+use crate::commands::{Flag, Group};
+use crate::commands::{Given, OptionError, request::words};
 use crate::state::{LoopState, Status};
-use crate::store::record::LoopFile;
+use crate::store::LoopFile;
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::support::Environment;
+use crate::support::Outcome;
+use crate::support::ReverseLines;
 use crate::worktree::WorkTree;
 use model::{FileChanges, LedgerLines, LoopReport};
 

@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::host::Host;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// Which tier a loop runs in, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,19 +9,19 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use crate::commands::session::{self, Target};
-use crate::host::origin::Origin;
+use crate::host::Origin;
 use crate::provenance::claim;
-use crate::provenance::origin::{self, Mutation};
+use crate::provenance::{Mutation, origin};
 use crate::state::Incident;
 use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
-use crate::store::custody::Custody;
-use crate::store::transaction::{Notes, Transaction};
+use crate::store::Custody;
 use crate::store::{LoopPaths, Store, StoreError};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::store::{Notes, Transaction};
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::verdict::message::headline;
 
 pub(crate) fn run(env: &Environment, target: &Target, origin: Origin) -> Outcome {

@@ -17,17 +17,17 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::commands::session::Target;
-use crate::host::agent::Agent;
-use crate::host::origin::{AGENT_SHELL_VARS, Origin};
-use crate::provenance::origin::{self, Mutation};
+use crate::host::Agent;
+use crate::host::{AGENT_SHELL_VARS, Origin};
+use crate::provenance::{Mutation, origin};
 use crate::state::{Handoff, LedgerDecision, LedgerEntry, LoopState, ReasonCode, Status};
-use crate::store::custody::Custody;
-use crate::store::judgment::{Found, Judgment};
-use crate::store::record::LoopFile;
-use crate::store::transaction::{Notes, Transaction};
+use crate::store::Custody;
+use crate::store::LoopFile;
+use crate::store::{Found, Judgment};
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::store::{Notes, Transaction};
+use crate::support::Environment;
+use crate::support::Outcome;
 
 /// A session whose transcript was written this recently is taken to be at work on its loop.
 const LIVE_SECS: i64 = 60;
@@ -256,11 +256,7 @@ const LAST_WRITE_SLACK_SECS: i64 = 10;
 /// `written`: its last turn ended on an error the host reported (a failed turn's record), or
 /// the host process that sent its last event has exited. A session that wrote its transcript
 /// after either (resumed, or compacted and prompted again) may be at work.
-fn ended(
-    state: &LoopState,
-    host: Option<crate::provenance::host_process::HostProcess>,
-    written: Timestamp,
-) -> bool {
+fn ended(state: &LoopState, host: Option<crate::provenance::HostProcess>, written: Timestamp) -> bool {
     let slack = jiff::SignedDuration::from_secs(LAST_WRITE_SLACK_SECS);
     let failed = state.meta.failed_turn.as_ref().is_some_and(|turn| written <= turn.at + slack);
     let exited = host.is_some_and(|host| {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::checks::verify::{CommandInput, VerifyOutcome, VerifySpec};
+use crate::checks::{CommandInput, VerifyOutcome, VerifySpec};
 use crate::host::Host;
 use crate::state::LoopState;
 use crate::state::ReasonCode;

@@ -1,20 +1,20 @@
 //! `loop-hook resume`: continue a parked loop, one that hit its cap, or one that was cancelled,
 //! with more iterations or time when it needs them.
 
-use crate::checks::stall::Streaks;
+use crate::checks::Streaks;
 use crate::commands::request::MAX_MAX_ITERATIONS;
 use crate::commands::request::flag_spec::{Flag, Group, Value};
 use crate::commands::request::words::{self, Given};
 use crate::commands::session::{self, Target};
-use crate::host::origin::Origin;
-use crate::provenance::origin::{self, Mutation};
+use crate::host::Origin;
+use crate::provenance::{Mutation, origin};
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{Meta, Status};
-use crate::store::custody::Custody;
-use crate::store::transaction::Notes;
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::store::Custody;
+use crate::store::Notes;
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::support::text::duration::parse_seconds;
 use jiff::Timestamp;
 

@@ -4,16 +4,16 @@
 use crate::commands::request::flag_spec::{Flag, Group};
 use crate::commands::request::words::{self, Given};
 use crate::commands::session::{self, Target};
-use crate::host::origin::Origin;
-use crate::provenance::origin::{self, Mutation};
+use crate::host::Origin;
+use crate::provenance::{Mutation, origin};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::Custody;
 use crate::store::LoopPaths;
-use crate::store::custody::Custody;
-use crate::store::transaction::{Notes, Transaction};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::store::{Notes, Transaction};
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::worktree::WorkTree;
 
 /// Files a plan names before it only counts them.

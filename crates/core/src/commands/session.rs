@@ -9,10 +9,10 @@ use std::path::Path;
 
 use crate::host::Host;
 use crate::state::{LoopState, Status};
-use crate::store::transaction::Transaction;
+use crate::store::Transaction;
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::support::Environment;
+use crate::support::Outcome;
 
 /// Which loop a user's command acts on: `--session`, else the session the host exports, else
 /// the one loop started in the working directory (by `--host`'s agent, when given).

@@ -7,8 +7,8 @@ use crate::host::usage::human_tokens;
 use crate::state::LedgerEntry;
 use crate::state::{LastVerify, LoopState, Status};
 use crate::store::{LoopPaths, Store, StoreError};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::support::text::duration::human_ms;
 use crate::verdict::message::{criterion, elapsed};
 
@@ -245,7 +245,7 @@ fn checks(state: &LoopState, paths: &LoopPaths, env: &Environment) -> String {
             meta.streaks.same_failure, meta.streaks.no_change
         ));
     }
-    if let Some(what) = crate::store::judgment::Judgment::interrupted(paths, env.now) {
+    if let Some(what) = crate::store::Judgment::interrupted(paths, env.now) {
         out.push_str(&format!("  warning:    {what}\n"));
     }
     if let Some(failed) = &meta.failed_turn {

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::commands::request::flag_spec::{Flag, Group};
 use crate::commands::request::words::{self, Given};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::support::Environment;
+use crate::support::Outcome;
 
 /// Where the settings go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ fn scope_asked(args: &str) -> Result<Option<Scope>, String> {
 pub(crate) fn could_run(
     env: &Environment,
     host: crate::host::Host,
-    tier: &crate::checks::sandbox::Tier,
+    tier: &crate::checks::Tier,
 ) -> Option<String> {
     let possible = host.offers_strict_tier()
         && !tier.strict

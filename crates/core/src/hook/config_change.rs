@@ -18,9 +18,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::host::event::Fields;
+use crate::host::Fields;
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// The event this hook answers.
 pub(crate) const EVENT: &str = "ConfigChange";

@@ -7,10 +7,10 @@ use crate::host::COPILOT_BLOCK_CAP;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::LoopFile;
 use crate::store::LoopPaths;
-use crate::store::record::LoopFile;
+use crate::support::Environment;
 use crate::support::digest::sha256_hex;
-use crate::support::environment::Environment;
 
 /// When the user's prompt arrives while this session's loop (`state`, as the prompt hook holds
 /// it) last blocked a stop: the override recorded in `state`, its ledger line for the hook's one

@@ -25,13 +25,13 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::checks::oracle::Oracle;
+use crate::checks::Oracle;
 use crate::hook::shell_command::{self, SimpleCommand};
-use crate::host::event::{self, Fields};
-use crate::host::user_command::UserCommand;
+use crate::host::UserCommand;
+use crate::host::{Fields, event};
 use crate::state::LoopState;
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// Commands that write, move or delete every file they name.
 const WRITES_ALL: &[&str] = &[

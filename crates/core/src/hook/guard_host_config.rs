@@ -12,16 +12,16 @@
 //! too: the loop never ends as verified at a stop that has not said so.
 
 use crate::host::Host;
+use crate::host::Origin;
 use crate::host::config_watch;
-use crate::host::origin::Origin;
 use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::Custody;
 use crate::store::LoopPaths;
-use crate::store::custody::Custody;
-use crate::store::transaction::Transaction;
-use crate::support::environment::Environment;
+use crate::store::Transaction;
+use crate::support::Environment;
 
 /// The host's settings and for-loop's files as they are now, when they changed since `seen`'s
 /// look (the loop as the prompt hook read it, without its lock); `None` when nothing changed or

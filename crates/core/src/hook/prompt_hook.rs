@@ -21,26 +21,26 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::commands::Target;
 use crate::commands::cancel;
-use crate::commands::resume::{self, ResumeOptions};
 use crate::commands::rollback;
-use crate::commands::session::Target;
-use crate::commands::start::{self, StartOptions};
-use crate::commands::status::{self, StatusOptions};
+use crate::commands::{ResumeOptions, resume};
+use crate::commands::{StartOptions, start};
+use crate::commands::{StatusOptions, status};
 use crate::host::Host;
-use crate::host::event::{self, Fields};
-use crate::host::origin::Origin;
-use crate::host::user_command::{CommandKind, UserCommand};
-use crate::provenance::origin::Notice;
+use crate::host::Origin;
+use crate::host::{CommandKind, UserCommand};
+use crate::host::{Fields, event};
+use crate::provenance::Notice;
 use crate::state::ReasonCode;
 use crate::state::{Incident, LoopState};
 use crate::state::{LedgerDecision, LedgerEntry};
-use crate::store::custody::Custody;
-use crate::store::transaction::{Change, CommitError, Notes, Transaction};
+use crate::store::Custody;
+use crate::store::{Change, CommitError, Notes, Transaction};
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::support::Environment;
+use crate::support::ReverseLines;
+use crate::support::{Code, Outcome};
 
 /// How far back the transcript is searched for the model's own copy of a command.
 const TRANSCRIPT_BYTES: u64 = 16 << 20;
@@ -90,8 +90,8 @@ pub(super) fn respond(env: &Environment, host: Host, object: &Map<String, Value>
     // Sent by a process of the agent's (its process tree shows it): before anything is settled,
     // taken or carried out.
     match crate::provenance::sender::prompt_from_the_agent(env, host, &paths, &prompt) {
-        Some(crate::provenance::sender::AgentPrompt::Refused(why)) => return not_run(why, None),
-        Some(crate::provenance::sender::AgentPrompt::Ignored) => return PromptResponse::default(),
+        Some(crate::provenance::AgentPrompt::Refused(why)) => return not_run(why, None),
+        Some(crate::provenance::AgentPrompt::Ignored) => return PromptResponse::default(),
         None => {}
     }
     let mut held = Held::new(&paths, env.now);
@@ -207,10 +207,7 @@ impl Told {
             Told::Said(line) => Some(line.clone()),
             Told::Settled(told) => match committed {
                 Ok(()) => told.clone(),
-                Err(e) => Some(crate::provenance::confirmation::Settlement::not_recorded(
-                    told.clone(),
-                    &e.to_string(),
-                )),
+                Err(e) => Some(crate::provenance::Settlement::not_recorded(told.clone(), &e.to_string())),
             },
             Told::Limit(after) => Some(after.told(committed)),
             Told::HostConfig(noticed) => Some(noticed.told(committed.is_ok())),
@@ -315,8 +312,7 @@ fn route(
     // A command this hook carried out earlier that the host never recorded the user sending is
     // undone first, so what follows sees the loop as it really is.
     if dir.exists()
-        && let Some(settlement) =
-            crate::provenance::confirmation::Settlement::find(paths, &crate::store::custody::Known::default())
+        && let Some(settlement) = crate::provenance::Settlement::find(paths, &crate::store::Known::default())
         && let Some(open) = held.running()
     {
         let incidents = std::mem::take(&mut open.incidents);
@@ -502,7 +498,7 @@ fn missed_stop(
 ) -> Option<String> {
     let paths = held.paths;
     let interrupted =
-        if paths.dir.exists() { crate::store::judgment::Judgment::interrupted(paths, env.now) } else { None };
+        if paths.dir.exists() { crate::store::Judgment::interrupted(paths, env.now) } else { None };
     // A turn the Stop hook never judged: the hook was killed (told above), or it did not run.
     let unjudged = match (&interrupted, transcript) {
         (None, Some(transcript)) if host.keeps_claude_transcript() && !forged && paths.dir.exists() => {
@@ -615,7 +611,7 @@ fn answer(
         output: outcome.stdout.clone(),
     };
     if let Ok(bytes) = serde_json::to_vec(&record) {
-        let _ = crate::store::record::LoopFile::PromptRecord.write_making_dir(dir, &bytes);
+        let _ = crate::store::LoopFile::PromptRecord.write_making_dir(dir, &bytes);
     }
     // A started or resumed loop goes on to the model, which works on it; the command file shows
     // it what happened. Everything else is for the user alone.
@@ -649,8 +645,7 @@ fn unjudged_turn(env: &Environment, held: &mut Held<'_>, transcript: &Path) -> O
         Some(state) => state.clone(),
         None => crate::store::custody::trusted_state(paths).ok().flatten()?,
     };
-    if crate::verdict::decision::gate(&state, &state.meta.session_id) != crate::verdict::decision::Gate::Judge
-    {
+    if crate::verdict::decision::gate(&state, &state.meta.session_id) != crate::verdict::Gate::Judge {
         return None;
     }
     let began = crate::host::transcript::last_turn_began(transcript)?;
@@ -827,9 +822,7 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
     };
     let record = Store::locate(env)
         .ok()
-        .and_then(|store| {
-            crate::store::record::LoopFile::PromptRecord.read(&store.paths(session_id).dir, 1 << 20)
-        })
+        .and_then(|store| crate::store::LoopFile::PromptRecord.read(&store.paths(session_id).dir, 1 << 20))
         .and_then(|bytes| serde_json::from_slice::<PromptRecord>(&bytes).ok());
     match record {
         Some(r)
@@ -842,8 +835,7 @@ pub(crate) fn shown(env: &Environment, session_id: Option<&str>, command: &str) 
         // `disableAllHooks`, no hook of for-loop's runs, the Stop hook included, and the
         // command file's own line is all that still reaches the user.
         _ if command == "loop-status" => {
-            let target =
-                crate::commands::session::Target { session_id: Some(session_id.to_string()), host: None };
+            let target = crate::commands::Target { session_id: Some(session_id.to_string()), host: None };
             let status = status::run(env, &StatusOptions { target, ..StatusOptions::default() });
             Outcome::ok(format!("{HOOKS_OFF}\n\n{}", status.stdout))
         }

@@ -13,7 +13,7 @@ use crate::host::Host;
 use crate::host::event;
 use crate::state::LedgerEntry;
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// How many of the ledger's last lines are searched for the loop's last judged failure.
 const LAST_LINES: usize = 50;

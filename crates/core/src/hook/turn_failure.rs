@@ -16,15 +16,15 @@
 
 use jiff::Timestamp;
 
+use crate::host::HookResponse;
 use crate::host::Host;
-use crate::host::event::{EventError, TurnError, TurnFailure};
-use crate::host::hook_response::HookResponse;
-use crate::provenance::origin::Notice;
+use crate::host::{EventError, TurnError, TurnFailure};
+use crate::provenance::Notice;
 use crate::state::{FailedTurn, LedgerDecision, LedgerEntry, LoopState, OnLimit, ReasonCode, Status};
+use crate::store::Custody;
 use crate::store::LoopPaths;
-use crate::store::custody::Custody;
-use crate::store::transaction::{Change, CommitError, Transaction};
-use crate::support::environment::Environment;
+use crate::store::{Change, CommitError, Transaction};
+use crate::support::Environment;
 use crate::verdict::message::failed_turn as words;
 
 /// The host's report of a turn that ended on an error, read; `Err` is the answer when it cannot
@@ -135,7 +135,7 @@ pub(crate) fn record<'p>(
     }
     // Nor does one its process tree shows the agent sent (provenance::ancestry), by the rule for
     // how the loop's host starts this hook.
-    if let crate::provenance::ancestry::Provenance::Agent(path) =
+    if let crate::provenance::Provenance::Agent(path) =
         crate::provenance::ancestry::by_rule(state.meta.host.failure_hook_runner())
     {
         let how = format!("{} (the hook's process tree shows it)", path.how());
@@ -225,7 +225,7 @@ fn after_failure(state: &LoopState, failed: FailedTurn, now: Timestamp, borne_ou
 /// hook can: the agent sent it.
 fn forged_note(state: &LoopState, now: Timestamp, how: &str) -> LedgerEntry {
     LedgerEntry {
-        origin: Some(crate::host::origin::Origin::Agent),
+        origin: Some(crate::host::Origin::Agent),
         detail: Some(format!(
             "a report of a turn that ended on an error arrived {how}, at iteration {}: the agent sent \
              it, and it changed nothing",

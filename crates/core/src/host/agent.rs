@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::host::Host;
 use crate::host::usage::{TokenCounts, Usage};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// An agent CLI with a headless mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

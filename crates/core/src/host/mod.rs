@@ -31,9 +31,32 @@ pub(crate) mod user_command;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::host::event::{EventError, Fields, StopEvent};
+pub(crate) use crate::host::event::{EventError, Fields, StopEvent};
 
-use crate::host::hook_response::HookResponse;
+pub(crate) use self::agent::Agent;
+pub(crate) use self::background::BackgroundTask;
+pub(crate) use self::config_watch::Snapshot;
+pub(crate) use self::event::Transcript;
+pub(crate) use self::event::TurnError;
+pub(crate) use self::event::TurnFailure;
+pub(crate) use self::install::Binary;
+pub(crate) use self::install::BinaryFacts;
+pub(crate) use self::install::Check;
+pub(crate) use self::install::INSTALL;
+pub(crate) use self::install::Installation;
+pub(crate) use self::install::Look;
+pub(crate) use self::origin::AGENT_SHELL_VARS;
+pub(crate) use self::origin::HookRunner;
+pub(crate) use self::origin::HookSession;
+pub(crate) use self::origin::Origin;
+pub(crate) use self::transcript::MAX_TRANSCRIPT_BYTES;
+pub(crate) use self::transcript::Turn;
+pub(crate) use self::usage::TokenCounts;
+pub(crate) use self::usage::Usage;
+pub(crate) use self::usage::UsageCursor;
+pub(crate) use self::user_command::CommandKind;
+pub(crate) use self::user_command::UserCommand;
+pub(crate) use crate::host::hook_response::HookResponse;
 use adapter::opencode;
 pub(crate) use adapter::opencode::Command as OpencodeCommand;
 pub(crate) use adapter::qwen_code::{
@@ -242,7 +265,7 @@ impl Host {
     /// as its iterations, so a longer one is refused at the start.
     pub(crate) fn settable_block_cap(
         self,
-        env: &crate::support::environment::Environment,
+        env: &crate::support::Environment,
         cwd: &std::path::Path,
     ) -> Option<u32> {
         self.spec().settable_block_cap.map(|read| read(env, cwd))
@@ -253,7 +276,7 @@ impl Host {
     /// read from the hook's environment); `None` where the host has no such cap, or it is off.
     /// Qwen Code's and Copilot CLI's caps count every block, and are kept by
     /// [`Host::settable_block_cap`] and [`Host::caps_blocks_in_a_row`].
-    pub(crate) fn quiet_block_cap(self, env: &crate::support::environment::Environment) -> Option<u32> {
+    pub(crate) fn quiet_block_cap(self, env: &crate::support::Environment) -> Option<u32> {
         self.spec().quiet_block_cap.and_then(|cap| (cap.read)(env))
     }
 
@@ -344,7 +367,7 @@ impl Host {
     /// What this host reads that decides whether for-loop runs at all, for a loop in `project`.
     pub(crate) fn watched_config(
         self,
-        env: &crate::support::environment::Environment,
+        env: &crate::support::Environment,
         project: &std::path::Path,
     ) -> Vec<config_watch::Watched> {
         self.spec().watched.map(|watched| watched(env, project)).unwrap_or_default()
@@ -354,7 +377,7 @@ impl Host {
     /// `project`, with the binary answering.
     pub(crate) fn config_snapshot(
         self,
-        env: &crate::support::environment::Environment,
+        env: &crate::support::Environment,
         project: &std::path::Path,
     ) -> config_watch::Snapshot {
         config_watch::snapshot(env, &self.watched_config(env, project))
@@ -365,7 +388,7 @@ impl Host {
     /// (the plugin's folder, outside a hook) is looked at again where it was.
     pub(crate) fn config_snapshot_since(
         self,
-        env: &crate::support::environment::Environment,
+        env: &crate::support::Environment,
         project: &std::path::Path,
         before: &config_watch::Snapshot,
     ) -> config_watch::Snapshot {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// Where a loop mutation came from. Written on the mutation's ledger line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

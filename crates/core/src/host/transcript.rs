@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::support::ReverseLines;
 
 /// The most of a transcript read to find one turn.
 pub(crate) const MAX_TRANSCRIPT_BYTES: u64 = 8 << 20;

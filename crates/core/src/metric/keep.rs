@@ -261,7 +261,7 @@ impl MetricProgress {
 pub(crate) struct MetricFacts {
     pub measured: Measured,
     /// The guard run, when there is a guard.
-    pub guard: Option<crate::checks::verify::VerifyOutcome>,
+    pub guard: Option<crate::checks::VerifyOutcome>,
     /// The change since the best checkpoint, in one line.
     pub summary: String,
 }

@@ -10,8 +10,8 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::metric::Number;
-use crate::support::digest::Fnv1a;
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::support::Fnv1a;
+use crate::support::ReverseLines;
 
 /// How many lessons a new loop is shown.
 pub(crate) const SHOWN: usize = 8;

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::checks::verify::{VerifyError, VerifyOutcome, VerifySpec};
+use crate::checks::{VerifyError, VerifyOutcome, VerifySpec};
 use crate::metric;
 use crate::metric::keep::{Measured, MetricSettings};
 

@@ -9,6 +9,15 @@ pub(crate) mod measure;
 use std::fmt;
 use std::str::FromStr;
 
+pub(crate) use self::keep::Discard;
+pub(crate) use self::keep::Judgement;
+pub(crate) use self::keep::Measured;
+pub(crate) use self::keep::MetricFacts;
+pub(crate) use self::keep::MetricProgress;
+pub(crate) use self::keep::MetricRecord;
+pub(crate) use self::keep::MetricSettings;
+pub(crate) use self::keep::Rung;
+pub(crate) use self::lessons::Lesson;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A finite measured value. Kept in the state file and the ledger, so it compares and hashes by

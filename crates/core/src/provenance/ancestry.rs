@@ -10,7 +10,7 @@
 //! the chain read; a chain that cannot be read, or a host with no measured rule, is
 //! [`Provenance::Unreadable`], and the caller falls back to the transcript checks.
 
-use crate::host::origin::{HookRunner, HookSession};
+use crate::host::{HookRunner, HookSession};
 
 /// One process of a hook's ancestry, as `/proc/PID/stat` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

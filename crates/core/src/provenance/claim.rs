@@ -18,11 +18,11 @@ use std::io;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::host::Host;
-use crate::host::event::{StopEvent, Transcript};
+use crate::host::{StopEvent, Transcript};
 use crate::state::ReasonCode;
 use crate::state::Status;
 use crate::state::{LedgerDecision, LedgerEntry};
-use crate::store::transaction::Transaction;
+use crate::store::Transaction;
 use crate::store::{LoopPaths, Store};
 use crate::support::digest::{hex, sha256_hex};
 use crate::support::read::bounded_read;

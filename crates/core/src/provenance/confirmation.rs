@@ -30,18 +30,18 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::host::hook_response::HookResponse;
-use crate::host::origin::Origin;
-use crate::host::user_command::UserCommand;
+use crate::host::HookResponse;
+use crate::host::Origin;
+use crate::host::UserCommand;
 use crate::state::Incident;
 use crate::state::ReasonCode;
 use crate::state::{Awaiting, AwaitingKind as Kind};
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
 use crate::store::LoopPaths;
-use crate::store::custody::{Custody, Known};
-use crate::store::transaction::{Change, CommitError, Transaction};
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::store::{Change, CommitError, Transaction};
+use crate::store::{Custody, Known};
+use crate::support::ReverseLines;
 
 /// How long the transcript is given to show the user's prompt: Claude Code writes it
 /// asynchronously (the flush race, anthropics/claude-code#74340), as it does a turn's replies.
@@ -95,7 +95,7 @@ pub(crate) fn confirms(record: &Value, awaiting: &Awaiting) -> bool {
 
 /// Whether the transcript holds the user's record of `awaiting`'s command now.
 fn recorded(transcript: &Path, awaiting: &Awaiting) -> bool {
-    let Ok(lines) = ReverseLines::open(transcript, crate::host::transcript::MAX_TRANSCRIPT_BYTES) else {
+    let Ok(lines) = ReverseLines::open(transcript, crate::host::MAX_TRANSCRIPT_BYTES) else {
         return false;
     };
     let oldest = awaiting.at.as_second() - LOOKBACK_SECS;

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The file in the loop's directory.
-use crate::store::record::LoopFile;
+use crate::store::LoopFile;
 
 /// A process, named so that a later process given the same id is not taken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,16 +11,16 @@
 //! and otherwise carried out, recorded as done from a terminal, and shown to the user at the next
 //! stop and prompt, with the hint that it may have been the agent.
 
+use crate::host::HookResponse;
 use crate::host::Host;
-use crate::host::hook_response::HookResponse;
-use crate::host::origin::Origin;
+use crate::host::Origin;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
+use crate::store::Notes;
 use crate::store::Store;
-use crate::store::transaction::Notes;
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::support::Environment;
+use crate::support::Outcome;
 
 /// The loop mutations a user asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub(crate) fn with_notices(env: &Environment, session_id: &str, mut response: Ho
     response
 }
 
-pub(crate) use crate::store::record::notice::Notice;
+pub(crate) use crate::store::Notice;
 
 /// What the user is told about a mutation that did not come from their prompt.
 pub(crate) fn notice_text(mutation: Mutation, origin: Origin, iteration: u32, refused: bool) -> String {

@@ -5,13 +5,13 @@
 //! no notice meant for the user is taken.
 
 use crate::host::Host;
-use crate::host::origin::Origin;
-use crate::host::user_command::{CommandKind, UserCommand};
+use crate::host::Origin;
+use crate::host::{CommandKind, UserCommand};
 use crate::provenance::ancestry::{self, AgentPath, Provenance};
 use crate::provenance::origin::Notice;
 use crate::state::{LedgerDecision, LedgerEntry, LoopState, ReasonCode};
 use crate::store::LoopPaths;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// A prompt hook event the agent sent.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -224,7 +224,7 @@ pub(crate) fn timeline(report: &LoopReport) -> String {
 /// Tokens per iteration as stacked bars: input, cache writes and output (what a token budget
 /// counts), with cache reads left out of the bars and named in the hover title.
 pub(crate) fn tokens(report: &LoopReport) -> Option<String> {
-    let rows: Vec<(u32, crate::host::usage::TokenCounts)> = report
+    let rows: Vec<(u32, crate::host::TokenCounts)> = report
         .stops
         .iter()
         .filter_map(|stop| stop.tokens.as_ref().map(|t| (stop.iteration, t.total())))

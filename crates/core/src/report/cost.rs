@@ -5,7 +5,7 @@
 //! a tenth of it. A model not in the table has no cost shown, rather than a guess; batch and
 //! long-context prices and subscription plans are not modelled, so the figure is an estimate.
 
-use crate::host::usage::{TokenCounts, Usage};
+use crate::host::{TokenCounts, Usage};
 
 /// US dollars per million input and output tokens.
 struct Price {

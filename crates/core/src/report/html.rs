@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::host::usage::{Usage, human_tokens};
+use crate::host::{Usage, usage::human_tokens};
 use crate::report::chart;
 use crate::report::cost::{Cost, human_dollars};
 use crate::report::escape::{self, truncate};
@@ -571,7 +571,7 @@ fn skipped_row(page: &mut String, skipped: &[crate::report::model::Stop], column
 
 /// A stop's note about its review: the verdict, how the reviewer ended, the digest of its
 /// findings and the tokens it reported.
-fn review_note(review: &crate::checks::review::ReviewRecord) -> String {
+fn review_note(review: &crate::checks::ReviewRecord) -> String {
     let verdict = if review.approved { "approved" } else { "vetoed" };
     let mut note = format!("reviewer {verdict} ({})", escape::text(&review.ended));
     if !review.findings_digest.is_empty() {

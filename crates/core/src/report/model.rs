@@ -17,7 +17,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::checks::stall::normalize;
-use crate::host::usage::Usage;
+use crate::host::Usage;
 use crate::metric::Direction;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry, VerifyRecord};
@@ -63,7 +63,7 @@ pub(crate) struct Stop {
     pub(crate) tokens: Option<Usage>,
     pub(crate) metric: Option<MetricPoint>,
     /// The reviewer's verdict, on the lines of a review.
-    pub(crate) review: Option<crate::checks::review::ReviewRecord>,
+    pub(crate) review: Option<crate::checks::ReviewRecord>,
     /// Index into [`LoopReport::failures`], for a failed verify.
     pub(crate) failure: Option<usize>,
     /// The failures verify's output named, and what changed since the stop before
@@ -232,7 +232,7 @@ impl LoopReport {
             files,
             unreadable_lines: ledger.unreadable,
             ledger_cut: ledger.cut,
-            version: crate::support::text::version::VERSION,
+            version: crate::support::VERSION,
             failed_turn: meta
                 .failed_turn
                 .as_ref()

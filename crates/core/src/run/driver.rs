@@ -17,23 +17,23 @@ use super::RunOptions;
 use super::limits::{self, AgentEnd};
 use super::sandbox::{AgentBox, GitDirs, RunTier};
 use super::status::StatusLine;
-use crate::commands::handoff::{self, HandoffRequest, RunRecord};
-use crate::commands::resume::ResumeOptions;
-use crate::commands::start::{self, StartOptions};
+use crate::commands::ResumeOptions;
+use crate::commands::{HandoffRequest, RunRecord, handoff};
+use crate::commands::{StartOptions, start};
 use crate::hook::stop_hook;
-use crate::host::agent::Agent;
-use crate::host::event::StopEvent;
-use crate::provenance::origin::{self, Mutation};
+use crate::host::Agent;
+use crate::host::StopEvent;
+use crate::provenance::{Mutation, origin};
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
-use crate::store::custody::Custody;
-use crate::store::driver_mark::{DriverMark, NotTaken};
-use crate::store::record::LoopFile;
-use crate::store::transaction::{Notes, Transaction};
+use crate::store::Custody;
+use crate::store::LoopFile;
+use crate::store::{DriverMark, NotTaken};
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::store::{Notes, Transaction};
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::verdict::message::plan;
 
 /// Agent runs that fail in a row before the loop is parked.
@@ -348,7 +348,7 @@ impl Driver {
         };
         let mut env = self.env.with_now(Timestamp::now());
         if self.tier.is_sandboxed() {
-            env = env.with_var(crate::checks::sandbox::RUN_SANDBOX_VAR, "1");
+            env = env.with_var(crate::checks::RUN_SANDBOX_VAR, "1");
         }
         let response = stop_hook::judge(&env, self.agent.host(), &event);
         if let Some(reason) = &response.block {
@@ -529,7 +529,7 @@ impl Driver {
         let won = self.attempt.as_ref().is_some_and(|a| a.cancel.load(Ordering::SeqCst));
         let what = if won { "another attempt verified first" } else { "interrupted (Ctrl-C)" };
         let mut outcome = self.park(state, ReasonCode::Interrupted, what);
-        outcome.code = crate::support::outcome::Code::Refused;
+        outcome.code = crate::support::Code::Refused;
         outcome
     }
 
@@ -542,7 +542,7 @@ impl Driver {
         );
         let note = saved.err().map(|e| format!(" (could not save the state: {e})")).unwrap_or_default();
         Outcome {
-            code: crate::support::outcome::Code::Refused,
+            code: crate::support::Code::Refused,
             stdout: format!(
                 "for-loop: run parked at iteration {}: {what}{note}.\n  resume: loop-hook run --resume {}\n  ledger: {}",
                 state.meta.iteration,
@@ -582,9 +582,9 @@ impl Driver {
         let code = if state.meta.outcome == Some(ReasonCode::Verified)
             || state.meta.outcome == Some(ReasonCode::Promise)
         {
-            crate::support::outcome::Code::Success
+            crate::support::Code::Success
         } else {
-            crate::support::outcome::Code::Refused
+            crate::support::Code::Refused
         };
         Outcome { code, stdout: if self.json { String::new() } else { text } }
     }
@@ -736,14 +736,14 @@ fn start_run(
             session_id: Some(session_id.clone()),
             cwd: None,
             host: Some(agent.host()),
-            origin: Some(crate::host::origin::Origin::of_command_line(env)),
+            origin: Some(crate::host::Origin::of_command_line(env)),
             transcript: None,
             tier: Some(tier.loop_tier()),
             ..StartOptions::default()
         },
         options.loop_request(),
     );
-    if started.code != crate::support::outcome::Code::Success {
+    if started.code != crate::support::Code::Success {
         return Err(Outcome { stdout: started.stdout.replace("/for-loop", "loop-hook run"), ..started });
     }
     let record = RunRecord {
@@ -788,7 +788,7 @@ fn hand_over_session_loop(
     if let (Some(handoff), Some(ReasonCode::HandedOver)) = (&state.meta.handoff, state.meta.outcome) {
         return Ok(handoff.to.clone());
     }
-    let origin = crate::host::origin::Origin::of_command_line(env);
+    let origin = crate::host::Origin::of_command_line(env);
     if let Some(refusal) = origin::gate(env, Notes::Free(&paths), &state, Mutation::Handoff, origin) {
         return Err(refusal);
     }

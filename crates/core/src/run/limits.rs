@@ -15,7 +15,7 @@ use jiff::Zoned;
 use jiff::civil::{Date, DateTime, Time};
 use serde_json::Value;
 
-use crate::host::agent::Agent;
+use crate::host::Agent;
 
 /// The end of one agent run.
 #[derive(Debug, Clone, PartialEq, Eq)]

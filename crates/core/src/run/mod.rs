@@ -15,9 +15,9 @@ mod options;
 mod sandbox;
 mod status;
 
-use crate::commands::resume::ResumeOptions;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::commands::ResumeOptions;
+use crate::support::Environment;
+use crate::support::{Code, Outcome};
 
 pub(crate) use backlog::add_to_status as add_backlogs_to_status;
 pub(crate) use options::RunOptions;
@@ -119,7 +119,7 @@ fn misuse(options: &RunOptions) -> Option<&'static str> {
 
 /// Whether the loop flags name a plan, which is the task when none is given.
 fn planned(options: &RunOptions) -> bool {
-    options.loop_flags.has(crate::commands::request::Flag::Plan)
+    options.loop_flags.has(crate::commands::Flag::Plan)
 }
 
 #[cfg(test)]

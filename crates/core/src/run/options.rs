@@ -14,10 +14,10 @@ use std::time::Duration;
 use lexopt::prelude::*;
 
 use super::sandbox::SandboxAsked;
-use crate::commands::request::flag_spec::{Flag, Group, MAX_MERGE_TRIES, Value as kind};
-use crate::commands::request::{LoopFlags, LoopRequest, RequestError};
-use crate::commands::resume::ResumeOptions;
-use crate::host::agent::Agent;
+use crate::commands::ResumeOptions;
+use crate::commands::{Flag, Group, MAX_MERGE_TRIES, Value as kind};
+use crate::commands::{LoopFlags, LoopRequest, RequestError};
+use crate::host::Agent;
 use crate::support::text::nearest::nearest;
 
 /// What `loop-hook run` was asked.

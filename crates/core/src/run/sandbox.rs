@@ -16,7 +16,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::checks::sandbox::{self, Bwrap, Tier};
+use crate::checks::{Bwrap, Tier, sandbox};
 use crate::worktree::WorkTree;
 
 /// What the command line asked of the agent's sandbox.

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::host::user_command::CommandKind;
+use crate::host::CommandKind;
 
 /// A command the prompt hook carried out, waiting for the transcript to show the user sent it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

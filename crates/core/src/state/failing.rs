@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::failures::FailureDigest;
+use crate::checks::FailureDigest;
 use crate::support::text::{cut, is_hidden};
 
 /// The most names kept of one stop: each ledger line keeps them, so a long loop of a check with

@@ -9,10 +9,10 @@ use std::fmt;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::checks::test_count::Counts;
-use crate::checks::verify::VerifyOutcome;
-use crate::host::origin::Origin;
-use crate::host::usage::Usage;
+use crate::checks::Counts;
+use crate::checks::VerifyOutcome;
+use crate::host::Origin;
+use crate::host::Usage;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::Receipt;
@@ -99,7 +99,7 @@ pub(crate) struct LedgerEntry {
     pub(crate) state_digest: Option<String>,
     /// A metric loop's measurement at this stop ([`crate::metric::keep::MetricRecord`]).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub(crate) metric: Option<crate::metric::keep::MetricRecord>,
+    pub(crate) metric: Option<crate::metric::MetricRecord>,
     /// What the test runners' summaries in verify's output said, all suites together.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) tests: Option<Counts>,
@@ -108,7 +108,7 @@ pub(crate) struct LedgerEntry {
     pub(crate) skip_markers: Vec<String>,
     /// The reviewer's verdict on this stop's passing check, when it ran.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub(crate) review: Option<crate::checks::review::ReviewRecord>,
+    pub(crate) review: Option<crate::checks::ReviewRecord>,
     /// Files changed outside the loop's scope (`--scope`) at this stop, where it was read; at
     /// most [`crate::checks::scope::MAX_NAMED`] (the detail gives the count beyond).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

@@ -9,15 +9,15 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::checks::oracle::Oracle;
-use crate::checks::stall::Streaks;
-use crate::checks::test_count::TestRatchet;
+use crate::checks::Oracle;
+use crate::checks::Streaks;
+use crate::checks::TestRatchet;
 use crate::host::Host;
-use crate::host::usage::UsageCursor;
+use crate::host::UsageCursor;
 use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::Status;
-use crate::support::read::frontmatter::{Frontmatter, FrontmatterError};
+use crate::support::{Frontmatter, FrontmatterError};
 
 /// The schema this build writes. A file with a larger number comes from a newer for-loop.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -71,17 +71,17 @@ pub(crate) struct Settings {
     pub notify: Option<String>,
     /// Metric mode: keep what improves a number, discard what does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric: Option<crate::metric::keep::MetricSettings>,
+    pub metric: Option<crate::metric::MetricSettings>,
     /// The task may change the tests: no test-count ratchet, and the test suite is not protected
     /// unless `--protect` names it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_test_edits: bool,
     /// A reviewer that may veto a passing check (`--review`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<crate::checks::review::ReviewSettings>,
+    pub review: Option<crate::checks::ReviewSettings>,
     /// The stories the loop works through one at a time (`--plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::checks::plan::PlanSettings>,
+    pub plan: Option<crate::checks::PlanSettings>,
     /// The files the model may change (`--scope`): a pass with a change outside does not count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,
@@ -141,11 +141,11 @@ pub(crate) struct Handoff {
 }
 
 fn default_max_same_failures() -> u32 {
-    crate::checks::stall::DEFAULT_MAX_SAME_FAILURES
+    crate::checks::DEFAULT_MAX_SAME_FAILURES
 }
 
 fn default_escalation() -> Vec<u32> {
-    crate::checks::stall::DEFAULT_ESCALATION.to_vec()
+    crate::checks::DEFAULT_ESCALATION.to_vec()
 }
 
 /// The last verify run, kept for status and the end-of-loop summary.
@@ -210,7 +210,7 @@ pub(crate) struct Meta {
     pub usage: Option<UsageCursor>,
     /// A metric loop's baseline, best and attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric: Option<crate::metric::keep::MetricProgress>,
+    pub metric: Option<crate::metric::MetricProgress>,
     /// The host's transcript of the session, as the host named it in the user's own prompt that
     /// started the loop. A Stop event names its transcript too, but a forged one can point
     /// anywhere: this is where the hook looks for a tool call still pending.
@@ -234,10 +234,10 @@ pub(crate) struct Meta {
     /// hook list and launcher, the binary's identity), as the guard last saw it while the loop ran
     /// ([`crate::host::config_watch`]); a change is told to the user at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_config: Option<crate::host::config_watch::Snapshot>,
+    pub host_config: Option<crate::host::Snapshot>,
     /// How far a plan loop is through its stories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::checks::plan::PlanProgress>,
+    pub plan: Option<crate::checks::PlanProgress>,
     /// Stops the agent forged from its shell during this loop (recorded, never judged), counted
     /// as each is recorded. `None` for a loop started before the count was kept: its ledger has
     /// them.

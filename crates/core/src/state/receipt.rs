@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::checks::test_count::Counts;
+use crate::checks::Counts;
 use crate::host::Host;
 use crate::host::usage::human_tokens;
 use crate::metric::Number;

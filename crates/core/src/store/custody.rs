@@ -397,7 +397,7 @@ fn quoted(text: Option<&str>) -> String {
 /// for a continuation (Claude Code's `stop_hook_active`), so a plain session never pays for it.
 pub(crate) fn tell_deleted_store(transcript: &std::path::Path) -> Option<String> {
     use serde_json::Value;
-    let lines = crate::support::read::reverse_lines::ReverseLines::open(transcript, 1 << 20).ok()?;
+    let lines = crate::support::ReverseLines::open(transcript, 1 << 20).ok()?;
     for line in lines.take(200) {
         let Ok(record) = serde_json::from_slice::<Value>(&line.ok()?) else { continue };
         if record.get("type").and_then(Value::as_str) != Some("user") {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::store::LoopPaths;
 use crate::store::lock::{LockError, StateLock};
 use crate::store::transaction::{NOTE_WAIT, Transaction};
-use crate::support::process::{self, Seen};
+use crate::support::{Seen, process};
 
 /// A mark as written: the driver's pid and start time (`None`: not readable here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

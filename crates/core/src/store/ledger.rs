@@ -12,7 +12,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::state::{LedgerDecision, LedgerEntry, ReasonCode};
-use crate::support::read::reverse_lines::ReverseLines;
+use crate::support::ReverseLines;
 
 impl LedgerEntry {
     /// Appends this entry as one line, written with a single call. Only under the loop's lock
@@ -56,7 +56,7 @@ impl LedgerEntry {
             // A change of the host's configuration the agent made, told at a tool call or a
             // prompt, is told again at the next judged stop, whose pass it takes away.
             let hooks_changed = entry.reason == ReasonCode::HostConfigChanged
-                && entry.origin == Some(crate::host::origin::Origin::Agent);
+                && entry.origin == Some(crate::host::Origin::Agent);
             if entry.reason.let_through_unjudged() || entry.reason == ReasonCode::ForgedStop || hooks_changed
             {
                 since.push(entry);

@@ -31,9 +31,24 @@ pub(crate) use transaction::note_best_effort;
 use jiff::Timestamp;
 use thiserror::Error;
 
+pub(crate) use self::custody::Custody;
+pub(crate) use self::custody::Known;
+pub(crate) use self::driver_mark::DriverMark;
+pub(crate) use self::driver_mark::NotTaken;
+pub(crate) use self::judgment::Found;
+pub(crate) use self::judgment::Judgment;
+pub(crate) use self::judgment::Marked;
+pub(crate) use self::record::LoopFile;
+pub(crate) use self::record::notice::Notice;
+pub(crate) use self::transaction::Change;
+pub(crate) use self::transaction::CommitError;
+pub(crate) use self::transaction::Noted;
+pub(crate) use self::transaction::Notes;
+pub(crate) use self::transaction::OpenError;
+pub(crate) use self::transaction::Transaction;
 use crate::state::{LoopState, StateError};
-use crate::support::digest::Fnv1a;
-use crate::support::environment::Environment;
+use crate::support::Environment;
+use crate::support::Fnv1a;
 use crate::support::read::bounded_read;
 
 /// The largest state file read: the task is at most 1 MiB, the settings far less.

@@ -10,7 +10,7 @@
 
 use jiff::Timestamp;
 
-use crate::host::background::BackgroundTask;
+use crate::host::BackgroundTask;
 use crate::state::{Incident, LedgerDecision, LedgerEntry, LoopState, ReasonCode};
 use crate::state::{MAX_TASKS_SEEN, Rhythm, SeenTask, Wait};
 use crate::support::text::duration::human;

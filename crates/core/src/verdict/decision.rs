@@ -6,16 +6,16 @@
 //! commits that verdict as it is. Nothing is rendered or changed after `decide`, so what its tests
 //! check is exactly what users see, and every branch is tested here without processes or files.
 
-use crate::checks::oracle::SkipMarker;
-use crate::checks::review::ReviewOutcome;
-use crate::checks::stall::Streaks;
-use crate::checks::test_count::{News, TestJudgement};
-use crate::checks::verify::VerifyOutcome;
-use crate::host::hook_response::HookResponse;
-use crate::host::usage::Usage;
+use crate::checks::ReviewOutcome;
+use crate::checks::SkipMarker;
+use crate::checks::Streaks;
+use crate::checks::VerifyOutcome;
+use crate::checks::{News, TestJudgement};
+use crate::host::HookResponse;
+use crate::host::Usage;
+use crate::metric::Lesson;
 use crate::metric::Number;
-use crate::metric::keep::{self, Judgement, Measured, MetricProgress, MetricRecord, Rung};
-use crate::metric::lessons::Lesson;
+use crate::metric::{Judgement, Measured, MetricProgress, MetricRecord, Rung, keep};
 use crate::state::ReasonCode;
 use crate::state::Receipt;
 use crate::state::{LastVerify, LoopState, Status};
@@ -594,7 +594,7 @@ fn advance_plan(next: &mut LoopState, code: ReasonCode, facts: &StopFacts<'_>) {
         progress.current_stops = 0;
         // The next story's scope judges the change from here.
         progress.story_tree = facts.scope.and_then(|check| check.now.clone());
-        next.meta.tests = crate::checks::test_count::TestRatchet::new(next.meta.settings.allow_test_edits);
+        next.meta.tests = crate::checks::TestRatchet::new(next.meta.settings.allow_test_edits);
     }
 }
 
@@ -694,8 +694,7 @@ fn notes(state: &LoopState, facts: &StopFacts<'_>, harness_override: bool) -> Ve
             detail: Some(incident.what.clone()),
             // A stop cannot tell who changed the host's configuration; the user's own change
             // (`/for-loop:strict`) takes the snapshot again itself, so what is left is the agent's.
-            origin: (incident.code == ReasonCode::HostConfigChanged)
-                .then_some(crate::host::origin::Origin::Agent),
+            origin: (incident.code == ReasonCode::HostConfigChanged).then_some(crate::host::Origin::Agent),
             ..LedgerEntry::new(state, facts.now, LedgerDecision::Note, incident.code)
         })
         .collect();

@@ -3,11 +3,11 @@
 
 use jiff::Timestamp;
 
-use crate::checks::oracle::OracleChange;
-use crate::checks::oracle::SkipMarker;
-use crate::checks::verify::VerifyOutcome;
-use crate::host::usage::UsageCursor;
-use crate::metric::keep::MetricFacts;
+use crate::checks::OracleChange;
+use crate::checks::SkipMarker;
+use crate::checks::VerifyOutcome;
+use crate::host::UsageCursor;
+use crate::metric::MetricFacts;
 use crate::state::Incident;
 
 /// Everything the stop brought, gathered before deciding.
@@ -57,12 +57,12 @@ pub(crate) struct StopFacts<'a> {
     pub(crate) detector_gave_way: bool,
     /// The reviewer's verdict, when the loop has one and this stop's check passed
     /// ([`crate::verdict::decision::awaits_review`]).
-    pub(crate) review: Option<&'a crate::checks::review::ReviewOutcome>,
+    pub(crate) review: Option<&'a crate::checks::ReviewOutcome>,
     /// A plan loop's checks run again at the stop where its last story passed.
-    pub(crate) plan: Option<&'a crate::checks::plan::PlanSweep>,
+    pub(crate) plan: Option<&'a crate::checks::PlanSweep>,
     /// The change since the start against the loop's scope, where it was read
     /// ([`crate::verdict::decision::awaits_scope`]).
-    pub(crate) scope: Option<&'a crate::checks::scope::ScopeCheck>,
+    pub(crate) scope: Option<&'a crate::checks::ScopeCheck>,
 }
 
 /// Where the loop's files are, as the messages name them: text to show, never a path the verdict

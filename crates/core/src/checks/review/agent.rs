@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::checks::review::{self, MAX_FINDINGS_CHARS, ReviewInput, ReviewOutcome};
 use crate::checks::verify::{CommandInput, VerifyOutcome, VerifySpec};
-use crate::host::agent::Agent;
+use crate::host::Agent;
 
 /// The fixed instructions the reviewer gets; the change follows them on its stdin.
 pub(crate) const BRIEF: &str = include_str!("review_brief.txt");
@@ -128,7 +128,7 @@ fn judged(agent: Agent, outcome: &VerifyOutcome) -> ReviewOutcome {
         ended: format!("{}, {said}", outcome.describe()),
         timed_out: outcome.timed_out,
         findings: review::clean(&shown, MAX_FINDINGS_CHARS),
-        digest: format!("{:016x}", crate::support::digest::Fnv1a::of(shown.as_bytes())),
+        digest: format!("{:016x}", crate::support::Fnv1a::of(shown.as_bytes())),
         duration: outcome.duration,
         note,
         usage,

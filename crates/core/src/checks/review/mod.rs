@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::checks::verify::{CommandInput, VerifyOutcome, VerifySpec};
-use crate::host::agent::Agent;
-use crate::host::usage::Usage;
+use crate::host::Agent;
+use crate::host::Usage;
 use crate::support::text::is_hidden;
 
 /// Vetoes in a row after which the loop is parked.

@@ -5,7 +5,7 @@
 
 use crate::checks::failures::{FailureDigest, FailureScanner};
 use crate::checks::test_count::{Scanner, Tally};
-use crate::support::digest::Xxh64;
+use crate::support::Xxh64;
 
 const HEAD_BYTES: usize = 16 * 1024;
 const TAIL_BYTES: usize = 64 * 1024;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::host::Host;
-use crate::host::install::{BinaryFacts, Installation};
+use crate::host::{BinaryFacts, Installation};
 
 /// Everything the checks look at.
 #[derive(Debug, Clone, Default)]
@@ -22,7 +22,7 @@ pub(crate) struct Facts {
     pub tier: TierFacts,
     pub loops: Vec<LoopFact>,
     /// How a judged command's descendants are kept from writing after its exit here.
-    pub containment: Option<crate::checks::verify::Containment>,
+    pub containment: Option<crate::checks::Containment>,
 }
 
 /// Where the loop store is and whether a hook can write there.

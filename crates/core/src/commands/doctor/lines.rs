@@ -4,8 +4,11 @@
 use super::facts::{Facts, LoopKind, StoreFacts, TierFacts};
 use crate::host::Host;
 use crate::host::first_install;
-use crate::host::install::{Binary, BinaryFacts, INSTALL, is_absolute, shell_quote};
-pub(crate) use crate::host::install::{Check, all_pass};
+use crate::host::{
+    Binary, BinaryFacts, INSTALL,
+    install::{is_absolute, shell_quote},
+};
+pub(crate) use crate::host::{Check, install::all_pass};
 
 /// Every check, in the order they are shown.
 pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
@@ -25,8 +28,8 @@ pub(crate) fn lines(facts: &Facts) -> Vec<Check> {
 
 /// Where a judged command's output ends: at its exit in a PID namespace; a moment after it
 /// otherwise, which a process it left behind can race (worth knowing, not a fault of the loop).
-fn containment_line(containment: crate::checks::verify::Containment) -> Check {
-    use crate::checks::verify::Containment;
+fn containment_line(containment: crate::checks::Containment) -> Check {
+    use crate::checks::Containment;
     let detail = format!("{} ({})", containment.words(), containment.name());
     match containment {
         Containment::Namespace => Check::pass("output ends with its command", detail),

@@ -17,8 +17,8 @@ mod lines;
 use serde_json::json;
 
 use crate::host::Host;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::support::Environment;
+use crate::support::{Code, Outcome};
 use lines::Check;
 
 /// What `loop-hook doctor` was asked.

@@ -3,7 +3,7 @@
 
 use super::RequestError;
 use super::flag_spec::{Flag, Value, short_duration};
-use crate::checks::protect::Protect;
+use crate::checks::Protect;
 use crate::support::text::duration::parse_seconds;
 
 pub(super) fn bad_value(flag: Flag, value: &str, why: String) -> RequestError {
@@ -105,7 +105,7 @@ pub(super) fn protect(value: &str) -> Result<String, RequestError> {
 
 /// The `--scope` globs, each checked as a story's are ([`crate::checks::scope::check_glob`]).
 pub(super) fn scope(globs: &[String]) -> Result<Vec<String>, RequestError> {
-    let most = crate::checks::scope::MAX_GLOBS;
+    let most = crate::checks::MAX_GLOBS;
     if globs.len() > most {
         return Err(bad_value(Flag::Scope, &globs[most], format!("the most is {most} --scope globs")));
     }

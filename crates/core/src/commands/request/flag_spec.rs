@@ -17,12 +17,10 @@ use super::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_VERIFY_TIMEOUT_SECS, MAX_MAX_ITERATIONS, MAX_METRIC_RUNS, MAX_RUN_SECS,
     MAX_STREAK, MAX_VERIFY_TIMEOUT_SECS,
 };
-use crate::checks::review::DEFAULT_MAX_VETOES;
-use crate::checks::stall::{DEFAULT_ESCALATION, DEFAULT_MAX_SAME_FAILURES};
+use crate::checks::DEFAULT_MAX_VETOES;
+use crate::checks::{DEFAULT_ESCALATION, DEFAULT_MAX_SAME_FAILURES};
 use crate::metric::keep;
-use crate::verdict::message::reinjection::{
-    DEFAULT_FEEDBACK_TOKENS, MAX_FEEDBACK_TOKENS, MIN_FEEDBACK_TOKENS,
-};
+use crate::verdict::{DEFAULT_FEEDBACK_TOKENS, MAX_FEEDBACK_TOKENS, MIN_FEEDBACK_TOKENS};
 
 /// One of the loop flags, named by its row in [`FLAGS`] (the order of the variants is the
 /// order of the rows, which a test holds).

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::metric::keep::{Measured, MetricProgress, MetricRecord, MetricSettings};
-use crate::metric::lessons::{self, Lesson};
+use crate::metric::{Lesson, lessons};
+use crate::metric::{Measured, MetricProgress, MetricRecord, MetricSettings};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 use crate::worktree::{WorkTree, checkpoint_ref};
 
 /// Measures the baseline into `state` and checkpoints it; returns the project's last lessons.

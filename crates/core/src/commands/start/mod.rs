@@ -5,11 +5,11 @@ pub(crate) mod plan;
 
 use std::path::{Path, PathBuf};
 
+use crate::checks::Oracle;
+use crate::checks::Streaks;
+use crate::checks::TestRatchet;
+use crate::checks::Tier;
 use crate::checks::oracle;
-use crate::checks::oracle::Oracle;
-use crate::checks::sandbox::Tier;
-use crate::checks::stall::Streaks;
-use crate::checks::test_count::TestRatchet;
 use crate::commands::request::{LoopRequest, RequestError};
 use crate::commands::session;
 use crate::host::Host;
@@ -17,13 +17,13 @@ use crate::provenance::claim;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Meta, SCHEMA_VERSION, Settings, Status};
-use crate::store::transaction::Transaction;
+use crate::store::Transaction;
 use crate::store::{LoopPaths, Store};
-use crate::support::digest::Fnv1a;
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
-use crate::verdict::decision::{Gate, gate};
+use crate::support::Environment;
+use crate::support::Fnv1a;
+use crate::support::Outcome;
 use crate::verdict::message::criterion;
+use crate::verdict::{Gate, decision::gate};
 use crate::worktree::WorkTree;
 
 /// `/for-loop --help`: the usage, with every flag from the flag table.
@@ -44,7 +44,7 @@ pub(crate) struct StartOptions {
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) host: Option<Host>,
     /// Who asked: written on the loop's first ledger line, like every other mutation's.
-    pub(crate) origin: Option<crate::host::origin::Origin>,
+    pub(crate) origin: Option<crate::host::Origin>,
     /// The host's transcript, from the prompt hook's event (the user's own prompt).
     pub(crate) transcript: Option<PathBuf>,
     /// Set by the prompt hook: the start waits for the transcript to show the user's prompt.
@@ -218,7 +218,7 @@ fn over_the_block_cap(env: &Environment, request: &LoopRequest, cwd: &Path, host
 /// the start is read from git's trees, and a scope that cannot be checked would hold nothing.
 fn scope_without_git(
     request: &LoopRequest,
-    plan: Option<&crate::checks::plan::PlanSettings>,
+    plan: Option<&crate::checks::PlanSettings>,
     cwd: &Path,
 ) -> Option<Outcome> {
     let story_scope = plan.is_some_and(|p| p.stories.iter().any(|s| !s.scope.is_empty()));
@@ -306,7 +306,7 @@ fn new_state(
     session_id: &str,
     cwd: &Path,
     tier: &Tier,
-    plan: Option<&crate::checks::plan::PlanSettings>,
+    plan: Option<&crate::checks::PlanSettings>,
 ) -> LoopState {
     let (plan_checks, plan_files) = crate::commands::start::plan::oracle_parts(plan);
     let judged: Vec<&str> = judges(request).into_iter().chain(plan_checks).collect();
@@ -361,7 +361,7 @@ fn new_state(
             metric: None,
             transcript: options.transcript.clone(),
             awaiting: options.awaiting.clone(),
-            plan: plan.map(crate::checks::plan::PlanProgress::start),
+            plan: plan.map(crate::checks::PlanProgress::start),
             tier: Some(tier.line()),
             last_reply: None,
             forged_stops: Some(0),
@@ -428,7 +428,7 @@ fn banner(
     if let Some(why) = settings
         .review
         .as_ref()
-        .and_then(crate::checks::review::ReviewSettings::agent)
+        .and_then(crate::checks::ReviewSettings::agent)
         .and_then(|agent| agent.find(env).err())
     {
         out.push_str(&format!("             not ready: {why}; until then every pass is vetoed\n"));
@@ -490,11 +490,11 @@ fn oracle_lines(oracle: &Oracle) -> String {
         out.push_str(&format!(
             "             (over {} files where protected ones could be added: an added file may go unseen \
              outside what git tracks and sees)\n",
-            crate::support::read::walk::MAX_ENTRIES
+            crate::support::MAX_ENTRIES
         ));
     }
     for pattern in &oracle.protect {
-        let one = crate::checks::protect::Protect::stored(std::slice::from_ref(pattern));
+        let one = crate::checks::Protect::stored(std::slice::from_ref(pattern));
         if !oracle.files.keys().any(|file| one.matches(file)) {
             out.push_str(&format!(
                 "Note:        --protect {pattern} matches no file yet; a file created there counts as a \

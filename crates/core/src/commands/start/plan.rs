@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::checks::oracle::Oracle;
-use crate::checks::plan::{self, PlanSettings};
+use crate::checks::Oracle;
+use crate::checks::{PlanSettings, plan};
 use crate::commands::request::LoopRequest;
 use crate::state::LoopState;
 

@@ -1,10 +1,10 @@
 //! A stop made while the session's own background work is in flight: let through unjudged, the
 //! wait recorded, or judged with the wait ended ([`crate::verdict::background`] decides).
 
-use crate::host::hook_response::HookResponse;
+use crate::host::HookResponse;
 use crate::state::{Incident, Rhythm};
-use crate::store::transaction::Change;
-use crate::verdict::background::{self, Call};
+use crate::store::Change;
+use crate::verdict::{Call, background};
 
 use super::Round;
 use super::context::StopContext;

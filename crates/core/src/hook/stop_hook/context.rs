@@ -5,12 +5,12 @@ use std::cell::RefCell;
 use std::fs;
 
 use crate::host::Host;
-use crate::host::event::StopEvent;
-use crate::provenance::confirmation::Settlement;
+use crate::host::StopEvent;
+use crate::provenance::Settlement;
 use crate::state::{LedgerEntry, LoopState};
-use crate::store::custody::Known;
+use crate::store::Known;
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// What a stop knows before it reads its loop.
 pub(super) struct StopContext<'e> {

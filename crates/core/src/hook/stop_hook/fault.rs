@@ -3,16 +3,16 @@
 
 use std::io::Read;
 
+use crate::host::HookResponse;
 use crate::host::Host;
-use crate::host::event::{self, EventError, StopEvent};
-use crate::host::hook_response::HookResponse;
+use crate::host::{EventError, StopEvent, event};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::store::Store;
-use crate::store::transaction::{Noted, Notes};
-use crate::support::environment::Environment;
-use crate::verdict::decision::{self, Gate};
+use crate::store::{Noted, Notes};
+use crate::support::Environment;
+use crate::verdict::{Gate, decision};
 
 /// The hook was started with arguments this binary does not understand: most likely a newer
 /// plugin's hook line (a host added after this build) run by an older `loop-hook`. The stop is

@@ -5,15 +5,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::host::hook_response::HookResponse;
+use crate::host::HookResponse;
 use crate::host::transcript;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
-use crate::store::custody::Custody;
-use crate::store::transaction::{Change, Notes, Transaction};
-use crate::verdict::decision::{self, Gate};
-use crate::verdict::facts::FinalReply;
+use crate::store::Custody;
+use crate::store::{Change, Notes, Transaction};
+use crate::verdict::FinalReply;
+use crate::verdict::{Gate, decision};
 
 use super::context::StopContext;
 use super::fault::record;
@@ -159,7 +159,7 @@ fn from_the_agents_process_tree<'p>(stop: &'p StopContext<'_>) -> Option<Forgery
     if decision::gate(&trusted, &stop.event.session_id) != Gate::Judge {
         return None;
     }
-    let crate::provenance::ancestry::Provenance::Agent(path) =
+    let crate::provenance::Provenance::Agent(path) =
         crate::provenance::ancestry::of_this_hook(trusted.meta.host)
     else {
         return None;
@@ -191,7 +191,7 @@ fn not_judged<'p>(stop: &'p StopContext<'_>, loop_id: &str, doubted: Seen, how: 
     }
     let entry = LedgerEntry {
         stop_hook_active: event.stop_hook_active,
-        origin: Some(crate::host::origin::Origin::Agent),
+        origin: Some(crate::host::Origin::Agent),
         detail: Some(format!(
             "the agent ran the Stop hook itself {how} at iteration {} ({}): that forged stop was not \
              judged and used no iteration",

@@ -32,19 +32,19 @@ use std::fs;
 use std::io::Read;
 
 use crate::hook::turn_failure;
+use crate::host::HookResponse;
 use crate::host::Host;
-use crate::host::event::{self, EventError, StopEvent, TurnFailure};
-use crate::host::hook_response::HookResponse;
+use crate::host::{EventError, StopEvent, TurnFailure, event};
+use crate::provenance::Settlement;
 use crate::provenance::claim;
-use crate::provenance::confirmation::Settlement;
 use crate::state::Incident;
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::state::Rhythm;
 use crate::store::custody;
-use crate::store::transaction::{Change, CommitError, Notes, Transaction};
-use crate::support::environment::Environment;
-use crate::verdict::decision::{self, Decision};
+use crate::store::{Change, CommitError, Notes, Transaction};
+use crate::support::Environment;
+use crate::verdict::{Decision, decision};
 
 use context::StopContext;
 pub(crate) use fault::misinvoked;
@@ -226,7 +226,7 @@ impl StopContext<'_> {
             return crate::provenance::origin::with_notices(self.env, &self.event.session_id, response);
         }
         if let Some(message) = &response.system_message {
-            crate::provenance::origin::Notice::post(
+            crate::provenance::Notice::post(
                 &self.paths.dir,
                 &format!("for-loop judged a stop that may have been sent by the agent; it said: {message}"),
             );

@@ -2,18 +2,18 @@
 //! for-loop's back), whether this stop is the loop's to judge, and everything to tell about it;
 //! then, after verify, opening it again to see what changed while verify ran.
 
-use crate::host::event::StopEvent;
-use crate::host::hook_response::HookResponse;
+use crate::host::HookResponse;
+use crate::host::StopEvent;
 use crate::provenance::claim;
 use crate::state::Incident;
 use crate::state::ReasonCode;
 use crate::state::{LedgerDecision, LedgerEntry};
 use crate::state::{LoopState, Status};
-use crate::store::custody::Custody;
-use crate::store::judgment::{Found, Judgment, Marked};
-use crate::store::transaction::{Change, CommitError, Notes, OpenError, Transaction};
-use crate::support::environment::Environment;
-use crate::verdict::decision::{self, Gate};
+use crate::store::Custody;
+use crate::store::{Change, CommitError, Notes, OpenError, Transaction};
+use crate::store::{Found, Judgment, Marked};
+use crate::support::Environment;
+use crate::verdict::{Gate, decision};
 
 use super::context::{Settled, StopContext};
 use super::fault::{fault, record};

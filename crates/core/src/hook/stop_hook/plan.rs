@@ -9,10 +9,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::checks::oracle::{ChangeKind, OracleChange};
+use crate::checks::PlanSweep;
 use crate::checks::plan;
-use crate::checks::plan::PlanSweep;
-use crate::checks::verify::{VerifyOutcome, VerifySpec};
+use crate::checks::{ChangeKind, OracleChange};
+use crate::checks::{VerifyOutcome, VerifySpec};
 use crate::state::LoopState;
 
 /// The check that runs at this stop (the current story's in a plan loop, else `--verify`), run
@@ -53,7 +53,7 @@ pub(super) fn run_sweep(state: &LoopState, sandbox: &[OsString]) -> Option<PlanS
             Ok(outcome) if outcome.passed() => {}
             Ok(outcome) => return Some(PlanSweep { broken: Some((index, outcome)) }),
             Err(e) => {
-                let mut output = crate::checks::verify::Captured::default();
+                let mut output = crate::checks::Captured::default();
                 output.push(format!("it could not run: {e}\n").as_bytes());
                 let outcome = VerifyOutcome {
                     exit_code: None,

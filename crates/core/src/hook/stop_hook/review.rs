@@ -5,12 +5,12 @@
 
 use std::ffi::OsString;
 
-use crate::checks::review::{self, Change, ReviewInput, ReviewOutcome, VerifySeen};
-use crate::checks::verify::VerifyOutcome;
-use crate::host::agent::Agent;
-use crate::host::usage::UsageCursor;
+use crate::checks::VerifyOutcome;
+use crate::checks::{Change, ReviewInput, ReviewOutcome, VerifySeen, review};
+use crate::host::Agent;
+use crate::host::UsageCursor;
 use crate::state::LoopState;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 use crate::worktree::WorkTree;
 
 /// Runs the loop's reviewer (a command, or an agent that asks its model) on this stop's passing

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::checks::scope::ScopeCheck;
+use crate::checks::ScopeCheck;
 use crate::state::LoopState;
 use crate::verdict::message::scope;
 use crate::worktree::WorkTree;

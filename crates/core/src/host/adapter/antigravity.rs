@@ -25,7 +25,7 @@ use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
     self, BinaryFacts, Check, INSTALL, Install, Installation, Launch, Look, not_installed, shell_quote,
 };
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;

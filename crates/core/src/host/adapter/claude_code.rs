@@ -17,7 +17,7 @@ use crate::host::install::{
 };
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Commands, Host, foreign_marker};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 pub(in crate::host) fn parse(object: &Map<String, Value>) -> Result<StopEvent, EventError> {
     if let Some(what) = foreign_marker(Host::ClaudeCode, &Fields(object)) {

@@ -16,7 +16,7 @@ use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, shell_quote,
 };
 use crate::host::user_command::CommandKind;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;

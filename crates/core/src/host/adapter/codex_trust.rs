@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// How much of `config.toml` is read; a user's Codex config is a few kilobytes.
 const CONFIG_BYTES: u64 = 4 << 20;

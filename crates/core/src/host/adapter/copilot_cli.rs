@@ -29,7 +29,7 @@ use crate::host::install::{
     runs_us, shell_quote,
 };
 use crate::host::user_command::CommandKind;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript};
 use crate::host::hook_response::HookResponse;

@@ -20,7 +20,7 @@ use crate::host::install::{
     self, BinaryFacts, Check, HookFile, Install, Installation, Look, not_installed, read_json, runs_us,
     shell_quote,
 };
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnError, TurnFailure};
 use crate::host::hook_response::HookResponse;

@@ -16,7 +16,7 @@ use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, read_json,
 };
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;

@@ -28,7 +28,7 @@ use crate::host::install::{
     self, BinaryFacts, Check, Install, Installation, Look, not_installed, shell_quote,
 };
 use crate::host::user_command;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 use crate::host::event::{EventError, Fields, StopEvent};
 use crate::host::hook_response::HookResponse;

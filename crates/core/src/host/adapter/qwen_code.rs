@@ -31,7 +31,7 @@ use crate::host::install::{
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::user_command;
 use crate::host::{Commands, Host, foreign_marker};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// Fields only Qwen Code's `Stop` sends (`crons` always; Claude Code's is `session_crons`).
 pub(in crate::host) const MARKERS: &[&str] = &["crons", "context_usage", "context_limit"];

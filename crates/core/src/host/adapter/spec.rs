@@ -14,7 +14,7 @@ use crate::host::install::Install;
 use crate::host::origin::HookRunner;
 use crate::host::user_command::{self, TypedCommands};
 use crate::host::{Commands, Host};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// Everything for-loop knows about one host, as its adapter declares it. The doc of each field is
 /// on the [`Host`] method that reads it.

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::support::Environment;
 use crate::support::digest::sha256_hex;
-use crate::support::environment::Environment;
 
 /// One entry per thing watched: what it is and where (`settings:/p/.claude/settings.local.json`),
 /// and its state in short (a digest, `absent`, `unreadable`).

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::environment::Environment;
-use crate::support::text::version::VERSION;
+use crate::support::Environment;
+use crate::support::VERSION;
 
 /// How long another binary gets to answer `--version`.
 const VERSION_WAIT: Duration = Duration::from_secs(5);

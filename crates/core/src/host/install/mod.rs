@@ -14,7 +14,7 @@ pub(crate) use binary::{Binary, BinaryFacts, Launch, facts as binary_facts, on_p
 pub(in crate::host) use binary::{is_executable, launch};
 
 use crate::host::Host;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// The line for a binary that is not installed anywhere a hook looks.
 pub(crate) const INSTALL: &str = "cargo install --locked --path <for-loop checkout>";

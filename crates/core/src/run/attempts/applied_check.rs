@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::checks::VerifySpec;
 use crate::checks::sandbox::verify_sandbox;
-use crate::checks::verify::VerifySpec;
 use crate::state::LoopState;
 
 /// The winner's check, as it will run in the user's working tree.

@@ -11,14 +11,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::commands::resume::ResumeOptions;
+use crate::commands::ResumeOptions;
 use crate::run::RunOptions;
 use crate::run::attempts::{self, REFS};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::store::Store;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::support::Environment;
+use crate::support::{Code, Outcome};
 use crate::worktree::WorkTree;
 
 /// The remote attempts are pushed to and picked from when `--remote` is not given.

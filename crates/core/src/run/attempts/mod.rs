@@ -30,8 +30,8 @@ use super::driver::{Attempt, Driver, SharedLimit, park_loop};
 use crate::state::ReasonCode;
 use crate::state::Status;
 use crate::store::Store;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::support::Environment;
+use crate::support::{Code, Outcome};
 use crate::worktree::WorkTree;
 use applied_check::AppliedCheck;
 pub(super) use fleet::{DEFAULT_REMOTE, attempt, clean_head, misuse, remote_problem, run_id_problem};
@@ -40,7 +40,7 @@ pub(super) use users_repo::RepoLook;
 use winner::FirstVerified;
 
 /// More attempts than this is a typo, not a plan.
-pub(crate) use crate::commands::request::flag_spec::MAX_ATTEMPTS;
+pub(crate) use crate::commands::MAX_ATTEMPTS;
 pub(super) const REFS: &str = "refs/for-loop/attempts";
 
 /// A best-of-K run as kept in the store, for `--apply`.
@@ -460,7 +460,7 @@ pub(crate) fn apply(env: &Environment, wanted: &str) -> Outcome {
 fn winners_check(env: &Environment, store: &Store, group: &Group, n: u32) -> Result<AppliedCheck, String> {
     let record = group.attempts.iter().find(|a| a.n == n).ok_or(format!("attempt {n} is not recorded"))?;
     let paths = store.paths(&record.loop_id);
-    let state = match crate::store::transaction::Transaction::open(&paths, jiff::Timestamp::now()) {
+    let state = match crate::store::Transaction::open(&paths, jiff::Timestamp::now()) {
         Ok((_, custody)) => super::driver::trusted(custody),
         Err(e) => Err(e.to_string()),
     }

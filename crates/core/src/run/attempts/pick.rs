@@ -13,18 +13,18 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::checks::oracle::Oracle;
-use crate::checks::verify::VerifySpec;
-use crate::commands::request::LoopRequest;
+use crate::checks::Oracle;
+use crate::checks::VerifySpec;
+use crate::commands::LoopRequest;
 use crate::run::RunOptions;
 use crate::run::attempts::fleet::{Claim, DEFAULT_REMOTE};
 use crate::run::attempts::winner::FirstVerified;
 use crate::run::attempts::{OwnedTree, REFS, prefix_in};
 use crate::run::sandbox::GitDirs;
 use crate::store::Store;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::support::Environment;
 use crate::support::text::nearest::nearest;
+use crate::support::{Code, Outcome};
 use crate::worktree::WorkTree;
 
 /// A commit message longer than this holds no claim worth reading.

@@ -9,10 +9,10 @@ use std::time::Duration;
 use super::queue::Queue;
 use super::record::BacklogRun;
 use super::schedule::not_landed;
-use crate::commands::request::LoopRequest;
+use crate::commands::LoopRequest;
 use crate::store::Store;
-use crate::support::environment::Environment;
-use crate::support::outcome::Outcome;
+use crate::support::Environment;
+use crate::support::Outcome;
 use crate::worktree::WorkTree;
 
 pub(super) fn apply(env: &Environment, store: &Store, run: &BacklogRun) -> Outcome {

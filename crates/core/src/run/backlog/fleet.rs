@@ -22,8 +22,8 @@ use serde_json::json;
 
 use super::queue::{Offered, Queue};
 use super::tasks::{self, Task};
-use crate::checks::oracle::Oracle;
-use crate::commands::request::LoopRequest;
+use crate::checks::Oracle;
+use crate::commands::LoopRequest;
 use crate::run::RunOptions;
 use crate::run::attempts::{DEFAULT_REMOTE, Ended, remote_problem, run_id_problem};
 use crate::run::driver::SharedLimit;
@@ -31,8 +31,8 @@ use crate::run::options::Fleet;
 use crate::run::sandbox::GitDirs;
 use crate::state::LoopState;
 use crate::store::Store;
-use crate::support::environment::Environment;
-use crate::support::outcome::{Code, Outcome};
+use crate::support::Environment;
+use crate::support::{Code, Outcome};
 use crate::worktree::WorkTree;
 
 /// Where a backlog's refs live: `REFS/ID/tasks/N` and `REFS/ID/integration`.

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::checks::oracle::{ChangeKind, OracleChange, SuiteGuard};
-use crate::checks::test_count::{RatchetStatus, TestRatchet};
-use crate::checks::verify::VerifySpec;
+use crate::checks::VerifySpec;
+use crate::checks::{ChangeKind, OracleChange, SuiteGuard};
+use crate::checks::{RatchetStatus, TestRatchet};
 use crate::worktree::WorkTree;
 
 /// A task's check that failed on a merged tree, or the run's `--verify`.
@@ -97,7 +97,7 @@ struct Ran {
     /// Why it failed, in words for the task's agent; empty when it passed.
     said: String,
     /// The test counts it printed; `None` when it timed out (it may not have reached them).
-    tests: Option<crate::checks::test_count::Tally>,
+    tests: Option<crate::checks::Tally>,
 }
 
 impl Queue {

@@ -82,7 +82,7 @@ pub(crate) struct BacklogRun {
     /// What each check command ran on the integration head (its test-count ratchet), which
     /// every later merge and `run --apply` are held to.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub(crate) tests: std::collections::BTreeMap<String, crate::checks::test_count::TestRatchet>,
+    pub(crate) tests: std::collections::BTreeMap<String, crate::checks::TestRatchet>,
     pub(crate) started_at: Timestamp,
     pub(crate) updated_at: Timestamp,
 }

@@ -21,14 +21,14 @@ use serde_json::json;
 use super::events::Events;
 use super::queue::{self, Judged, Offered, Queue};
 use super::record::{BacklogRun, Stage, tree_exists};
-use crate::commands::resume::ResumeOptions;
+use crate::commands::ResumeOptions;
 use crate::run::RunOptions;
 use crate::run::driver::{Attempt, Driver, SharedLimit, interrupted, park_loop, trusted};
 use crate::state::{LedgerDecision, LedgerEntry, ReasonCode, Status};
-use crate::store::record::LoopFile;
-use crate::store::transaction::Transaction;
+use crate::store::LoopFile;
+use crate::store::Transaction;
 use crate::store::{LoopPaths, Store};
-use crate::support::environment::Environment;
+use crate::support::Environment;
 use crate::worktree::WorkTree;
 
 /// How often the driver looks at the running tasks (their iterations, their work trees, the file).
@@ -512,7 +512,7 @@ pub(crate) fn not_landed(run: &BacklogRun) -> Vec<(u32, String, String)> {
 /// loop's own stops use ([`crate::state::describe_failing`]); empty when no runner's report is
 /// in it.
 fn named_in(output: &str) -> String {
-    let mut captured = crate::checks::verify::Captured::default();
+    let mut captured = crate::checks::Captured::default();
     captured.push(output.as_bytes());
     crate::state::FailingNames::of(&captured.failures())
         .filter(|names| names.count() > 0)

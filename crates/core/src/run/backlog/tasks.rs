@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::plan::{self, Story};
+use crate::checks::{Story, plan};
 use crate::support::digest::sha256_hex;
 
 /// One task of a backlog.

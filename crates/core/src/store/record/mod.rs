@@ -146,7 +146,7 @@ impl Transaction<'_> {
     /// too large to keep, or there are none. Each file is written whole, its user's alone.
     pub(crate) fn save_oracle_originals(
         &self,
-        oracle: &crate::checks::oracle::Oracle,
+        oracle: &crate::checks::Oracle,
         cwd: &Path,
     ) -> io::Result<bool> {
         let Some(files) = oracle.originals(cwd)? else { return Ok(false) };

@@ -6,7 +6,7 @@
 //! fence): the names and lines are fenced, each line made visible and cut, and the loop's own
 //! sentence around them carries only counts and the runner the parser recognised.
 
-use crate::checks::failures::{Failure, FailureDigest};
+use crate::checks::{Failure, FailureDigest};
 use crate::state::{Change, FailingNames};
 use crate::support::text::{cut, fence_for, is_hidden};
 

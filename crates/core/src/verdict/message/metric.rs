@@ -1,9 +1,9 @@
 //! The words of a metric loop: the re-injected prompt after a keep or a discard, the status
 //! line, and the headline when the loop ends or parks.
 
-use crate::checks::oracle::OracleChange;
-use crate::checks::verify::VerifyOutcome;
-use crate::metric::keep::{self, Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung};
+use crate::checks::OracleChange;
+use crate::checks::VerifyOutcome;
+use crate::metric::{Discard, Judgement, MetricFacts, MetricProgress, MetricSettings, Rung, keep};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::verdict::facts::LoopFiles;

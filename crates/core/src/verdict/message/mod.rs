@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::checks::oracle::{ChangeKind, OracleChange};
-use crate::checks::verify::VerifyOutcome;
+use crate::checks::VerifyOutcome;
+use crate::checks::{ChangeKind, OracleChange};
 use crate::host::usage::human_tokens;
 use crate::state::Incident;
 use crate::state::LoopState;

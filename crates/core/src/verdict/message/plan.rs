@@ -1,7 +1,7 @@
 //! The words of a plan loop (`--plan`): the story to work on, the one just done, a done story
 //! that broke, and the plan's line in the receipt.
 
-use crate::checks::plan::{PlanSweep, Story};
+use crate::checks::{PlanSweep, Story};
 use crate::state::LoopState;
 use crate::support::text::fence_for;
 

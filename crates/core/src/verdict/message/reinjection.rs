@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::checks::verify::VerifyOutcome;
+use crate::checks::VerifyOutcome;
 use crate::state::Change;
 use crate::support::text::fence_for;
 use crate::verdict::facts::LoopFiles;

@@ -5,7 +5,7 @@
 //! The reviewer's output is the reviewer's, not the user's: it is fenced and introduced as
 //! findings about the change, so a reviewer (or a file it quotes) cannot speak as the user.
 
-use crate::checks::review::{ReviewOutcome, ReviewSettings};
+use crate::checks::{ReviewOutcome, ReviewSettings};
 use crate::state::LoopState;
 use crate::state::ReasonCode;
 use crate::verdict::message::reinjection::Finding;

@@ -1,7 +1,7 @@
 //! The scope of a loop (`--scope`, a story's `scope:`) as the verdict reads it, and its words: the
 //! re-injection when a pass changed files outside it, and the line at a blocked stop.
 
-use crate::checks::scope::{Scope, ScopeCheck};
+use crate::checks::{Scope, ScopeCheck};
 use crate::state::LoopState;
 use crate::verdict::message::reinjection::Finding;
 

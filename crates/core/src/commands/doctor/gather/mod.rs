@@ -5,9 +5,12 @@ mod project;
 
 use super::facts::Facts;
 use crate::host::Host;
-use crate::host::install::{Look, binary_facts, on_path};
+use crate::host::{
+    Look,
+    install::{binary_facts, on_path},
+};
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 use crate::worktree::WorkTree;
 
 /// Everything the checks need about this machine and the project in `env.cwd`. A host's facts
@@ -45,7 +48,7 @@ pub(crate) fn gather(env: &Environment, asked: Option<Host>) -> Facts {
         tier: project::tier(env, &project, store.as_ref()),
         loops: project::loops(env, &project, store.as_ref()),
         asked,
-        containment: Some(crate::checks::verify::Containment::probed()),
+        containment: Some(crate::checks::Containment::probed()),
         project,
     }
 }

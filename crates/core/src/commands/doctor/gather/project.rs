@@ -6,7 +6,7 @@ use super::super::facts::{LoopFact, LoopKind, StoreFacts, TierFacts};
 use crate::checks::sandbox;
 use crate::state::Status;
 use crate::store::Store;
-use crate::support::environment::Environment;
+use crate::support::Environment;
 
 /// An active loop with no stop judged for this long has most likely lost its session.
 const STALE_HOURS: u64 = 24;
