@@ -109,28 +109,10 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
     {
         return refusal;
     }
-    let meta = &mut state.meta;
-    match (meta.status, meta.outcome) {
-        (Status::Active, _) => {
-            return Outcome::ok(format!(
-                "for-loop: the loop is already running (iteration {} of {}); it judges your next stop.",
-                meta.iteration, meta.settings.max_iterations
-            ));
-        }
-        (Status::Ended, Some(ReasonCode::HandedOver)) => {
-            let to = meta.handoff.as_ref().map_or("a run loop", |h| h.to.as_str());
-            return Outcome::refused(format!(
-                "for-loop: this loop was handed over to loop-hook run ({to}) and goes on there: \
-                 `loop-hook status --session {to}` follows it, `loop-hook run --resume {to}` continues it."
-            ));
-        }
-        (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => {
-            return Outcome::refused(
-                "for-loop: this loop ended because it was done. Start a new one with /for-loop.",
-            );
-        }
-        _ => {}
+    if let Some(refusal) = not_resumable(&state) {
+        return refusal;
     }
+    let meta = &mut state.meta;
     let was = meta.outcome.map_or("unknown".to_string(), |o| o.to_string());
     // The stop that parked or ended the loop closed a turn; this resume opens the next one.
     meta.iteration += 1;
@@ -160,6 +142,28 @@ pub(crate) fn run(env: &Environment, target: &Target, options: &ResumeOptions, o
         )),
         state.task.trim_end()
     ))
+}
+
+/// The answer when the loop is not one to resume: running already, handed over, or done.
+fn not_resumable(state: &crate::state::LoopState) -> Option<Outcome> {
+    let meta = &state.meta;
+    match (meta.status, meta.outcome) {
+        (Status::Active, _) => Some(Outcome::ok(format!(
+            "for-loop: the loop is already running (iteration {} of {}); it judges your next stop.",
+            meta.iteration, meta.settings.max_iterations
+        ))),
+        (Status::Ended, Some(ReasonCode::HandedOver)) => {
+            let to = meta.handoff.as_ref().map_or("a run loop", |h| h.to.as_str());
+            Some(Outcome::refused(format!(
+                "for-loop: this loop was handed over to loop-hook run ({to}) and goes on there: \
+                 `loop-hook status --session {to}` follows it, `loop-hook run --resume {to}` continues it."
+            )))
+        }
+        (Status::Ended, Some(ReasonCode::Verified | ReasonCode::Promise)) => Some(Outcome::refused(
+            "for-loop: this loop ended because it was done. Start a new one with /for-loop.",
+        )),
+        _ => None,
+    }
 }
 
 /// The refusal of a resume that leaves more iterations than the host lets a Stop hook hold in

@@ -308,6 +308,69 @@ fn route(
 ) -> Route {
     let paths = held.paths;
     let dir = paths.dir.clone();
+    let (trusted, mut notice) = loop_stages(env, host, session_id, held);
+    let loop_transcript =
+        trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
+    // A loop without one (started from a terminal) has only the event's to show a turn nobody
+    // judged; a change to it needs its own (below).
+    let anchorless = trusted.is_some() && loop_transcript.is_none();
+    let transcript = loop_transcript.or_else(|| fields.path("transcript_path").ok().flatten());
+    // A hook killed while it judged the last stop let that stop through: the user hears it now,
+    // and the next stop records it.
+    let forged = transcript.as_deref().is_some_and(crate::host::transcript::tool_call_still_pending);
+    if let Some(line) = missed_stop(env, host, held, transcript.as_deref(), forged) {
+        notice.insert(0, Told::Said(line));
+    }
+    // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
+    // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
+    if host.resubmits_block_reason_as_prompt()
+        && dir.exists()
+        && crate::hook::copilot_block::is_reinjection(paths, prompt)
+    {
+        return Route::Reinjection(notice);
+    }
+    let Some(command) = UserCommand::parse(host, prompt) else {
+        // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
+        // itself: an override of its cap of blocks is recorded, and told that way.
+        let overridden = if host.prompt_hook_answers_in_place() && dir.exists() {
+            held.running().and_then(|open| {
+                open.incidents.clear();
+                let (line, told) = crate::hook::copilot_block::block_overridden(env, &mut open.state)?;
+                open.lines.push(line);
+                Some(told)
+            })
+        } else {
+            None
+        };
+        return Route::NotACommand(notice, overridden);
+    };
+    let looked = Looked { trusted, transcript, anchorless, forged, notice, session_id, prompt };
+    command_route(env, host, fields, held, command, looked)
+}
+
+/// What the stages before a command found: the loop as trusted, the transcript to read, whether
+/// the loop has none of its own, whether a tool call is still pending in it, what to tell.
+struct Looked<'a> {
+    trusted: Option<LoopState>,
+    transcript: Option<PathBuf>,
+    anchorless: bool,
+    forged: bool,
+    notice: Vec<Told>,
+    session_id: &'a str,
+    prompt: &'a str,
+}
+
+/// The stages that change a loop whatever the prompt is: a command never confirmed undone, the
+/// notices taken, a loop parked on a usage limit lifted, a change of the host's configuration
+/// told. The loop as trusted after them, and what to tell.
+fn loop_stages(
+    env: &Environment,
+    host: Host,
+    session_id: &str,
+    held: &mut Held<'_>,
+) -> (Option<LoopState>, Vec<Told>) {
+    let paths = held.paths;
+    let dir = paths.dir.clone();
     let mut notice: Vec<Told> = Vec::new();
     // A command this hook carried out earlier that the host never recorded the user sending is
     // undone first, so what follows sees the loop as it really is.
@@ -366,41 +429,20 @@ fn route(
             notice.push(Told::HostConfig(noticed));
         }
     }
-    let loop_transcript =
-        trusted.as_ref().and_then(|state| state.meta.transcript.clone()).filter(|t| t.is_file());
-    // A loop without one (started from a terminal) has only the event's to show a turn nobody
-    // judged; a change to it needs its own (below).
-    let anchorless = trusted.is_some() && loop_transcript.is_none();
-    let transcript = loop_transcript.or_else(|| fields.path("transcript_path").ok().flatten());
-    // A hook killed while it judged the last stop let that stop through: the user hears it now,
-    // and the next stop records it.
-    let forged = transcript.as_deref().is_some_and(crate::host::transcript::tool_call_still_pending);
-    if let Some(line) = missed_stop(env, host, held, transcript.as_deref(), forged) {
-        notice.insert(0, Told::Said(line));
-    }
-    // Copilot CLI submits a block's reason as the next prompt, through this hook: the loop going
-    // on, never a command. Nothing is told now; a notice waits for the user's next prompt.
-    if host.resubmits_block_reason_as_prompt()
-        && dir.exists()
-        && crate::hook::copilot_block::is_reinjection(paths, prompt)
-    {
-        return Route::Reinjection(notice);
-    }
-    let Some(command) = UserCommand::parse(host, prompt) else {
-        // Copilot CLI shows the user nothing a hook says unless the hook answers the prompt
-        // itself: an override of its cap of blocks is recorded, and told that way.
-        let overridden = if host.prompt_hook_answers_in_place() && dir.exists() {
-            held.running().and_then(|open| {
-                open.incidents.clear();
-                let (line, told) = crate::hook::copilot_block::block_overridden(env, &mut open.state)?;
-                open.lines.push(line);
-                Some(told)
-            })
-        } else {
-            None
-        };
-        return Route::NotACommand(notice, overridden);
-    };
+    (trusted, notice)
+}
+
+/// Where a user's command goes: refused when nothing tells the user's prompt from a program's
+/// (and said why), or carried out, marked first when the host's transcript confirms it later.
+fn command_route(
+    env: &Environment,
+    host: Host,
+    fields: &Fields<'_>,
+    held: &mut Held<'_>,
+    command: UserCommand,
+    looked: Looked<'_>,
+) -> Route {
+    let Looked { trusted, transcript, anchorless, forged, notice, session_id, prompt } = looked;
     // opencode's plugin names the session's directory.
     let cwd = fields
         .path("cwd")
@@ -424,15 +466,7 @@ fn route(
         && anchorless
         && host.confirms_commands_from_transcript()
     {
-        return Route::NotRun(
-            format!(
-                "for-loop: `{}` was not run: this loop was started without its session's transcript, so \
-                 nothing tells your prompt from a program's. Hand it over from your own terminal: \
-                 loop-hook handoff --session {session_id}",
-                command.name
-            ),
-            notice,
-        );
+        return Route::NotRun(handoff_without_transcript(&command, session_id), notice);
     }
     if forged {
         return Route::NotRun(sent_mid_tool_call(&command), notice);
@@ -474,6 +508,16 @@ fn route(
         had_loop: trusted.is_some(),
         notice,
     }))
+}
+
+/// The refusal of a handoff in a loop started without its session's transcript.
+fn handoff_without_transcript(command: &UserCommand, session_id: &str) -> String {
+    format!(
+        "for-loop: `{}` was not run: this loop was started without its session's transcript, so \
+         nothing tells your prompt from a program's. Hand it over from your own terminal: \
+         loop-hook handoff --session {session_id}",
+        command.name
+    )
 }
 
 /// The event's session id and the prompt the user typed, when it has both.

@@ -74,19 +74,10 @@ pub(crate) fn run_request(
     };
     let cwd = options.cwd.clone().unwrap_or_else(|| env.cwd.clone());
     let host = options.host.unwrap_or_default();
-    if let Some(refusal) = unsupported(&request, &cwd, host) {
-        return refusal;
-    }
-    if let Some(refusal) = over_the_block_cap(env, &request, &cwd, host) {
-        return refusal;
-    }
-    let plan = match crate::commands::start::plan::read(&request, &cwd) {
+    let plan = match startable(env, &request, &cwd, host) {
         Ok(plan) => plan,
-        Err(why) => return Outcome::refused(format!("for-loop: not started: {why}")),
+        Err(refusal) => return refusal,
     };
-    if let Some(refusal) = scope_without_git(&request, plan.as_ref(), &cwd) {
-        return refusal;
-    }
     let store = match Store::locate(env) {
         Ok(store) => store,
         Err(e) => return Outcome::refused(format!("for-loop: not started: {e}")),
@@ -149,6 +140,28 @@ pub(crate) fn run_request(
         shown = shown.replacen("\nWork on the task now.", &format!("{words}\nWork on the task now."), 1);
     }
     Outcome::ok(shown)
+}
+
+/// The plan `request` names, read, once nothing refuses the request in `cwd` on `host`: what
+/// the host cannot do, its cap of blocks, a plan that cannot be read, a scope without git.
+fn startable(
+    env: &Environment,
+    request: &LoopRequest,
+    cwd: &Path,
+    host: Host,
+) -> Result<Option<crate::checks::PlanSettings>, Outcome> {
+    if let Some(refusal) = unsupported(request, cwd, host) {
+        return Err(refusal);
+    }
+    if let Some(refusal) = over_the_block_cap(env, request, cwd, host) {
+        return Err(refusal);
+    }
+    let plan = crate::commands::start::plan::read(request, cwd)
+        .map_err(|why| Outcome::refused(format!("for-loop: not started: {why}")))?;
+    if let Some(refusal) = scope_without_git(request, plan.as_ref(), cwd) {
+        return Err(refusal);
+    }
+    Ok(plan)
 }
 
 /// Why `request` cannot be run in `cwd` on `host`, if it cannot.

@@ -110,29 +110,10 @@ impl Untrusted {
 /// Opens the session's loop for this stop. `Err` is the answer when there is nothing to judge:
 /// no loop, another session's, an ended one, or a fault of ours.
 pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Box<Opened<'p>>, Unjudged<'p>> {
-    let (env, host, event, paths) = (stop.env, stop.host, stop.event, &stop.paths);
+    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
     let (transaction, custody) = match Transaction::open_known(paths, env.now, &stop.known) {
         Ok(opened) => opened,
-        Err(OpenError::Lock(e)) => {
-            return Err(
-                fault(Notes::Free(paths), None, event, env, &format!("{e}. This stop is allowed.")).into()
-            );
-        }
-        Err(OpenError::Unreadable(e)) => {
-            return Err(fault(
-                Notes::Free(paths),
-                None,
-                event,
-                env,
-                &format!(
-                    "{e}. There is no last good copy to restore it from (the loop is older than \
-                     those copies), so this stop is allowed; the file is kept for inspection. \
-                     {} moves it aside and ends the loop.",
-                    host.commands().cancel
-                ),
-            )
-            .into());
-        }
+        Err(e) => return Err(not_opened(stop, e)),
     };
     let (state, mut incidents) = match custody {
         Custody::None => return Err(no_loop(event).into()),
@@ -190,6 +171,21 @@ pub(super) fn open<'p>(stop: &'p StopContext<'_>) -> Result<Box<Opened<'p>>, Unj
     }
     let judging = Judgment::begin(paths, &state, env.now);
     Ok(Box::new(Opened { state, incidents, judging, settled }))
+}
+
+/// The answer to a stop whose loop could not be opened: its lock could not be taken, or its
+/// state could not be read and has no last good copy. A fault of ours: the stop is allowed.
+fn not_opened<'p>(stop: &'p StopContext<'_>, e: OpenError) -> Unjudged<'p> {
+    let (env, event, paths) = (stop.env, stop.event, &stop.paths);
+    let what = match e {
+        OpenError::Lock(e) => format!("{e}. This stop is allowed."),
+        OpenError::Unreadable(e) => format!(
+            "{e}. There is no last good copy to restore it from (the loop is older than those copies), \
+             so this stop is allowed; the file is kept for inspection. {} moves it aside and ends the loop.",
+            stop.host.commands().cancel
+        ),
+    };
+    fault(Notes::Free(paths), None, event, env, &what).into()
 }
 
 /// The answer to a stop of a loop that is over: silence, or, for a loop handed over to
