@@ -28,7 +28,6 @@ pub(crate) mod transcript;
 pub(crate) mod usage;
 pub(crate) mod user_command;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub(crate) use crate::host::event::{EventError, Fields, StopEvent};
@@ -57,6 +56,9 @@ pub(crate) use self::usage::UsageCursor;
 pub(crate) use self::user_command::CommandKind;
 pub(crate) use self::user_command::UserCommand;
 pub(crate) use crate::host::hook_response::HookResponse;
+pub(crate) use adapter::Host;
+use adapter::SPECS;
+use adapter::claude_code;
 use adapter::opencode;
 pub(crate) use adapter::opencode::Command as OpencodeCommand;
 pub(crate) use adapter::qwen_code::{
@@ -64,42 +66,9 @@ pub(crate) use adapter::qwen_code::{
     MAX_BLOCK_CAP as QWEN_MAX_BLOCK_CAP,
 };
 pub(crate) use adapter::spec::HostSpec;
-use adapter::{antigravity, claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code};
 pub(crate) use adapter::{codex_trust, copilot_cli::BLOCK_CAP as COPILOT_BLOCK_CAP};
 
-/// Serialized by [`Host::name`] (`claude-code`, `gemini-cli`, ...), as state files store it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Host {
-    #[default]
-    ClaudeCode,
-    /// Google Antigravity 2.x: the `agy` CLI, the IDE and the desktop app share one contract.
-    Antigravity,
-    GeminiCli,
-    Codex,
-    Cursor,
-    CopilotCli,
-    /// opencode: its plugin passes session events, commands and tool calls to the hook.
-    Opencode,
-    /// Qwen Code 0.24: a fork of Gemini CLI whose hooks take Claude Code's shape (`Stop`,
-    /// `UserPromptSubmit`).
-    QwenCode,
-}
-
-/// Every adapter's spec, in the order of [`Host`]'s variants: with the variant and the adapter's
-/// `mod` line, the one line a new host adds outside its adapter file.
-const SPECS: [&HostSpec; 8] = [
-    &claude_code::SPEC,
-    &antigravity::SPEC,
-    &gemini_cli::SPEC,
-    &codex::SPEC,
-    &cursor::SPEC,
-    &copilot_cli::SPEC,
-    &opencode::SPEC,
-    &qwen_code::SPEC,
-];
-
-// Each spec sits at its variant's place, so that `Host::spec` reads the host's own.
+// Each spec names the host of its place in the list, so that `Host::spec` reads the host's own.
 const _: () = {
     let mut i = 0;
     while i < SPECS.len() {
