@@ -392,6 +392,31 @@ fn guard_arguments_this_binary_does_not_know_let_the_tool_call_run() {
     }
 }
 
+/// A prompt hook that exits 2 blocks the user's prompt and erases it (Claude Code): an older
+/// binary under a newer plugin's prompt or session-start line lets the prompt go on, and says why
+/// on stderr.
+#[test]
+fn prompt_and_session_start_arguments_this_binary_does_not_know_let_the_prompt_go_on() {
+    let env = TestEnv::new();
+    env.start("t --verify false");
+    let prompt = serde_json::json!({
+        "session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "/cancel-loop",
+        "cwd": env.project,
+    })
+    .to_string();
+    for args in [
+        &["prompt-hook", "--host", "a-newer-host"][..],
+        &["prompt-hook", "--frobnicate"],
+        &["session-start", "--host"],
+        &["session-start", "--new-flag", "x"],
+    ] {
+        let run = env.run(args, &prompt);
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{args:?}");
+        assert!(run.stderr.contains("nothing is added, and the prompt goes on"), "{args:?}: {}", run.stderr);
+    }
+    assert!(env.stop("done").blocked(), "no command was carried out: the loop still holds");
+}
+
 #[cfg(unix)]
 fn mkfifo(path: &std::path::Path) {
     let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();

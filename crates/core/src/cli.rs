@@ -102,6 +102,8 @@ pub(crate) enum Hook {
         host: Option<Host>,
     },
     Guard,
+    /// `prompt-hook` or `session-start`, whose answer of "nothing to add" is an empty output.
+    Quiet(&'static str),
 }
 
 impl Hook {
@@ -120,6 +122,8 @@ impl Hook {
                 Some(Hook::Stop { host })
             }
             "guard" => Some(Hook::Guard),
+            "prompt-hook" => Some(Hook::Quiet("prompt-hook")),
+            "session-start" => Some(Hook::Quiet("session-start")),
             _ => None,
         }
     }

@@ -111,6 +111,11 @@ fn unparsed(
             eprintln!("loop-hook: guard: {e}; the tool call is not examined");
             0
         }
+        // A prompt hook that exits 2 blocks the user's prompt and erases it (Claude Code).
+        Some(cli::Hook::Quiet(name)) => {
+            eprintln!("loop-hook: {name}: {e}; nothing is added, and the prompt goes on");
+            0
+        }
         // Through a plugin of another version, an option this binary does not know is the
         // version gap, not a typo: say so, and never fail the host's command for it.
         None => {
