@@ -646,6 +646,35 @@ fn a_cancel_forged_through_the_prompt_hook_is_undone_at_the_next_stop() {
     assert!(unconfirmed["state_digest"].is_string());
 }
 
+/// A forged cancel undone by a stop whose commit fails (a file-size limit): the stop says the
+/// undoing could not be recorded, never that it was, and the loop stays as the commit left it.
+#[cfg(unix)]
+#[test]
+fn a_cancel_undone_by_a_stop_that_cannot_commit_is_told_as_not_recorded() {
+    let env = TestEnv::new();
+    env.forge_a_cancel("Done.");
+    let mut limited = std::process::Command::new("sh");
+    limited
+        .args(["-c", "ulimit -f 0 && exec \"$@\"", "sh", env!("CARGO_BIN_EXE_loop-hook"), "stop-hook"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .current_dir(&env.project);
+    let event = stop_event(SESSION, &env.project, "Done.", false).to_string();
+    let run = run_command(limited, event.as_bytes());
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let told = run.system_message();
+    assert!(told.contains("could not record this stop"), "{told}");
+    assert!(told.contains("the cancel is undone"), "the settlement is told: {told}");
+    assert!(
+        told.contains("for-loop could not record this (") && told.contains("nothing has changed yet"),
+        "{told}"
+    );
+    assert!(!told.contains("This is recorded in the ledger"), "{told}");
+    let state = std::fs::read_to_string(env.state_path()).unwrap();
+    assert!(!state.contains("status: active"), "nothing was committed: {state}");
+}
+
 /// A stop forged from a tool call while a forged cancel awaits its confirmation: the cancel is
 /// undone and the forged stop recorded and counted, in the stop's one commit (both lines carry
 /// the digest of one state, the one on disk).

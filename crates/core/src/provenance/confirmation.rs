@@ -181,12 +181,15 @@ pub(crate) fn undo(
     let told = format!(
         "for-loop: `{}` at {when} did not come from the user's prompt: the host never recorded the user \
          sending it, so a program sent it (most likely the agent, running for-loop's prompt hook itself). \
-         {}. This is recorded in the ledger.",
+         {}.{RECORDED}",
         awaiting.command,
         capitalised(&what)
     );
     (next, entry, told)
 }
+
+/// How the words of a settled command end once a commit has taken it.
+const RECORDED: &str = " This is recorded in the ledger.";
 
 fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
@@ -324,9 +327,11 @@ impl Settlement {
 
     /// The words of a settlement whose commit failed.
     pub(crate) fn not_recorded(told: Option<String>, error: &str) -> String {
+        let told = told.unwrap_or_else(|| "for-loop: your command's confirmation.".into());
         format!(
-            "{} (for-loop could not record this: {error}.)",
-            told.unwrap_or_else(|| "for-loop: your command's confirmation".into())
+            "{} But for-loop could not record this ({error}), so nothing has changed yet; the next stop \
+             or prompt tries again.",
+            told.strip_suffix(RECORDED).unwrap_or(&told)
         )
     }
 }

@@ -8,6 +8,7 @@ use crate::host::Host;
 use crate::host::StopEvent;
 use crate::provenance::Settlement;
 use crate::state::{LedgerEntry, LoopState};
+use crate::store::CommitError;
 use crate::store::Known;
 use crate::store::{LoopPaths, Store};
 use crate::support::Environment;
@@ -27,6 +28,8 @@ pub(super) struct StopContext<'e> {
     pub(super) settlement: Option<Settlement>,
     /// What settling that command told the user, once a commit took it.
     told: RefCell<Option<String>>,
+    /// Those words while the commit that records them has not run yet.
+    pending: RefCell<Option<String>>,
 }
 
 /// A command's settlement, applied to the loop as read: its ledger line and its words, for the
@@ -50,6 +53,7 @@ impl<'e> StopContext<'e> {
             known: Known::default(),
             settlement: None,
             told: RefCell::new(None),
+            pending: RefCell::new(None),
         })
     }
 
@@ -73,13 +77,24 @@ impl<'e> StopContext<'e> {
         }
     }
 
-    /// Records that a commit took the settlement: its words go with the stop's answer.
+    /// The settlement's line, for the commit that records it; its words go with the stop's
+    /// answer once that commit has run ([`StopContext::committed`]).
     pub(super) fn recorded(&self, settled: Option<Settled>) -> Vec<LedgerEntry> {
         let Some(Settled { line, told }) = settled else { return Vec::new() };
         if told.is_some() {
-            *self.told.borrow_mut() = told;
+            *self.pending.borrow_mut() = told;
         }
         vec![line]
+    }
+
+    /// The settlement's words after the commit that was to record it: as they are, or saying that
+    /// it could not be recorded (the loop is then as it was, the command still awaiting).
+    pub(super) fn committed(&self, failed: Option<&CommitError>) {
+        let Some(words) = self.pending.borrow_mut().take() else { return };
+        *self.told.borrow_mut() = Some(match failed {
+            None => words,
+            Some(e) => Settlement::not_recorded(Some(words), &e.to_string()),
+        });
     }
 
     /// What settling the awaited command told, when a commit recorded it.

@@ -98,7 +98,7 @@ fn failed_turn(env: &Environment, host: Host, failure: Result<TurnFailure, Event
     }
     match turn_failure::record(env, host, &stop.paths, &failure) {
         Ok(failed) => {
-            let committed = commit(&failed.transaction, &failed.change);
+            let committed = commit(&stop, &failed.transaction, &failed.change);
             failed.answer(env, &failure, committed)
         }
         Err(response) => response,
@@ -137,7 +137,7 @@ impl StopContext<'_> {
         let response = match forged_stop(&self) {
             // A forged stop is answered without the user's notices: its reader is the agent.
             Forgery::Forged(transaction, change) => {
-                if commit(&transaction, &change).is_err() {
+                if commit(&self, &transaction, &change).is_err() {
                     Incident::record_fallback(&self.paths.dir, ReasonCode::ForgedStop, self.now());
                 }
                 drop(transaction);
@@ -176,7 +176,7 @@ impl StopContext<'_> {
             let settled = if settle && response.block.is_none() {
                 crate::provenance::confirmation::settle_at(&self.paths, self.now(), &self.known).and_then(
                     |settling| {
-                        let committed = commit(&settling.transaction, &settling.change);
+                        let committed = commit(self, &settling.transaction, &settling.change);
                         settling.told(committed)
                     },
                 )
@@ -278,14 +278,14 @@ impl StopContext<'_> {
         match unjudged {
             Unjudged::Answer(response) => Round::NotJudged(response),
             Unjudged::Untrusted(transaction, untrusted) => {
-                let committed = commit(&transaction, &untrusted.change);
+                let committed = commit(self, &transaction, &untrusted.change);
                 Round::NotJudged(untrusted.answer(&transaction, committed))
             }
             Unjudged::Over(transaction, mut over) => {
                 let lines = self.recorded(over.settled.take());
                 if !lines.is_empty() {
                     // A failure leaves the command awaiting: the next stop settles it again.
-                    let _ = commit(&transaction, &Change::new(over.state().clone(), lines));
+                    let _ = commit(self, &transaction, &Change::new(over.state().clone(), lines));
                 }
                 over.after(self, transaction)
             }
@@ -300,7 +300,7 @@ impl StopContext<'_> {
         state: &LoopState,
         change: &Change,
     ) -> Result<(), HookResponse> {
-        if let Err(e) = commit(transaction, change) {
+        if let Err(e) = commit(self, transaction, change) {
             let what = format!(
                 "could not record this stop ({e}), so nothing changed. This stop is allowed; the loop \
                  goes on at the next stop. Free some disk space (or raise the file-size limit)"
@@ -362,9 +362,12 @@ impl StopContext<'_> {
 /// The one place a stop commits: what one of its stages decided (a verdict, a wait on background
 /// work, a forged stop's record, a settled command, a loop ended as tampered, a turn that ended
 /// on an error), in the transaction that stage was handed, all or nothing. The stages return
-/// their [`Change`] and never commit themselves.
-fn commit(transaction: &Transaction<'_>, change: &Change) -> Result<(), CommitError> {
-    change.commit_in(transaction)
+/// their [`Change`] and never commit themselves. The words of a command the change settled go
+/// with the answer as recorded only when the commit took them.
+fn commit(stop: &StopContext<'_>, transaction: &Transaction<'_>, change: &Change) -> Result<(), CommitError> {
+    let committed = change.commit_in(transaction);
+    stop.committed(committed.as_ref().err());
+    committed
 }
 
 /// `response` with `line` for the user, after what it says already.
