@@ -57,6 +57,14 @@ struct Source {
     text: String,
 }
 
+impl Source {
+    /// The file's lines up to its test module (every module keeps its tests at its end), each
+    /// with its index.
+    fn production_lines(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.text.lines().enumerate().take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+    }
+}
+
 fn core_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src")
 }
@@ -362,10 +370,7 @@ fn cycles(refs: &[Reference]) -> Vec<Vec<String>> {
 fn io_in_verdict(sources: &[Source]) -> Vec<String> {
     let mut out = Vec::new();
     for source in sources.iter().filter(|s| layer(&s.module) == "verdict") {
-        for (index, raw) in source.text.lines().enumerate() {
-            if raw.trim() == "#[cfg(test)]" {
-                break;
-            }
+        for (index, raw) in source.production_lines() {
             let line = code_of(raw);
             if let Some(name) = NO_IO_IN_VERDICT.iter().find(|name| line.contains(*name)) {
                 out.push(format!(
@@ -478,10 +483,7 @@ fn every_folder_of_the_engine_is_a_layer() {
 fn git_outside_worktree(sources: &[Source]) -> Vec<String> {
     let mut out = Vec::new();
     for source in sources.iter().filter(|s| layer(&s.module) != "worktree") {
-        for (index, raw) in source.text.lines().enumerate() {
-            if raw.trim() == "#[cfg(test)]" {
-                break;
-            }
+        for (index, raw) in source.production_lines() {
             let line = code_of(raw);
             if line.contains("Command::new(\"git\")") || line.contains("run_git") {
                 out.push(format!(
@@ -634,10 +636,7 @@ fn the_reader_catches_an_upward_import_a_circle_a_lib_item_and_io_in_verdict() {
 fn host_names(sources: &[Source]) -> Vec<String> {
     let mut out = Vec::new();
     for source in sources.iter().filter(|s| layer(&s.module) != "host") {
-        for (index, raw) in source.text.lines().enumerate() {
-            if raw.trim() == "#[cfg(test)]" {
-                break;
-            }
+        for (index, raw) in source.production_lines() {
             let line = code_of(raw);
             if !host_variants_at(line).is_empty() {
                 out.push(format!(
@@ -1097,10 +1096,7 @@ fn commits_outside_their_owner(sources: &[Source]) -> Vec<String> {
         let owner = HOOK_COMMIT_OWNERS.contains(&source.file.as_str());
         let exempt = COMMITS_OF_THEIR_OWN.iter().any(|(file, _)| *file == source.file);
         let mut owned = 0;
-        for (index, raw) in source.text.lines().enumerate() {
-            if raw.trim() == "#[cfg(test)]" {
-                break;
-            }
+        for (index, raw) in source.production_lines() {
             let line = code_of(raw);
             let at = format!("{}:{}", source.file, index + 1);
             if line.contains("commit_in(") {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::util::{Run, SESSION, TestEnv, repo, run_command, stop_event};
+use crate::util::{Run, SESSION, TestEnv, python, run_command, stop_event};
 
 /// One runner's fixture project.
 struct Fixture {
@@ -30,18 +30,6 @@ struct Fixture {
     hook: Option<(&'static str, String)>,
     /// A new test file with a new, passing test.
     new_test: (&'static str, String),
-}
-
-/// The python with pytest that scripts/test installs. Missing, the tests that need it fail.
-fn python() -> PathBuf {
-    let path = std::env::var_os("FOR_LOOP_PYTHON")
-        .map_or_else(|| repo().join(".cache/test-python/bin/python"), PathBuf::from);
-    assert!(
-        path.exists(),
-        "no python with pytest at {}: run scripts/install-test-python (scripts/test does), or set FOR_LOOP_PYTHON",
-        path.display()
-    );
-    path
 }
 
 fn pytest() -> Fixture {

@@ -362,6 +362,18 @@ pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The python with pytest that scripts/test installs. Missing, the tests that need it fail.
+pub(crate) fn python() -> PathBuf {
+    let path = std::env::var_os("FOR_LOOP_PYTHON")
+        .map_or_else(|| repo().join(".cache/test-python/bin/python"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "no python with pytest at {}: run scripts/install-test-python (scripts/test does), or set FOR_LOOP_PYTHON",
+        path.display()
+    );
+    path
+}
+
 /// An agent CLI the end-to-end tests drive: `$env_var` when set (the path of that one CLI), else
 /// `node_modules/.bin/NAME` under `$FOR_LOOP_CLIENTS_DIR` when set (an absolute path to a directory
 /// laid out like tests/clients; `scripts/test-latest-clients` points it at the newest published

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use mock_model::{Fix, MockModel, Script};
 
 use super::{SESSION_A, World, reinjections};
-use crate::util::repo;
+use crate::util::python;
 
 /// The script: claim done untold, then fix what the feedback names, then say so.
 fn listening(fixes: Vec<Fix>) -> Script {
@@ -80,17 +80,6 @@ fn toolchain() -> String {
         var("RUSTUP_HOME", ".rustup"),
         var("CARGO_HOME", ".cargo")
     )
-}
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("FOR_LOOP_PYTHON")
-        .map_or_else(|| repo().join(".cache/test-python/bin/python"), PathBuf::from);
-    assert!(
-        path.exists(),
-        "no python with pytest at {}: run scripts/install-test-python (scripts/test does), or set FOR_LOOP_PYTHON",
-        path.display()
-    );
-    path
 }
 
 /// A Python project of 400 tests, one per entry of a table, each expecting entry `i` to be

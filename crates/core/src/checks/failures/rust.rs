@@ -42,13 +42,47 @@ impl Panic {
     }
 }
 
+/// The report of the failure being read, its panic among it, for at most [`BODY_LINES`] lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Report {
+    current: Option<Slot>,
+    panic: Panic,
+    left: u32,
+}
+
+impl Report {
+    /// A failure's report begins: `runner` names `name` failed.
+    fn begin(&mut self, runner: &'static str, name: &str, sink: &mut Sink) {
+        let slot = sink.fail(runner, name);
+        *self = Report {
+            current: sink.wants_details(slot).then_some(slot),
+            left: BODY_LINES,
+            ..Report::default()
+        };
+    }
+
+    /// The failure a line of its report belongs to; `None` once the report has ended (at
+    /// `ends`, or after its last line read).
+    fn next(&mut self, ends: bool) -> Option<Slot> {
+        let slot = self.current?;
+        self.left = self.left.saturating_sub(1);
+        if self.left == 0 || ends {
+            self.current = None;
+            return None;
+        }
+        Some(slot)
+    }
+
+    fn capturing(&self) -> bool {
+        self.current.is_some()
+    }
+}
+
 /// cargo test: `---- tests::adds stdout ----` heads a failure's report, `test tests::adds ...
 /// FAILED` names one as it runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct CargoTest {
-    current: Option<Slot>,
-    panic: Panic,
-    left: u32,
+    report: Report,
 }
 
 impl CargoTest {
@@ -59,28 +93,25 @@ impl CargoTest {
             return;
         }
         if let Some(name) = text.strip_prefix("---- ").and_then(|rest| rest.strip_suffix(" stdout ----")) {
-            let slot = sink.fail("cargo test", name);
-            self.current = sink.wants_details(slot).then_some(slot);
-            self.panic = Panic::default();
-            self.left = BODY_LINES;
+            self.report.begin("cargo test", name, sink);
             return;
         }
-        let Some(slot) = self.current else { return };
-        self.left = self.left.saturating_sub(1);
-        if self.left == 0 || text == "failures:" || text.starts_with("test result: ") {
-            self.current = None;
+        if !self.report.capturing() {
             return;
         }
+        let Some(slot) = self.report.next(text == "failures:" || text.starts_with("test result: ")) else {
+            return;
+        };
         if let Some(place) = text.strip_prefix("note: test did not panic as expected at ") {
             sink.detail(slot, "test did not panic as expected");
             sink.locate(slot, place);
             return;
         }
-        self.panic.line(line, slot, sink);
+        self.report.panic.line(line, slot, sink);
     }
 
     pub(super) fn capturing(&self) -> bool {
-        self.current.is_some()
+        self.report.capturing()
     }
 }
 
@@ -88,34 +119,28 @@ impl CargoTest {
 /// the test's output, its panic among it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Nextest {
-    current: Option<Slot>,
-    panic: Panic,
-    left: u32,
+    report: Report,
 }
 
 impl Nextest {
     pub(super) fn line(&mut self, line: &Line<'_>, sink: &mut Sink) {
         if let Some(name) = nextest_failure(line.trimmed) {
-            let slot = sink.fail("nextest", name);
-            self.current = sink.wants_details(slot).then_some(slot);
-            self.panic = Panic::default();
-            self.left = BODY_LINES;
+            self.report.begin("nextest", name, sink);
             return;
         }
-        let Some(slot) = self.current else { return };
-        self.left = self.left.saturating_sub(1);
+        if !self.report.capturing() {
+            return;
+        }
         let text = line.trimmed;
         let next_status =
             ["PASS [", "SKIP [", "Summary [", "────", "Cancelling"].iter().any(|s| text.starts_with(s));
-        if self.left == 0 || next_status {
-            self.current = None;
-            return;
+        if let Some(slot) = self.report.next(next_status) {
+            self.report.panic.line(line, slot, sink);
         }
-        self.panic.line(line, slot, sink);
     }
 
     pub(super) fn capturing(&self) -> bool {
-        self.current.is_some()
+        self.report.capturing()
     }
 }
 

@@ -76,21 +76,11 @@ pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched
     // `admin` holds `admin.extensions.enabled`, which turns every extension off.
     const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", "extensions", "admin"];
     // The system settings and the system defaults beside them, where the pinned CLI reads them.
-    let system = env.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH").map_or_else(
-        || {
-            PathBuf::from(if cfg!(target_os = "macos") {
-                "/Library/Application Support/GeminiCli/settings.json"
-            } else if cfg!(windows) {
-                r"C:\ProgramData\gemini-cli\settings.json"
-            } else {
-                "/etc/gemini-cli/settings.json"
-            })
-        },
-        PathBuf::from,
+    let [system, defaults] = crate::host::config_watch::system_settings(
+        env,
+        ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+        ["/Library/Application Support/GeminiCli/settings.json", r"C:\ProgramData\gemini-cli\settings.json", "/etc/gemini-cli/settings.json"],
     );
-    let defaults = env
-        .var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
-        .map_or_else(|| system.with_file_name("system-defaults.json"), PathBuf::from);
     let mut watched = vec![
         Watched::new(Kind::Settings(KEYS), project.join(".gemini/settings.json")),
         Watched::new(Kind::Settings(KEYS), system),

@@ -162,21 +162,11 @@ pub(in crate::host) const HOOK_RUNNER: HookRunner = HookRunner {
 pub(in crate::host) fn watched(env: &Environment, project: &Path) -> Vec<Watched> {
     const KEYS: &[&str] = &["hooks", "hooksConfig", "disableAllHooks", BLOCK_CAP_SETTING];
     // The system settings and the system defaults beside them, where the pinned CLI reads them.
-    let system = env.var("QWEN_CODE_SYSTEM_SETTINGS_PATH").map_or_else(
-        || {
-            PathBuf::from(if cfg!(target_os = "macos") {
-                "/Library/Application Support/QwenCode/settings.json"
-            } else if cfg!(windows) {
-                r"C:\ProgramData\qwen-code\settings.json"
-            } else {
-                "/etc/qwen-code/settings.json"
-            })
-        },
-        PathBuf::from,
+    let [system, defaults] = crate::host::config_watch::system_settings(
+        env,
+        ("QWEN_CODE_SYSTEM_SETTINGS_PATH", "QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+        ["/Library/Application Support/QwenCode/settings.json", r"C:\ProgramData\qwen-code\settings.json", "/etc/qwen-code/settings.json"],
     );
-    let defaults = env
-        .var("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
-        .map_or_else(|| system.with_file_name("system-defaults.json"), PathBuf::from);
     let mut watched = vec![
         Watched::new(Kind::Settings(KEYS), project.join(".qwen/settings.json")),
         Watched::new(Kind::Settings(KEYS), system),

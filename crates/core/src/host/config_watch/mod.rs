@@ -168,6 +168,31 @@ pub(crate) fn changes(before: &Snapshot, now: &Snapshot) -> Vec<String> {
         .collect()
 }
 
+/// The system settings a Gemini CLI family host reads, and the system defaults beside them:
+/// where `settings_var` and `defaults_var` point, else the host's place on this platform (`mac`,
+/// `windows`, `unix`), the defaults named `system-defaults.json` beside the settings.
+pub(crate) fn system_settings(
+    env: &Environment,
+    (settings_var, defaults_var): (&str, &str),
+    [mac, windows, unix]: [&str; 3],
+) -> [PathBuf; 2] {
+    let system = env.var(settings_var).map_or_else(
+        || {
+            PathBuf::from(if cfg!(target_os = "macos") {
+                mac
+            } else if cfg!(windows) {
+                windows
+            } else {
+                unix
+            })
+        },
+        PathBuf::from,
+    );
+    let defaults =
+        env.var(defaults_var).map_or_else(|| system.with_file_name("system-defaults.json"), PathBuf::from);
+    [system, defaults]
+}
+
 /// A path under the user's home, or `None` without one.
 pub(crate) fn home(env: &Environment, rest: &str) -> Option<PathBuf> {
     env.var("HOME").map(|home| Path::new(home).join(rest))
