@@ -396,13 +396,22 @@ fn loop_stages(
     // The transcript to read: the one the user's own start named, whenever this session has a
     // loop. The event's is whatever its sender wrote, and a program the agent runs can send one
     // naming an empty file.
-    let trusted = if !dir.exists() {
+    let mut trusted = if !dir.exists() {
         None
     } else if let Some(state) = held.state() {
         Some(state.clone())
     } else {
         crate::store::custody::trusted_state(paths).ok().flatten()
     };
+    // A failed turn whose report never came is recorded first, as the report would have been, so
+    // that what follows sees the loop as it stands after it.
+    if let Some(state) =
+        trusted.clone().filter(|state| host.keeps_claude_transcript() && state.is_owned_by(session_id))
+        && let Some(told) = lost_failure_report(held, &state)
+    {
+        notice.push(Told::Said(told));
+        trusted = held.state().cloned();
+    }
     // A loop parked on a usage limit goes on at the user's first prompt after the reset.
     if trusted.as_ref().is_some_and(|state| crate::hook::turn_failure::parked_on_limit(host, state))
         && let Some(open) = held.running()
@@ -696,13 +705,7 @@ fn unjudged_turn(env: &Environment, held: &mut Held<'_>, transcript: &Path) -> O
     if began <= state.meta.started_at {
         return None;
     }
-    let judged = ReverseLines::open(&paths.ledger, 1 << 20)
-        .ok()?
-        .map_while(Result::ok)
-        .take(200)
-        .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line).ok())
-        .filter(|entry| entry.loop_id == state.meta.loop_id)
-        .take_while(|entry| entry.time >= began)
+    let judged = lines_since(paths, &state, began)?
         // A stop's own line, or this very notice already given for the turn.
         .any(|entry| {
             matches!(entry.decision, LedgerDecision::Block | LedgerDecision::Allow)
@@ -737,6 +740,48 @@ fn unjudged_turn(env: &Environment, held: &mut Held<'_>, transcript: &Path) -> O
          change them, the agent may have. The loop is still on (iteration {} of {}).",
         state.meta.iteration, state.meta.settings.max_iterations
     ))
+}
+
+/// The ledger lines of `state`'s loop written at `since` or later, newest first (of the last 200).
+fn lines_since<'a>(
+    paths: &LoopPaths,
+    state: &'a LoopState,
+    since: Timestamp,
+) -> Option<impl Iterator<Item = LedgerEntry> + 'a> {
+    let lines = ReverseLines::open(&paths.ledger, 1 << 20).ok()?;
+    Some(
+        lines
+            .map_while(Result::ok)
+            .take(200)
+            .filter_map(|line| serde_json::from_slice::<LedgerEntry>(&line).ok())
+            .filter(move |entry| entry.loop_id == state.meta.loop_id)
+            .take_while(move |entry| entry.time >= since),
+    )
+}
+
+/// When the last turn of `state`'s loop ended on an API error its transcript records and the
+/// loop has none of (the host's report of it never reached for-loop), that error recorded and told
+/// as the report would have been; `None` when there is none or it was recorded already.
+fn lost_failure_report(held: &mut Held<'_>, state: &LoopState) -> Option<String> {
+    if crate::verdict::decision::gate(state, &state.meta.session_id) != crate::verdict::Gate::Judge {
+        return None;
+    }
+    let transcript = state.meta.transcript.as_deref().filter(|t| t.is_file())?;
+    let reply = crate::host::transcript::last_reply_api_error(transcript)?;
+    if reply.at <= state.meta.started_at {
+        return None;
+    }
+    let (paths, now) = (held.paths, held.now);
+    // Read under the loop's lock, so the ledger read is the one this commit follows.
+    let open = held.running()?;
+    let recorded = lines_since(paths, state, reply.at)?
+        .any(|entry| entry.reason.ends_a_failed_turn() || entry.reason == ReasonCode::ForgedStop);
+    if recorded {
+        return None;
+    }
+    let (line, told) = crate::hook::turn_failure::recovered(&mut open.state, &reply, now);
+    open.lines.push(line);
+    Some(told)
 }
 
 fn carry_out(
@@ -1091,6 +1136,94 @@ mod tests {
         let message = told.system_message.unwrap_or_default();
         assert!(message.contains("outgrew the model's context window"), "{message}");
         assert!(!message.contains("without being judged"), "{message}");
+    }
+
+    /// The ledger's reasons for session `s`, in order.
+    fn reasons(dir: &Path) -> Vec<String> {
+        std::fs::read_to_string(dir.join(".local/state/for-loop/sessions/s/ledger.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap()["reason"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Claude Code's record of the API error that ended a turn, at `time`.
+    fn api_error(time: &str, text: &str, error: &str) -> Value {
+        json!({"type": "assistant", "timestamp": time, "isApiErrorMessage": true, "error": error,
+            "message": {"model": "<synthetic>", "content": [{"type": "text", "text": text}]}})
+    }
+
+    /// A loop of session `s` whose turn at 03:00:30 ended on the API error `said` (`error`), as
+    /// the transcript records it: the store's directory, the environment and the transcript.
+    fn ended_on(said: &str, error: &str) -> (tempfile::TempDir, Environment, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let transcript = started(&env, dir.path(), "/for-loop t --verify false");
+        append(&transcript, &[api_error("2026-11-22T03:00:30Z", said, error)]);
+        (dir, env, transcript)
+    }
+
+    /// The user's "go on" at 03:01:00: what they are told.
+    fn go_on(env: &Environment, dir: &Path, transcript: &Path) -> String {
+        let mut later = env.clone();
+        later.now = "2026-11-22T03:01:00Z".parse().unwrap();
+        let told = respond(&later, Host::ClaudeCode, &event("s", "go on", dir, Some(transcript)));
+        told.system_message.unwrap_or_default()
+    }
+
+    fn state_of(env: &Environment) -> LoopState {
+        crate::store::custody::trusted_state(&Store::locate(env).unwrap().paths("s")).unwrap().unwrap()
+    }
+
+    /// The host ended the turn on an error and its report never reached the hook (Claude Code's
+    /// `-p` sends its hooks SIGTERM as it exits): the next prompt finds the error in the
+    /// transcript, records it as the report would have, and tells it, once.
+    #[test]
+    fn a_failed_turn_whose_report_never_came_is_recorded_and_told_at_the_next_prompt() {
+        let (dir, env, transcript) = ended_on("Prompt is too long", "invalid_request");
+        let message = go_on(&env, dir.path(), &transcript);
+        assert!(message.contains("outgrew the model's context window"), "{message}");
+        assert!(message.contains("No iteration was used"), "{message}");
+        assert!(!message.contains("without being judged"), "{message}");
+        assert_eq!(reasons(dir.path()).last().map(String::as_str), Some("context_exhausted"));
+        let state = state_of(&env);
+        assert_eq!(state.meta.failed_turn.as_ref().map(|f| f.kind), Some(ReasonCode::ContextExhausted));
+        assert_eq!(state.meta.iteration, 1);
+        assert!(state.is_active());
+        // Recorded once: the next prompt finds the record.
+        assert_eq!(go_on(&env, dir.path(), &transcript), "");
+        assert_eq!(reasons(dir.path()).iter().filter(|r| *r == "context_exhausted").count(), 1);
+    }
+
+    /// A usage limit found that way is recorded and told, and parks nothing: the transcript is
+    /// the agent's to write, and a loop parked on a limit lets the agent stop. A limit forged
+    /// there to last a year leaves the loop running.
+    #[test]
+    fn a_usage_limit_found_only_in_the_transcript_is_told_and_never_parks_the_loop() {
+        // 2027-11-22T04:00:00Z
+        let (dir, env, transcript) = ended_on("Claude AI usage limit reached|1826856000", "rate_limit");
+        let message = go_on(&env, dir.path(), &transcript);
+        assert!(message.contains("ended on a usage limit"), "{message}");
+        assert!(message.contains("the account is limited until 2027-11-22 04:00 UTC"), "{message}");
+        assert!(message.contains("so the loop was not parked: it is still on"), "{message}");
+        assert_eq!(reasons(dir.path()).last().map(String::as_str), Some("agent_limited"));
+        let state = state_of(&env);
+        assert!(state.is_active(), "{:?}", state.meta);
+        assert!(!crate::hook::turn_failure::parked_on_limit(Host::ClaudeCode, &state));
+    }
+
+    /// A report that did arrive is not recorded a second time from the transcript.
+    #[test]
+    fn a_failed_turn_the_hook_recorded_is_not_recorded_again_at_the_next_prompt() {
+        let (dir, env, transcript) = ended_on("Prompt is too long", "invalid_request");
+        let mut failed = env.clone();
+        failed.now = "2026-11-22T03:00:31Z".parse().unwrap();
+        let failure = json!({"session_id": "s", "hook_event_name": "StopFailure", "error": "invalid_request",
+            "last_assistant_message": "Prompt is too long"});
+        crate::hook::stop_hook::run(&failed, Host::ClaudeCode, failure.to_string().as_bytes());
+        let message = go_on(&env, dir.path(), &transcript);
+        assert_eq!(message.matches("outgrew the model's context window").count(), 1, "{message}");
+        assert_eq!(reasons(dir.path()).iter().filter(|r| *r == "context_exhausted").count(), 1);
     }
 
     #[test]

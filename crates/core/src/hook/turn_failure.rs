@@ -92,6 +92,41 @@ pub(crate) struct Failed<'p> {
     turn: FailedTurn,
 }
 
+/// A failed turn whose report never reached for-loop, found at the user's next prompt in the
+/// transcript's last reply (`reply`): `state` changed as the report would have changed it, the
+/// ledger line, and the words for the user. Claude Code's `-p` ends on the error and sends its
+/// hooks SIGTERM as it goes; a hook that had not yet begun to ignore it (on a loaded machine, the
+/// shell that starts it) records nothing, and a turn with no reply but the error would otherwise
+/// go untold. The transcript is the agent's to write: what it says here is told and recorded,
+/// and a usage limit read there parks nothing (a parked loop lets the agent stop).
+pub(crate) fn recovered(
+    state: &mut LoopState,
+    reply: &crate::host::ApiErrorReply,
+    now: Timestamp,
+) -> (LedgerEntry, String) {
+    let local = now.to_zoned(jiff::tz::TimeZone::system());
+    let failure = TurnFailure {
+        session_id: state.meta.session_id.clone(),
+        error: TurnError::classify(&reply.kind, &reply.said, &local),
+        said: reply.said.clone(),
+    };
+    let failed = failed_turn(&failure, now);
+    let next = after_failure(state, failed.clone(), now, false);
+    let line = LedgerEntry {
+        detail: Some(format!(
+            "{}{}; found in the transcript at the next prompt: the host's report of the failed turn \
+             (written at {}) never reached for-loop",
+            kind(&failure),
+            failed.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default(),
+            reply.at.strftime("%H:%M:%S UTC")
+        )),
+        ..LedgerEntry::new(&next, now, LedgerDecision::Note, failed.kind)
+    };
+    let told = words::told_from_transcript(&next, &failed, now);
+    *state = next;
+    (line, told)
+}
+
 /// The loop's record of `failure`: what it changes, for the hook's one commit; `Err` is the
 /// answer when nothing is to be committed (no running loop of this session, a report the agent
 /// forged, a fault of ours).

@@ -48,6 +48,7 @@ pub(crate) use self::origin::AGENT_SHELL_VARS;
 pub(crate) use self::origin::HookRunner;
 pub(crate) use self::origin::HookSession;
 pub(crate) use self::origin::Origin;
+pub(crate) use self::transcript::ApiErrorReply;
 pub(crate) use self::transcript::MAX_TRANSCRIPT_BYTES;
 pub(crate) use self::transcript::Turn;
 pub(crate) use self::usage::TokenCounts;

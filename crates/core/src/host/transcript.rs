@@ -168,21 +168,60 @@ pub(crate) fn ends_on_api_error(path: &Path) -> bool {
 }
 
 fn last_reply_is_api_error(path: &Path) -> bool {
-    let Ok(lines) = ReverseLines::open(path, MAX_TRANSCRIPT_BYTES) else { return false };
-    for line in lines.map_while(Result::ok) {
+    last_reply(path)
+        .is_some_and(|record| record.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true))
+}
+
+/// The main conversation's last reply, when no prompt follows it. A compaction's summary is no
+/// prompt: the host writes it as the user's, after the reply that ended the turn it compacted.
+fn last_reply(path: &Path) -> Option<Value> {
+    for line in ReverseLines::open(path, MAX_TRANSCRIPT_BYTES).ok()?.map_while(Result::ok) {
         let Ok(record) = serde_json::from_slice::<Value>(&line) else { continue };
-        if record["isSidechain"] == true {
+        if record["isSidechain"] == true || record["isCompactSummary"] == true {
             continue;
         }
         match record["type"].as_str() {
-            Some("assistant") => {
-                return record.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
-            }
-            Some("user") => return false,
+            Some("assistant") => return Some(record),
+            Some("user") => return None,
             _ => {}
         }
     }
-    false
+    None
+}
+
+/// The host's record of the API error that ended the last turn, as its transcript keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiErrorReply {
+    /// The host's name for the error (`invalid_request`, `rate_limit`; `unknown` when absent).
+    pub(crate) kind: String,
+    /// Its words: the reply's text and the error's details.
+    pub(crate) said: String,
+    pub(crate) at: jiff::Timestamp,
+}
+
+/// The API error the main conversation's last reply records, when it is one and says when it
+/// was written: what the host's report of the failed turn (`StopFailure`) would have said.
+pub(crate) fn last_reply_api_error(path: &Path) -> Option<ApiErrorReply> {
+    let record = last_reply(path)?;
+    if record.get("isApiErrorMessage").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    let at = record.get("timestamp").and_then(Value::as_str)?.parse().ok()?;
+    let text = record
+        .pointer("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let details = record.get("errorDetails").and_then(Value::as_str).unwrap_or_default();
+    let kind = record.get("error").and_then(Value::as_str).filter(|k| !k.is_empty()).unwrap_or("unknown");
+    Some(ApiErrorReply {
+        kind: kind.to_string(),
+        said: crate::host::event::one_line(&format!("{text} {details}")),
+        at,
+    })
 }
 
 /// When the last turn in the transcript began: the time of its first reply from the model, after
@@ -277,6 +316,31 @@ mod tests {
         assert!(!last_reply_is_api_error(replied.path()), "a reply after the error");
         assert!(!last_reply_is_api_error(transcript(&[user("go on")], "").path()), "no reply yet");
         assert!(!last_reply_is_api_error(Path::new("/nonexistent/transcript.jsonl")));
+    }
+
+    #[test]
+    fn the_api_error_that_ended_the_last_turn_is_read_with_its_kind_words_and_time() {
+        let mut error = assistant(&json!([{"type": "text", "text": "Prompt is too long"}]));
+        error["isApiErrorMessage"] = json!(true);
+        error["error"] = json!("invalid_request");
+        error["errorDetails"] = json!("1012345 tokens >\n 1000000 maximum");
+        error["timestamp"] = json!("2026-11-22T03:00:30Z");
+        let summary = json!({"type": "user", "isCompactSummary": true, "message": {"content": "summary"}});
+        let file = transcript(&[user("go on"), error.clone(), summary, json!({"type": "system"})], "");
+        let read = last_reply_api_error(file.path()).unwrap();
+        assert_eq!(read.kind, "invalid_request");
+        assert_eq!(read.said, "Prompt is too long 1012345 tokens > 1000000 maximum");
+        assert_eq!(read.at, "2026-11-22T03:00:30Z".parse().unwrap());
+        // No kind given: unknown. No time: nothing to order it by, so not read.
+        let mut bare = error.clone();
+        bare.as_object_mut().unwrap().remove("error");
+        assert_eq!(last_reply_api_error(transcript(&[bare.clone()], "").path()).unwrap().kind, "unknown");
+        bare.as_object_mut().unwrap().remove("timestamp");
+        assert_eq!(last_reply_api_error(transcript(&[bare], "").path()), None);
+        // A prompt after it, or a reply that is no error: none.
+        assert_eq!(last_reply_api_error(transcript(&[error.clone(), user("go on")], "").path()), None);
+        let ok = assistant(&json!([{"type": "text", "text": "ok"}]));
+        assert_eq!(last_reply_api_error(transcript(&[error, ok], "").path()), None);
     }
 
     #[test]

@@ -37,6 +37,26 @@ pub(crate) fn told(state: &LoopState, failed: &FailedTurn, now: Timestamp) -> St
     }
 }
 
+/// What the user reads when the loop's turn ended on `failed` and only the transcript said so (the
+/// host's report never reached for-loop). A usage limit read there parks nothing: the transcript
+/// is the agent's to write, and a parked loop lets the agent stop.
+pub(crate) fn told_from_transcript(state: &LoopState, failed: &FailedTurn, now: Timestamp) -> String {
+    if failed.kind != ReasonCode::AgentLimited {
+        return told(state, failed, now);
+    }
+    let meta = &state.meta;
+    let said = failed.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+    format!(
+        "for-loop: the loop's turn at iteration {} of {} ended on a usage limit{said}; {}. The host's report \
+         of it never reached for-loop, so the loop was not parked: it is still on, no iteration was used, \
+         and it goes on with your prompt; {} ends it.",
+        meta.iteration,
+        meta.settings.max_iterations,
+        until(failed, now),
+        meta.host.commands().cancel
+    )
+}
+
 /// When the limit lifts, as a clause: `the account is limited until 15:00 UTC (in 2 h)`.
 pub(crate) fn until(failed: &FailedTurn, now: Timestamp) -> String {
     match failed.resets_at {
