@@ -55,8 +55,8 @@ fn reported(world: &World, run: &ClaudeRun, kind: &str) -> bool {
 
 /// Makes the hooks that would record the first run's failed turn exit at once, as ones the host's
 /// SIGTERM reached first do: while the returned file exists, every `stop-hook` run after the first
-/// (the blocked stop) exits 0 unread. Claude Code runs that hook more than once for such a turn:
-/// the turn's own report and its compaction attempts'. Remove the file to let them run again.
+/// (the blocked stop) exits 0 unread: Claude Code 2.1.332 runs it three times after the blocked
+/// stop of such a turn, two of them at once. Remove the file to let them run again.
 fn lose_the_failure_report(world: &mut World) -> PathBuf {
     let real = world.loop_hook.take().expect("the world runs the built loop-hook");
     let wrapper = world.env.home.join("loop-hook-losing-a-report");
