@@ -587,13 +587,8 @@ mod tests {
                 );
             }
         }
-        let (all_homes, all_markers) = (homes.len(), markers.len());
-        homes.sort();
-        homes.dedup();
-        markers.sort_unstable();
-        markers.dedup();
-        assert_eq!(homes.len(), all_homes, "two hosts share the folder that says one is installed");
-        assert_eq!(markers.len(), all_markers, "a field only one host sends is claimed by two");
+        assert_unique(homes, "two hosts share the folder that says one is installed");
+        assert_unique(markers, "a field only one host sends is claimed by two");
     }
 
     /// The table holds one spec per host, each naming its own host, and no two hosts answer to
@@ -615,13 +610,16 @@ mod tests {
                 spec.name
             );
         }
-        let (all_names, all_programs) = (names.len(), programs.len());
-        names.sort_unstable();
-        names.dedup();
-        programs.sort_unstable();
-        programs.dedup();
-        assert_eq!(names.len(), all_names, "a name or alias is shared: {names:?}");
-        assert_eq!(programs.len(), all_programs, "a program is shared: {programs:?}");
+        assert_unique(names, "a name or alias is shared");
+        assert_unique(programs, "a program is shared");
+    }
+
+    /// Fails, saying `what`, when `items` holds one item twice.
+    fn assert_unique<T: Ord + std::fmt::Debug>(mut items: Vec<T>, what: &str) {
+        let all = items.len();
+        items.sort();
+        items.dedup();
+        assert_eq!(items.len(), all, "{what}: {items:?}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::host::config_watch::{self, Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::install::{
-    self, BinaryFacts, Check, Install, Installation, Launch, Look, is_absolute, not_installed, read_json,
+    self, BinaryFacts, Check, Install, Installation, Launch, Look, home_dir, is_absolute, not_installed, read_json,
 };
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::{Commands, Host, foreign_marker};
@@ -202,9 +202,7 @@ fn doctor(look: &Look) -> Option<Installation> {
 const MANAGED: &str = "/etc/claude-code/managed-settings.json";
 
 fn config_dir(env: &Environment) -> Option<PathBuf> {
-    env.var("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".claude")))
+    home_dir(env, "CLAUDE_CONFIG_DIR", ".claude")
 }
 
 fn install_facts(env: &Environment, config_dir: PathBuf, project: &Path) -> ClaudeFacts {
@@ -340,16 +338,7 @@ fn claude_lines(claude: &ClaudeFacts, binary: &BinaryFacts, asked: bool) -> Vec<
             format!("claude plugin enable {id}"),
         ),
     });
-    for file in &claude.hooks_disabled_by {
-        out.push(Check::fail(
-            name("hooks on"),
-            format!("{} sets disableAllHooks, so no hook runs and no loop holds", file.display()),
-            format!("remove \"disableAllHooks\": true from {}", file.display()),
-        ));
-    }
-    if claude.hooks_disabled_by.is_empty() {
-        out.push(Check::pass(name("hooks on"), "no settings file sets disableAllHooks"));
-    }
+    out.extend(install::hooks_on_lines(Host::ClaudeCode, &claude.hooks_disabled_by));
     out.extend(claude.env_overrides.iter().map(env_override_line));
     out.push(install::binary_line(&name("binary"), claude.launch.as_ref(), binary));
     out
@@ -511,7 +500,7 @@ mod tests {
     }
 }
 
-/// What doctor checks of this host's installation.
+/// The tests of what doctor checks of this host's installation.
 #[cfg(test)]
 mod install_tests {
     use std::path::PathBuf;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::spec::HostSpec;
 use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
-    self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, shell_quote,
+    self, BinaryFacts, Check, Install, Installation, Launch, Look, home_dir, not_installed, shell_quote,
 };
 use crate::host::user_command::CommandKind;
 use crate::support::Environment;
@@ -132,9 +132,7 @@ fn doctor(look: &Look) -> Option<Installation> {
 
 /// `$CODEX_HOME`, else `~/.codex`.
 fn home(env: &Environment) -> Option<PathBuf> {
-    env.var("CODEX_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".codex")))
+    home_dir(env, "CODEX_HOME", ".codex")
 }
 
 fn install_facts(env: &Environment, home: PathBuf) -> CodexFacts {
@@ -300,7 +298,7 @@ mod tests {
     }
 }
 
-/// What doctor checks of this host's installation.
+/// The tests of what doctor checks of this host's installation.
 #[cfg(test)]
 mod install_tests {
     use std::path::PathBuf;

@@ -286,7 +286,7 @@ mod tests {
     }
 }
 
-/// What doctor checks of this host's installation.
+/// The tests of what doctor checks of this host's installation.
 #[cfg(test)]
 mod install_tests {
     use std::path::PathBuf;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::spec::{HostSpec, Markers};
 use crate::host::config_watch::{Kind, Watched};
 use crate::host::install::{
-    self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, read_json,
+    self, BinaryFacts, Check, Extension, Install, Installation, Launch, Look, read_json,
 };
 use crate::support::Environment;
 
@@ -232,21 +232,17 @@ struct GeminiFacts {
 
 fn gemini_lines(gemini: &GeminiFacts, project: &Path, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
     let name = |what: &str| format!("gemini-cli: {what}");
-    let Some(extension) = &gemini.extension else {
-        return vec![not_installed(
-            Host::GeminiCli,
-            format!("the for-loop extension is not in {}", gemini.home.join("extensions").display()),
-            "gemini extensions install <for-loop checkout>/plugin/gemini-cli".into(),
-            asked,
-        )];
-    };
-    let mut out = vec![Check::pass(name("installed"), format!("extension at {}", extension.display()))];
-    if gemini.enabled == Some(false) {
-        out.push(Check::fail(
-            name("enabled"),
-            "the for-loop extension is disabled here, so its hooks do not run",
-            "gemini extensions enable for-loop",
-        ));
+    let mut out = Extension {
+        host: Host::GeminiCli,
+        home: &gemini.home,
+        found: gemini.extension.as_deref(),
+        enabled: gemini.enabled,
+        program: "gemini",
+        install: "gemini extensions install <for-loop checkout>/plugin/gemini-cli",
+    }
+    .lines(asked);
+    if gemini.extension.is_none() {
+        return out;
     }
     let entry = format!(
         "add \"{}\": \"TRUST_FOLDER\" to {} (or run gemini there and trust the folder; for one run: GEMINI_CLI_TRUST_WORKSPACE=true gemini ...)",
@@ -317,7 +313,7 @@ mod tests {
     }
 }
 
-/// What doctor checks of this host's installation.
+/// The tests of what doctor checks of this host's installation.
 #[cfg(test)]
 mod install_tests {
     use std::path::PathBuf;

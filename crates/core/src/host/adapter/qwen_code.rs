@@ -26,7 +26,7 @@ use crate::host::config_watch::{Kind, Watched};
 use crate::host::event::{EventError, Fields, StopEvent, Transcript, TurnFailure};
 use crate::host::hook_response::HookResponse;
 use crate::host::install::{
-    self, BinaryFacts, Check, Install, Installation, Launch, Look, not_installed, read_json,
+    self, BinaryFacts, Check, Extension, Install, Installation, Launch, Look, home_dir, read_json,
 };
 use crate::host::origin::{HookRunner, HookSession};
 use crate::host::user_command;
@@ -224,9 +224,7 @@ fn doctor(look: &Look) -> Option<Installation> {
 
 /// `$QWEN_HOME`, else `~/.qwen`.
 fn home(env: &Environment) -> Option<PathBuf> {
-    env.var("QWEN_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env.var("HOME").map(|home| Path::new(home).join(".qwen")))
+    home_dir(env, "QWEN_HOME", ".qwen")
 }
 
 fn install_facts(env: &Environment, home: PathBuf, project: &Path) -> QwenFacts {
@@ -267,29 +265,19 @@ struct QwenFacts {
 
 fn qwen_lines(qwen: &QwenFacts, binary: &BinaryFacts, asked: bool) -> Vec<Check> {
     let name = |what: &str| format!("qwen-code: {what}");
-    let Some(extension) = &qwen.extension else {
-        return vec![not_installed(
-            Host::QwenCode,
-            format!("the for-loop extension is not in {}", qwen.home.join("extensions").display()),
-            "qwen extensions install <for-loop checkout>/plugin/qwen-code --consent".into(),
-            asked,
-        )];
-    };
-    let mut out = vec![Check::pass(name("installed"), format!("extension at {}", extension.display()))];
-    if qwen.enabled == Some(false) {
-        out.push(Check::fail(
-            name("enabled"),
-            "the for-loop extension is disabled here, so its hooks do not run",
-            "qwen extensions enable for-loop",
-        ));
+    let mut out = Extension {
+        host: Host::QwenCode,
+        home: &qwen.home,
+        found: qwen.extension.as_deref(),
+        enabled: qwen.enabled,
+        program: "qwen",
+        install: "qwen extensions install <for-loop checkout>/plugin/qwen-code --consent",
     }
-    for file in &qwen.hooks_disabled_by {
-        out.push(Check::fail(
-            name("hooks on"),
-            format!("{} sets disableAllHooks, so no stop is judged", file.display()),
-            format!("remove \"disableAllHooks\" from {}", file.display()),
-        ));
+    .lines(asked);
+    if qwen.extension.is_none() {
+        return out;
     }
+    out.extend(install::hooks_on_lines(Host::QwenCode, &qwen.hooks_disabled_by));
     let settings = qwen.home.join("settings.json");
     let most = MAX_BLOCK_CAP;
     out.push(if qwen.block_cap >= most {

@@ -112,6 +112,60 @@ pub(in crate::host) fn not_installed(host: Host, detail: String, fix: String, as
     if asked { check } else { check.minor() }
 }
 
+/// The `hooks on` lines of `host`, whose settings `files` each set `disableAllHooks`: a failure
+/// for each, or one pass when there is none.
+pub(in crate::host) fn hooks_on_lines(host: Host, files: &[PathBuf]) -> Vec<Check> {
+    let name = format!("{}: hooks on", host.name());
+    if files.is_empty() {
+        return vec![Check::pass(name, "no settings file sets disableAllHooks")];
+    }
+    let off = |file: &PathBuf| {
+        Check::fail(
+            name.clone(),
+            format!("{} sets disableAllHooks, so no hook runs and no loop holds", file.display()),
+            format!("remove \"disableAllHooks\": true from {}", file.display()),
+        )
+    };
+    files.iter().map(off).collect()
+}
+
+/// for-loop's extension of a CLI that keeps them in `HOME/extensions/` (Gemini CLI, and Qwen
+/// Code, which forked Gemini CLI's extensions and their enablement file).
+pub(in crate::host) struct Extension<'a> {
+    pub(in crate::host) host: Host,
+    /// The host's own folder (`~/.gemini`, `~/.qwen`).
+    pub(in crate::host) home: &'a Path,
+    /// The installed extension's folder, when there is one.
+    pub(in crate::host) found: Option<&'a Path>,
+    /// `Some(false)` when it is disabled for this project or everywhere.
+    pub(in crate::host) enabled: Option<bool>,
+    /// The host's program, for the commands that fix it.
+    pub(in crate::host) program: &'static str,
+    /// The command that installs it.
+    pub(in crate::host) install: &'static str,
+}
+
+impl Extension<'_> {
+    /// Its checks, installed and enabled: the first alone, failed, when it is not installed.
+    pub(in crate::host) fn lines(&self, asked: bool) -> Vec<Check> {
+        let Some(found) = self.found else {
+            let detail =
+                format!("the for-loop extension is not in {}", self.home.join("extensions").display());
+            return vec![not_installed(self.host, detail, self.install.into(), asked)];
+        };
+        let name = |what: &str| format!("{}: {what}", self.host.name());
+        let mut out = vec![Check::pass(name("installed"), format!("extension at {}", found.display()))];
+        if self.enabled == Some(false) {
+            out.push(Check::fail(
+                name("enabled"),
+                "the for-loop extension is disabled here, so its hooks do not run",
+                format!("{} extensions enable for-loop", self.program),
+            ));
+        }
+        out
+    }
+}
+
 /// A hook file of Copilot CLI or Cursor that runs for-loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::host) struct HookFile {
